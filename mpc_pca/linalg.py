@@ -1,0 +1,61 @@
+"""Small linear-algebra helpers shared by the PCA protocols."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+
+def flip_signs(components: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Make each row's largest-magnitude entry positive (deterministic eigenvector signs).
+
+    This is the convention scikit-learn's ``PCA`` uses for ``components_``, so
+    results are comparable without re-alignment.
+    """
+    components = np.array(components, dtype=np.float64, copy=True)
+    if components.size == 0:
+        return components
+    pivots = np.argmax(np.abs(components), axis=1)
+    signs = np.sign(components[np.arange(components.shape[0]), pivots])
+    signs[signs == 0] = 1.0
+    return components * signs[:, None]
+
+
+def top_eigenpairs(
+    matrix: NDArray[np.float64], k: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Top-``k`` eigenpairs of a symmetric matrix, in decreasing order.
+
+    Returns
+    -------
+    eigenvalues : ndarray of shape (k,)
+        Largest ``k`` eigenvalues, negative round-off clipped to zero.
+    components : ndarray of shape (k, d)
+        Matching unit eigenvectors as rows, signs fixed by :func:`flip_signs`.
+    all_eigenvalues : ndarray of shape (d,)
+        Every eigenvalue (clipped at zero), decreasing; their sum is the trace.
+    """
+    sym = (matrix + matrix.T) / 2.0
+    values, vectors = np.linalg.eigh(sym)
+    order = np.argsort(values)[::-1]
+    values = np.clip(values[order], 0.0, None)
+    vectors = vectors[:, order]
+    return values[:k], flip_signs(vectors[:, :k].T), values
+
+
+def upper_triangle(matrix: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The ``d(d+1)/2`` entries on and above the diagonal, row by row."""
+    rows, cols = np.triu_indices(matrix.shape[0])
+    return matrix[rows, cols]
+
+
+def from_upper_triangle(packed: NDArray[np.float64], d: int) -> NDArray[np.float64]:
+    """Rebuild the symmetric ``d x d`` matrix from :func:`upper_triangle`'s output."""
+    expected = d * (d + 1) // 2
+    if packed.shape != (expected,):
+        raise ValueError(f"packed triangle has shape {packed.shape}, expected ({expected},) for d={d}")
+    out = np.zeros((d, d), dtype=np.float64)
+    rows, cols = np.triu_indices(d)
+    out[rows, cols] = packed
+    out[cols, rows] = packed
+    return out

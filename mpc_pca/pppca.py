@@ -1,0 +1,313 @@
+"""PPPCA: privacy-preserving PCA for horizontally partitioned data.
+
+Liu et al., "Privacy Preserving PCA for Multiparty Modeling", AAAI 2020.
+Algorithm 2 (secret sharing) and Algorithm 1 (homomorphic encryption) share one
+flow; only the secure-sum backend differs, so both are the role functions
+below run with a different :class:`~protocols.backends.base.SecureSumBackend`.
+
+Roles and messages (M providers, a server, a data consumer):
+
+1. providers -> server, secure sum of ``[column sums, row count]`` (Alg. 2
+   steps 1-3; Alg. 1 steps 2-4). The server learns the pooled mean and N.
+2. server -> providers: the mean (step 3/4). Providers centre locally (step 4/5).
+3. providers -> server, secure sum of the centred Gram matrix
+   ``X_i^T X_i`` (steps 5-7/6-8). Only its upper triangle is summed.
+4. server: ``C = sum / (N - 1)``, eigendecomposition, ``T`` = top-k
+   eigenvectors, sent to providers (step 8).
+5. optional: providers -> consumer, ``X_i T`` (steps 9-10).
+
+Deviation from the paper, same result: the paper scales each
+``X_i^T X_i`` by ``1/(n-1)`` before sharing; here the server divides the
+reconstructed sum, which keeps ``log2(N)`` more bits of the fixed-point
+resolution for the same ring.
+
+Trust model: honest-but-curious parties; the server does not collude with any
+provider. The server learns the mean, N and the covariance matrix; providers
+learn the mean, N and T; the consumer learns the projected rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from mpc_pca.base import SubspaceMixin
+from mpc_pca.linalg import from_upper_triangle, top_eigenpairs, upper_triangle
+from mpc_pca.roles import CONSUMER, SERVER, provider_names
+from mpc_pca.validation import check_n_components, check_parts
+from protocols.backends.base import SecureSumBackend, make_backend
+from protocols.errors import InputValidationError, ProtocolError
+from protocols.party import Party
+from protocols.runtime import RunResult, run_inprocess
+
+STATS_NAME = "column sums and row count"
+GRAM_NAME = "centred Gram matrix X_i^T X_i"
+
+
+@dataclass(frozen=True)
+class PPPCAConfig:
+    """What every party agrees on before a PPPCA run."""
+
+    n_parties: int
+    n_features: int
+    n_components: int
+    with_consumer: bool = False
+
+    @property
+    def providers(self) -> tuple[str, ...]:
+        return provider_names(self.n_parties)
+
+
+@dataclass
+class PPPCAModel:
+    """What the server computes in step 8."""
+
+    mean: NDArray[np.float64]
+    n_samples: int
+    components: NDArray[np.float64]
+    explained_variance: NDArray[np.float64]
+    total_variance: float
+
+
+# -- role functions -------------------------------------------------------------
+
+
+def provider_role(
+    party: Party, data: NDArray[np.float64], config: PPPCAConfig, backend: SecureSumBackend
+) -> NDArray[np.float64] | None:
+    """Data provider (Alg. 2 steps 1, 2, 4, 5, 6, 9; Alg. 1 steps 2, 5, 6, 9).
+
+    Returns this provider's projected rows ``X_i T`` (also sent to the consumer
+    when one takes part), or ``None`` when no consumer takes part.
+    """
+    if data.ndim != 2 or data.shape[1] != config.n_features:
+        raise InputValidationError(
+            f"{party.name} holds data of shape {data.shape}, expected (n, {config.n_features})"
+        )
+    stats = np.concatenate([data.sum(axis=0), [float(data.shape[0])]])
+    backend.secure_sum(party, stats, contributors=config.providers, receiver=SERVER, name=STATS_NAME)
+    mean = _expect_vector(party.recv(SERVER), SERVER, config.n_features)
+    centred = data - mean
+    gram = centred.T @ centred
+    backend.secure_sum(
+        party, upper_triangle(gram), contributors=config.providers, receiver=SERVER, name=GRAM_NAME
+    )
+    transfer = party.recv(SERVER)
+    if not isinstance(transfer, np.ndarray) or transfer.shape != (config.n_features, config.n_components):
+        raise ProtocolError(
+            f"{party.name} expected T of shape {(config.n_features, config.n_components)} from the server"
+        )
+    if not config.with_consumer:
+        return None
+    projected = centred @ transfer
+    party.send(CONSUMER, projected)
+    return projected
+
+
+def server_role(party: Party, config: PPPCAConfig, backend: SecureSumBackend) -> PPPCAModel:
+    """Server (Alg. 2 steps 3, 7, 8; Alg. 1 steps 4, 8): reveal mean, eigendecompose."""
+    d = config.n_features
+    stats = backend.secure_sum(party, None, contributors=config.providers, receiver=SERVER, name=STATS_NAME)
+    n_samples = round(float(stats[-1]))
+    if n_samples < 2:
+        raise ProtocolError(f"the providers hold {n_samples} row(s) in total; PCA needs at least 2")
+    mean = stats[:d] / n_samples
+    for provider in config.providers:
+        party.send(provider, mean)
+    packed = backend.secure_sum(party, None, contributors=config.providers, receiver=SERVER, name=GRAM_NAME)
+    covariance = from_upper_triangle(packed, d) / (n_samples - 1)
+    if config.n_components > min(d, n_samples):
+        raise ProtocolError(
+            f"n_components={config.n_components} exceeds min(n_features={d}, n_samples={n_samples})"
+        )
+    values, components, all_values = top_eigenpairs(covariance, config.n_components)
+    transfer = np.ascontiguousarray(components.T)
+    for provider in config.providers:
+        party.send(provider, transfer)
+    return PPPCAModel(mean, n_samples, components, values, float(all_values.sum()))
+
+
+def consumer_role(party: Party, config: PPPCAConfig) -> NDArray[np.float64]:
+    """Data consumer (steps 10): stack the providers' projected rows in provider order."""
+    blocks = []
+    for provider in config.providers:
+        block = party.recv(provider)
+        if not isinstance(block, np.ndarray) or block.ndim != 2 or block.shape[1] != config.n_components:
+            raise ProtocolError(
+                f"{provider} sent a projection that is not an (n, {config.n_components}) array"
+            )
+        blocks.append(block)
+    return np.vstack(blocks)
+
+
+def _expect_vector(message: Any, sender: str, length: int) -> NDArray[np.float64]:
+    if not isinstance(message, np.ndarray) or message.shape != (length,):
+        raise ProtocolError(f"expected a vector of length {length} from {sender!r}")
+    return message.astype(np.float64, copy=False)
+
+
+# -- validation before the run ----------------------------------------------------
+
+
+def check_ring_range(parts: Sequence[NDArray[np.float64]], backend: SecureSumBackend) -> None:
+    """Check, before anything is sent, that no provider's payload can overflow the ring.
+
+    Each provider's first payload is checked exactly. For the Gram matrix the
+    bound ``|G_jk| <= max_j G_jj`` (Cauchy-Schwarz) is checked on the diagonal of
+    the centred Gram, which costs O(n d) instead of O(n d^2).
+    """
+    m = len(parts)
+    n_samples = sum(p.shape[0] for p in parts)
+    mean = sum(p.sum(axis=0) for p in parts) / n_samples
+    for i, part in enumerate(parts):
+        stats = np.concatenate([part.sum(axis=0), [float(part.shape[0])]])
+        backend.check_input(stats, m, f"{STATS_NAME} of provider{i}")
+        diagonal = np.einsum("ij,ij->j", part - mean, part - mean)
+        backend.check_input(diagonal, m, f"{GRAM_NAME} (diagonal) of provider{i}")
+
+
+def run_pppca(
+    parts: Sequence[ArrayLike],
+    n_components: int | None,
+    backend: SecureSumBackend,
+    *,
+    with_consumer: bool = False,
+    timeout: float = 120.0,
+) -> tuple[PPPCAModel, NDArray[np.float64] | None, RunResult]:
+    """Validate the inputs, then run PPPCA in-process with one thread per party.
+
+    Returns
+    -------
+    model : PPPCAModel
+        The server's output.
+    projection : ndarray or None
+        The consumer's stacked ``X T`` if ``with_consumer``.
+    run : RunResult
+        Outputs and per-party traffic reports.
+    """
+    arrays = check_parts(parts)
+    n_samples = sum(a.shape[0] for a in arrays)
+    k = check_n_components(n_components, arrays[0].shape[1], n_samples)
+    check_ring_range(arrays, backend)
+    config = PPPCAConfig(len(arrays), arrays[0].shape[1], k, with_consumer)
+    roles: dict[str, Any] = {
+        name: (lambda party, data=data: provider_role(party, data, config, backend))
+        for name, data in zip(config.providers, arrays, strict=True)
+    }
+    roles[SERVER] = lambda party: server_role(party, config, backend)
+    if with_consumer:
+        roles[CONSUMER] = lambda party: consumer_role(party, config)
+    run = run_inprocess(roles, timeout=timeout)
+    projection = run.outputs.get(CONSUMER)
+    return run.outputs[SERVER], projection, run
+
+
+def resolve_backend(backend: str | SecureSumBackend) -> SecureSumBackend:
+    """Accept a backend object or its command-line name."""
+    if isinstance(backend, SecureSumBackend):
+        return backend
+    if isinstance(backend, str):
+        return make_backend(backend)
+    raise InputValidationError(
+        f"backend must be a SecureSumBackend or a backend name, got {type(backend).__name__}"
+    )
+
+
+class PPPCA(SubspaceMixin):
+    """Privacy-preserving PCA over horizontally partitioned data (Liu et al., AAAI 2020).
+
+    Parameters
+    ----------
+    n_components : int, optional
+        Number of components ``k``; ``None`` keeps ``min(n_samples, n_features)``.
+    backend : str or SecureSumBackend, default="additive"
+        ``"additive"`` (Alg. 2, share distribution), ``"additive-masks"``,
+        ``"paillier"`` (Alg. 1) or ``"crypten"``, or a backend object.
+    timeout : float, default=120
+        Receive timeout of every party, in seconds.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (k, d)
+        Principal axes, largest-magnitude entry of each positive.
+    explained_variance_ : ndarray of shape (k,)
+        Eigenvalues of the sample covariance (denominator ``N - 1``).
+    explained_variance_ratio_ : ndarray of shape (k,)
+        Share of the total variance each component explains.
+    mean_ : ndarray of shape (d,)
+        Pooled feature means.
+    n_samples_ : int
+        Total rows over all parties.
+    n_features_in_ : int
+        Number of features.
+    n_components_ : int
+        Number of components kept.
+    report_ : dict
+        Per-role traffic and wall time: bytes and messages sent/received,
+        rounds, seconds.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mpc_pca import PPPCA
+    >>> rng = np.random.default_rng(0)
+    >>> parts = [rng.normal(size=(50, 4)), rng.normal(size=(30, 4))]
+    >>> PPPCA(n_components=2).fit(parts).components_.shape
+    (2, 4)
+    """
+
+    def __init__(
+        self,
+        n_components: int | None = None,
+        backend: str | SecureSumBackend = "additive",
+        timeout: float = 120.0,
+    ) -> None:
+        self.n_components = n_components
+        self.backend = backend
+        self.timeout = timeout
+
+    def fit(self, parts: Sequence[ArrayLike], y: None = None) -> PPPCA:
+        """Run PPPCA steps 1-8 over the parties' data; no rows leave any party.
+
+        Parameters
+        ----------
+        parts : list of array_like
+            One ``(n_i, d)`` array per data provider.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self
+        """
+        self._fit(parts, with_consumer=False)
+        return self
+
+    def fit_transform(self, parts: Sequence[ArrayLike], y: None = None) -> NDArray[np.float64]:
+        """Run the whole protocol (steps 1-10); return the data consumer's ``X T``.
+
+        Rows are stacked in provider order, each provider's rows in their order.
+        """
+        return self._fit(parts, with_consumer=True)
+
+    def _fit(self, parts: Sequence[ArrayLike], *, with_consumer: bool) -> NDArray[np.float64] | None:
+        backend = resolve_backend(self.backend)
+        model, projection, run = run_pppca(
+            parts, self.n_components, backend, with_consumer=with_consumer, timeout=self.timeout
+        )
+        self.mean_ = model.mean
+        self.n_samples_ = model.n_samples
+        self.components_ = model.components
+        self.n_components_ = model.components.shape[0]
+        self.n_features_in_ = model.components.shape[1]
+        self.explained_variance_ = model.explained_variance
+        total = model.total_variance
+        self.explained_variance_ratio_ = (
+            model.explained_variance / total if total > 0 else np.zeros_like(model.explained_variance)
+        )
+        self.report_ = run.report_dict()
+        return projection

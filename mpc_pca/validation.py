@@ -1,0 +1,140 @@
+"""Input checks shared by every estimator and protocol.
+
+All checks run before any party sends anything; each error names the
+offending value and the limit it broke.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from numbers import Integral, Real
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from protocols.encoding import check_finite
+from protocols.errors import InputValidationError
+
+
+def check_parts(parts: Sequence[ArrayLike], *, min_total_rows: int = 2) -> list[NDArray[np.float64]]:
+    """Validate the per-party data blocks of a horizontally partitioned data set.
+
+    Parameters
+    ----------
+    parts : sequence of array_like
+        One 2-D array per party, rows are samples, columns the shared features.
+    min_total_rows : int, default=2
+        Fewest rows the union must hold.
+
+    Returns
+    -------
+    list of ndarray
+        The parts as C-contiguous float64 arrays.
+
+    Raises
+    ------
+    InputValidationError
+        If there are no parts, a part is not 2-D or empty, holds NaN/inf, the
+        feature counts differ, or there are too few rows in total.
+    """
+    if isinstance(parts, np.ndarray) or not isinstance(parts, Sequence) or isinstance(parts, str):
+        raise InputValidationError(
+            "parts must be a list with one 2-D array per party, "
+            f"got {type(parts).__name__}"
+        )
+    if len(parts) == 0:
+        raise InputValidationError("parts is empty; at least one party must hold data")
+    arrays = []
+    for i, part in enumerate(parts):
+        try:
+            arr = np.ascontiguousarray(part, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise InputValidationError(f"part {i} is not numeric: {exc}") from exc
+        if arr.ndim != 2:
+            raise InputValidationError(
+                f"part {i} has {arr.ndim} dimension(s) (shape {arr.shape}); each part must be 2-D "
+                "(rows = samples, columns = features)"
+            )
+        if arr.shape[0] == 0:
+            raise InputValidationError(f"part {i} has 0 rows; every party needs at least 1 row")
+        if arr.shape[1] == 0:
+            raise InputValidationError(f"part {i} has 0 features; at least 1 is needed")
+        check_finite(arr, f"part {i}")
+        arrays.append(arr)
+    n_features = arrays[0].shape[1]
+    for i, arr in enumerate(arrays):
+        if arr.shape[1] != n_features:
+            raise InputValidationError(
+                f"part {i} has {arr.shape[1]} features but part 0 has {n_features}; "
+                "horizontally partitioned parts must share the same feature columns"
+            )
+    total = sum(arr.shape[0] for arr in arrays)
+    if total < min_total_rows:
+        raise InputValidationError(
+            f"the parts hold {total} row(s) in total; at least {min_total_rows} are needed"
+        )
+    return arrays
+
+
+def check_n_components(n_components: object, n_features: int, n_samples: int | None = None) -> int:
+    """Validate ``n_components``; ``None`` means ``min(n_samples, n_features)``."""
+    limit = n_features if n_samples is None else min(n_features, n_samples)
+    if n_components is None:
+        return limit
+    if isinstance(n_components, bool) or not isinstance(n_components, Integral):
+        raise InputValidationError(f"n_components must be an integer, got {n_components!r}")
+    if not 1 <= int(n_components) <= limit:
+        detail = f"n_features={n_features}" + ("" if n_samples is None else f", n_samples={n_samples}")
+        raise InputValidationError(
+            f"n_components={n_components} is out of range; it must be between 1 and {limit} ({detail})"
+        )
+    return int(n_components)
+
+
+def check_positive(
+    value: object,
+    name: str,
+    *,
+    upper: float | None = None,
+    upper_inclusive: bool = True,
+    allow_inf: bool = False,
+) -> float:
+    """Validate a positive real such as epsilon, optionally bounded above (delta < 1).
+
+    Parameters
+    ----------
+    value : object
+        The value to check.
+    name : str
+        Its name in error messages.
+    upper : float, optional
+        Upper limit.
+    upper_inclusive : bool, default=True
+        Whether ``value == upper`` is allowed.
+    allow_inf : bool, default=False
+        Whether ``+inf`` is allowed (e.g. epsilon = inf switches noise off).
+    """
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise InputValidationError(f"{name} must be a real number, got {value!r}")
+    v = float(value)
+    if np.isnan(v) or v <= 0:
+        raise InputValidationError(f"{name}={value!r} is invalid; it must be > 0")
+    if np.isinf(v) and not allow_inf:
+        raise InputValidationError(f"{name}={value!r} is invalid; it must be finite")
+    if upper is not None and (v > upper or (v == upper and not upper_inclusive)):
+        op = "<=" if upper_inclusive else "<"
+        raise InputValidationError(f"{name}={value!r} is invalid; it must be {op} {upper:g}")
+    return v
+
+
+def check_features_match(X: ArrayLike, n_features: int, what: str = "X") -> NDArray[np.float64]:
+    """Validate data passed to ``transform`` against the fitted feature count."""
+    arr = np.asarray(X, dtype=np.float64)
+    if arr.ndim != 2:
+        raise InputValidationError(f"{what} must be 2-D, got shape {arr.shape}")
+    if arr.shape[1] != n_features:
+        raise InputValidationError(
+            f"{what} has {arr.shape[1]} features but the model was fitted with {n_features}"
+        )
+    check_finite(arr, what)
+    return arr

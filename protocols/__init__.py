@@ -1,0 +1,36 @@
+"""MPC engine: fixed-point encoding, secret sharing, secure-sum backends, transport.
+
+This package knows nothing about PCA. Everything here is usable on its own to
+build other secure-aggregation protocols; see :func:`protocols.secure_sum.secure_sum`.
+"""
+
+from protocols.backends.additive import AdditiveBackend
+from protocols.backends.base import SecureSumBackend
+from protocols.encoding import FixedPointCodec
+from protocols.errors import (
+    InputValidationError,
+    PeerFailureError,
+    PeerTimeoutError,
+    ProtocolError,
+    RingOverflowError,
+    WireFormatError,
+)
+from protocols.party import Party
+from protocols.runtime import RunResult, run_inprocess
+from protocols.secure_sum import secure_sum
+
+__all__ = [
+    "AdditiveBackend",
+    "FixedPointCodec",
+    "InputValidationError",
+    "Party",
+    "PeerFailureError",
+    "PeerTimeoutError",
+    "ProtocolError",
+    "RingOverflowError",
+    "RunResult",
+    "SecureSumBackend",
+    "WireFormatError",
+    "run_inprocess",
+    "secure_sum",
+]

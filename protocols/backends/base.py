@@ -1,0 +1,156 @@
+"""The secure-sum interface every backend implements.
+
+Every party of a secure sum calls :meth:`SecureSumBackend.secure_sum` with the
+same ``contributors`` list (in the same order) and ``receiver``. Each
+contributor passes its own array; the receiver, if it is not also a
+contributor, passes ``None``. Only the receiver gets the sum back; everybody
+else gets ``None``. Consecutive secure sums over the same group must be made
+in the same order by every member (backends keep per-run state such as keys
+and stream counters in ``party.context``).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from protocols.encoding import FixedPointCodec
+from protocols.errors import InputValidationError, ProtocolError
+from protocols.party import Party
+
+
+class SecureSumBackend(ABC):
+    """Sum arrays held by several parties so that only a receiver learns the total.
+
+    Parameters
+    ----------
+    codec : FixedPointCodec, optional
+        Fixed-point encoding of reals into Z_{2^64}; 20 fractional bits by default.
+        Backends that compute in another ring (e.g. CrypTen's) document their own.
+    """
+
+    #: Short name used on the command line and in reports.
+    name: str = "abstract"
+
+    def __init__(self, codec: FixedPointCodec | None = None) -> None:
+        self.codec = FixedPointCodec() if codec is None else codec
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(codec={self.codec!r})"
+
+    # -- validation --------------------------------------------------------------
+    def check_input(self, value: NDArray[np.float64], n_summands: int, name: str = "value") -> None:
+        """Raise before sending if ``value`` is not finite or could overflow the ring.
+
+        The default checks the fixed-point range for ``n_summands`` summands;
+        backends with a different plaintext space override it.
+        """
+        self.codec.encode(value, n_summands=n_summands, name=name)
+
+    def secure_sum(
+        self,
+        party: Party,
+        value: ArrayLike | None,
+        *,
+        contributors: Sequence[str],
+        receiver: str,
+        name: str = "value",
+    ) -> NDArray[np.float64] | None:
+        """Take part in one secure sum; return the sum at ``receiver``, ``None`` elsewhere.
+
+        Parameters
+        ----------
+        party : Party
+            The calling party.
+        value : array_like or None
+            This party's summand if it is a contributor, else ``None``.
+        contributors : sequence of str
+            Names of the parties whose arrays are summed; same order everywhere.
+        receiver : str
+            The only party that learns the sum. It may also be a contributor.
+        name : str
+            Name of the value, used in error messages.
+        """
+        contributors = tuple(contributors)
+        if not contributors:
+            raise InputValidationError("a secure sum needs at least one contributor")
+        if len(set(contributors)) != len(contributors):
+            raise InputValidationError(f"contributors must be distinct, got {list(contributors)}")
+        is_contributor = party.name in contributors
+        if not is_contributor and party.name != receiver:
+            raise InputValidationError(
+                f"party {party.name!r} is neither a contributor {list(contributors)} "
+                f"nor the receiver {receiver!r} of this secure sum"
+            )
+        if is_contributor:
+            if value is None:
+                raise InputValidationError(f"contributor {party.name!r} must pass an array, got None")
+            array = np.asarray(value, dtype=np.float64)
+            self.check_input(array, len(contributors), name)
+        else:
+            if value is not None:
+                raise InputValidationError(
+                    f"receiver {party.name!r} is not a contributor and must pass value=None"
+                )
+            array = None
+        return self._run(party, array, contributors, receiver)
+
+    @abstractmethod
+    def _run(
+        self,
+        party: Party,
+        value: NDArray[np.float64] | None,
+        contributors: tuple[str, ...],
+        receiver: str,
+    ) -> NDArray[np.float64] | None:
+        """Backend-specific protocol; inputs are already validated."""
+
+
+def expect_array(message: Any, *, sender: str, shape: tuple[int, ...] | None, dtype: Any) -> np.ndarray:
+    """Check that a peer's message is an array of the expected dtype and shape."""
+    if not isinstance(message, np.ndarray):
+        raise ProtocolError(f"expected an array from {sender!r}, got {type(message).__name__}")
+    if message.dtype != np.dtype(dtype):
+        raise ProtocolError(f"expected dtype {np.dtype(dtype)} from {sender!r}, got {message.dtype}")
+    if shape is not None and message.shape != tuple(shape):
+        raise ProtocolError(
+            f"{sender!r} sent an array of shape {message.shape}, expected {tuple(shape)}"
+        )
+    return message
+
+
+BACKEND_NAMES = ("additive", "additive-masks", "paillier", "crypten")
+
+
+def make_backend(name: str, **options: Any) -> SecureSumBackend:
+    """Build a backend from its command-line name.
+
+    Parameters
+    ----------
+    name : {"additive", "additive-masks", "paillier", "crypten"}
+        ``additive`` is the paper's share distribution, ``additive-masks`` the
+        pairwise-mask mode of the same backend.
+    **options
+        Passed to the backend's constructor.
+    """
+    if name == "additive":
+        from protocols.backends.additive import AdditiveBackend
+
+        return AdditiveBackend(mode="shares", **options)
+    if name == "additive-masks":
+        from protocols.backends.additive import AdditiveBackend
+
+        return AdditiveBackend(mode="masks", **options)
+    if name == "paillier":
+        from protocols.backends.paillier import PaillierBackend
+
+        return PaillierBackend(**options)
+    if name == "crypten":
+        from protocols.backends.crypten import CrypTenBackend
+
+        return CrypTenBackend(**options)
+    raise InputValidationError(f"unknown backend {name!r}; choose one of {list(BACKEND_NAMES)}")

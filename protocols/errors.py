@@ -1,0 +1,30 @@
+"""Exception types shared by the engine.
+
+Validation errors subclass :class:`ValueError` so that callers who already
+catch ``ValueError`` for bad input keep working; protocol failures (a peer that
+timed out, died or sent garbage) subclass :class:`RuntimeError`.
+"""
+
+
+class InputValidationError(ValueError):
+    """An input was rejected before any party sent anything."""
+
+
+class RingOverflowError(InputValidationError):
+    """A value cannot be encoded in the fixed-point ring without wrapping around."""
+
+
+class ProtocolError(RuntimeError):
+    """A protocol run failed after it started (peer failure, malformed message)."""
+
+
+class PeerTimeoutError(ProtocolError):
+    """No message arrived from a peer within the receive timeout."""
+
+
+class PeerFailureError(ProtocolError):
+    """Another party of the same run failed; this party stopped waiting for it."""
+
+
+class WireFormatError(ProtocolError):
+    """Bytes received from a peer do not form a valid message of the expected shape."""

@@ -1,0 +1,68 @@
+"""Cryptographically secure pseudo-random ring elements.
+
+All shares and masks in this engine are expanded from ChaCha20 keystreams
+(``cryptography``'s implementation). A fresh stream is keyed from
+:func:`secrets.token_bytes`; a *derived* stream (for pairwise masks that two
+parties must reproduce identically) is keyed from a shared secret and a
+per-call nonce. numpy's and torch's generators are never used for these.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+import numpy as np
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+from numpy.typing import NDArray
+
+KEY_BYTES = 32
+NONCE_BYTES = 16
+_SLACK_WORDS = 8  # 64 bytes, one ChaCha20 block
+
+
+class RingPRG:
+    """A ChaCha20 keystream read as uniformly random elements of Z_{2^64}.
+
+    Parameters
+    ----------
+    key : bytes, optional
+        32-byte key. When omitted a fresh key is drawn from :mod:`secrets`.
+    nonce : bytes, optional
+        16-byte nonce (ChaCha20's counter and nonce as ``cryptography`` takes them).
+        Defaults to all zeros, which is safe only because every key is used for one
+        stream; callers deriving many streams from one key pass distinct nonces.
+    """
+
+    def __init__(self, key: bytes | None = None, nonce: bytes | None = None) -> None:
+        key = secrets.token_bytes(KEY_BYTES) if key is None else key
+        nonce = bytes(NONCE_BYTES) if nonce is None else nonce
+        if len(key) != KEY_BYTES:
+            raise ValueError(f"PRG key must be {KEY_BYTES} bytes, got {len(key)}")
+        if len(nonce) != NONCE_BYTES:
+            raise ValueError(f"PRG nonce must be {NONCE_BYTES} bytes, got {len(nonce)}")
+        self._encryptor = Cipher(algorithms.ChaCha20(key, nonce), mode=None).encryptor()
+
+    def random_bytes(self, n: int) -> bytes:
+        """Next ``n`` keystream bytes."""
+        return self._encryptor.update(bytes(n))
+
+    def ring_elements(self, shape: int | tuple[int, ...]) -> NDArray[np.uint64]:
+        """Uniform elements of Z_{2^64} with the given shape."""
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        count = int(np.prod(shape, dtype=np.int64))
+        # Write the keystream straight into a writable array: the cipher wants
+        # up to one block of slack in the output buffer.
+        out = np.empty(count + _SLACK_WORDS, dtype="<u8")
+        written = self._encryptor.update_into(bytes(8 * count), memoryview(out).cast("B"))
+        if written != 8 * count:
+            raise RuntimeError(f"ChaCha20 produced {written} bytes, expected {8 * count}")
+        return out[:count].view(np.uint64).reshape(shape)
+
+
+def nonce_for_counter(counter: int) -> bytes:
+    """A distinct 16-byte nonce for the ``counter``-th stream under one key."""
+    if counter < 0:
+        raise ValueError(f"stream counter must be non-negative, got {counter}")
+    # The first 4 bytes are ChaCha20's block counter (start at zero); the
+    # remaining 12 bytes carry the stream number.
+    return bytes(4) + counter.to_bytes(12, "little")

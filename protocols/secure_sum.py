@@ -1,0 +1,121 @@
+"""The embeddable secure-sum primitive.
+
+Use :func:`secure_sum` inside your own role functions: every party calls it with
+its own array and the same ``contributors``/``receiver``; only ``receiver``
+gets the sum back. :func:`run_secure_sum` is a convenience that runs one secure
+sum in-process, one thread per party, when all inputs are local (tests, demos).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from protocols.backends.additive import AdditiveBackend
+from protocols.backends.base import SecureSumBackend
+from protocols.encoding import check_finite
+from protocols.errors import InputValidationError
+from protocols.party import Party
+from protocols.runtime import RunResult, run_inprocess
+
+
+def secure_sum(
+    party: Party,
+    value: ArrayLike | None,
+    *,
+    contributors: Sequence[str],
+    receiver: str,
+    backend: SecureSumBackend,
+    name: str = "value",
+) -> NDArray[np.float64] | None:
+    """Sum the contributors' arrays so that only ``receiver`` learns the result.
+
+    Every party of the group calls this with the same ``contributors`` (same
+    order), ``receiver`` and an equivalent ``backend``. Input is validated
+    (finite, within the backend's range for ``len(contributors)`` summands)
+    before this party sends anything.
+
+    Parameters
+    ----------
+    party : Party
+        The calling party.
+    value : array_like or None
+        This party's summand if it contributes; ``None`` for a receiver that
+        only receives.
+    contributors : sequence of str
+        Names of the contributing parties.
+    receiver : str
+        Name of the only party that learns the sum (may be a contributor).
+    backend : SecureSumBackend
+        E.g. ``AdditiveBackend(mode="shares")``.
+    name : str
+        Name used in error messages.
+
+    Returns
+    -------
+    ndarray or None
+        The sum at ``receiver``; ``None`` at every other party.
+
+    Examples
+    --------
+    Inside a role function of party ``"clinic1"``::
+
+        total = secure_sum(party, local_counts, contributors=["clinic0", "clinic1"],
+                           receiver="analyst", backend=AdditiveBackend())
+    """
+    return backend.secure_sum(party, value, contributors=contributors, receiver=receiver, name=name)
+
+
+def run_secure_sum(
+    values: Mapping[str, ArrayLike],
+    *,
+    receiver: str,
+    backend: SecureSumBackend | None = None,
+    timeout: float = 120.0,
+) -> tuple[NDArray[np.float64], RunResult]:
+    """Run one secure sum in-process (parties as threads) and return the receiver's result.
+
+    Every input is validated before any thread starts, so a bad value aborts
+    the run before anything is sent.
+
+    Parameters
+    ----------
+    values : mapping of str to array_like
+        Contributor name to its array; all arrays must have the same shape.
+    receiver : str
+        Name of the receiving party; if it is also a key of ``values`` it contributes.
+    backend : SecureSumBackend, optional
+        Defaults to ``AdditiveBackend()`` (shares mode).
+
+    Returns
+    -------
+    total : ndarray
+        The sum as the receiver reconstructed it.
+    run : RunResult
+        Per-party outputs and traffic reports.
+    """
+    backend = AdditiveBackend() if backend is None else backend
+    if not values:
+        raise InputValidationError("run_secure_sum needs at least one contributor")
+    arrays = {name: np.asarray(v, dtype=np.float64) for name, v in values.items()}
+    shapes = {name: a.shape for name, a in arrays.items()}
+    if len(set(shapes.values())) != 1:
+        raise InputValidationError(f"all contributed arrays must have the same shape, got {shapes}")
+    contributors = tuple(arrays)
+    for name, array in arrays.items():
+        check_finite(array, name)
+        backend.check_input(array, len(contributors), name)
+
+    def role(name: str):
+        def run(party: Party):
+            return backend.secure_sum(
+                party, arrays.get(name), contributors=contributors, receiver=receiver, name=name
+            )
+
+        return run
+
+    names = list(contributors) + ([receiver] if receiver not in arrays else [])
+    result = run_inprocess({name: role(name) for name in names}, timeout=timeout)
+    return result.outputs[receiver], result

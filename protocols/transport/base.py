@@ -1,0 +1,108 @@
+"""The :class:`Channel` abstraction and its traffic meter.
+
+A channel belongs to one party. ``send(to, obj)`` serialises ``obj`` with
+:mod:`protocols.transport.wire` and hands the bytes to the transport;
+``recv(frm)`` takes the next message from that peer, in order. Every channel
+counts the bytes and messages it sends and receives, and the number of
+*rounds*: maximal runs of consecutive sends, i.e. how many times the party
+spoke before it had to wait for someone else.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from protocols.errors import ProtocolError
+from protocols.transport.wire import decode_message, encode_message
+
+
+@dataclass
+class TrafficMeter:
+    """Counters for what one party sent and received."""
+
+    bytes_sent: int = 0
+    bytes_received: int = 0
+    messages_sent: int = 0
+    messages_received: int = 0
+    rounds: int = 0
+    sent_to: dict[str, int] = field(default_factory=dict)
+    received_from: dict[str, int] = field(default_factory=dict)
+    _last_was_send: bool = field(default=False, repr=False)
+
+    def record_send(self, to: str, nbytes: int) -> None:
+        if not self._last_was_send:
+            self.rounds += 1
+        self._last_was_send = True
+        self.bytes_sent += nbytes
+        self.messages_sent += 1
+        self.sent_to[to] = self.sent_to.get(to, 0) + nbytes
+
+    def record_recv(self, frm: str, nbytes: int) -> None:
+        self._last_was_send = False
+        self.bytes_received += nbytes
+        self.messages_received += 1
+        self.received_from[frm] = self.received_from.get(frm, 0) + nbytes
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("_last_was_send")
+        return data
+
+
+class Channel(ABC):
+    """Message passing endpoint of one party.
+
+    Parameters
+    ----------
+    me : str
+        Name of the party owning this channel.
+    peers : iterable of str
+        Names of every other party reachable through it.
+    timeout : float
+        Seconds :meth:`recv` waits for a message before raising
+        :class:`~protocols.errors.PeerTimeoutError`.
+    """
+
+    def __init__(self, me: str, peers: Any, timeout: float) -> None:
+        self.me = me
+        self.peers = tuple(p for p in peers if p != me)
+        self.timeout = float(timeout)
+        self.meter = TrafficMeter()
+
+    def _check_peer(self, peer: str) -> None:
+        if peer not in self.peers:
+            raise ProtocolError(f"{self.me!r} has no peer named {peer!r}; peers are {list(self.peers)}")
+
+    def send(self, to: str, obj: Any) -> None:
+        """Serialise ``obj`` and send it to ``to``."""
+        self._check_peer(to)
+        payload = encode_message(obj)
+        self._send_bytes(to, payload)
+        self.meter.record_send(to, len(payload))
+
+    def recv(self, frm: str, timeout: float | None = None) -> Any:
+        """Receive and parse the next message from ``frm``."""
+        self._check_peer(frm)
+        deadline = self.timeout if timeout is None else float(timeout)
+        payload = self._recv_bytes(frm, deadline)
+        self.meter.record_recv(frm, len(payload))
+        return decode_message(payload)
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release transport resources; the default does nothing."""
+
+    @abstractmethod
+    def _send_bytes(self, to: str, payload: bytes) -> None:
+        """Deliver ``payload`` to ``to``."""
+
+    @abstractmethod
+    def _recv_bytes(self, frm: str, timeout: float) -> bytes:
+        """Return the next payload from ``frm`` or raise after ``timeout`` seconds."""
+
+
+def now() -> float:
+    """Monotonic wall-clock seconds used for per-role timing."""
+    return time.perf_counter()

@@ -1,0 +1,79 @@
+"""In-process transport: parties are threads, links are queues of bytes.
+
+Messages are serialised exactly as on a real network, so the byte counts a run
+reports here are the ones a deployment would see (minus framing).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterable
+
+from protocols.errors import PeerFailureError, PeerTimeoutError
+from protocols.transport.base import Channel
+
+_ABORT = object()
+
+
+class InProcessNetwork:
+    """A set of named parties connected pairwise by FIFO queues.
+
+    Parameters
+    ----------
+    names : iterable of str
+        Party names; they must be unique.
+    timeout : float, default=120
+        Default receive timeout of every channel, in seconds.
+    """
+
+    def __init__(self, names: Iterable[str], timeout: float = 120.0) -> None:
+        self.names = tuple(names)
+        if len(set(self.names)) != len(self.names):
+            raise ValueError(f"party names must be unique, got {list(self.names)}")
+        self.timeout = timeout
+        self._queues = {
+            (src, dst): queue.SimpleQueue() for src in self.names for dst in self.names if src != dst
+        }
+        self._aborted = threading.Event()
+        self._abort_reason = ""
+
+    def channel(self, name: str) -> InProcessChannel:
+        """The channel endpoint of party ``name``."""
+        if name not in self.names:
+            raise ValueError(f"unknown party {name!r}; parties are {list(self.names)}")
+        return InProcessChannel(self, name)
+
+    def abort(self, reason: str) -> None:
+        """Wake every blocked receiver with a :class:`PeerFailureError`."""
+        if self._aborted.is_set():
+            return
+        self._abort_reason = reason
+        self._aborted.set()
+        for q in self._queues.values():
+            q.put(_ABORT)
+
+
+class InProcessChannel(Channel):
+    """Endpoint of one party in an :class:`InProcessNetwork`."""
+
+    def __init__(self, network: InProcessNetwork, me: str) -> None:
+        super().__init__(me, network.names, network.timeout)
+        self._network = network
+
+    def _send_bytes(self, to: str, payload: bytes) -> None:
+        if self._network._aborted.is_set():
+            raise PeerFailureError(f"{self.me!r} stopped: {self._network._abort_reason}")
+        self._network._queues[(self.me, to)].put(payload)
+
+    def _recv_bytes(self, frm: str, timeout: float) -> bytes:
+        try:
+            item = self._network._queues[(frm, self.me)].get(timeout=timeout)
+        except queue.Empty:
+            raise PeerTimeoutError(
+                f"{self.me!r} received nothing from {frm!r} within {timeout:g} s"
+            ) from None
+        if item is _ABORT:
+            self._network._queues[(frm, self.me)].put(_ABORT)  # keep later receives failing too
+            raise PeerFailureError(f"{self.me!r} stopped waiting for {frm!r}: {self._network._abort_reason}")
+        return item
