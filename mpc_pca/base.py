@@ -18,9 +18,7 @@ class SubspaceMixin:
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "components_"):
-            raise InputValidationError(
-                f"this {type(self).__name__} is not fitted yet; call fit(parts) first"
-            )
+            raise InputValidationError(f"this {type(self).__name__} is not fitted yet; call fit(parts) first")
 
     def transform(self, X: ArrayLike) -> NDArray[np.float64]:
         """Project rows onto the fitted components: ``(X - mean_) @ components_.T``."""
@@ -33,9 +31,7 @@ class SubspaceMixin:
         self._check_fitted()
         arr = np.asarray(Z, dtype=np.float64)
         if arr.ndim != 2 or arr.shape[1] != self.components_.shape[0]:
-            raise InputValidationError(
-                f"Z must have shape (n, {self.components_.shape[0]}), got {arr.shape}"
-            )
+            raise InputValidationError(f"Z must have shape (n, {self.components_.shape[0]}), got {arr.shape}")
         return arr @ self.components_ + self.mean_
 
     def get_params(self, deep: bool = True) -> dict:

@@ -39,8 +39,7 @@ def check_parts(parts: Sequence[ArrayLike], *, min_total_rows: int = 2) -> list[
     """
     if isinstance(parts, np.ndarray) or not isinstance(parts, Sequence) or isinstance(parts, str):
         raise InputValidationError(
-            "parts must be a list with one 2-D array per party, "
-            f"got {type(parts).__name__}"
+            f"parts must be a list with one 2-D array per party, got {type(parts).__name__}"
         )
     if len(parts) == 0:
         raise InputValidationError("parts is empty; at least one party must hold data")

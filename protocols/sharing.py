@@ -55,8 +55,6 @@ def reconstruct(shares: Sequence[NDArray[np.uint64]]) -> NDArray[np.uint64]:
     total = np.array(shares[0], dtype=np.uint64, copy=True)
     for share in shares[1:]:
         if share.shape != total.shape:
-            raise InputValidationError(
-                f"share shapes differ: {share.shape} vs {total.shape}"
-            )
+            raise InputValidationError(f"share shapes differ: {share.shape} vs {total.shape}")
         total += share
     return total

@@ -117,9 +117,7 @@ def expect_array(message: Any, *, sender: str, shape: tuple[int, ...] | None, dt
     if message.dtype != np.dtype(dtype):
         raise ProtocolError(f"expected dtype {np.dtype(dtype)} from {sender!r}, got {message.dtype}")
     if shape is not None and message.shape != tuple(shape):
-        raise ProtocolError(
-            f"{sender!r} sent an array of shape {message.shape}, expected {tuple(shape)}"
-        )
+        raise ProtocolError(f"{sender!r} sent an array of shape {message.shape}, expected {tuple(shape)}")
     return message
 
 
