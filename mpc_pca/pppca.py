@@ -37,8 +37,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from mpc_pca.base import SubspaceMixin
 from mpc_pca.linalg import from_upper_triangle, top_eigenpairs, upper_triangle
+from mpc_pca.local_stats import LocalStatistics
 from mpc_pca.roles import CONSUMER, SERVER, provider_names
-from mpc_pca.validation import check_n_components, check_parts
+from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite
 from protocols.backends.base import SecureSumBackend, make_backend
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.party import Party
@@ -77,33 +78,51 @@ class PPPCAModel:
 
 
 def provider_role(
-    party: Party, data: NDArray[np.float64], config: PPPCAConfig, backend: SecureSumBackend
+    party: Party,
+    data: NDArray[np.float64],
+    config: PPPCAConfig,
+    backend: SecureSumBackend,
+    stats: LocalStatistics | None = None,
 ) -> NDArray[np.float64] | None:
     """Data provider (Alg. 2 steps 1, 2, 4, 5, 6, 9; Alg. 1 steps 2, 5, 6, 9).
 
-    Returns this provider's projected rows ``X_i T`` (also sent to the consumer
-    when one takes part), or ``None`` when no consumer takes part.
+    Parameters
+    ----------
+    party : Party
+    data : ndarray of shape (n_i, d)
+        This provider's rows; they never leave the provider.
+    config : PPPCAConfig
+    backend : SecureSumBackend
+    stats : LocalStatistics, optional
+        Precomputed statistics of ``data`` (the estimator computes them during
+        its pre-flight checks); computed here when omitted.
+
+    Returns
+    -------
+    ndarray or None
+        This provider's projected rows ``(X_i - mean) T`` (also sent to the
+        consumer) when a consumer takes part, else ``None``.
     """
     if data.ndim != 2 or data.shape[1] != config.n_features:
         raise InputValidationError(
             f"{party.name} holds data of shape {data.shape}, expected (n, {config.n_features})"
         )
-    stats = np.concatenate([data.sum(axis=0), [float(data.shape[0])]])
-    backend.secure_sum(party, stats, contributors=config.providers, receiver=SERVER, name=STATS_NAME)
+    stats = LocalStatistics.of(data) if stats is None else stats
+    backend.secure_sum(
+        party, stats.sums_and_count(), contributors=config.providers, receiver=SERVER, name=STATS_NAME
+    )
     mean = _expect_vector(party.recv(SERVER), SERVER, config.n_features)
-    centred = data - mean
-    gram = centred.T @ centred
+    gram = stats.centred_gram(mean)
     backend.secure_sum(
         party, upper_triangle(gram), contributors=config.providers, receiver=SERVER, name=GRAM_NAME
     )
     transfer = party.recv(SERVER)
-    if not isinstance(transfer, np.ndarray) or transfer.shape != (config.n_features, config.n_components):
-        raise ProtocolError(
-            f"{party.name} expected T of shape {(config.n_features, config.n_components)} from the server"
-        )
+    expected_shape = (config.n_features, config.n_components)
+    if not isinstance(transfer, np.ndarray) or transfer.shape != expected_shape:
+        raise ProtocolError(f"{party.name} expected T of shape {expected_shape} from the server")
     if not config.with_consumer:
         return None
-    projected = centred @ transfer
+    projected = (data - mean) @ transfer
     party.send(CONSUMER, projected)
     return projected
 
@@ -153,21 +172,19 @@ def _expect_vector(message: Any, sender: str, length: int) -> NDArray[np.float64
 # -- validation before the run ----------------------------------------------------
 
 
-def check_ring_range(parts: Sequence[NDArray[np.float64]], backend: SecureSumBackend) -> None:
+def check_ring_range(stats: Sequence[LocalStatistics], backend: SecureSumBackend) -> None:
     """Check, before anything is sent, that no provider's payload can overflow the ring.
 
-    Each provider's first payload is checked exactly. For the Gram matrix the
-    bound ``|G_jk| <= max_j G_jj`` (Cauchy-Schwarz) is checked on the diagonal of
-    the centred Gram, which costs O(n d) instead of O(n d^2).
+    The first payload ``[s_i, n_i]`` is checked exactly. For the centred Gram
+    matrix, ``|G_jk| <= max_j G_jj`` (Cauchy-Schwarz), so its diagonal, which
+    each provider gets from its local statistics in O(d), bounds every entry.
     """
-    m = len(parts)
-    n_samples = sum(p.shape[0] for p in parts)
-    mean = sum(p.sum(axis=0) for p in parts) / n_samples
-    for i, part in enumerate(parts):
-        stats = np.concatenate([part.sum(axis=0), [float(part.shape[0])]])
-        backend.check_input(stats, m, f"{STATS_NAME} of provider{i}")
-        diagonal = np.einsum("ij,ij->j", part - mean, part - mean)
-        backend.check_input(diagonal, m, f"{GRAM_NAME} (diagonal) of provider{i}")
+    m = len(stats)
+    n_samples = sum(s.n_rows for s in stats)
+    mean = sum(s.column_sums for s in stats) / n_samples
+    for i, st in enumerate(stats):
+        backend.check_input(st.sums_and_count(), m, f"{STATS_NAME} of provider{i}")
+        backend.check_input(st.centred_gram_diagonal(mean), m, f"{GRAM_NAME} (diagonal) of provider{i}")
 
 
 def run_pppca(
@@ -180,6 +197,9 @@ def run_pppca(
 ) -> tuple[PPPCAModel, NDArray[np.float64] | None, RunResult]:
     """Validate the inputs, then run PPPCA in-process with one thread per party.
 
+    Every provider's local statistics are computed and every payload is
+    range-checked before any party sends anything.
+
     Returns
     -------
     model : PPPCAModel
@@ -189,14 +209,17 @@ def run_pppca(
     run : RunResult
         Outputs and per-party traffic reports.
     """
-    arrays = check_parts(parts)
+    arrays = check_parts(parts, check_values=False)
     n_samples = sum(a.shape[0] for a in arrays)
     k = check_n_components(n_components, arrays[0].shape[1], n_samples)
-    check_ring_range(arrays, backend)
+    stats = [LocalStatistics.of(a) for a in arrays]
+    for i, (part, st) in enumerate(zip(arrays, stats, strict=True)):
+        check_statistics_finite(part, (st.column_sums, st.scatter), i)
+    check_ring_range(stats, backend)
     config = PPPCAConfig(len(arrays), arrays[0].shape[1], k, with_consumer)
     roles: dict[str, Any] = {
-        name: (lambda party, data=data: provider_role(party, data, config, backend))
-        for name, data in zip(config.providers, arrays, strict=True)
+        name: (lambda party, data=data, st=st: provider_role(party, data, config, backend, st))
+        for name, data, st in zip(config.providers, arrays, stats, strict=True)
     }
     roles[SERVER] = lambda party: server_role(party, config, backend)
     if with_consumer:

@@ -13,10 +13,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from protocols.encoding import check_finite
-from protocols.errors import InputValidationError
+from protocols.errors import InputValidationError, RingOverflowError
 
 
-def check_parts(parts: Sequence[ArrayLike], *, min_total_rows: int = 2) -> list[NDArray[np.float64]]:
+def check_parts(
+    parts: Sequence[ArrayLike], *, min_total_rows: int = 2, check_values: bool = True
+) -> list[NDArray[np.float64]]:
     """Validate the per-party data blocks of a horizontally partitioned data set.
 
     Parameters
@@ -25,6 +27,10 @@ def check_parts(parts: Sequence[ArrayLike], *, min_total_rows: int = 2) -> list[
         One 2-D array per party, rows are samples, columns the shared features.
     min_total_rows : int, default=2
         Fewest rows the union must hold.
+    check_values : bool, default=True
+        Scan every entry for NaN/inf. Callers that derive statistics in which
+        any non-finite entry shows up anyway (column sums, Gram diagonal) may
+        skip the scan and call :func:`check_statistics_finite` instead.
 
     Returns
     -------
@@ -58,7 +64,8 @@ def check_parts(parts: Sequence[ArrayLike], *, min_total_rows: int = 2) -> list[
             raise InputValidationError(f"part {i} has 0 rows; every party needs at least 1 row")
         if arr.shape[1] == 0:
             raise InputValidationError(f"part {i} has 0 features; at least 1 is needed")
-        check_finite(arr, f"part {i}")
+        if check_values:
+            check_finite(arr, f"part {i}")
         arrays.append(arr)
     n_features = arrays[0].shape[1]
     for i, arr in enumerate(arrays):
@@ -73,6 +80,24 @@ def check_parts(parts: Sequence[ArrayLike], *, min_total_rows: int = 2) -> list[
             f"the parts hold {total} row(s) in total; at least {min_total_rows} are needed"
         )
     return arrays
+
+
+def check_statistics_finite(
+    part: NDArray[np.float64], statistics: Sequence[NDArray[np.float64]], index: int
+) -> None:
+    """Reject a part whose derived statistics are not finite, naming the culprit entry.
+
+    A NaN or infinite entry makes its column sum and its column's sum of
+    squares non-finite, so checking the (small) statistics is as strict as
+    scanning every entry; the rows are scanned only to build the message.
+    """
+    if all(np.all(np.isfinite(s)) for s in statistics):
+        return
+    check_finite(part, f"part {index}")  # raises with the location of a NaN/inf entry
+    raise RingOverflowError(
+        f"part {index} holds values so large (max |x| = {np.max(np.abs(part)):.3g}) that its sums "
+        "overflow float64; rescale the data"
+    )
 
 
 def check_n_components(n_components: object, n_features: int, n_samples: int | None = None) -> int:

@@ -27,8 +27,8 @@ def check_finite(x: NDArray[np.floating], name: str = "value") -> None:
     if not np.all(np.isfinite(x)):
         bad = np.argwhere(~np.isfinite(x))[0]
         raise InputValidationError(
-            f"{name} contains a non-finite entry {x[tuple(bad)]!r} at index {tuple(bad.tolist())}; "
-            "only finite numbers can be encoded"
+            f"{name} contains a non-finite entry {float(x[tuple(bad)])} at index {tuple(bad.tolist())}; "
+            "only finite numbers are accepted"
         )
 
 
