@@ -1,0 +1,26 @@
+"""Shared test helpers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
+)
+settings.load_profile("ci")
+
+
+def align_signs(components: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """Flip each row of ``components`` to point the same way as ``reference``'s row."""
+    signs = np.sign(np.sum(components * reference, axis=1))
+    signs[signs == 0] = 1.0
+    return components * signs[:, None]
+
+
+@pytest.fixture
+def wine() -> np.ndarray:
+    from sklearn.datasets import load_wine
+
+    return load_wine().data

@@ -1,0 +1,256 @@
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from scipy import stats
+
+from protocols import AdditiveBackend, FixedPointCodec, Party, secure_sum
+from protocols.backends.additive import masked_sum_reference
+from protocols.backends.base import make_backend
+from protocols.errors import InputValidationError, ProtocolError, RingOverflowError
+from protocols.secure_sum import run_secure_sum
+from protocols.transport.inprocess import InProcessNetwork
+
+MODES = ["shares", "masks"]
+values_strategy = st.integers(1, 8).flatmap(
+    lambda m: hnp.array_shapes(min_dims=1, max_dims=2, max_side=6).flatmap(
+        lambda shape: st.lists(
+            hnp.arrays(np.float64, shape, elements=st.floats(-1e6, 1e6, allow_nan=False)),
+            min_size=m,
+            max_size=m,
+        )
+    )
+)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@given(values=values_strategy)
+def test_secure_sum_equals_plain_sum(mode, values):
+    codec = FixedPointCodec(20)
+    inputs = {f"p{i}": v for i, v in enumerate(values)}
+    total, _ = run_secure_sum(inputs, receiver="server", backend=AdditiveBackend(mode, codec))
+    m = len(values)
+    plain = np.sum(values, axis=0)
+    bound = m * 2.0**-21 + np.abs(plain) * 2.0**-50
+    assert total.shape == plain.shape
+    assert np.all(np.abs(total - plain) <= bound)
+    # and it is exactly the decoded ring sum of the encodings
+    assert np.array_equal(total, masked_sum_reference(values, codec))
+
+
+@given(values=values_strategy)
+def test_modes_agree_exactly(values):
+    inputs = {f"p{i}": v for i, v in enumerate(values)}
+    shares, _ = run_secure_sum(inputs, receiver="server", backend=AdditiveBackend("shares"))
+    masks, _ = run_secure_sum(inputs, receiver="server", backend=AdditiveBackend("masks"))
+    assert np.array_equal(shares, masks)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_receiver_may_contribute_and_only_it_gets_the_sum(mode):
+    inputs = {"a": np.ones(3), "b": 2 * np.ones(3), "c": 3 * np.ones(3)}
+    total, run = run_secure_sum(inputs, receiver="b", backend=AdditiveBackend(mode))
+    assert np.allclose(total, 6.0)
+    assert run.outputs["a"] is None and run.outputs["c"] is None
+    assert set(run.reports) == {"a", "b", "c"}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_traffic_matches_the_mode(mode):
+    m, d = 4, 50
+    inputs = {f"p{i}": np.ones(d) for i in range(m)}
+    _, run = run_secure_sum(inputs, receiver="server", backend=AdditiveBackend(mode))
+    provider = run.reports["p0"]
+    if mode == "shares":
+        # M - 1 shares to peers + 1 partial sum to the server
+        assert provider.messages_sent == m
+    else:
+        # one public key + one masked array
+        assert provider.messages_sent == 2
+    # shares: one partial sum per provider; masks: a public key and a masked array each
+    expected_at_server = m if mode == "shares" else 2 * m
+    assert run.reports["server"].messages_received == expected_at_server
+
+
+def test_repeated_sums_in_masks_mode_use_fresh_masks():
+    """Two sums in one run reuse the agreed keys but must not reuse mask streams."""
+    backend = AdditiveBackend("masks")
+    names = ["p0", "p1", "server"]
+    network = InProcessNetwork(names, timeout=10)
+    received: list[np.ndarray] = []
+    results = {}
+
+    class Recording(type(network.channel("server"))):
+        def recv(self, frm, timeout=None):
+            message = super().recv(frm, timeout)
+            if isinstance(message, np.ndarray):
+                received.append(message)
+            return message
+
+    def provider(name):
+        party = Party(name, network.channel(name))
+        for _ in range(2):
+            secure_sum(party, np.zeros(64), contributors=["p0", "p1"], receiver="server", backend=backend)
+
+    def server():
+        party = Party("server", Recording(network, "server"))
+        results["sums"] = [
+            secure_sum(party, None, contributors=["p0", "p1"], receiver="server", backend=backend)
+            for _ in range(2)
+        ]
+
+    threads = [threading.Thread(target=provider, args=(n,)) for n in ["p0", "p1"]]
+    threads.append(threading.Thread(target=server))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(np.array_equal(s, np.zeros(64)) for s in results["sums"])
+    first, second = received[0], received[2]  # p0's masked array in sum 1 and sum 2
+    assert not np.array_equal(first, second)
+
+
+def _server_view(mode: str, value: float, m: int = 3, size: int = 4000) -> list[np.ndarray]:
+    """Every array the server receives while summing ``m`` copies of ``value``."""
+    backend = AdditiveBackend(mode)
+    contributors = [f"p{i}" for i in range(m)]
+    network = InProcessNetwork([*contributors, "server"], timeout=10)
+    received: list[np.ndarray] = []
+
+    class Recording(type(network.channel("server"))):
+        def recv(self, frm, timeout=None):
+            message = super().recv(frm, timeout)
+            if isinstance(message, np.ndarray):
+                received.append(message)
+            return message
+
+    def provider(name):
+        party = Party(name, network.channel(name))
+        secure_sum(party, np.full(size, value), contributors=contributors, receiver="server", backend=backend)
+
+    threads = [threading.Thread(target=provider, args=(n,)) for n in contributors]
+    server = Party("server", Recording(network, "server"))
+    threads.append(
+        threading.Thread(
+            target=lambda: secure_sum(
+                server, None, contributors=contributors, receiver="server", backend=backend
+            )
+        )
+    )
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return received
+
+
+def _bit_chi_square_pvalue(words: np.ndarray) -> float:
+    """Chi-square test that each of the 64 bit positions is 1 half the time."""
+    bits = np.unpackbits(words.astype("<u8").view(np.uint8)).reshape(-1, 64)
+    ones = bits.sum(axis=0)
+    n = bits.shape[0]
+    statistic = np.sum((2 * ones - n) ** 2 / n)
+    return float(stats.chi2.sf(statistic, df=64))
+
+
+# Shares and masks come from the OS-seeded CSPRNG and cannot be seeded, so
+# these tests use a tiny significance level: a false alarm happens with
+# probability 1e-6 per test, while a leak of the input fails by many orders.
+ALPHA_CSPRNG = 1e-6
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_server_view_is_uniform_and_independent_of_inputs(mode):
+    view_zero = _server_view(mode, 0.0)
+    view_big = _server_view(mode, 12345.678)
+    assert len(view_zero) == len(view_big) == 3
+    for a, b in zip(view_zero, view_big, strict=True):
+        assert _bit_chi_square_pvalue(a) > ALPHA_CSPRNG
+        assert _bit_chi_square_pvalue(b) > ALPHA_CSPRNG
+        # same distribution whatever the input: two-sample KS on the top 32 bits
+        ks = stats.ks_2samp(a >> np.uint64(32), b >> np.uint64(32))
+        assert ks.pvalue > ALPHA_CSPRNG
+
+
+def test_uniformity_test_would_catch_a_leak():
+    """The bit test used above rejects an unmasked encoding (so it can fail)."""
+    leaked = FixedPointCodec().encode(np.full(4000, 12345.678))
+    assert _bit_chi_square_pvalue(leaked) < ALPHA_CSPRNG
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_bad_inputs_rejected_before_anything_is_sent(mode):
+    backend = AdditiveBackend(mode)
+    with pytest.raises(InputValidationError, match="non-finite"):
+        run_secure_sum({"a": np.array([1.0, np.nan]), "b": np.ones(2)}, receiver="s", backend=backend)
+    with pytest.raises(RingOverflowError, match="below"):
+        run_secure_sum({"a": np.array([5e12]), "b": np.ones(1)}, receiver="s", backend=backend)
+    with pytest.raises(InputValidationError, match="same shape"):
+        run_secure_sum({"a": np.ones(2), "b": np.ones(3)}, receiver="s", backend=backend)
+
+
+def test_a_contributor_with_bad_data_stops_before_sending():
+    backend = AdditiveBackend()
+    network = InProcessNetwork(["a", "s"], timeout=5)
+    party = Party("a", network.channel("a"))
+    with pytest.raises(InputValidationError):
+        secure_sum(party, np.array([np.inf]), contributors=["a"], receiver="s", backend=backend)
+    assert party.channel.meter.bytes_sent == 0
+
+
+def test_wrongly_shaped_partial_sum_is_a_protocol_error():
+    backend = AdditiveBackend()
+    network = InProcessNetwork(["a", "b", "s"], timeout=5)
+    errors = []
+
+    def honest():
+        try:
+            secure_sum(
+                Party("a", network.channel("a")),
+                np.ones(4),
+                contributors=["a", "b"],
+                receiver="s",
+                backend=backend,
+            )
+        except Exception as exc:
+            errors.append(exc)
+
+    def faulty():
+        party = Party("b", network.channel("b"))
+        party.send("a", np.zeros(4, dtype=np.uint64))
+        party.recv("a")
+        party.send("s", np.zeros(5, dtype=np.uint64))  # wrong shape
+
+    threads = [threading.Thread(target=honest), threading.Thread(target=faulty)]
+    for t in threads:
+        t.start()
+    with pytest.raises(ProtocolError, match="shape"):
+        secure_sum(
+            Party("s", network.channel("s")), None, contributors=["a", "b"], receiver="s", backend=backend
+        )
+    for t in threads:
+        t.join()
+
+
+def test_membership_and_argument_errors():
+    backend = AdditiveBackend()
+    network = InProcessNetwork(["a", "x", "s"], timeout=1)
+    with pytest.raises(InputValidationError, match="neither a contributor"):
+        secure_sum(Party("x", network.channel("x")), None, contributors=["a"], receiver="s", backend=backend)
+    with pytest.raises(InputValidationError, match="must pass an array"):
+        secure_sum(Party("a", network.channel("a")), None, contributors=["a"], receiver="s", backend=backend)
+    with pytest.raises(InputValidationError, match="distinct"):
+        secure_sum(
+            Party("a", network.channel("a")),
+            np.ones(1),
+            contributors=["a", "a"],
+            receiver="s",
+            backend=backend,
+        )
+    with pytest.raises(InputValidationError, match="unknown additive mode"):
+        AdditiveBackend("xor")
+    with pytest.raises(InputValidationError, match="unknown backend 'nope'"):
+        make_backend("nope")
