@@ -1,0 +1,1 @@
+"""Runnable studies that write JSON results and PNG plots to ``benchmarks/results``."""

@@ -1,0 +1,90 @@
+"""Secure sum of d x d matrices: additive ``shares`` and ``masks`` modes vs the plain sum.
+
+For every (M, d) the script times, in the same run:
+
+* ``plain``: ``numpy`` sum of the M arrays (what an insecure pooled sum costs);
+* ``csprng``: generating the random words the masks mode needs, M (M - 1) ChaCha20
+  streams of d^2 words (each pairwise mask is expanded at both ends);
+* ``shares`` and ``masks``: a full in-process secure sum, M providers and a
+  server as threads, including encoding, serialisation, queues and decoding.
+
+Target (issue 2): at d = 1000, ``masks <= 3 x (plain + csprng)``.
+
+Usage: ``python -m benchmarks.bench_secure_sum [--quick]``
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from benchmarks.timing import RESULTS, machine, median_seconds, pyplot, write_json
+from protocols import AdditiveBackend
+from protocols.prg import RingPRG
+from protocols.secure_sum import run_secure_sum
+
+
+def measure(m: int, d: int, repeats: int) -> dict[str, float]:
+    rng = np.random.default_rng(m * 10_000 + d)
+    arrays = {f"p{i}": rng.normal(size=(d, d)) for i in range(m)}
+    values = list(arrays.values())
+    row = {
+        "M": m,
+        "d": d,
+        "plain": median_seconds(lambda: np.sum(values, axis=0), repeats),
+        "csprng": median_seconds(
+            lambda: [RingPRG().ring_elements((d, d)) for _ in range(m * (m - 1))], repeats
+        ),
+    }
+    for mode in ("shares", "masks"):
+        backend = AdditiveBackend(mode)
+        row[mode] = median_seconds(
+            lambda b=backend: run_secure_sum(arrays, receiver="server", backend=b), repeats
+        )
+    row["masks_over_plain_plus_csprng"] = row["masks"] / (row["plain"] + row["csprng"])
+    row["shares_over_plain_plus_csprng"] = row["shares"] / (row["plain"] + row["csprng"])
+    return row
+
+
+def plot(rows: list[dict], path) -> None:
+    plt = pyplot()
+    ms = sorted({r["M"] for r in rows})
+    fig, axes = plt.subplots(1, len(ms), figsize=(4 * len(ms), 3.5), sharey=True)
+    for ax, m in zip(np.atleast_1d(axes), ms, strict=True):
+        sub = [r for r in rows if r["M"] == m]
+        ds = [r["d"] for r in sub]
+        for key, style in (("plain", "k:"), ("csprng", "g--"), ("shares", "b-o"), ("masks", "r-s")):
+            ax.loglog(ds, [r[key] for r in sub], style, label=key)
+        ax.set_title(f"M = {m}")
+        ax.set_xlabel("d (array is d x d)")
+    np.atleast_1d(axes)[0].set_ylabel("seconds (median)")
+    np.atleast_1d(axes)[0].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer sizes and repeats")
+    args = parser.parse_args()
+    ms = [2, 3] if args.quick else [2, 3, 5, 10]
+    ds = [10, 100] if args.quick else [10, 100, 300, 1000]
+    repeats = 2 if args.quick else 5
+    rows = []
+    for m in ms:
+        for d in ds:
+            row = measure(m, d, repeats)
+            rows.append(row)
+            print(
+                f"M={m:2d} d={d:4d}  plain {row['plain'] * 1e3:8.2f} ms  csprng {row['csprng'] * 1e3:8.2f} ms  "
+                f"shares {row['shares'] * 1e3:8.2f} ms  masks {row['masks'] * 1e3:8.2f} ms  "
+                f"masks/(plain+csprng) {row['masks_over_plain_plus_csprng']:.2f}"
+            )
+    path = write_json("secure_sum.json", {"machine": machine(), "repeats": repeats, "rows": rows})
+    plot(rows, RESULTS / "secure_sum.png")
+    print(f"wrote {path} and secure_sum.png")
+
+
+if __name__ == "__main__":
+    main()
