@@ -75,13 +75,12 @@ def test_traffic_matches_the_mode(mode):
     assert run.reports["server"].messages_received == expected_at_server
 
 
-def test_repeated_sums_in_masks_mode_use_fresh_masks():
-    """Two sums in one run reuse the agreed keys but must not reuse mask streams."""
-    backend = AdditiveBackend("masks")
-    names = ["p0", "p1", "server"]
-    network = InProcessNetwork(names, timeout=10)
+def _run_with_recording_server(backend, values: dict[str, np.ndarray], n_sums: int = 1):
+    """Run ``n_sums`` secure sums to ``server``; return its results and every array it received."""
+    contributors = list(values)
+    network = InProcessNetwork([*contributors, "server"], timeout=10)
     received: list[np.ndarray] = []
-    results = {}
+    results: list[np.ndarray] = []
 
     class Recording(type(network.channel("server"))):
         def recv(self, frm, timeout=None):
@@ -92,58 +91,39 @@ def test_repeated_sums_in_masks_mode_use_fresh_masks():
 
     def provider(name):
         party = Party(name, network.channel(name))
-        for _ in range(2):
-            secure_sum(party, np.zeros(64), contributors=["p0", "p1"], receiver="server", backend=backend)
+        for _ in range(n_sums):
+            secure_sum(party, values[name], contributors=contributors, receiver="server", backend=backend)
 
     def server():
         party = Party("server", Recording(network, "server"))
-        results["sums"] = [
-            secure_sum(party, None, contributors=["p0", "p1"], receiver="server", backend=backend)
-            for _ in range(2)
-        ]
+        for _ in range(n_sums):
+            results.append(
+                secure_sum(party, None, contributors=contributors, receiver="server", backend=backend)
+            )
 
-    threads = [threading.Thread(target=provider, args=(n,)) for n in ["p0", "p1"]]
+    threads = [threading.Thread(target=provider, args=(n,)) for n in contributors]
     threads.append(threading.Thread(target=server))
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert all(np.array_equal(s, np.zeros(64)) for s in results["sums"])
+    return results, received
+
+
+def test_repeated_sums_in_masks_mode_use_fresh_masks():
+    """Two sums in one run reuse the agreed keys but must not reuse mask streams."""
+    results, received = _run_with_recording_server(
+        AdditiveBackend("masks"), {"p0": np.zeros(64), "p1": np.zeros(64)}, n_sums=2
+    )
+    assert len(results) == 2 and all(np.array_equal(s, np.zeros(64)) for s in results)
     first, second = received[0], received[2]  # p0's masked array in sum 1 and sum 2
     assert not np.array_equal(first, second)
 
 
 def _server_view(mode: str, value: float, m: int = 3, size: int = 4000) -> list[np.ndarray]:
     """Every array the server receives while summing ``m`` copies of ``value``."""
-    backend = AdditiveBackend(mode)
-    contributors = [f"p{i}" for i in range(m)]
-    network = InProcessNetwork([*contributors, "server"], timeout=10)
-    received: list[np.ndarray] = []
-
-    class Recording(type(network.channel("server"))):
-        def recv(self, frm, timeout=None):
-            message = super().recv(frm, timeout)
-            if isinstance(message, np.ndarray):
-                received.append(message)
-            return message
-
-    def provider(name):
-        party = Party(name, network.channel(name))
-        secure_sum(party, np.full(size, value), contributors=contributors, receiver="server", backend=backend)
-
-    threads = [threading.Thread(target=provider, args=(n,)) for n in contributors]
-    server = Party("server", Recording(network, "server"))
-    threads.append(
-        threading.Thread(
-            target=lambda: secure_sum(
-                server, None, contributors=contributors, receiver="server", backend=backend
-            )
-        )
-    )
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    values = {f"p{i}": np.full(size, value) for i in range(m)}
+    _, received = _run_with_recording_server(AdditiveBackend(mode), values)
     return received
 
 
