@@ -5,6 +5,10 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from protocols.triangle import from_upper_triangle, upper_triangle
+
+__all__ = ["flip_signs", "from_upper_triangle", "top_eigenpairs", "upper_triangle"]
+
 
 def flip_signs(components: NDArray[np.float64]) -> NDArray[np.float64]:
     """Make each row's largest-magnitude entry positive (deterministic eigenvector signs).
@@ -41,21 +45,3 @@ def top_eigenpairs(
     values = np.clip(values[order], 0.0, None)
     vectors = vectors[:, order]
     return values[:k], flip_signs(vectors[:, :k].T), values
-
-
-def upper_triangle(matrix: NDArray[np.float64]) -> NDArray[np.float64]:
-    """The ``d(d+1)/2`` entries on and above the diagonal, row by row."""
-    rows, cols = np.triu_indices(matrix.shape[0])
-    return matrix[rows, cols]
-
-
-def from_upper_triangle(packed: NDArray[np.float64], d: int) -> NDArray[np.float64]:
-    """Rebuild the symmetric ``d x d`` matrix from :func:`upper_triangle`'s output."""
-    expected = d * (d + 1) // 2
-    if packed.shape != (expected,):
-        raise ValueError(f"packed triangle has shape {packed.shape}, expected ({expected},) for d={d}")
-    out = np.zeros((d, d), dtype=np.float64)
-    rows, cols = np.triu_indices(d)
-    out[rows, cols] = packed
-    out[cols, rows] = packed
-    return out

@@ -36,7 +36,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from mpc_pca.base import SubspaceMixin
-from mpc_pca.linalg import from_upper_triangle, top_eigenpairs, upper_triangle
+from mpc_pca.linalg import top_eigenpairs
 from mpc_pca.local_stats import LocalStatistics
 from mpc_pca.roles import CONSUMER, SERVER, provider_names
 from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite
@@ -44,6 +44,7 @@ from protocols.backends.base import SecureSumBackend, make_backend
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.party import Party
 from protocols.runtime import RunResult, run_inprocess
+from protocols.secure_sum import secure_sum_symmetric
 
 STATS_NAME = "column sums and row count"
 GRAM_NAME = "centred Gram matrix X_i^T X_i"
@@ -112,9 +113,13 @@ def provider_role(
         party, stats.sums_and_count(), contributors=config.providers, receiver=SERVER, name=STATS_NAME
     )
     mean = _expect_vector(party.recv(SERVER), SERVER, config.n_features)
-    gram = stats.centred_gram(mean)
-    backend.secure_sum(
-        party, upper_triangle(gram), contributors=config.providers, receiver=SERVER, name=GRAM_NAME
+    secure_sum_symmetric(
+        party,
+        stats.centred_gram(mean),
+        contributors=config.providers,
+        receiver=SERVER,
+        backend=backend,
+        name=GRAM_NAME,
     )
     transfer = party.recv(SERVER)
     expected_shape = (config.n_features, config.n_components)
@@ -137,8 +142,12 @@ def server_role(party: Party, config: PPPCAConfig, backend: SecureSumBackend) ->
     mean = stats[:d] / n_samples
     for provider in config.providers:
         party.send(provider, mean)
-    packed = backend.secure_sum(party, None, contributors=config.providers, receiver=SERVER, name=GRAM_NAME)
-    covariance = from_upper_triangle(packed, d) / (n_samples - 1)
+    gram = secure_sum_symmetric(
+        party, None, contributors=config.providers, receiver=SERVER, backend=backend, name=GRAM_NAME
+    )
+    if gram.shape != (d, d):
+        raise ProtocolError(f"the summed Gram matrix has shape {gram.shape}, expected {(d, d)}")
+    covariance = gram / (n_samples - 1)
     if config.n_components > min(d, n_samples):
         raise ProtocolError(
             f"n_components={config.n_components} exceeds min(n_features={d}, n_samples={n_samples})"

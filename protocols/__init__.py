@@ -5,7 +5,8 @@ build other secure-aggregation protocols; see :func:`protocols.secure_sum.secure
 """
 
 from protocols.backends.additive import AdditiveBackend
-from protocols.backends.base import SecureSumBackend
+from protocols.backends.base import SecureSumBackend, make_backend
+from protocols.backends.paillier import PaillierBackend
 from protocols.encoding import FixedPointCodec
 from protocols.errors import (
     InputValidationError,
@@ -17,12 +18,13 @@ from protocols.errors import (
 )
 from protocols.party import Party
 from protocols.runtime import RunResult, run_inprocess
-from protocols.secure_sum import secure_sum
+from protocols.secure_sum import run_secure_sum, secure_sum, secure_sum_symmetric
 
 __all__ = [
     "AdditiveBackend",
     "FixedPointCodec",
     "InputValidationError",
+    "PaillierBackend",
     "Party",
     "PeerFailureError",
     "PeerTimeoutError",
@@ -31,6 +33,9 @@ __all__ = [
     "RunResult",
     "SecureSumBackend",
     "WireFormatError",
+    "make_backend",
     "run_inprocess",
+    "run_secure_sum",
     "secure_sum",
+    "secure_sum_symmetric",
 ]

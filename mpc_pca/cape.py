@@ -1,0 +1,368 @@
+"""capePCA: distributed DP PCA with correlated noise (Imtiaz & Sarwate, JSTSP 2018, Alg. 1 / CAPE).
+
+Roles (S sites, an untrusted aggregator, a trusted noise generator):
+
+1. site ``s`` announces its row count ``N_s`` to the aggregator and the noise
+   generator (CAPE assumes the aggregator knows every ``tau_s`` and weight).
+2. noise generator: symmetric ``e_s`` with ``sum_s mu_s e_s = 0`` and
+   ``Var(e_s) = (1 - 1/S) tau_s^2`` entry-wise; sends ``e_s`` to site ``s``.
+3. aggregator: symmetric ``f_s`` with ``Var(f_s) = tau_s^2 / S``; sends it to
+   site ``s`` and keeps it.
+4. site: local symmetric ``g_s`` with ``Var(g_s) = tau_s^2 / S`` and releases
+   ``Â_s = A_s + e_s + f_s + g_s``, ``A_s = X_s^T X_s / N_s``.
+5. aggregator: ``Â = sum_s mu_s (Â_s - f_s) = A + sum_s mu_s g_s``; the top-``K``
+   eigenvectors of ``Â`` are released to the sites.
+
+``tau_s = Delta_s sqrt(2 ln(1.25/delta)) / epsilon`` with ``Delta_s`` the
+sensitivity of ``A_s`` (``sqrt(2)/N_s`` replace-one, ``1/N_s`` add-remove; see
+:mod:`mpc_pca.mechanisms`). All variances are those of the paper (§3, eq. 2,
+confirmed against the authors' code): with ``S`` equal sites the aggregate
+noise has variance ``tau_s^2 / S^2``, exactly the pooled-data Analyze-Gauss
+variance for ``N = S N_s`` rows.
+
+Unequal ``N_s`` (§3.1 allows site-dependent sample sizes and weights ``mu_s``).
+The weights are ``mu_s = N_s / N``. Two reasons: ``sum_s mu_s A_s`` is then
+exactly the pooled second-moment matrix ``A = X^T X / N`` (any other weights
+estimate a different matrix), and, because ``tau_s`` is proportional to
+``1/N_s``, ``mu_s tau_s = tau_pool`` (the pooled-data scale for ``N`` rows)
+for every site. With that, the equal-size variance assignment carries over
+unchanged and still meets both CAPE goals:
+
+* the aggregate noise ``sum_s mu_s g_s`` has variance
+  ``sum_s mu_s^2 tau_s^2 / S = tau_pool^2``, the pooled-data AG noise;
+* what the aggregator sees of site ``s`` after removing ``f_s``,
+  ``A_s + e_s + g_s``, carries noise of variance
+  ``(1 - 1/S) tau_s^2 + tau_s^2 / S = tau_s^2``, the site's own
+  ``(epsilon, delta)`` level; an outsider sees ``(1 + 1/S) tau_s^2``.
+
+The zero-sum noise is ``e_s = tau_s (z_s - mean_r z_r)`` with ``z_s`` i.i.d.
+standard symmetric Gaussian matrices, so ``mu_s e_s = tau_pool (z_s - mean z)``
+sums to zero; the last site's ``e_S`` is computed as minus the weighted sum of
+the others, which makes ``sum_s e_s`` exactly zero in floating point when the
+sizes are equal.
+
+Trust: the noise generator is trusted and does not collude with the
+aggregator; the CAPE privacy analysis bounds how many sites may collude with
+the aggregator (``S - 1`` colluders together with the aggregator would learn
+``e_s``). ``N_s`` is sent in the clear.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from mpc_pca.dp_common import (
+    AGGREGATOR,
+    NOISE_GENERATOR,
+    DPSubspaceMixin,
+    check_privacy,
+    expect_array,
+    expect_count,
+    expect_symmetric,
+    prepare_parts,
+    single_threaded_blas,
+)
+from mpc_pca.linalg import top_eigenpairs, upper_triangle
+from mpc_pca.mechanisms import (
+    Neighbour,
+    RandomState,
+    gaussian_noise_scale,
+    second_moment_sensitivity,
+    spawn_generators,
+    symmetric_gaussian_noise,
+)
+from mpc_pca.roles import provider_names
+from protocols.errors import InputValidationError, ProtocolError
+from protocols.party import Party
+from protocols.runtime import RunResult, run_inprocess
+
+
+@dataclass(frozen=True)
+class CapeConfig:
+    """What every party agrees on before a capePCA run."""
+
+    n_parties: int
+    n_features: int
+    n_components: int
+    epsilon: float
+    delta: float
+    neighbour: Neighbour
+
+    @property
+    def sites(self) -> tuple[str, ...]:
+        return provider_names(self.n_parties)
+
+    def site_scale(self, n_samples: int) -> float:
+        """``tau_s`` for a site with ``n_samples`` rows."""
+        return gaussian_noise_scale(
+            second_moment_sensitivity(n_samples, self.neighbour), self.epsilon, self.delta
+        )
+
+
+@dataclass
+class CapeModel:
+    """What the aggregator computes and holds.
+
+    ``site_releases`` are the ``Â_s`` it received and ``site_views`` the
+    ``Â_s - f_s`` it combines (kept for inspection; the aggregator knows both).
+    """
+
+    components: NDArray[np.float64]
+    explained_variance: NDArray[np.float64]
+    second_moment: NDArray[np.float64]
+    site_samples: list[int]
+    weights: NDArray[np.float64]
+    site_scales: NDArray[np.float64]
+    site_releases: list[NDArray[np.float64]]
+    site_views: list[NDArray[np.float64]]
+
+    @property
+    def noise_scale(self) -> float:
+        """Standard deviation of the aggregate noise ``sum_s mu_s g_s``."""
+        s = len(self.site_samples)
+        return float(math.sqrt(np.sum(self.weights**2 * self.site_scales**2) / s))
+
+
+def cape_weights(counts: Sequence[int]) -> NDArray[np.float64]:
+    """Aggregator weights ``mu_s = N_s / N`` (see the module docstring for why)."""
+    arr = np.asarray(counts, dtype=np.float64)
+    return arr / arr.sum()
+
+
+def zero_sum_noise(
+    scales: Sequence[float], weights: Sequence[float], d: int, rng: np.random.Generator
+) -> list[NDArray[np.float64]]:
+    """CAPE's correlated noise: symmetric ``e_s`` with ``sum_s mu_s e_s = 0``.
+
+    ``e_s = tau_s (z_s - mean z)``, ``z_s`` standard symmetric Gaussian
+    (upper triangle i.i.d.), so ``Var(e_s) = (1 - 1/S) tau_s^2`` entry-wise.
+    The weighted sum vanishes because ``mu_s tau_s`` is the same for every
+    site, which is checked. The last matrix is set to minus the weighted sum
+    of the others, so equal weights give ``sum_s e_s == 0`` exactly.
+
+    Raises
+    ------
+    InputValidationError
+        If the lengths differ or ``mu_s tau_s`` is not constant.
+    """
+    taus = np.asarray(scales, dtype=np.float64)
+    mus = np.asarray(weights, dtype=np.float64)
+    if taus.shape != mus.shape or taus.ndim != 1 or taus.size == 0:
+        raise InputValidationError("zero_sum_noise needs one scale and one weight per site")
+    products = mus * taus
+    if not np.allclose(products, products[0], rtol=1e-9, atol=0.0):
+        raise InputValidationError("zero_sum_noise needs mu_s * tau_s to be the same for every site")
+    s = taus.size
+    z = np.stack([symmetric_gaussian_noise(d, 1.0, rng) for _ in range(s)])
+    centred = z - z.mean(axis=0)
+    noise = [taus[i] * centred[i] for i in range(s - 1)]
+    ratios = mus[:-1] / mus[-1]
+    if s == 1:
+        last = np.zeros((d, d))
+    elif np.all(ratios == 1.0):
+        last = -np.sum(np.stack(noise), axis=0)
+    else:
+        last = -np.sum(np.stack([r * e for r, e in zip(ratios, noise, strict=True)]), axis=0)
+    noise.append(last)
+    return noise
+
+
+# -- role functions -----------------------------------------------------------------------
+
+
+def _collect_counts(party: Party, config: CapeConfig) -> list[int]:
+    return [expect_count(party.recv(site), site) for site in config.sites]
+
+
+def noise_generator_role(
+    party: Party, config: CapeConfig, rng: np.random.Generator
+) -> list[NDArray[np.float64]]:
+    """Trusted noise generator (Alg. 1): draw the zero-sum ``e_s``, send each to its site."""
+    counts = _collect_counts(party, config)
+    scales = [config.site_scale(n) for n in counts]
+    noise = zero_sum_noise(scales, cape_weights(counts), config.n_features, rng)
+    for site, e_s in zip(config.sites, noise, strict=True):
+        party.send(site, upper_triangle(e_s))
+    return noise
+
+
+def site_role(
+    party: Party, data: NDArray[np.float64], config: CapeConfig, rng: np.random.Generator
+) -> NDArray[np.float64]:
+    """Site ``s`` (Alg. 1): release ``Â_s = A_s + e_s + f_s + g_s``; return the released ``V_K``."""
+    d = config.n_features
+    if data.ndim != 2 or data.shape[1] != d:
+        raise InputValidationError(f"{party.name} holds data of shape {data.shape}, expected (n, {d})")
+    n_s = int(data.shape[0])
+    party.send(NOISE_GENERATOR, n_s)
+    party.send(AGGREGATOR, n_s)
+    e_s = expect_symmetric(party.recv(NOISE_GENERATOR), NOISE_GENERATOR, d)
+    f_s = expect_symmetric(party.recv(AGGREGATOR), AGGREGATOR, d)
+    tau = config.site_scale(n_s)
+    g_s = symmetric_gaussian_noise(d, tau / math.sqrt(config.n_parties), rng)
+    release = data.T @ data / n_s + e_s + f_s + g_s
+    party.send(AGGREGATOR, upper_triangle(release))
+    return expect_array(party.recv(AGGREGATOR), AGGREGATOR, (config.n_components, d))
+
+
+def aggregator_role(party: Party, config: CapeConfig, rng: np.random.Generator) -> CapeModel:
+    """Aggregator (Alg. 1): send ``f_s``, remove it, average with ``mu_s``, release ``V_K``."""
+    d = config.n_features
+    s = config.n_parties
+    counts = _collect_counts(party, config)
+    scales = np.array([config.site_scale(n) for n in counts])
+    weights = cape_weights(counts)
+    masks = [symmetric_gaussian_noise(d, tau / math.sqrt(s), rng) for tau in scales]
+    for site, f_s in zip(config.sites, masks, strict=True):
+        party.send(site, upper_triangle(f_s))
+    releases = [expect_symmetric(party.recv(site), site, d) for site in config.sites]
+    views = [release - f_s for release, f_s in zip(releases, masks, strict=True)]
+    combined = np.zeros((d, d))
+    for mu, view in zip(weights, views, strict=True):
+        combined += mu * view
+    if not np.all(np.isfinite(combined)):
+        raise ProtocolError("the combined second-moment matrix is not finite")
+    values, components, _ = top_eigenpairs(combined, config.n_components)
+    for site in config.sites:
+        party.send(site, components)
+    return CapeModel(components, values, combined, counts, weights, scales, releases, views)
+
+
+# -- driver ----------------------------------------------------------------------------------
+
+
+@dataclass
+class CapeRun:
+    """Everything a capePCA run produced, by role."""
+
+    model: CapeModel
+    site_components: dict[str, NDArray[np.float64]]
+    site_zero_sum_noise: list[NDArray[np.float64]]
+    run: RunResult
+
+
+def run_capepca(
+    parts: Sequence[ArrayLike],
+    n_components: int | None,
+    epsilon: float,
+    delta: float,
+    *,
+    neighbour: Neighbour | str = Neighbour.REPLACE_ONE,
+    row_norm: str = "clip",
+    random_state: RandomState = None,
+    timeout: float = 120.0,
+) -> CapeRun:
+    """Validate everything, then run capePCA in-process (one thread per party)."""
+    eps, dlt, relation = check_privacy(epsilon, delta, neighbour)
+    arrays, k = prepare_parts(parts, n_components, row_norm)
+    config = CapeConfig(len(arrays), arrays[0].shape[1], k, eps, dlt, relation)
+    generators = spawn_generators(random_state, len(arrays) + 2)
+    roles: dict[str, Any] = {
+        name: (lambda party, data=data, rng=rng: site_role(party, data, config, rng))
+        for name, data, rng in zip(config.sites, arrays, generators, strict=False)
+    }
+    roles[AGGREGATOR] = lambda party: aggregator_role(party, config, generators[-2])
+    roles[NOISE_GENERATOR] = lambda party: noise_generator_role(party, config, generators[-1])
+    with single_threaded_blas():
+        run = run_inprocess(roles, timeout=timeout)
+    return CapeRun(
+        model=run.outputs[AGGREGATOR],
+        site_components={name: run.outputs[name] for name in config.sites},
+        site_zero_sum_noise=run.outputs[NOISE_GENERATOR],
+        run=run,
+    )
+
+
+class CapePCA(DPSubspaceMixin):
+    """capePCA: distributed DP PCA with CAPE correlated noise (Imtiaz & Sarwate, JSTSP 2018, Alg. 1).
+
+    Matches the utility of Analyze Gauss on the pooled data (same noise
+    variance at the aggregator) with a trusted noise generator and an
+    untrusted aggregator.
+
+    Parameters
+    ----------
+    n_components : int, optional
+        ``K``; ``None`` keeps all ``D`` directions.
+    epsilon : float, default=1.0
+        Privacy parameter of every site (``inf`` disables the noise).
+    delta : float, default=1e-5
+        Privacy parameter in ``(0, 1)``.
+    neighbour : {"replace-one", "add-remove"}, default="replace-one"
+        Neighbour relation; ``tau_s`` uses ``sqrt(2)/N_s`` or ``1/N_s``.
+    row_norm : {"clip", "error"}, default="clip"
+        How sites enforce ``||x|| <= 1``.
+    random_state : int, SeedSequence, Generator or None
+        Seed of all parties' DP noise; ``None`` draws one from :mod:`secrets`.
+    timeout : float, default=120
+        Receive timeout of every party, in seconds.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (K, D)
+        Released top-``K`` eigenvectors of ``Â`` as rows.
+    explained_variance_ : ndarray of shape (K,)
+        Top eigenvalues of ``Â`` (DP, post-processing).
+    mean_ : ndarray of shape (D,)
+        Zeros (second-moment PCA, no centring).
+    weights_ : ndarray of shape (S,)
+        ``mu_s = N_s / N``.
+    site_noise_scales_ : ndarray of shape (S,)
+        ``tau_s``.
+    noise_scale_ : float
+        Standard deviation of the aggregate noise (the pooled AG scale).
+    n_samples_, n_features_in_, n_components_ : int
+    report_ : dict
+        Per-role bytes, messages, rounds and seconds.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> parts = [rng.normal(size=(n, 5)) / 5 for n in (100, 300)]
+    >>> CapePCA(n_components=2, epsilon=2.0, random_state=1).fit(parts).weights_
+    array([0.25, 0.75])
+    """
+
+    def __init__(
+        self,
+        n_components: int | None = None,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        neighbour: str = "replace-one",
+        row_norm: str = "clip",
+        random_state: RandomState = None,
+        timeout: float = 120.0,
+    ) -> None:
+        self.n_components = n_components
+        self.epsilon = epsilon
+        self.delta = delta
+        self.neighbour = neighbour
+        self.row_norm = row_norm
+        self.random_state = random_state
+        self.timeout = timeout
+
+    def fit(self, parts: Sequence[ArrayLike], y: None = None) -> CapePCA:
+        """Run capePCA over the sites' rows (one ``(N_s, D)`` array per site); return ``self``."""
+        result = run_capepca(
+            parts,
+            self.n_components,
+            self.epsilon,
+            self.delta,
+            neighbour=self.neighbour,
+            row_norm=self.row_norm,
+            random_state=self.random_state,
+            timeout=self.timeout,
+        )
+        model = result.model
+        self._store_fit(model.components, model.explained_variance, sum(model.site_samples), result.run)
+        self.weights_ = model.weights
+        self.site_noise_scales_ = model.site_scales
+        self.noise_scale_ = model.noise_scale
+        return self
