@@ -46,7 +46,9 @@ def _run_pppca(args: argparse.Namespace, parts: list[np.ndarray], default_backen
         options["codec"] = FixedPointCodec(args.frac_bits)
     if getattr(args, "key_bits", None) is not None:
         if backend_name != "paillier":
-            raise InputValidationError(f"--key-bits applies to the paillier backend only, not {backend_name!r}")
+            raise InputValidationError(
+                f"--key-bits applies to the paillier backend only, not {backend_name!r}"
+            )
         options["key_bits"] = args.key_bits
     model = PPPCA(args.n_components, backend=make_backend(backend_name, **options))
     model.fit_transform(parts)

@@ -121,10 +121,7 @@ def provider_role(
         backend=backend,
         name=GRAM_NAME,
     )
-    transfer = party.recv(SERVER)
-    expected_shape = (config.n_features, config.n_components)
-    if not isinstance(transfer, np.ndarray) or transfer.shape != expected_shape:
-        raise ProtocolError(f"{party.name} expected T of shape {expected_shape} from the server")
+    transfer = _expect_floats(party.recv(SERVER), SERVER, (config.n_features, config.n_components), "T")
     if not config.with_consumer:
         return None
     projected = (data - mean) @ transfer
@@ -136,7 +133,11 @@ def server_role(party: Party, config: PPPCAConfig, backend: SecureSumBackend) ->
     """Server (Alg. 2 steps 3, 7, 8; Alg. 1 steps 4, 8): reveal mean, eigendecompose."""
     d = config.n_features
     stats = backend.secure_sum(party, None, contributors=config.providers, receiver=SERVER, name=STATS_NAME)
+    if stats.shape != (d + 1,):
+        raise ProtocolError(f"the summed {STATS_NAME} have shape {stats.shape}, expected ({d + 1},)")
     n_samples = round(float(stats[-1]))
+    if abs(float(stats[-1]) - n_samples) > 1e-3:
+        raise ProtocolError(f"the summed row count {float(stats[-1])!r} is not a whole number")
     if n_samples < 2:
         raise ProtocolError(f"the providers hold {n_samples} row(s) in total; PCA needs at least 2")
     mean = stats[:d] / n_samples
@@ -147,6 +148,10 @@ def server_role(party: Party, config: PPPCAConfig, backend: SecureSumBackend) ->
     )
     if gram.shape != (d, d):
         raise ProtocolError(f"the summed Gram matrix has shape {gram.shape}, expected {(d, d)}")
+    try:
+        check_precision(float(np.max(np.diag(gram))), config.n_parties, backend)
+    except InputValidationError as exc:
+        raise ProtocolError(str(exc)) from exc
     covariance = gram / (n_samples - 1)
     if config.n_components > min(d, n_samples):
         raise ProtocolError(
@@ -163,19 +168,31 @@ def consumer_role(party: Party, config: PPPCAConfig) -> NDArray[np.float64]:
     """Data consumer (steps 10): stack the providers' projected rows in provider order."""
     blocks = []
     for provider in config.providers:
-        block = party.recv(provider)
-        if not isinstance(block, np.ndarray) or block.ndim != 2 or block.shape[1] != config.n_components:
-            raise ProtocolError(
-                f"{provider} sent a projection that is not an (n, {config.n_components}) array"
-            )
-        blocks.append(block)
+        blocks.append(_expect_floats(party.recv(provider), provider, (None, config.n_components), "X_i T"))
     return np.vstack(blocks)
 
 
 def _expect_vector(message: Any, sender: str, length: int) -> NDArray[np.float64]:
-    if not isinstance(message, np.ndarray) or message.shape != (length,):
-        raise ProtocolError(f"expected a vector of length {length} from {sender!r}")
-    return message.astype(np.float64, copy=False)
+    return _expect_floats(message, sender, (length,), "the mean")
+
+
+def _expect_floats(
+    message: Any, sender: str, shape: tuple[int | None, ...], what: str
+) -> NDArray[np.float64]:
+    """Check a received real array: dtype, shape (``None`` = any length) and finiteness."""
+    ok = (
+        isinstance(message, np.ndarray)
+        and message.dtype.kind in "fiu"
+        and message.ndim == len(shape)
+        and all(want is None or got == want for got, want in zip(message.shape, shape, strict=True))
+    )
+    if not ok:
+        got = message.shape if isinstance(message, np.ndarray) else type(message).__name__
+        raise ProtocolError(f"{sender!r} sent {what} as {got}, expected a real array of shape {shape}")
+    out = message.astype(np.float64, copy=False)
+    if not np.all(np.isfinite(out)):
+        raise ProtocolError(f"{sender!r} sent {what} with non-finite values")
+    return out
 
 
 # -- validation before the run ----------------------------------------------------
@@ -194,6 +211,33 @@ def check_ring_range(stats: Sequence[LocalStatistics], backend: SecureSumBackend
     for i, st in enumerate(stats):
         backend.check_input(st.sums_and_count(), m, f"{STATS_NAME} of provider{i}")
         backend.check_input(st.centred_gram_diagonal(mean), m, f"{GRAM_NAME} (diagonal) of provider{i}")
+
+
+#: Significant bits the pooled Gram matrix must keep after fixed-point rounding.
+MIN_SIGNIFICANT_BITS = 20
+
+
+def check_precision(largest_variance_sum: float, n_parties: int, backend: SecureSumBackend) -> None:
+    """Refuse data so small that fixed-point rounding would swamp the covariance.
+
+    Each Gram entry of the pooled sum carries a rounding error of at most
+    ``M 2^-(f+1)``; relative to the largest diagonal entry ``G_max`` of the
+    pooled centred Gram matrix this must stay below ``2^-MIN_SIGNIFICANT_BITS``
+    (about 1e-6), i.e. ``G_max >= M 2^(MIN_SIGNIFICANT_BITS - 1 - f)``.
+    PCA is scale-equivariant, so rescaling the data (or more fractional bits)
+    fixes it.
+    """
+    f = backend.codec.frac_bits
+    needed = n_parties * 2.0 ** (MIN_SIGNIFICANT_BITS - 1 - f)
+    if largest_variance_sum >= needed:
+        return
+    suggestion = f + int(np.ceil(np.log2(needed / max(largest_variance_sum, np.finfo(float).tiny))))
+    raise InputValidationError(
+        f"the pooled centred Gram matrix has largest diagonal entry {largest_variance_sum:.3g}, below "
+        f"{needed:.3g}: with {f} fractional bits and {n_parties} parties the fixed-point rounding would "
+        f"leave fewer than {MIN_SIGNIFICANT_BITS} significant bits. Multiply the data by a constant "
+        f"(components are unchanged) or use about {suggestion} fractional bits if the ring range allows"
+    )
 
 
 def run_pppca(
@@ -225,6 +269,8 @@ def run_pppca(
     for i, (part, st) in enumerate(zip(arrays, stats, strict=True)):
         check_statistics_finite(part, (st.column_sums, st.scatter), i)
     check_ring_range(stats, backend)
+    mean = sum(st.column_sums for st in stats) / n_samples
+    check_precision(float(np.max(sum(st.centred_gram_diagonal(mean) for st in stats))), len(stats), backend)
     config = PPPCAConfig(len(arrays), arrays[0].shape[1], k, with_consumer)
     roles: dict[str, Any] = {
         name: (lambda party, data=data, st=st: provider_role(party, data, config, backend, st))

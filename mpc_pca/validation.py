@@ -51,6 +51,8 @@ def check_parts(
         raise InputValidationError("parts is empty; at least one party must hold data")
     arrays = []
     for i, part in enumerate(parts):
+        if np.iscomplexobj(part):
+            raise InputValidationError(f"part {i} has complex values; PCA here takes real numbers only")
         try:
             arr = np.ascontiguousarray(part, dtype=np.float64)
         except (TypeError, ValueError) as exc:

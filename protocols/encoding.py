@@ -109,7 +109,7 @@ class FixedPointCodec:
         arr = np.asarray(x, dtype=np.float64)
         check_finite(arr, name)
         self.check_range(arr, n_summands, name)
-        scaled = np.rint(arr * self.scale)
+        scaled = np.asarray(np.rint(arr * self.scale))  # stays an array for 0-d input
         return scaled.astype(np.int64).view(np.uint64)
 
     def decode(self, ring: NDArray[np.uint64]) -> NDArray[np.float64]:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from protocols.errors import PeerFailureError
+from protocols.errors import InputValidationError, PeerFailureError
 from protocols.party import Party
 from protocols.transport.base import now
 from protocols.transport.inprocess import InProcessNetwork
@@ -70,6 +70,15 @@ def make_report(party: Party, seconds: float) -> PartyReport:
     )
 
 
+def check_timeout(timeout: object) -> float:
+    """Validate a receive timeout: a positive, finite number of seconds."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
+        raise InputValidationError(
+            f"timeout={timeout!r} is invalid; it must be a positive, finite number of seconds"
+        )
+    return float(timeout)
+
+
 def run_inprocess(roles: Mapping[str, Role], *, timeout: float = 120.0) -> RunResult:
     """Run each role in its own thread and collect outputs and reports.
 
@@ -90,6 +99,7 @@ def run_inprocess(roles: Mapping[str, Role], *, timeout: float = 120.0) -> RunRe
         The first exception raised by a role that is not merely a reaction to
         another party's failure; the others are attached as ``__notes__``.
     """
+    check_timeout(timeout)
     network = InProcessNetwork(roles.keys(), timeout=timeout)
     parties = {name: Party(name, network.channel(name)) for name in roles}
     outputs: dict[str, Any] = {}

@@ -13,7 +13,7 @@
     Once per run, every contributor sends an X25519 public key to the receiver,
     who relays the list to all contributors; each pair derives a shared key
     (HKDF-SHA256). For every sum, contributor ``i`` adds
-    ``sum_{j>i} PRG(k_ij) - sum_{j<i} PRG(k_ij)`` to its encoded array and sends
+    ``sum_{j>i} PRG(k_ij) - sum_{j<i} PRG(k_ij)`` (ordered by name) to its encoded array and sends
     that single masked array to the receiver; the masks cancel in the total.
     One array per contributor per sum, but the relay means the receiver must be
     honest-but-curious (a *malicious* relay could substitute keys). No dropout
@@ -183,12 +183,13 @@ def _masked(
     nonce = nonce_for_counter(state["counter"])
     state["counter"] += 1
     masked = encoded.copy()
-    me = contributors.index(party.name)
-    for j, peer in enumerate(contributors):
+    for peer in contributors:
         if peer == party.name:
             continue
         mask = RingPRG(state["keys"][peer], nonce).ring_elements(encoded.shape)
-        if j > me:
+        # The pair's lexicographically smaller name adds the mask, the larger one
+        # subtracts it: both ends agree without relying on any list order.
+        if party.name < peer:
             masked += mask
         else:
             masked -= mask

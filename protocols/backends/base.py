@@ -1,7 +1,7 @@
 """The secure-sum interface every backend implements.
 
 Every party of a secure sum calls :meth:`SecureSumBackend.secure_sum` with the
-same ``contributors`` list (in the same order) and ``receiver``. Each
+same set of ``contributors`` (in any order) and the same ``receiver``. Each
 contributor passes its own array; the receiver, if it is not also a
 contributor, passes ``None``. Only the receiver gets the sum back; everybody
 else gets ``None``. Consecutive secure sums over the same group must be made
@@ -69,13 +69,16 @@ class SecureSumBackend(ABC):
         value : array_like or None
             This party's summand if it is a contributor, else ``None``.
         contributors : sequence of str
-            Names of the parties whose arrays are summed; same order everywhere.
+            Names of the parties whose arrays are summed; every party must name
+            the same set (the order is irrelevant: it is sorted).
         receiver : str
             The only party that learns the sum. It may also be a contributor.
         name : str
             Name of the value, used in error messages.
         """
-        contributors = tuple(contributors)
+        # One canonical order for every party, whatever order each caller lists the
+        # contributors in: backends derive roles (mask signs, the aggregator) from it.
+        contributors = tuple(sorted(contributors))
         if not contributors:
             raise InputValidationError("a secure sum needs at least one contributor")
         if len(set(contributors)) != len(contributors):

@@ -28,12 +28,22 @@ _F64 = struct.Struct("<d")
 
 def encode_message(obj: Any) -> bytes:
     """Serialise a message tree to bytes (see the module docstring for the types)."""
-    out: list[bytes] = []
+    return b"".join(encode_message_parts(obj))
+
+
+def encode_message_parts(obj: Any) -> list[bytes | memoryview]:
+    """The pieces whose concatenation is :func:`encode_message`'s output.
+
+    Array data is a view of the array (or of a contiguous copy), not a copy,
+    so a transport can write the message into its own buffer with a single
+    copy. The views are only valid while the arrays are left unchanged.
+    """
+    out: list[bytes | memoryview] = []
     _encode(obj, out, 0)
-    return b"".join(out)
+    return out
 
 
-def _encode(obj: Any, out: list[bytes], depth: int) -> None:
+def _encode(obj: Any, out: list[bytes | memoryview], depth: int) -> None:
     if depth > _MAX_DEPTH:
         raise TypeError(f"message nests deeper than {_MAX_DEPTH} levels")
     if obj is None:
@@ -69,13 +79,13 @@ def _encode(obj: Any, out: list[bytes], depth: int) -> None:
         raise TypeError(f"type {type(obj).__name__} cannot be sent over a channel")
 
 
-def _encode_array(arr: np.ndarray, out: list[bytes]) -> None:
+def _encode_array(arr: np.ndarray, out: list[bytes | memoryview]) -> None:
     if arr.dtype.kind not in _ALLOWED_DTYPE_KINDS or arr.dtype.fields is not None:
         raise TypeError(f"arrays of dtype {arr.dtype} cannot be sent; use a numeric dtype")
     if arr.ndim > _MAX_NDIM:
         raise TypeError(f"arrays with more than {_MAX_NDIM} dimensions cannot be sent")
     dtype = arr.dtype.newbyteorder("<") if arr.dtype.byteorder == ">" else arr.dtype
-    data = np.ascontiguousarray(arr, dtype=dtype).tobytes()
+    data = memoryview(np.ascontiguousarray(arr, dtype=dtype).reshape(-1).view(np.uint8))
     dtype_str = dtype.str.encode("ascii")
     out += [b"A", bytes([len(dtype_str)]), dtype_str, bytes([arr.ndim])]
     out += [_LEN.pack(dim) for dim in arr.shape]

@@ -1,0 +1,215 @@
+"""Everything that touches CrypTen's import path or global state, in one place.
+
+CrypTen 0.4.1 is imported lazily by :func:`import_crypten`; importing this
+module has no side effect. Three problems of CrypTen 0.4.1 on this platform are
+handled here:
+
+Import on torch >= 2.5
+    ``crypten.nn.onnx_converter`` imports ``torch.onnx._internal.registration``,
+    which torch moved to ``torch.onnx._internal.torchscript_exporter.registration``.
+    :func:`import_crypten` registers the new module under the old name in
+    ``sys.modules`` (only when the old name is missing) and then imports crypten.
+
+``FixedPointEncoder.decode`` is wrong for some negative values
+    It floor-divides negative integers by ``scale - 1`` instead of ``scale``,
+    so e.g. the raw value ``-131071`` (``-2 + 2^-16`` at 16 fractional bits)
+    decodes to ``-2.99998`` instead of ``-1.99998``: off by exactly 1.0. It
+    also converts through float32. The secure-sum backend never calls it: it
+    reveals the raw ring sum and decodes it with
+    :class:`protocols.encoding.FixedPointCodec` (two's complement, float64).
+
+``FixedPointEncoder.encode`` truncates
+    ``(scale * x).long()`` rounds toward zero, so the encoding error is up to
+    ``2^-f`` instead of ``2^-(f+1)`` and biased toward zero. The backend
+    encodes with :class:`~protocols.encoding.FixedPointCodec` (round to
+    nearest, range-checked) and hands CrypTen integers with ``precision=0``,
+    for which CrypTen's encoder multiplies by 1.
+
+CrypTen's communicator and random generators are process-wide singletons
+(``DistributedCommunicator.instance`` and ``crypten.generators``).
+:class:`CrypTenGroupSession` builds them for one torch.distributed sub-group of
+an *existing* process group and installs them only for the duration of a
+``with session.active():`` block, restoring whatever was there before.
+``crypten.init()`` is never called: it would create its own process group from
+environment variables (``RENDEZVOUS``, ``WORLD_SIZE``, ``RANK``,
+``DISTRIBUTED_BACKEND``), and its ``DistributedCommunicator`` leaves its rank
+and world size unset when a process group already exists.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import sys
+from collections.abc import Iterator, Sequence
+from datetime import timedelta
+from types import ModuleType
+from typing import Any
+
+_OLD_REGISTRATION = "torch.onnx._internal.registration"
+_NEW_REGISTRATION = "torch.onnx._internal.torchscript_exporter.registration"
+INSTALL_HINT = (
+    "install it next to torch with `pip install --no-deps crypten==0.4.1` "
+    "(plus pyyaml, omegaconf and onnx); see README"
+)
+
+
+def install_import_shim() -> bool:
+    """Make ``torch.onnx._internal.registration`` importable for CrypTen.
+
+    Returns
+    -------
+    bool
+        True if the alias was registered, False if torch still has the old module.
+    """
+    try:
+        importlib.import_module(_OLD_REGISTRATION)
+    except ModuleNotFoundError:
+        sys.modules[_OLD_REGISTRATION] = importlib.import_module(_NEW_REGISTRATION)
+        return True
+    return False
+
+
+def import_crypten() -> ModuleType:
+    """Import and return the ``crypten`` package, applying the torch import shim first.
+
+    Raises
+    ------
+    ImportError
+        If torch or crypten is not installed, with the installation hint.
+    """
+    try:
+        importlib.import_module("torch")
+    except ImportError as exc:
+        raise ImportError(f"the crypten backend needs torch; {INSTALL_HINT}") from exc
+    if "crypten" not in sys.modules:
+        install_import_shim()
+    try:
+        return importlib.import_module("crypten")
+    except ImportError as exc:
+        raise ImportError(f"crypten cannot be imported ({exc}); {INSTALL_HINT}") from exc
+
+
+def crypten_available() -> bool:
+    """Whether :func:`import_crypten` succeeds."""
+    try:
+        import_crypten()
+    except ImportError:
+        return False
+    return True
+
+
+class _GroupCommunicator:
+    """The part of CrypTen's communicator interface that sharing and seed setup use.
+
+    Ranks are *group* ranks (0 .. size-1 in the order of the sub-group), as
+    CrypTen's code assumes; every call translates them to the global ranks
+    torch.distributed wants.
+    """
+
+    def __init__(self, group: Any, global_ranks: Sequence[int], my_global_rank: int, name: str) -> None:
+        self._group = group
+        self._global = tuple(global_ranks)
+        self._rank = self._global.index(my_global_rank)
+        self._name = name
+
+    def get_rank(self) -> int:
+        return self._rank
+
+    def get_world_size(self) -> int:
+        return len(self._global)
+
+    def get_name(self) -> str:
+        return self._name
+
+    def set_name(self, name: str) -> None:
+        self._name = name
+
+    def isend(self, tensor: Any, dst: int) -> Any:
+        import torch.distributed as dist
+
+        return dist.isend(tensor.data, self._global[dst], group=self._group)
+
+    def irecv(self, tensor: Any, src: int) -> Any:
+        import torch.distributed as dist
+
+        return dist.irecv(tensor.data, self._global[src], group=self._group)
+
+    def broadcast(self, tensor: Any, src: int, group: Any = None, batched: bool = False) -> Any:
+        import torch.distributed as dist
+
+        if group is not None or batched:
+            raise NotImplementedError("only single-tensor broadcasts within the session group are used")
+        dist.broadcast(tensor.data, self._global[src], group=self._group)
+        return tensor
+
+
+class CrypTenGroupSession:
+    """CrypTen's communicator and PRZS generators for one group of parties.
+
+    Creating a session is a collective call of every member (and only the
+    members): it creates a torch.distributed sub-group with
+    ``use_local_synchronization=True`` (non-members do not take part), then
+    runs CrypTen's own seed exchange (``crypten._setup_prng``: one 64-bit seed
+    to the next rank, a broadcast global seed). The resulting generators are
+    kept by the session and installed only inside :meth:`active`.
+
+    Parameters
+    ----------
+    global_ranks : sequence of int
+        Global ranks of the members, in the order that defines group ranks.
+    my_global_rank : int
+        This process's global rank; must be one of ``global_ranks``.
+    timeout : float
+        Seconds any collective of the sub-group may take.
+    name : str
+        Party name, for CrypTen's bookkeeping.
+    """
+
+    def __init__(self, global_ranks: Sequence[int], my_global_rank: int, timeout: float, name: str) -> None:
+        import torch.distributed as dist
+
+        self.crypten = import_crypten()
+        ranks = [int(r) for r in global_ranks]
+        if len(set(ranks)) != len(ranks):
+            raise ValueError(f"group ranks must be distinct, got {ranks}")
+        if my_global_rank not in ranks:
+            raise ValueError(f"rank {my_global_rank} is not a member of the group {ranks}")
+        self.global_ranks = tuple(ranks)
+        # ``sort_ranks=False`` keeps the member order: group rank i is ranks[i].
+        self.group = dist.new_group(
+            ranks,
+            timeout=timedelta(seconds=timeout),
+            use_local_synchronization=True,
+            sort_ranks=False,
+        )
+        self.communicator = _GroupCommunicator(self.group, self.global_ranks, my_global_rank, name)
+        self.generators: dict[str, dict[Any, Any]] = {key: {} for key in self.crypten.generators}
+        with self.active():
+            self.crypten._setup_prng()
+            self.generators = {key: dict(value) for key, value in self.crypten.generators.items()}
+
+    @property
+    def rank(self) -> int:
+        """This party's rank within the group."""
+        return self.communicator.get_rank()
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[ModuleType]:
+        """Install this session's communicator and generators in CrypTen; restore on exit."""
+        from crypten.communicator import DistributedCommunicator
+
+        crypten = self.crypten
+        previous_instance = DistributedCommunicator.instance
+        previous_generators = {key: dict(value) for key, value in crypten.generators.items()}
+        DistributedCommunicator.instance = self.communicator
+        for key, value in self.generators.items():
+            crypten.generators[key].clear()
+            crypten.generators[key].update(value)
+        try:
+            yield crypten
+        finally:
+            DistributedCommunicator.instance = previous_instance
+            for key, value in previous_generators.items():
+                crypten.generators[key].clear()
+                crypten.generators[key].update(value)

@@ -1,0 +1,667 @@
+"""Parties as OS processes over ``torch.distributed`` (gloo), on one host or several.
+
+Rendezvous (env:// style, explicit)
+    A ``torch.distributed.TCPStore`` listens at ``MASTER_ADDR:MASTER_PORT``;
+    rank 0 hosts it unless a launcher already does. Every party connects,
+    announces itself under ``mpc/joined/<rank>`` and waits for all the others,
+    so a party that never connects is *named* in the error every other party
+    raises after ``connect_timeout``. Then the gloo process group is created on
+    the same store (keys under ``gloo/``). Set ``GLOO_SOCKET_IFNAME`` to choose
+    the network interface gloo binds (needed on multi-homed hosts and in
+    network namespaces).
+
+Messages
+    :class:`TorchChannel` sends every serialised message
+    (:mod:`protocols.transport.wire`: arrays as dtype + shape + raw bytes,
+    never pickles) to the peer's rank as uint8 tensors. A message is written
+    once into a buffer holding its 8-byte length and then the payload; the
+    first ``frame_bytes`` (1 MiB by default) of that buffer go as one gloo
+    message and, only for a longer payload, the rest as a second one. gloo
+    lets a message fill part of the receive buffer, so the receiver posts one
+    frame-sized receive and learns the length from it: small messages cost a
+    single gloo message. Byte, message and round metering counts the payload,
+    exactly as the in-process transport does, so both report the same numbers
+    for the same protocol.
+
+    A gloo send completes only when the peer has posted the matching receive,
+    so sends are posted asynchronously and never block the sender, as with
+    in-process queues; a background thread, handed the posted sends in
+    batches (every 32 MiB, and at the end of the role), waits for their
+    completion (at most ``timeout`` seconds each) and frees their buffers. Each party keeps one first-frame
+    receive posted per peer, so a sender's data goes out at once. Channel
+    messages use their own tag (:data:`CHANNEL_TAG`), so other point-to-point
+    traffic on the same process group is never mistaken for them. Every
+    receive waits at most ``timeout`` seconds.
+
+Failures
+    gloo closes a link after a timeout, and a process that dies closes all of
+    its links, so any party waiting on it gets an error at once; parties that
+    then fail close theirs in turn. A failing party also records its reason
+    under ``mpc/abort`` in the store (first writer wins), and a party that
+    loses a link quotes that reason, so every survivor's error names the root
+    cause. No party ever waits longer than its timeout for one message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import queue
+import socket
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from protocols.errors import (
+    InputValidationError,
+    PeerFailureError,
+    PeerTimeoutError,
+    ProtocolError,
+    WireFormatError,
+)
+from protocols.party import Party
+from protocols.runtime import PartyReport, make_report
+from protocols.transport.base import Channel, now
+from protocols.transport.wire import encode_message_parts
+
+#: Largest payload a receiver accepts (bytes); a header announcing more is rejected.
+DEFAULT_MAX_MESSAGE_BYTES = 1 << 34
+#: Size of a message's first gloo frame: an 8-byte length, then up to this much payload.
+DEFAULT_FRAME_BYTES = 1 << 20
+_LENGTH_BYTES = 8
+#: Point-to-point tag of channel messages on the default group; other code must not use it.
+CHANNEL_TAG = 0x6D7063
+# Posted sends are handed to the completion thread once they hold this much memory.
+_BACKLOG_BYTES = 32 << 20
+_BACKLOG_MESSAGES = 256
+_ABORT_KEY = "mpc/abort"
+_ABORT_COUNT_KEY = "mpc/abort-count"
+_STORE_POLL_SECONDS = 0.05
+
+Role = Callable[[Party], Any]
+
+
+def parse_master(master: str) -> tuple[str, int]:
+    """Split ``ADDR:PORT`` (``[v6addr]:PORT`` for IPv6) into host and port."""
+    host, sep, port_text = master.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host:
+        raise InputValidationError(f"master address {master!r} must look like ADDR:PORT")
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise InputValidationError(f"master port {port_text!r} in {master!r} is not an integer") from None
+    if not 0 < port < 65536:
+        raise InputValidationError(f"master port {port} is out of range; it must be between 1 and 65535")
+    return host, port
+
+
+def check_ranks(ranks: Mapping[str, int]) -> dict[str, int]:
+    """Validate a ``{party name: rank}`` map: ranks must be exactly ``0 .. W-1``."""
+    table = dict(ranks)
+    values = sorted(table.values())
+    if not table or values != list(range(len(table))):
+        raise InputValidationError(f"ranks must be 0 .. {len(table) - 1}, one per party; got {table}")
+    return table
+
+
+# -- the store: rendezvous and failure reasons -------------------------------------
+
+
+@dataclass
+class Rendezvous:
+    """This party's connection to the run's key-value store.
+
+    Attributes
+    ----------
+    store : torch.distributed.Store
+        The TCPStore (client, or server if this party hosts it).
+    name : str
+        This party's name.
+    ranks : dict of str to int
+        Every party's rank.
+    hosts_store : bool
+        Whether this process is the store server.
+    """
+
+    store: Any
+    name: str
+    ranks: dict[str, int]
+    hosts_store: bool
+
+    def record_failure(self, reason: str) -> None:
+        """Record why the run failed; only the first reason recorded is kept."""
+        try:
+            if self.store.add(_ABORT_COUNT_KEY, 1) == 1:
+                self.store.set(_ABORT_KEY, reason)
+        except (RuntimeError, OSError):
+            pass  # the store is gone; peers still see our links close
+
+    def failure_reason(self, wait: float = 0.0) -> str | None:
+        """The first recorded failure reason, waiting up to ``wait`` seconds for one."""
+        deadline = now() + wait
+        try:
+            while True:
+                if self.store.check([_ABORT_KEY]):
+                    return self.store.get(_ABORT_KEY).decode("utf-8", "replace")
+                if now() >= deadline:
+                    return None
+                threading.Event().wait(_STORE_POLL_SECONDS)
+        except (RuntimeError, OSError):
+            return None
+
+    def exchange_public(self, mine: Mapping[str, Any], timeout: float) -> dict[str, dict[str, Any]]:
+        """Publish this party's public parameters (JSON) and read everybody's.
+
+        Only data every party may know belongs here (protocol settings, array
+        sizes). Values are parsed with :func:`json.loads`, never unpickled.
+        """
+        self.store.set(f"mpc/public/{self.name}", json.dumps(dict(mine)))
+        keys = {name: f"mpc/public/{name}" for name in self.ranks}
+        _wait_for_keys(self, keys, timeout, "publish its parameters")
+        views = {}
+        for name, key in keys.items():
+            try:
+                value = json.loads(self.store.get(key).decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise WireFormatError(f"{name!r} published parameters that are not JSON: {exc}") from None
+            if not isinstance(value, dict):
+                raise WireFormatError(f"{name!r} published {type(value).__name__}, expected an object")
+            views[name] = value
+        return views
+
+    def mark_done(self) -> None:
+        """Tell the store host that this party is finished with the store."""
+        with contextlib.suppress(RuntimeError, OSError):
+            self.store.set(f"mpc/done/{self.name}", "1")
+
+    def linger(self, timeout: float) -> None:
+        """As the store host, keep the store up until every party is done or failed."""
+        if not self.hosts_store:
+            return
+        deadline = now() + timeout
+        keys = [f"mpc/done/{name}" for name in self.ranks]
+        while now() < deadline:
+            if self.store.check(keys) or self.store.check([_ABORT_KEY]):
+                return
+            threading.Event().wait(_STORE_POLL_SECONDS)
+
+
+def _wait_for_keys(rdv: Rendezvous, keys: Mapping[str, str], timeout: float, what: str) -> None:
+    """Wait until every key exists; on timeout name the parties that did not write theirs."""
+    deadline = now() + timeout
+    while True:
+        missing = [name for name, key in keys.items() if not rdv.store.check([key])]
+        if not missing:
+            return
+        reason = rdv.failure_reason()
+        if reason is not None:
+            raise PeerFailureError(f"{rdv.name!r} stopped before the run started: {reason}")
+        if now() >= deadline:
+            described = ", ".join(f"{name!r} (rank {rdv.ranks[name]})" for name in missing)
+            raise PeerTimeoutError(
+                f"{rdv.name!r} waited {timeout:g} s at the rendezvous, but {described} did not "
+                f"{what}; check that every party was started with the same --master and world size"
+            )
+        threading.Event().wait(_STORE_POLL_SECONDS)
+
+
+def connect(
+    name: str,
+    ranks: Mapping[str, int],
+    master: str,
+    *,
+    connect_timeout: float = 60.0,
+    timeout: float = 120.0,
+    host_store: bool | None = None,
+) -> Rendezvous:
+    """Join the run: connect to (or host) the store, wait for every party, create the gloo group.
+
+    Parameters
+    ----------
+    name : str
+        This party's name; ``ranks[name]`` is its rank.
+    ranks : mapping of str to int
+        Every party's rank, ``0 .. W-1``.
+    master : str
+        ``ADDR:PORT`` of the store.
+    connect_timeout : float
+        Seconds to wait for the store and for every other party.
+    timeout : float
+        Default timeout of the gloo process group's collectives, in seconds.
+    host_store : bool, optional
+        Host the store here; defaults to ``True`` at rank 0. Pass ``False``
+        when a launcher hosts it.
+
+    Raises
+    ------
+    PeerTimeoutError
+        If the store is unreachable or some party did not join in time.
+    """
+    table = check_ranks(ranks)
+    if name not in table:
+        raise InputValidationError(f"party {name!r} has no rank; ranks are {table}")
+    rank = table[name]
+    world = len(table)
+    host, port = parse_master(master)
+    hosting = rank == 0 if host_store is None else bool(host_store)
+    try:
+        store = dist.TCPStore(
+            host,
+            port,
+            world if hosting else None,
+            hosting,
+            timedelta(seconds=connect_timeout),
+            wait_for_workers=False,
+        )
+    except (RuntimeError, OSError) as exc:
+        role = "host" if hosting else "reach"
+        raise PeerTimeoutError(
+            f"{name!r} (rank {rank}) could not {role} the rendezvous store at {host}:{port} "
+            f"within {connect_timeout:g} s: {_first_line(exc)}"
+        ) from None
+    rdv = Rendezvous(store, name, table, hosting)
+    store.set(f"mpc/joined/{rank}", name)
+    _wait_for_keys(rdv, {n: f"mpc/joined/{r}" for n, r in table.items()}, connect_timeout, "join")
+    for other, r in table.items():
+        announced = store.get(f"mpc/joined/{r}").decode("utf-8", "replace")
+        if announced != other:
+            raise InputValidationError(
+                f"rank {r} joined as {announced!r} but {name!r} expects {other!r} there; "
+                "every party must use the same role layout"
+            )
+    try:
+        dist.init_process_group(
+            "gloo",
+            store=dist.PrefixStore("gloo", store),
+            rank=rank,
+            world_size=world,
+            timeout=timedelta(seconds=max(timeout, connect_timeout)),
+        )
+    except (RuntimeError, OSError) as exc:
+        raise PeerFailureError(f"{name!r} could not connect to its peers: {_first_line(exc)}") from None
+    return rdv
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+# -- the channel -----------------------------------------------------------------------
+
+
+def _new_buffer(nbytes: int) -> np.ndarray:
+    """An uninitialised byte buffer from numpy's allocator.
+
+    numpy (via malloc) reuses freed memory, whereas fresh zeroed or torch-allocated
+    buffers of several MB are new pages that fault on first touch: on this kind of
+    VM that costs more than the copy itself.
+    """
+    return np.empty(nbytes, dtype=np.uint8)
+
+
+class _SendCompleter:
+    """Background thread that waits for posted sends so that senders never block.
+
+    Sends are handed over in batches (see :meth:`TorchChannel._post_send`):
+    waking a thread per message costs more than a small message itself.
+    """
+
+    def __init__(self, channel: TorchChannel) -> None:
+        self._channel = channel
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.error: ProtocolError | None = None
+        self._thread = threading.Thread(target=self._loop, name=f"sends-{channel.me}", daemon=True)
+        self._thread.start()
+
+    def submit(self, batch: list[tuple[str, list[Any], tuple[Any, ...]]]) -> None:
+        self._queue.put(batch)
+
+    def _loop(self) -> None:
+        while True:
+            batch = self._queue.get()
+            if batch is None:
+                return
+            for peer, works, _keep_alive in batch:
+                if self.error is not None:
+                    break  # drain: the channel is failing anyway
+                try:
+                    for work in works:
+                        work.wait(timedelta(seconds=self._channel.timeout))
+                except RuntimeError as exc:
+                    self.error = self._channel._link_error(peer, exc, "sending to")
+
+    def finish(self, timeout: float) -> None:
+        """Wait for every posted send (or the first failure)."""
+        self._queue.put(None)
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise PeerTimeoutError(
+                f"{self._channel.me!r}: sent messages were not all received within {timeout:g} s"
+            )
+
+
+class TorchChannel(Channel):
+    """A :class:`~protocols.transport.base.Channel` over torch.distributed point-to-point messages.
+
+    Parameters
+    ----------
+    me : str
+        This party's name.
+    ranks : mapping of str to int
+        Every party's rank in the default process group.
+    timeout : float
+        Seconds a receive waits for a message, and a send for its receiver.
+    rendezvous : Rendezvous, optional
+        Store connection used to record and quote failure reasons.
+    max_message_bytes : int
+        Largest payload accepted from a peer.
+    frame_bytes : int
+        Capacity of a message's first gloo frame (length + start of the
+        payload); every party of a run must use the same value.
+    """
+
+    def __init__(
+        self,
+        me: str,
+        ranks: Mapping[str, int],
+        timeout: float,
+        *,
+        rendezvous: Rendezvous | None = None,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        frame_bytes: int = DEFAULT_FRAME_BYTES,
+    ) -> None:
+        table = check_ranks(ranks)
+        if me not in table:
+            raise InputValidationError(f"party {me!r} has no rank; ranks are {table}")
+        if not dist.is_initialized():
+            raise ProtocolError("torch.distributed is not initialised; call connect() first")
+        if dist.get_rank() != table[me] or dist.get_world_size() != len(table):
+            raise ProtocolError(
+                f"{me!r} should be rank {table[me]} of {len(table)}, but the process group has "
+                f"rank {dist.get_rank()} of {dist.get_world_size()}"
+            )
+        super().__init__(me, table, timeout)
+        self.ranks = table
+        self.rank = table[me]
+        self.rendezvous = rendezvous
+        self.max_message_bytes = int(max_message_bytes)
+        if frame_bytes <= _LENGTH_BYTES:
+            raise InputValidationError(f"frame_bytes={frame_bytes} must exceed {_LENGTH_BYTES}")
+        self.frame_bytes = int(frame_bytes)
+        self._sends: _SendCompleter | None = None
+        self._backlog: list[tuple[str, list[Any], tuple[Any, ...]]] = []
+        self._backlog_bytes = 0
+        self._posted: dict[str, tuple[Any, torch.Tensor]] = {}
+        # The default group's ProcessGroup: its send/recv are what dist.isend/irecv
+        # call after argument checks that cost more than a small message.
+        self._group = dist.group.WORLD
+        for peer in self.peers:
+            self._post_frame(peer)
+
+    def rank_of(self, name: str) -> int:
+        """Global rank of party ``name``."""
+        if name not in self.ranks:
+            raise ProtocolError(f"no party named {name!r}; parties are {list(self.ranks)}")
+        return self.ranks[name]
+
+    def _raise_pending_error(self) -> None:
+        if self._sends is not None and self._sends.error is not None:
+            raise self._sends.error
+
+    def send(self, to: str, obj: Any) -> None:
+        """Serialise ``obj`` straight into one length-prefixed buffer and post it to ``to``.
+
+        Same wire format and metering as :meth:`Channel.send`; the only copy of
+        the data is the one into the buffer, which is what makes it safe for
+        the caller to change its arrays as soon as this returns.
+        """
+        self._check_peer(to)
+        parts = encode_message_parts(obj)
+        size = sum(len(part) for part in parts)
+        buffer = _new_buffer(_LENGTH_BYTES + size)
+        out = memoryview(buffer)
+        out[:_LENGTH_BYTES] = size.to_bytes(_LENGTH_BYTES, "little")
+        pos = _LENGTH_BYTES
+        small: list[bytes] = []  # runs of short header fields are joined before copying
+        for part in parts:
+            if isinstance(part, bytes) and len(part) <= 64:
+                small.append(part)
+                continue
+            if small:
+                head = b"".join(small)
+                out[pos : pos + len(head)] = head
+                pos += len(head)
+                small = []
+            out[pos : pos + len(part)] = part
+            pos += len(part)
+        if small:
+            head = b"".join(small)
+            out[pos : pos + len(head)] = head
+        self._post_send(to, buffer)
+        self.meter.record_send(to, size)
+
+    def _send_bytes(self, to: str, payload: bytes) -> None:
+        buffer = _new_buffer(_LENGTH_BYTES + len(payload))
+        out = memoryview(buffer)
+        out[:_LENGTH_BYTES] = len(payload).to_bytes(_LENGTH_BYTES, "little")
+        out[_LENGTH_BYTES:] = payload
+        self._post_send(to, buffer)
+
+    def _post_send(self, to: str, buffer: np.ndarray) -> None:
+        """Post ``buffer`` (length prefix + payload) as one or two gloo frames."""
+        self._raise_pending_error()
+        whole = torch.from_numpy(buffer)
+        tensors = [whole[: self.frame_bytes]]
+        if len(buffer) > self.frame_bytes:
+            tensors.append(whole[self.frame_bytes :])
+        dst = self.ranks[to]
+        try:
+            works = [self._group.send([tensor], dst, CHANNEL_TAG) for tensor in tensors]
+        except RuntimeError as exc:
+            raise self._link_error(to, exc, "sending to") from None
+        self._backlog.append((to, works, (*tensors, whole, buffer)))
+        self._backlog_bytes += len(buffer)
+        if self._backlog_bytes > _BACKLOG_BYTES or len(self._backlog) >= _BACKLOG_MESSAGES:
+            self._flush_sends()
+
+    def _flush_sends(self) -> None:
+        """Hand the posted sends to the completion thread, which frees them once delivered."""
+        if not self._backlog:
+            return
+        if self._sends is None:
+            self._sends = _SendCompleter(self)
+        self._sends.submit(self._backlog)
+        self._backlog, self._backlog_bytes = [], 0
+
+    def _post_frame(self, peer: str) -> None:
+        """Post the receive for ``peer``'s next first frame, before the peer sends it.
+
+        gloo transfers a message only when both ends have posted it; a receive
+        posted in advance lets the sender's data go out at once, without a
+        round trip and a wake-up of the sending process per message.
+        """
+        frame = torch.from_numpy(_new_buffer(self.frame_bytes))
+        try:
+            work = self._group.recv([frame], self.ranks[peer], CHANNEL_TAG)
+        except RuntimeError as exc:
+            raise self._link_error(peer, exc, "receiving from") from None
+        self._posted[peer] = (work, frame)
+
+    def _recv_bytes(self, frm: str, timeout: float) -> memoryview:
+        self._raise_pending_error()
+        if frm not in self._posted:
+            self._post_frame(frm)
+        work, frame = self._posted.pop(frm)
+        # gloo lets a message fill only part of the receive buffer, so one
+        # frame-sized receive takes any first frame.
+        self._wait(work, frm, timeout)
+        head = frame.numpy()
+        size = int.from_bytes(head[:_LENGTH_BYTES].tobytes(), "little")
+        if not 0 < size <= self.max_message_bytes:
+            raise WireFormatError(
+                f"{frm!r} announced a message of {size} bytes; it must be between 1 and "
+                f"{self.max_message_bytes} bytes"
+            )
+        first_len = min(size, self.frame_bytes - _LENGTH_BYTES)
+        if size == first_len:
+            payload = memoryview(head)[_LENGTH_BYTES : _LENGTH_BYTES + size]
+        else:
+            body = torch.from_numpy(_new_buffer(size))
+            body[:first_len] = frame[_LENGTH_BYTES:]
+            try:
+                work = self._group.recv([body[first_len:]], self.ranks[frm], CHANNEL_TAG)
+            except RuntimeError as exc:
+                raise self._link_error(frm, exc, "receiving from") from None
+            self._wait(work, frm, timeout)
+            payload = memoryview(body.numpy())
+        self._post_frame(frm)
+        return payload
+
+    def _wait(self, work: Any, peer: str, timeout: float) -> None:
+        try:
+            work.wait(timedelta(seconds=timeout))
+        except RuntimeError as exc:
+            if "timed out" in str(exc).lower():
+                raise PeerTimeoutError(
+                    f"{self.me!r} received nothing from {peer!r} (rank {self.ranks[peer]}) "
+                    f"within {timeout:g} s"
+                ) from None
+            raise self._link_error(peer, exc, "receiving from") from None
+
+    def _link_error(self, peer: str, exc: BaseException, doing: str) -> ProtocolError:
+        """Turn a gloo error on the link to ``peer`` into a clear protocol error."""
+        text = str(exc)
+        where = f"{peer!r} (rank {self.ranks[peer]})"
+        if "timed out" in text.lower() or "timeout" in text.lower():
+            # gloo closes a link after any timeout on it, so later calls report the closure.
+            return PeerTimeoutError(
+                f"{self.me!r} timed out {doing} {where}: no response within {self.timeout:g} s"
+            )
+        reason = None if self.rendezvous is None else self.rendezvous.failure_reason(wait=1.0)
+        detail = f"; the run failed: {reason}" if reason else " (its process ended or closed the link)"
+        return PeerFailureError(f"{self.me!r} lost the link to {where} while {doing} it{detail}")
+
+    def abort(self, reason: str) -> None:
+        """Record ``reason`` as this run's failure (if it is the first) for every other party."""
+        if self.rendezvous is not None:
+            self.rendezvous.record_failure(reason)
+
+    def close(self) -> None:
+        """Wait until every message this party sent has been received."""
+        self._flush_sends()
+        if self._sends is not None:
+            self._sends.finish(self.timeout * 2)
+            self._raise_pending_error()
+
+
+# -- running one party -------------------------------------------------------------------
+
+
+def run_role(rdv: Rendezvous, role: Role, *, timeout: float) -> tuple[Any, PartyReport]:
+    """Run ``role`` as this party over the process group joined by :func:`connect`.
+
+    On failure the reason is recorded for the other parties and the exception
+    re-raised; the caller should then end the process (which closes its links).
+    """
+    channel = TorchChannel(rdv.name, rdv.ranks, timeout, rendezvous=rdv)
+    party = Party(rdv.name, channel)
+    start = now()
+    try:
+        output = role(party)
+        channel.close()
+    except BaseException as exc:
+        channel.abort(f"party {rdv.name!r} failed: {type(exc).__name__}: {exc}")
+        raise
+    seconds = now() - start
+    return output, make_report(party, seconds)
+
+
+def shutdown(rdv: Rendezvous, *, timeout: float) -> None:
+    """Leave the run after success: release the store (hosts wait for the others)."""
+    rdv.mark_done()
+    rdv.linger(timeout)
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def run_torch_party(
+    role: Role,
+    name: str,
+    ranks: Mapping[str, int],
+    master: str,
+    *,
+    timeout: float = 120.0,
+    connect_timeout: float = 60.0,
+    host_store: bool | None = None,
+) -> tuple[Any, PartyReport]:
+    """Run one party of a protocol in this process, over torch.distributed (gloo).
+
+    Parameters
+    ----------
+    role : callable
+        The role function ``f(party) -> output``, the same one the in-process
+        runtime runs.
+    name : str
+        This party's name.
+    ranks : mapping of str to int
+        Every party's rank ``0 .. W-1``; all parties must pass the same map.
+    master : str
+        ``ADDR:PORT`` of the rendezvous store (hosted by rank 0 by default).
+    timeout : float
+        Seconds any single receive (or a send's delivery) may take.
+    connect_timeout : float
+        Seconds to wait for every other party at the rendezvous.
+    host_store : bool, optional
+        See :func:`connect`.
+
+    Returns
+    -------
+    output : object
+        What the role returned.
+    report : PartyReport
+        Bytes, messages and rounds this party sent/received, and its wall time.
+
+    Raises
+    ------
+    ProtocolError
+        :class:`PeerTimeoutError` if a peer never joined or went silent,
+        :class:`PeerFailureError` if a peer failed (the message quotes the
+        first failure recorded), or the role's own error. After an error the
+        process should exit so its peers see its links close.
+    """
+    rdv = connect(
+        name, ranks, master, connect_timeout=connect_timeout, timeout=timeout, host_store=host_store
+    )
+    output, report = run_role(rdv, role, timeout=timeout)
+    shutdown(rdv, timeout=timeout)
+    return output, report
+
+
+def loopback_interface() -> str | None:
+    """Name of the loopback interface (``lo`` on Linux), for ``GLOO_SOCKET_IFNAME``."""
+    for _, ifname in socket.if_nameindex():
+        if ifname in ("lo", "lo0"):
+            return ifname
+    return None
+
+
+__all__ = [
+    "DEFAULT_MAX_MESSAGE_BYTES",
+    "Rendezvous",
+    "TorchChannel",
+    "check_ranks",
+    "connect",
+    "loopback_interface",
+    "parse_master",
+    "run_role",
+    "run_torch_party",
+    "shutdown",
+]
