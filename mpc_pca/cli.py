@@ -32,6 +32,13 @@ class ProtocolSpec:
     name: str
     summary: str
     runner: Runner
+    #: Which of the protocol-specific ``run`` options (``backend``, ``frac_bits``,
+    #: ``key_bits``) the protocol uses; giving any other one is an error.
+    options: frozenset[str] = frozenset()
+
+
+#: ``run`` options that only some protocols use, with their flag names.
+PROTOCOL_OPTIONS = {"backend": "--backend", "frac_bits": "--frac-bits", "key_bits": "--key-bits"}
 
 
 def _run_pppca(args: argparse.Namespace, parts: list[np.ndarray], default_backend: str) -> dict[str, Any]:
@@ -50,17 +57,9 @@ def _run_pppca(args: argparse.Namespace, parts: list[np.ndarray], default_backen
                 f"--key-bits applies to the paillier backend only, not {backend_name!r}"
             )
         options["key_bits"] = args.key_bits
-    model = PPPCA(args.n_components, backend=make_backend(backend_name, **options))
+    model = PPPCA(args.n_components, backend=make_backend(backend_name, **options), timeout=args.timeout)
     model.fit_transform(parts)
-    return {
-        "backend": backend_name,
-        "components": model.components_.tolist(),
-        "explained_variance": model.explained_variance_.tolist(),
-        "explained_variance_ratio": model.explained_variance_ratio_.tolist(),
-        "mean": model.mean_.tolist(),
-        "n_samples": model.n_samples_,
-        "report": model.report_,
-    }
+    return {"backend": backend_name, **model.model_.result_fields(), "report": model.report_}
 
 
 def protocol_table() -> dict[str, ProtocolSpec]:
@@ -70,11 +69,13 @@ def protocol_table() -> dict[str, ProtocolSpec]:
             "pppca-ss",
             "PPPCA with secret sharing (Liu et al. 2020, Alg. 2)",
             lambda args, parts: _run_pppca(args, parts, "additive"),
+            frozenset(PROTOCOL_OPTIONS),
         ),
         ProtocolSpec(
             "pppca-he",
             "PPPCA with Paillier homomorphic encryption (Liu et al. 2020, Alg. 1)",
             lambda args, parts: _run_pppca(args, parts, "paillier"),
+            frozenset(PROTOCOL_OPTIONS),
         ),
     ]
     specs += dp_protocol_specs(ProtocolSpec)
@@ -151,6 +152,12 @@ def run_command(args: argparse.Namespace) -> dict[str, Any]:
     table = protocol_table()
     if args.protocol not in table:
         raise InputValidationError(f"unknown protocol {args.protocol!r}; choose one of {list(table)}")
+    spec = table[args.protocol]
+    for option, flag in PROTOCOL_OPTIONS.items():
+        if getattr(args, option, None) is not None and option not in spec.options:
+            raise InputValidationError(f"{flag} does not apply to protocol {args.protocol!r}")
+    if args.protocol == "pppca-he" and args.backend not in (None, "paillier"):
+        raise InputValidationError(f"pppca-he uses the paillier backend, not --backend {args.backend!r}")
     transport = getattr(args, "transport", "inprocess")
     if transport == "inprocess" and args.backend == "crypten":
         raise InputValidationError(

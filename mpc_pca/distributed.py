@@ -98,16 +98,7 @@ def _backend(name: str, frac_bits: int | None, key_bits: int | None = None) -> S
 
 def model_result(model: PPPCAModel, backend: str) -> dict[str, Any]:
     """The server's output as the JSON fields ``mpc-pca run`` writes."""
-    total = model.total_variance
-    ratio = model.explained_variance / total if total > 0 else np.zeros_like(model.explained_variance)
-    return {
-        "backend": backend,
-        "components": model.components.tolist(),
-        "explained_variance": model.explained_variance.tolist(),
-        "explained_variance_ratio": ratio.tolist(),
-        "mean": model.mean.tolist(),
-        "n_samples": model.n_samples,
-    }
+    return {"backend": backend, **model.result_fields()}
 
 
 def _agree(views: dict[str, dict[str, Any]], n_parties: int) -> int:

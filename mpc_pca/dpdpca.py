@@ -34,8 +34,12 @@ Two deliberate deviations, both keeping the paper's algebra:
   ``G'`` to the centred matrix it actually releases.
 
 Trust model: owners honest; proxy honest-but-curious and colluding with nobody
-(it learns ``N`` only); the data user is untrusted and learns ``N``, the masked
-``v'`` and ``S + G'``, which is ``(epsilon, delta)``-DP.
+(it learns ``N`` only); the data user is untrusted and learns ``N`` exactly,
+the masked ``v'`` and ``S + G'``. ``S + G'`` is ``(epsilon, delta)``-DP for
+replace-one neighbours (the paper's fixed-size definition, under which ``N``
+is public). Under add/remove neighbours ``N`` itself tells neighbours apart,
+so that option protects the matrix only with ``N`` treated as public, as the
+other estimators here do; the exact ``N`` is released either way.
 """
 
 from __future__ import annotations
@@ -62,7 +66,7 @@ from mpc_pca.mechanisms import (
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.paillier import PaillierPublicKey, add, decrypt, encrypt, generate_keypair, multiply
 from protocols.paillier.cipher import add_many, from_residue, to_residue
-from protocols.paillier.serialize import ciphertexts_from_bytes, ciphertexts_to_bytes
+from protocols.paillier.serialize import ciphertexts_from_bytes, ciphertexts_to_bytes, public_key_from_bytes
 from protocols.party import Party
 from protocols.runtime import RunResult, run_inprocess
 
@@ -111,6 +115,22 @@ class DPDPCAConfig:
     def scale(self) -> int:
         return 1 << self.frac_bits
 
+    def plaintext_bits(self, n_samples: int) -> int:
+        """Bits of the largest signed plaintext any party encrypts (for rows of norm <= 1).
+
+        ``|R_ij| <= N`` and ``|v_i| <= N``, so with ``s = 2^frac_bits``,
+        ``B = N s 2^mask_bits`` bounds the mask and the proxy's largest value is
+        ``|N R s^2 + 2 v_i b_j s + b_i b_j + N G'_ij s^2| <= 4 B^2 + N |G'| s^2``,
+        with the noise entry bounded by 40 sigma (a larger draw has probability
+        below 1e-300).
+        """
+        scale_bits = max(n_samples, 1).bit_length() + self.frac_bits
+        mask_bound_bits = scale_bits + self.mask_bits
+        noise_bits = (
+            n_samples * max(1.0, 40.0 * self.noise_sigma)
+        ).__ceil__().bit_length() + 2 * self.frac_bits
+        return max(2 * mask_bound_bits + 2, noise_bits) + 1
+
     @property
     def noise_sigma(self) -> float:
         """Standard deviation of each upper-triangle entry of ``G'`` (Alg. 2, line 2)."""
@@ -155,11 +175,9 @@ def _ciphertexts(public_key: PaillierPublicKey, message: Any, count: int, sender
     return ciphertexts_from_bytes(public_key, message, count)
 
 
-def _receive_public_key(party: Party) -> PaillierPublicKey:
-    message = party.recv(USER)
-    if not isinstance(message, bytes):
-        raise ProtocolError(f"{party.name} expected the public key as bytes from the data user")
-    return PaillierPublicKey.from_bytes(message)
+def _receive_public_key(party: Party, key_bits: int) -> PaillierPublicKey:
+    """The data user's public key, refused unless it has exactly the agreed size."""
+    return public_key_from_bytes(party.recv(USER), key_bits)
 
 
 # -- roles ---------------------------------------------------------------------------
@@ -167,7 +185,7 @@ def _receive_public_key(party: Party) -> PaillierPublicKey:
 
 def owner_role(party: Party, data: NDArray[np.float64], config: DPDPCAConfig) -> None:
     """Data owner (step 2, eq. 8): send ``Enc(R_l)``, ``Enc(v_l)``, ``Enc(N_l)``."""
-    public_key = _receive_public_key(party)
+    public_key = _receive_public_key(party, config.key_bits)
     s = config.scale
     second_moment = upper_triangle(data.T @ data)
     message = {
@@ -180,7 +198,7 @@ def owner_role(party: Party, data: NDArray[np.float64], config: DPDPCAConfig) ->
 
 def proxy_role(party: Party, config: DPDPCAConfig, rng: np.random.Generator) -> None:
     """Proxy: DPAggregate (Alg. 1) with the Gaussian mechanism (Alg. 2)."""
-    public_key = _receive_public_key(party)
+    public_key = _receive_public_key(party, config.key_bits)
     d = config.n_features
     tri = d * (d + 1) // 2
     shares = []
@@ -282,7 +300,8 @@ class DPDPCA(DPSubspaceMixin):
     neighbour : {"replace-one", "add-remove"}, default="replace-one"
         Neighbouring data sets differ by one replaced row (the paper's
         fixed-size definition) or one added/removed row; sets the sensitivity,
-        see :func:`centred_scatter_sensitivity`.
+        see :func:`centred_scatter_sensitivity`. The data user learns ``N``
+        exactly, so ``"add-remove"`` protects the matrix with ``N`` public only.
     row_norm : {"error", "clip"}, default="error"
         Rows must have norm <= 1: raise on a longer row, or clip it locally
         at its owner (:mod:`mpc_pca.preprocessing`).
@@ -295,7 +314,9 @@ class DPDPCA(DPSubspaceMixin):
         Statistical hiding of ``v`` by the mask ``b``.
     random_state : int, SeedSequence or Generator, optional
         Seed of the proxy's DP noise ``G'``; unset, it is drawn from :mod:`secrets`.
-        The mask ``b`` and all encryption randomness always come from :mod:`secrets`.
+        For reproducible experiments only: anyone who knows the seed can remove
+        the noise, so a seeded run is not private. The mask ``b`` and all
+        encryption randomness always come from :mod:`secrets`.
     allow_insecure_key_size : bool, default=False
         Test-only: allow keys below 2048 bits.
     timeout : float, default=300
@@ -372,6 +393,15 @@ class DPDPCA(DPSubspaceMixin):
             mask_bits=_check_bits(self.mask_bits, "mask_bits", 40, 512),
             allow_insecure_key_size=self.allow_insecure_key_size,
         )
+        n_samples = sum(a.shape[0] for a in arrays)
+        budget = config.key_bits - 2  # signed residues must stay below n/2
+        if config.plaintext_bits(n_samples) > budget:
+            raise InputValidationError(
+                f"values of up to {config.plaintext_bits(n_samples)} bits would be encrypted (N={n_samples}, "
+                f"frac_bits={config.frac_bits}, mask_bits={config.mask_bits}, noise sigma "
+                f"{config.noise_sigma:.3g}), but a {config.key_bits}-bit key holds signed values of at most "
+                f"{budget} bits; lower frac_bits or mask_bits, or use a larger key"
+            )
         (rng,) = spawn_generators(self.random_state, 1)
         roles: dict[str, Any] = {
             name: (lambda party, data=data: owner_role(party, data, config))

@@ -43,7 +43,7 @@ from mpc_pca.validation import check_n_components, check_parts, check_statistics
 from protocols.backends.base import SecureSumBackend, make_backend
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.party import Party
-from protocols.runtime import RunResult, run_inprocess
+from protocols.runtime import RunResult, check_timeout, run_inprocess
 from protocols.secure_sum import secure_sum_symmetric
 
 STATS_NAME = "column sums and row count"
@@ -73,6 +73,27 @@ class PPPCAModel:
     components: NDArray[np.float64]
     explained_variance: NDArray[np.float64]
     total_variance: float
+    variance_error_bound: float
+    component_error_bounds: NDArray[np.float64]
+
+    @property
+    def explained_variance_ratio(self) -> NDArray[np.float64]:
+        """Share of the total variance each kept component explains."""
+        if self.total_variance <= 0:
+            return np.zeros_like(self.explained_variance)
+        return self.explained_variance / self.total_variance
+
+    def result_fields(self) -> dict[str, Any]:
+        """The JSON fields ``mpc-pca run`` writes for this model."""
+        return {
+            "components": self.components.tolist(),
+            "explained_variance": self.explained_variance.tolist(),
+            "explained_variance_ratio": self.explained_variance_ratio.tolist(),
+            "mean": self.mean.tolist(),
+            "n_samples": self.n_samples,
+            "variance_error_bound": self.variance_error_bound,
+            "component_error_bounds": self.component_error_bounds.tolist(),
+        }
 
 
 # -- role functions -------------------------------------------------------------
@@ -161,7 +182,30 @@ def server_role(party: Party, config: PPPCAConfig, backend: SecureSumBackend) ->
     transfer = np.ascontiguousarray(components.T)
     for provider in config.providers:
         party.send(provider, transfer)
-    return PPPCAModel(mean, n_samples, components, values, float(all_values.sum()))
+    eta, bounds = rounding_error_bounds(all_values, config.n_components, config.n_parties, n_samples, backend)
+    return PPPCAModel(mean, n_samples, components, values, float(all_values.sum()), eta, bounds)
+
+
+def rounding_error_bounds(
+    eigenvalues: NDArray[np.float64], k: int, n_parties: int, n_samples: int, backend: SecureSumBackend
+) -> tuple[float, NDArray[np.float64]]:
+    """How far fixed-point rounding can move the eigenvalues and the top-k eigenvectors.
+
+    Every entry of the summed Gram matrix is off by at most ``M 2^-(f+1)``, so
+    the covariance error ``E`` has spectral norm ``eta <= d M 2^-(f+1) / (N - 1)``.
+    Eigenvalues move by at most ``eta`` (Weyl); eigenvector ``i`` turns by
+    ``sin(theta_i) <= 2 eta / gap_i`` (Davis-Kahan, Yu-Wang-Samworth form) with
+    ``gap_i`` its distance to the nearest other eigenvalue, so after sign
+    alignment its entries differ by at most ``sqrt(2) sin(theta_i)``.
+    """
+    d = eigenvalues.shape[0]
+    eta = d * n_parties * backend.codec.resolution / 2 / (n_samples - 1)
+    bounds = np.empty(k)
+    for i in range(k):
+        others = np.delete(eigenvalues, i)
+        gap = float(np.min(np.abs(others - eigenvalues[i]))) if others.size else np.inf
+        bounds[i] = min(np.sqrt(2.0), np.sqrt(2.0) * 2 * eta / gap) if gap > 0 else np.sqrt(2.0)
+    return eta, bounds
 
 
 def consumer_role(party: Party, config: PPPCAConfig) -> NDArray[np.float64]:
@@ -262,6 +306,7 @@ def run_pppca(
     run : RunResult
         Outputs and per-party traffic reports.
     """
+    check_timeout(timeout)
     arrays = check_parts(parts, check_values=False)
     n_samples = sum(a.shape[0] for a in arrays)
     k = check_n_components(n_components, arrays[0].shape[1], n_samples)
@@ -324,9 +369,17 @@ class PPPCA(SubspaceMixin):
         Number of features.
     n_components_ : int
         Number of components kept.
+    variance_error_bound_ : float
+        Largest change fixed-point rounding can cause in any eigenvalue.
+    component_error_bounds_ : ndarray of shape (k,)
+        Largest change rounding can cause in any entry of each component
+        (Davis-Kahan; large when eigenvalues are close: see
+        :func:`rounding_error_bounds`).
     report_ : dict
         Per-role traffic and wall time: bytes and messages sent/received,
         rounds, seconds.
+    model_ : PPPCAModel
+        The server's output as computed in step 8.
 
     Examples
     --------
@@ -383,9 +436,9 @@ class PPPCA(SubspaceMixin):
         self.n_components_ = model.components.shape[0]
         self.n_features_in_ = model.components.shape[1]
         self.explained_variance_ = model.explained_variance
-        total = model.total_variance
-        self.explained_variance_ratio_ = (
-            model.explained_variance / total if total > 0 else np.zeros_like(model.explained_variance)
-        )
+        self.explained_variance_ratio_ = model.explained_variance_ratio
+        self.variance_error_bound_ = model.variance_error_bound
+        self.component_error_bounds_ = model.component_error_bounds
         self.report_ = run.report_dict()
+        self.model_ = model
         return projection

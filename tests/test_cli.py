@@ -87,6 +87,16 @@ def test_cli_errors_are_clear_and_exit_2(tmp_path, capsys):
     assert "parties=0" in capsys.readouterr().err
     assert main(["run", "--protocol", "pppca-ss", "--data", "builtin:iris", "--backend", "rot13"]) == 2
     assert "unknown backend 'rot13'" in capsys.readouterr().err
+    assert main(["run", "--protocol", "pppca-ss", "--data", "builtin:iris", "--timeout", "0"]) == 2
+    assert "timeout=0.0" in capsys.readouterr().err
+    assert main(["run", "--protocol", "pppca-he", "--data", "builtin:iris", "--backend", "additive"]) == 2
+    assert "pppca-he uses the paillier backend" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option", [["--backend", "additive"], ["--frac-bits", "16"], ["--key-bits", "2048"]])
+def test_options_that_do_not_apply_are_rejected(option, capsys):
+    assert main(["run", "--protocol", "capepca", "--data", "builtin:iris", *option]) == 2
+    assert f"{option[0]} does not apply to protocol 'capepca'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("name", builtin_names())

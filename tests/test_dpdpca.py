@@ -72,10 +72,10 @@ def test_noise_variance_matches_the_gaussian_mechanism(unit_wine):
     assert np.array_equal(model.noisy_scatter_, model.noisy_scatter_.T)
 
 
-def test_the_mask_hides_the_column_sums_from_the_user(unit_wine):
+def test_the_mask_hides_the_column_sums_from_the_user_and_cancels_exactly(unit_wine):
     parts = np.array_split(unit_wine, 2)
     config = DPDPCAConfig(
-        n_owners=2, n_features=unit_wine.shape[1], n_components=2, epsilon=1.0, delta=1e-5, **FAST_KEY
+        n_owners=2, n_features=unit_wine.shape[1], n_components=2, epsilon=math.inf, delta=1e-5, **FAST_KEY
     )
     roles = {
         name: (lambda party, data=data: owner_role(party, data, config))
@@ -88,7 +88,8 @@ def test_the_mask_hides_the_column_sums_from_the_user(unit_wine):
     masked = np.array([float(v) for v in model.masked_sums])
     # b_i is uniform on +-N s 2^128: every |b_i| below N s 2^100 would happen with probability < 2^-28 each
     assert np.all(np.abs(masked - true_sums) > unit_wine.shape[0] * config.scale * 2.0**100)
-    # and yet eq. 22 removed it exactly: no noise beyond G'
+    # and yet eq. 22 removes the mask exactly: without DP noise the user gets the true scatter
+    assert np.max(np.abs(model.noisy_scatter - centred_scatter(unit_wine))) < 1e-9
     assert model.n_samples == unit_wine.shape[0]
 
 
@@ -99,17 +100,54 @@ def test_sensitivities_are_explicit():
         centred_scatter_sensitivity("swap")
 
 
-def test_sensitivity_bound_holds_on_worst_case_neighbours():
-    """Replace a row by an opposite one: ||S - S'||_F stays below 4 sqrt(2)."""
-    rng = np.random.default_rng(0)
-    worst = 0.0
-    for _ in range(200):
-        X = rng.normal(size=(20, 5))
-        X /= np.linalg.norm(X, axis=1, keepdims=True)
-        Y = X.copy()
-        Y[0] = -X[1]
-        worst = max(worst, np.linalg.norm(centred_scatter(X) - centred_scatter(Y)))
-    assert worst <= centred_scatter_sensitivity("replace-one")
+def test_sensitivity_bound_covers_a_near_extremal_neighbour_pair():
+    """Replace-one: N-1 copies of a unit vector a, and the last row -a versus b orthogonal to a.
+
+    The change is ((N-1)/N)(u u^T - w w^T) with u = -2a, w = b - a, of Frobenius norm
+    ((N-1)/N) sqrt(12) ~ 3.46: the bound 4 sqrt(2) must cover it, and a bound that
+    ignored the centring (e.g. the paper's 1, or sqrt(2)) would not.
+    """
+    n, d = 50, 4
+    a, b = np.eye(d)[0], np.eye(d)[1]
+    X = np.tile(a, (n, 1))
+    X[-1] = -a
+    Y = X.copy()
+    Y[-1] = b
+    change = np.linalg.norm(centred_scatter(X) - centred_scatter(Y))
+    assert change == pytest.approx((n - 1) / n * math.sqrt(12), rel=1e-12)
+    assert math.sqrt(2) < change <= centred_scatter_sensitivity("replace-one")
+    # add/remove: adding -a to N copies of a changes S by N/(N+1) * 4
+    grown = np.vstack([np.tile(a, (n, 1)), -a])
+    change = np.linalg.norm(centred_scatter(grown) - centred_scatter(np.tile(a, (n, 1))))
+    assert change == pytest.approx(4 * n / (n + 1), rel=1e-12)
+    assert change <= centred_scatter_sensitivity("add-remove")
+
+
+def test_plaintext_budget_is_checked_before_anything_is_sent(no_run, unit_wine):
+    with pytest.raises(InputValidationError, match=r"bits.*512-bit key holds signed values of at most 510"):
+        DPDPCA(key_bits=512, allow_insecure_key_size=True, mask_bits=300).fit(np.array_split(unit_wine, 2))
+
+
+def test_owners_refuse_a_public_key_of_the_wrong_size(unit_wine):
+    from protocols.errors import WireFormatError
+
+    config = DPDPCAConfig(n_owners=1, n_features=13, n_components=1, epsilon=1.0, delta=1e-5, **FAST_KEY)
+    small = DPDPCAConfig(
+        n_owners=1,
+        n_features=13,
+        n_components=1,
+        epsilon=1.0,
+        delta=1e-5,
+        key_bits=512,
+        allow_insecure_key_size=True,
+    )
+    roles = {
+        "owner0": lambda party: owner_role(party, unit_wine, config),
+        PROXY: lambda party: proxy_role(party, config, np.random.default_rng(0)),
+        USER: lambda party: user_role(party, small),  # a user that hands out a weaker key
+    }
+    with pytest.raises(WireFormatError, match="1024-bit public key"):
+        run_inprocess(roles, timeout=20)
 
 
 @pytest.fixture

@@ -57,20 +57,54 @@ def test_equals_the_additive_backend(keypair, m, shape, receiver_index, packing,
     assert np.array_equal(got, expected)
 
 
-def test_fresh_key_per_run_and_precompute_option():
+def test_fresh_key_per_run_and_precompute_option(monkeypatch):
+    import protocols.backends.paillier as backend_module
+
+    moduli = []
+    real_generate = backend_module.generate_keypair
+
+    def recording_generate(*args, **kwargs):
+        pair = real_generate(*args, **kwargs)
+        moduli.append(pair.public_key.n)
+        return pair
+
+    monkeypatch.setattr(backend_module, "generate_keypair", recording_generate)
     values = {"a": [1.5, -2.25], "b": [-0.5, 4.0], "c": [1e6, -1e6]}
+    backend = small_backend()  # one backend object, used for several runs
     for options in ({}, {"precompute": True}, {"packing": False, "precompute": True}):
         got, _ = run_secure_sum(values, receiver="server", backend=small_backend(**options))
         assert np.array_equal(got, [1e6 + 1.0, -1e6 + 1.75])
+    for _ in range(2):
+        run_secure_sum(values, receiver="server", backend=backend)
+    # one key pair per run, never reused across runs (nor by one backend object)
+    assert len(moduli) == 5 and len(set(moduli)) == 5
 
 
-def test_workers_spread_encryption_and_decryption(keypair):
+def test_workers_spread_encryption_and_decryption(keypair, monkeypatch):
+    import protocols.paillier.arrays as arrays_module
+
+    calls = {"encrypt": 0, "decrypt": 0}
+    real_encrypt, real_decrypt = arrays_module.encrypt_parallel, arrays_module.decrypt_parallel
+
+    def counting_encrypt(*args, **kwargs):
+        calls["encrypt"] += 1
+        assert kwargs.get("workers", 1) == 2
+        return real_encrypt(*args, **kwargs)
+
+    def counting_decrypt(*args, **kwargs):
+        calls["decrypt"] += 1
+        assert kwargs.get("workers", 1) == 2
+        return real_decrypt(*args, **kwargs)
+
+    monkeypatch.setattr(arrays_module, "encrypt_parallel", counting_encrypt)
+    monkeypatch.setattr(arrays_module, "decrypt_parallel", counting_decrypt)
     rng = np.random.default_rng(1)
     values = {"a": rng.normal(size=100), "b": rng.normal(size=100)}
     backend = small_backend(keypair, packing=False, workers=2)  # 100 ciphertexts: above the threshold
     got, _ = run_secure_sum(values, receiver="server", backend=backend)
     expected, _ = run_secure_sum(values, receiver="server", backend=AdditiveBackend())
     assert np.array_equal(got, expected)
+    assert calls == {"encrypt": 2, "decrypt": 1}  # each provider encrypts in parallel, the server decrypts
 
 
 def test_default_backend_by_name_is_2048_bit():

@@ -157,6 +157,8 @@ def no_run(monkeypatch):
         ([np.ones((0, 3)), np.ones((3, 3))], 1, InputValidationError, "part 0 has 0 rows"),
         ([np.full((4, 2), 3e6), np.zeros((4, 2))], 1, RingOverflowError, "centred Gram.*below"),
         ([np.full((4, 2), 3e12), np.zeros((4, 2))], 1, RingOverflowError, "column sums.*below"),
+        ([np.ones((3, 2), dtype=complex), np.ones((3, 2))], 1, InputValidationError, "part 0 has complex"),
+        ([np.eye(3) * 1e-4, np.eye(3) * 2e-4], 1, InputValidationError, "fewer than 20 significant bits"),
     ],
 )
 def test_bad_input_is_rejected_before_any_party_sends(no_run, parts, k, error, match):
@@ -178,3 +180,41 @@ def test_estimator_params_follow_sklearn_conventions():
     assert model.get_params() == {"n_components": 3, "backend": "additive-masks", "timeout": 120.0}
     assert model.set_params(n_components=2) is model and model.n_components == 2
     assert not hasattr(model, "components_")
+
+
+@pytest.mark.parametrize("scale", [1e-4, 1e-5])
+def test_tiny_data_is_refused_then_handled_with_more_fractional_bits(wine, no_run, scale):
+    """Fixed-point rounding must never silently swamp the covariance of small-valued data."""
+    parts = np.array_split(wine * scale, 3)
+    with pytest.raises(
+        InputValidationError, match=r"fewer than 20 significant bits.*about \d+ fractional bits"
+    ):
+        PPPCA(n_components=2).fit(parts)
+
+
+def test_more_fractional_bits_recover_accuracy_on_tiny_data(wine):
+    X = wine * 1e-3
+    model = PPPCA(n_components=2, backend=AdditiveBackend(codec=FixedPointCodec(36))).fit(
+        np.array_split(X, 3)
+    )
+    assert_matches_sklearn(model, X, 2, frac_bits=36)
+
+
+def test_timeout_is_validated(no_run, wine):
+    with pytest.raises(InputValidationError, match="timeout=-1"):
+        PPPCA(n_components=2, timeout=-1).fit(np.array_split(wine, 2))
+
+
+@pytest.mark.parametrize(("scale", "frac_bits"), [(1.0, 20), (1e-3, 20), (1e-3, 18), (1e-2, 12)])
+def test_rounding_error_bounds_hold(wine, scale, frac_bits):
+    """The reported Weyl / Davis-Kahan bounds cover the actual deviation from exact PCA."""
+    X = wine * scale
+    model = PPPCA(n_components=4, backend=AdditiveBackend(codec=FixedPointCodec(frac_bits))).fit(
+        np.array_split(X, 3)
+    )
+    reference = PCA(n_components=4, svd_solver="full").fit(X)
+    components = align_signs(model.components_, reference.components_)
+    deviation = np.max(np.abs(components - reference.components_), axis=1)
+    assert np.all(deviation <= model.component_error_bounds_ + 1e-12)
+    variance_gap = np.max(np.abs(model.explained_variance_ - reference.explained_variance_))
+    assert variance_gap <= model.variance_error_bound_ + 1e-9 * reference.explained_variance_[0]

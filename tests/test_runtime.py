@@ -79,3 +79,13 @@ def test_peer_failure_error_is_raised_to_waiting_parties():
     with pytest.raises(RuntimeError, match="boom"):
         run_inprocess({"a": broken, "b": waiting})
     assert "party 'a' failed" in str(seen["err"])
+
+
+@pytest.mark.parametrize("timeout", [0, -1, float("inf"), float("nan"), "10", True])
+def test_bad_timeouts_are_rejected_before_any_role_starts(timeout):
+    from protocols.errors import InputValidationError
+
+    started = []
+    with pytest.raises(InputValidationError, match="timeout="):
+        run_inprocess({"a": lambda party: started.append(1)}, timeout=timeout)
+    assert not started

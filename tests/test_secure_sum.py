@@ -274,3 +274,29 @@ def test_triangle_helpers_reject_bad_shapes():
         upper_triangle(np.ones((2, 3)))
     with pytest.raises(InputValidationError, match="not d\\(d\\+1\\)/2"):
         from_upper_triangle(np.ones(5))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_parties_may_list_the_contributors_in_any_order(mode):
+    """Each party's list order differs; the sum must not (mask signs follow names, not lists)."""
+    backend = AdditiveBackend(mode)
+    orders = {"a": ["a", "b", "c"], "b": ["c", "b", "a"], "c": ["b", "a", "c"], "s": ["c", "a", "b"]}
+    values = {"a": np.array([1.0, -2.0]), "b": np.array([0.5, 0.25]), "c": np.array([3.0, 4.0])}
+    from protocols.runtime import run_inprocess
+
+    roles = {
+        name: (
+            lambda party, name=name: secure_sum(
+                party, values.get(name), contributors=orders[name], receiver="s", backend=backend
+            )
+        )
+        for name in orders
+    }
+    total = run_inprocess(roles, timeout=10).outputs["s"]
+    assert np.allclose(total, [4.5, 2.25], atol=1e-6)
+
+
+def test_scalar_values_can_be_summed():
+    for mode in MODES:
+        total, _ = run_secure_sum({"a": 1.5, "b": -0.25}, receiver="s", backend=AdditiveBackend(mode))
+        assert total.shape == () and float(total) == pytest.approx(1.25, abs=1e-6)
