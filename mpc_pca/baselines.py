@@ -19,7 +19,10 @@ Mechanisms (sensitivities and neighbour relations in :mod:`mpc_pca.mechanisms`):
   count is a parameter and its default ``max(2, ceil(3 ln D))`` depends only
   on ``D``. ICASSP 2016 instead picks ``L = O(sigma_K / (sigma_K - sigma_{K+1}) log D)``
   from the data's singular values, which uses the private data outside the
-  privacy budget; this package does not do that.
+  privacy budget; this package does not do that. The zCDP analysis gives
+  ``(epsilon, delta)``-DP only for ``epsilon <= 8 (1 - 1/sqrt(2)) ln(1/delta)``
+  (about ``2.343 ln(1/delta)``); larger finite ``epsilon`` is rejected before
+  any party sends anything.
 * **PPCA** (Chaudhuri, Sarwate & Sinha 2013; ICASSP 2016 §3): the exponential
   mechanism with utility ``tr(V^T X^T X V)`` (sensitivity 1 for unit-norm rows
   under either neighbour relation), i.e. a sample from the matrix Bingham
@@ -55,6 +58,7 @@ from mpc_pca.mechanisms import (
     Neighbour,
     RandomState,
     check_epsilon,
+    check_power_method_privacy,
     gaussian_noise_scale,
     gram_sensitivity,
     power_method_noise_scale,
@@ -126,6 +130,8 @@ def private_power_method(
         ``components`` are ``X_L``'s columns as rows, ordered by ``|R_L[i, i]|``
         (which estimates the eigenvalues and is returned as ``eigenvalues``).
     """
+    if noise_scale < 0 or not math.isfinite(noise_scale):
+        raise InputValidationError(f"noise_scale={noise_scale!r} must be finite and >= 0")
     d = A.shape[0]
     x, _ = np.linalg.qr(rng.normal(size=(d, k)))
     y = x
@@ -366,6 +372,8 @@ class AnalyzeGaussPCA(_CentralizedPCA):
         Sensitivity ``sqrt(2)/N`` or ``1/N``.
     row_norm : {"clip", "error"}, default="clip"
     random_state : int, SeedSequence, Generator or None
+        Seed of the DP noise; ``None`` draws one from :mod:`secrets`. For
+        reproducible experiments only; a run with a known seed is not private.
     timeout : float, default=120
 
     Attributes
@@ -421,8 +429,11 @@ class RetractedSNPCA(_CentralizedPCA):
         Sets the Wishart scale ``(Delta / (2 epsilon))^2 I`` (no privacy meaning).
     neighbour : {"replace-one", "add-remove"}, default="replace-one"
         ``Delta`` of the unnormalised ``X^T X``: ``sqrt(2)`` or 1 (the authors').
-    row_norm, random_state, timeout
+    row_norm, timeout
         As for :class:`AnalyzeGaussPCA`.
+    random_state : int, SeedSequence, Generator or None
+        Seed of the DP noise; ``None`` draws one from :mod:`secrets`. For
+        reproducible experiments only; a run with a known seed is not private.
     """
 
     def __init__(
@@ -464,14 +475,20 @@ class PrivatePowerMethodPCA(_CentralizedPCA):
     ----------
     n_components : int, optional
     epsilon : float, default=1.0
+        Must satisfy ``epsilon <= 8 (1 - 1/sqrt(2)) ln(1/delta)`` (about
+        ``2.343 ln(1/delta)``, the zCDP conversion's range); ``inf`` disables
+        the noise (no privacy).
     delta : float, default=1e-5
     n_iter : int, optional
         ``L``; ``None`` uses :func:`default_power_iterations` (depends on ``D`` only,
         never on the private data).
     neighbour : {"replace-one", "add-remove"}, default="replace-one"
         Per-iteration sensitivity ``sqrt(2)/N`` or ``1/N``.
-    row_norm, random_state, timeout
+    row_norm, timeout
         As for :class:`AnalyzeGaussPCA`.
+    random_state : int, SeedSequence, Generator or None
+        Seed of the DP noise; ``None`` draws one from :mod:`secrets`. For
+        reproducible experiments only; a run with a known seed is not private.
 
     Attributes
     ----------
@@ -506,6 +523,7 @@ class PrivatePowerMethodPCA(_CentralizedPCA):
 
     def _validate(self) -> None:
         check_privacy(self.epsilon, self.delta, self.neighbour)
+        check_power_method_privacy(self.epsilon, self.delta)
         if self.n_iter is not None and (
             isinstance(self.n_iter, bool) or not isinstance(self.n_iter, Integral) or self.n_iter < 1
         ):
@@ -513,6 +531,7 @@ class PrivatePowerMethodPCA(_CentralizedPCA):
 
     def _mechanism(self, k: int) -> Mechanism:
         eps, dlt, relation = check_privacy(self.epsilon, self.delta, self.neighbour)
+        check_power_method_privacy(eps, dlt)
 
         def ppm(A: NDArray[np.float64], n: int, rng: np.random.Generator) -> tuple[Any, Any]:
             n_iter = default_power_iterations(A.shape[0]) if self.n_iter is None else int(self.n_iter)
@@ -542,8 +561,11 @@ class ExponentialMechanismPCA(_CentralizedPCA):
         Gibbs sweeps over the columns.
     inner_sweeps : int, default=3
         Vector-Bingham pair sweeps per column update.
-    row_norm, random_state, timeout
+    row_norm, timeout
         As for :class:`AnalyzeGaussPCA`.
+    random_state : int, SeedSequence, Generator or None
+        Seed of the DP noise; ``None`` draws one from :mod:`secrets`. For
+        reproducible experiments only; a run with a known seed is not private.
 
     Attributes
     ----------
@@ -611,8 +633,11 @@ class LocalPCA(DPSubspaceMixin):
         Keep the ``K`` largest eigenvalues of ``Â_s``, or the ``K`` largest
         singular values (largest ``|eigenvalue|``), which is what the SVD in
         the ICASSP 2018 authors' code does for ``q_local``.
-    neighbour, row_norm, random_state, timeout
+    neighbour, row_norm, timeout
         As for :class:`AnalyzeGaussPCA`.
+    random_state : int, SeedSequence, Generator or None
+        Seed of the DP noise; ``None`` draws one from :mod:`secrets`. For
+        reproducible experiments only; a run with a known seed is not private.
     """
 
     def __init__(

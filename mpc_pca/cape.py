@@ -13,38 +13,91 @@ Roles (S sites, an untrusted aggregator, a trusted noise generator):
 5. aggregator: ``Â = sum_s mu_s (Â_s - f_s) = A + sum_s mu_s g_s``; the top-``K``
    eigenvectors of ``Â`` are released to the sites.
 
-``tau_s = Delta_s sqrt(2 ln(1.25/delta)) / epsilon`` with ``Delta_s`` the
+``tau_s = c Delta_s sqrt(2 ln(1.25/delta)) / epsilon`` with ``Delta_s`` the
 sensitivity of ``A_s`` (``sqrt(2)/N_s`` replace-one, ``1/N_s`` add-remove; see
-:mod:`mpc_pca.mechanisms`). All variances are those of the paper (§3, eq. 2,
-confirmed against the authors' code): with ``S`` equal sites the aggregate
-noise has variance ``tau_s^2 / S^2``, exactly the pooled-data Analyze-Gauss
-variance for ``N = S N_s`` rows.
+:mod:`mpc_pca.mechanisms`) and ``c`` set by the calibration (below). All
+variances are those of the paper in units of ``tau_s`` (§3, eq. 2, confirmed
+against the authors' code).
+
+What the aggregator sees, and the two calibrations
+--------------------------------------------------
+The aggregator knows every ``f_t``, so its view of the run is equivalent to
+``Y_t = A_t + e_t + g_t`` for **all** sites ``t`` together. Write
+``e_t = tau_t w_t`` with ``w_t = z_t - mean_r z_r`` (below). Per matrix entry
+(entries are independent), the noise vector ``(e_t + g_t)_t`` has covariance
+
+    ``Sigma = T M T``, ``T = diag(tau_t)``, ``M = (1 + 1/S) I - J / S``
+
+(``Var(e_t) = (1 - 1/S) tau_t^2``, ``Cov(e_t, e_u) = -tau_t tau_u / S``,
+``Var(g_t) = tau_t^2 / S``; ``J`` the all-ones matrix). ``M`` has eigenvalue
+``1 + 1/S`` on the vectors summing to zero and ``1/S`` on the all-ones
+vector, so ``[M^-1]_ss = (1 - 1/S) S/(S + 1) + (1/S) S = 2S/(S + 1)`` and
+``[Sigma^-1]_ss = 2S / ((S + 1) tau_s^2)``. A neighbour of site ``s`` moves
+only ``A_s``, i.e. shifts the mean of every entry's vector along the ``s``-th
+axis by ``d_ij`` with ``sum d_ij^2 <= Delta_s^2``. The privacy loss of a
+Gaussian with covariance ``Sigma`` under such a shift is that of a scalar
+Gaussian mechanism with sensitivity ``Delta_s`` and noise
+``sigma_eff = [Sigma^-1]_ss^(-1/2) = tau_s sqrt((S + 1) / (2S))``: the
+other sites' releases reveal part of ``e_s`` through ``sum_t mu_t e_t = 0``.
+
+``T`` is diagonal, so the factor ``2S/(S + 1)`` is the same for every site,
+whatever the ``N_s``, the ``tau_s`` and the weights ``mu_s`` (the weights
+only enter through ``mu_t tau_t = const``, which the zero-sum construction
+needs and both calibrations keep).
+
+``calibration="joint"`` (default)
+    ``c = sqrt(2S / (S + 1))``: every party scales its noise (``e_s``,
+    ``f_s``, ``g_s``) by ``c``, so ``sigma_eff`` equals the single-site
+    Gaussian-mechanism scale and the aggregator's joint view is
+    ``(epsilon, delta)``-DP for every site (``effective_epsilon = epsilon``).
+    The aggregate noise is ``c`` times the pooled-data Analyze-Gauss scale,
+    i.e. pooled AG at ``epsilon / c`` (``c -> sqrt(2)`` for large ``S``).
+``calibration="paper"``
+    ``c = 1``, the JSTSP 2018 calibration: the aggregate noise has exactly the
+    pooled-data Analyze-Gauss variance (``tau_s^2 / S^2`` for equal sites,
+    ``N = S N_s``), and each site's release *taken alone* is
+    ``(epsilon, delta)``-DP. The joint view is only
+    ``(epsilon sqrt(2S / (S + 1)), delta)``-DP for each site (the same
+    Gaussian calibration formula with ``sigma_eff``); the paper's proof
+    (Thm. 1) treats the releases one at a time and misses the correlation.
+    ``effective_epsilon_`` reports the real value.
+
+Colluding sites. If the aggregator also learns ``e_t`` of ``S - h``
+colluding sites (``h`` honest sites left, including ``s``), the honest
+``w_t`` have conditional covariance ``I_h - J_h / h`` and
+``[Sigma^-1]_ss = S (S + h) / (h (S + 1) tau_s^2)``, which is ``S / tau_s^2``
+for ``h = 1`` (only ``g_s`` is left). Neither calibration protects against
+collusion at level ``epsilon``; the joint one gives
+``epsilon sqrt((S + h) / (2h))`` against it.
 
 Unequal ``N_s`` (§3.1 allows site-dependent sample sizes and weights ``mu_s``).
 The weights are ``mu_s = N_s / N``. Two reasons: ``sum_s mu_s A_s`` is then
 exactly the pooled second-moment matrix ``A = X^T X / N`` (any other weights
 estimate a different matrix), and, because ``tau_s`` is proportional to
-``1/N_s``, ``mu_s tau_s = tau_pool`` (the pooled-data scale for ``N`` rows)
-for every site. With that, the equal-size variance assignment carries over
-unchanged and still meets both CAPE goals:
+``1/N_s``, ``mu_s tau_s = c tau_pool`` (``tau_pool`` the pooled-data scale
+for ``N`` rows) for every site. With that, the equal-size variance assignment
+carries over unchanged:
 
 * the aggregate noise ``sum_s mu_s g_s`` has variance
-  ``sum_s mu_s^2 tau_s^2 / S = tau_pool^2``, the pooled-data AG noise;
-* what the aggregator sees of site ``s`` after removing ``f_s``,
+  ``sum_s mu_s^2 tau_s^2 / S = c^2 tau_pool^2``;
+* what the aggregator sees of site ``s`` alone after removing ``f_s``,
   ``A_s + e_s + g_s``, carries noise of variance
-  ``(1 - 1/S) tau_s^2 + tau_s^2 / S = tau_s^2``, the site's own
-  ``(epsilon, delta)`` level; an outsider sees ``(1 + 1/S) tau_s^2``.
+  ``(1 - 1/S) tau_s^2 + tau_s^2 / S = tau_s^2``; an outsider sees
+  ``(1 + 1/S) tau_s^2``; the joint view is governed by ``Sigma`` above.
 
 The zero-sum noise is ``e_s = tau_s (z_s - mean_r z_r)`` with ``z_s`` i.i.d.
-standard symmetric Gaussian matrices, so ``mu_s e_s = tau_pool (z_s - mean z)``
+standard symmetric Gaussian matrices, so ``mu_s e_s = c tau_pool (z_s - mean z)``
 sums to zero; the last site's ``e_S`` is computed as minus the weighted sum of
 the others, which makes ``sum_s e_s`` exactly zero in floating point when the
 sizes are equal.
 
 Trust: the noise generator is trusted and does not collude with the
-aggregator; the CAPE privacy analysis bounds how many sites may collude with
-the aggregator (``S - 1`` colluders together with the aggregator would learn
-``e_s``). ``N_s`` is sent in the clear.
+aggregator (it knows every ``e_s``). ``N_s`` is sent in the clear.
+
+Seeds: ``random_state`` derives the aggregator's ``f_s``, the noise
+generator's ``e_s`` and the sites' ``g_s`` from one seed; it is for
+reproducible experiments only, and a run with a known seed is not private
+(see :mod:`mpc_pca.mechanisms`).
 """
 
 from __future__ import annotations
@@ -72,6 +125,7 @@ from mpc_pca.linalg import top_eigenpairs, upper_triangle
 from mpc_pca.mechanisms import (
     Neighbour,
     RandomState,
+    check_epsilon,
     gaussian_noise_scale,
     second_moment_sensitivity,
     spawn_generators,
@@ -81,6 +135,42 @@ from mpc_pca.roles import provider_names
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.party import Party
 from protocols.runtime import RunResult, run_inprocess
+
+CALIBRATIONS = ("joint", "paper")
+
+
+def joint_view_factor(n_sites: int) -> float:
+    """``sqrt(2S / (S + 1))``: how much less private the aggregator's joint view is than one release.
+
+    With the paper's variances the aggregator's view of site ``s`` is a
+    Gaussian mechanism with noise ``tau_s sqrt((S + 1) / (2S))`` (module
+    docstring); 1 for ``S = 1``, tending to ``sqrt(2)``.
+    """
+    if isinstance(n_sites, bool) or not isinstance(n_sites, int) or n_sites < 1:
+        raise InputValidationError(f"n_sites={n_sites!r} must be a positive integer")
+    return math.sqrt(2.0 * n_sites / (n_sites + 1.0))
+
+
+def check_calibration(calibration: object) -> str:
+    """Validate the capePCA calibration name (``"joint"`` or ``"paper"``)."""
+    if not isinstance(calibration, str) or calibration not in CALIBRATIONS:
+        raise InputValidationError(
+            f"calibration={calibration!r} is not supported; choose one of {list(CALIBRATIONS)}"
+        )
+    return calibration
+
+
+def effective_epsilon(epsilon: float, n_sites: int, calibration: str) -> float:
+    """``epsilon`` of each site against the aggregator's joint view of all releases.
+
+    ``epsilon`` for ``"joint"``; ``epsilon sqrt(2S / (S + 1))`` for ``"paper"``
+    (same ``delta``, same Gaussian calibration formula; module docstring).
+    ``inf`` stays ``inf``.
+    """
+    eps = check_epsilon(epsilon)
+    if check_calibration(calibration) == "joint":
+        return eps
+    return eps * joint_view_factor(n_sites)
 
 
 @dataclass(frozen=True)
@@ -93,16 +183,23 @@ class CapeConfig:
     epsilon: float
     delta: float
     neighbour: Neighbour
+    calibration: str = "joint"
 
     @property
     def sites(self) -> tuple[str, ...]:
         return provider_names(self.n_parties)
 
+    @property
+    def scale_factor(self) -> float:
+        """``c``: ``sqrt(2S / (S + 1))`` under ``"joint"``, 1 under ``"paper"``."""
+        return joint_view_factor(self.n_parties) if self.calibration == "joint" else 1.0
+
     def site_scale(self, n_samples: int) -> float:
-        """``tau_s`` for a site with ``n_samples`` rows."""
-        return gaussian_noise_scale(
+        """``tau_s = c Delta_s sqrt(2 ln(1.25/delta)) / epsilon`` for a site with ``n_samples`` rows."""
+        base = gaussian_noise_scale(
             second_moment_sensitivity(n_samples, self.neighbour), self.epsilon, self.delta
         )
+        return self.scale_factor * base
 
 
 @dataclass
@@ -121,6 +218,8 @@ class CapeModel:
     site_scales: NDArray[np.float64]
     site_releases: list[NDArray[np.float64]]
     site_views: list[NDArray[np.float64]]
+    calibration: str = "joint"
+    effective_epsilon: float = math.nan
 
     @property
     def noise_scale(self) -> float:
@@ -231,7 +330,18 @@ def aggregator_role(party: Party, config: CapeConfig, rng: np.random.Generator) 
     values, components, _ = top_eigenpairs(combined, config.n_components)
     for site in config.sites:
         party.send(site, components)
-    return CapeModel(components, values, combined, counts, weights, scales, releases, views)
+    return CapeModel(
+        components,
+        values,
+        combined,
+        counts,
+        weights,
+        scales,
+        releases,
+        views,
+        config.calibration,
+        effective_epsilon(config.epsilon, s, config.calibration),
+    )
 
 
 # -- driver ----------------------------------------------------------------------------------
@@ -254,14 +364,29 @@ def run_capepca(
     delta: float,
     *,
     neighbour: Neighbour | str = Neighbour.REPLACE_ONE,
+    calibration: str = "joint",
     row_norm: str = "clip",
     random_state: RandomState = None,
     timeout: float = 120.0,
 ) -> CapeRun:
-    """Validate everything, then run capePCA in-process (one thread per party)."""
+    """Validate everything, then run capePCA in-process (one thread per party).
+
+    Parameters are those of :class:`CapePCA`; ``calibration`` is ``"joint"``
+    (the aggregator's joint view is ``(epsilon, delta)``-DP per site) or
+    ``"paper"`` (JSTSP 2018 variances, joint view
+    ``(epsilon sqrt(2S/(S+1)), delta)``-DP). A known ``random_state`` makes the
+    run non-private (reproducible experiments only).
+
+    Raises
+    ------
+    InputValidationError
+        Before any party starts, for invalid privacy parameters, calibration,
+        ``n_components`` or rows.
+    """
     eps, dlt, relation = check_privacy(epsilon, delta, neighbour)
+    mode = check_calibration(calibration)
     arrays, k = prepare_parts(parts, n_components, row_norm)
-    config = CapeConfig(len(arrays), arrays[0].shape[1], k, eps, dlt, relation)
+    config = CapeConfig(len(arrays), arrays[0].shape[1], k, eps, dlt, relation, mode)
     generators = spawn_generators(random_state, len(arrays) + 2)
     roles: dict[str, Any] = {
         name: (lambda party, data=data, rng=rng: site_role(party, data, config, rng))
@@ -282,9 +407,23 @@ def run_capepca(
 class CapePCA(DPSubspaceMixin):
     """capePCA: distributed DP PCA with CAPE correlated noise (Imtiaz & Sarwate, JSTSP 2018, Alg. 1).
 
-    Matches the utility of Analyze Gauss on the pooled data (same noise
-    variance at the aggregator) with a trusted noise generator and an
-    untrusted aggregator.
+    A trusted noise generator and an untrusted aggregator. The aggregator
+    sees every site's release; because the CAPE noise terms are correlated
+    across sites, that joint view leaks more than any single release (module
+    docstring: per site it is a Gaussian mechanism with noise
+    ``tau_s sqrt((S + 1) / (2S))``). Two calibrations:
+
+    * ``"joint"`` (default): all noise scaled by ``sqrt(2S / (S + 1))`` so the
+      aggregator's joint view is ``(epsilon, delta)``-DP for every site; the
+      aggregate then carries the pooled Analyze-Gauss noise of
+      ``epsilon / sqrt(2S / (S + 1))``.
+    * ``"paper"``: the JSTSP 2018 variances; the aggregate carries exactly the
+      pooled Analyze-Gauss noise, but the joint view is only
+      ``(epsilon sqrt(2S / (S + 1)), delta)``-DP per site
+      (``effective_epsilon_``), e.g. ``1.35 epsilon`` for ``S = 10``.
+
+    Neither protects a site at level ``epsilon`` against an aggregator that
+    colludes with other sites (module docstring).
 
     Parameters
     ----------
@@ -296,10 +435,18 @@ class CapePCA(DPSubspaceMixin):
         Privacy parameter in ``(0, 1)``.
     neighbour : {"replace-one", "add-remove"}, default="replace-one"
         Neighbour relation; ``tau_s`` uses ``sqrt(2)/N_s`` or ``1/N_s``.
+    calibration : {"joint", "paper"}, default="joint"
+        ``"joint"``: the aggregator's view of all releases is
+        ``(epsilon, delta)``-DP per site. ``"paper"``: the JSTSP 2018
+        calibration (pooled-AG aggregate noise), joint view only
+        ``(epsilon sqrt(2S / (S + 1)), delta)``-DP.
     row_norm : {"clip", "error"}, default="clip"
         How sites enforce ``||x|| <= 1``.
     random_state : int, SeedSequence, Generator or None
-        Seed of all parties' DP noise; ``None`` draws one from :mod:`secrets`.
+        Seed of all parties' DP noise (aggregator's ``f_s``, noise
+        generator's ``e_s``, sites' ``g_s``); ``None`` draws one from
+        :mod:`secrets`. For reproducible experiments only; a run with a known
+        seed is not private.
     timeout : float, default=120
         Receive timeout of every party, in seconds.
 
@@ -314,9 +461,14 @@ class CapePCA(DPSubspaceMixin):
     weights_ : ndarray of shape (S,)
         ``mu_s = N_s / N``.
     site_noise_scales_ : ndarray of shape (S,)
-        ``tau_s``.
+        ``tau_s``, including the factor ``sqrt(2S / (S + 1))`` under ``"joint"``.
     noise_scale_ : float
-        Standard deviation of the aggregate noise (the pooled AG scale).
+        Standard deviation of the aggregate noise: the pooled AG scale under
+        ``"paper"``, ``sqrt(2S / (S + 1))`` times it under ``"joint"``.
+    effective_epsilon_ : float
+        ``epsilon`` of every site against the aggregator's joint view (same
+        ``delta``): ``epsilon`` under ``"joint"``,
+        ``epsilon sqrt(2S / (S + 1))`` under ``"paper"``.
     n_samples_, n_features_in_, n_components_ : int
     report_ : dict
         Per-role bytes, messages, rounds and seconds.
@@ -336,6 +488,7 @@ class CapePCA(DPSubspaceMixin):
         epsilon: float = 1.0,
         delta: float = 1e-5,
         neighbour: str = "replace-one",
+        calibration: str = "joint",
         row_norm: str = "clip",
         random_state: RandomState = None,
         timeout: float = 120.0,
@@ -344,6 +497,7 @@ class CapePCA(DPSubspaceMixin):
         self.epsilon = epsilon
         self.delta = delta
         self.neighbour = neighbour
+        self.calibration = calibration
         self.row_norm = row_norm
         self.random_state = random_state
         self.timeout = timeout
@@ -356,6 +510,7 @@ class CapePCA(DPSubspaceMixin):
             self.epsilon,
             self.delta,
             neighbour=self.neighbour,
+            calibration=self.calibration,
             row_norm=self.row_norm,
             random_state=self.random_state,
             timeout=self.timeout,
@@ -365,4 +520,5 @@ class CapePCA(DPSubspaceMixin):
         self.weights_ = model.weights
         self.site_noise_scales_ = model.site_scales
         self.noise_scale_ = model.noise_scale
+        self.effective_epsilon_ = model.effective_epsilon
         return self

@@ -272,7 +272,8 @@ class DPdisPCA(DPSubspaceMixin):
     row_norm : {"clip", "error"}, default="clip"
         How sites enforce ``||x|| <= 1`` (:mod:`mpc_pca.preprocessing`).
     random_state : int, SeedSequence, Generator or None
-        Seed of the DP noise; ``None`` draws one from :mod:`secrets`.
+        Seed of the DP noise; ``None`` draws one from :mod:`secrets`. For
+        reproducible experiments only; a run with a known seed is not private.
     timeout : float, default=120
         Receive timeout of every party, in seconds.
 

@@ -3,11 +3,16 @@
 Names: ``ag``, ``sn`` (retracted, not DP), ``ppm``, ``ppca``, ``pooled``,
 ``local``, ``dispca``, ``dispca-full``, ``capepca``. Options added to
 ``run``: ``--epsilon``, ``--delta``, ``--intermediate-dim``, ``--neighbour``,
-``--row-norm``. The JSON result has the keys of ``pppca-ss`` (``components``,
-``explained_variance``, ``mean``, ``report``) plus ``epsilon``, ``delta``,
-``neighbour``, ``row_norm`` and ``captured_energy_ratio``: ``q(V) / q_o`` on the
-pooled rows, computed by this simulation harness (which holds every part),
-not by any party.
+``--row-norm``, ``--cape-calibration``. The JSON result has the keys of
+``pppca-ss`` (``components``, ``explained_variance``, ``mean``, ``report``) plus
+``epsilon``, ``delta``, ``neighbour``, ``row_norm`` and
+``captured_energy_ratio``: ``q(V) / q_o`` on the pooled rows, computed by this
+simulation harness (which holds every part), not by any party. ``capepca``
+adds ``calibration`` and ``effective_epsilon`` (the guarantee against the
+aggregator's joint view; see :mod:`mpc_pca.cape`).
+
+``--seed`` seeds every party's DP noise: for reproducible experiments only; a
+run with a known seed is not private. Leave it unset for a private run.
 """
 
 from __future__ import annotations
@@ -42,6 +47,14 @@ def add_dp_arguments(run: argparse.ArgumentParser) -> None:
         choices=("replace-one", "add-remove"),
         default="replace-one",
         help="neighbour relation: sensitivity sqrt(2)/N (replace-one, default) or 1/N (add-remove, the papers')",
+    )
+    dp.add_argument(
+        "--cape-calibration",
+        choices=("joint", "paper"),
+        default="joint",
+        help="capepca: joint (default; the aggregator's view of all releases is (epsilon, delta)-DP per "
+        "site) or paper (JSTSP 2018 noise, pooled-AG utility, joint view only "
+        "(epsilon sqrt(2S/(S+1)), delta)-DP)",
     )
     dp.add_argument(
         "--row-norm",
@@ -126,8 +139,12 @@ def _privacy(args: argparse.Namespace) -> dict[str, Any]:
     return {"epsilon": args.epsilon, "delta": args.delta, "neighbour": args.neighbour}
 
 
-def dp_protocol_specs(spec_type: Callable[[str, str, Any], Any]) -> list[Any]:
-    """The DP protocols as ``spec_type(name, summary, runner)`` entries for ``protocol_table()``."""
+def dp_protocol_specs(spec_type: Callable[..., Any]) -> list[Any]:
+    """The DP protocols as ``spec_type(name, summary, runner[, options])`` entries for ``protocol_table()``.
+
+    ``options`` names the protocol-specific ``run`` options a protocol uses
+    (only ``dpdpca`` takes one, ``--key-bits``); the others reject them.
+    """
     from mpc_pca.baselines import (
         AnalyzeGaussPCA,
         ExponentialMechanismPCA,
@@ -199,12 +216,19 @@ def dp_protocol_specs(spec_type: Callable[[str, str, Any], Any]) -> list[Any]:
             "dpdpca",
             "DPDPCA with Paillier and a proxy (Wang & Chang 2018, Alg. 1-2); centred scatter",
             _runner(dpdpca, centred_energy_ratio, noise_sigma=lambda e: e.noise_sigma_),
+            frozenset({"key_bits"}),
         ),
         spec_type(
             "capepca",
             "capePCA with CAPE correlated noise (Imtiaz & Sarwate JSTSP 2018, Alg. 1)",
             _runner(
-                lambda a, m: CapePCA(**_privacy(a), **_common(a, m)), weights=lambda e: e.weights_.tolist()
+                lambda a, m: CapePCA(
+                    calibration=getattr(a, "cape_calibration", "joint"), **_privacy(a), **_common(a, m)
+                ),
+                weights=lambda e: e.weights_.tolist(),
+                calibration=lambda e: e.calibration,
+                effective_epsilon=lambda e: e.effective_epsilon_,
+                noise_scale=lambda e: e.noise_scale_,
             ),
         ),
     ]

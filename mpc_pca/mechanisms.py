@@ -38,10 +38,31 @@ triangle including the diagonal i.i.d. ``N(0, s^2)``, and
 calibration (Dwork & Roth 2014, Thm A.1) covers ``epsilon < 1``; the papers'
 experiments use larger values too, and so may callers, knowingly.
 
+Private power method (Hardt & Price 2014, Fig. 3): ``L`` Gaussian releases
+``A X_{l-1} + G_l``, composed with zero-concentrated DP (Bun & Steinke 2016).
+The conversion ``rho``-zCDP => ``(rho + 2 sqrt(rho ln(1/delta)), delta)``-DP
+gives ``(epsilon, delta)`` only for
+``epsilon <= 8 (1 - 1/sqrt(2)) ln(1/delta) ~= 2.343 ln(1/delta)``;
+:func:`check_power_method_privacy` enforces it.
+
 SN (Imtiaz & Sarwate, ICASSP 2016, Alg. 1) adds Wishart noise. Its authors
 retracted its privacy claim: it is **not differentially private** and is kept
 only as a comparison baseline; every use emits
 :class:`RetractedMechanismWarning`.
+
+Seeds: for reproducible experiments only
+----------------------------------------
+Every estimator's ``random_state`` derives **all** parties' DP noise (in
+capePCA the aggregator's ``f_s``, the noise generator's ``e_s`` and the sites'
+``g_s``; in the other protocols every site's and curator's noise) from one
+seed via :func:`spawn_generators`. Anyone who knows the seed can regenerate
+and subtract all of that noise: **random_state is for reproducible
+experiments only; a run with a known seed is not private.** In a deployment
+leave ``random_state=None`` (each run draws 128 bits from :mod:`secrets`) and
+let each party seed its own generator. The noise itself comes from numpy's
+PCG64 and floating-point Gaussian sampling, which is adequate for the
+experiments here but is not a hardened DP sampler (cf. Mironov, CCS 2012, on
+floating-point attacks).
 """
 
 from __future__ import annotations
@@ -154,6 +175,47 @@ def gaussian_noise_scale(sensitivity: float, epsilon: float, delta: float) -> fl
     return sensitivity * math.sqrt(2.0 * math.log(1.25 / dlt)) / eps
 
 
+#: ``c`` in the private power method's condition ``epsilon <= c ln(1/delta)``:
+#: ``rho + 2 sqrt(rho ln(1/delta)) <= epsilon`` with ``rho = epsilon^2 / (8 ln(1/delta))``
+#: holds iff ``epsilon <= 8 (1 - 1/sqrt(2)) ln(1/delta)`` (about 2.343).
+POWER_METHOD_ZCDP_FACTOR = 8.0 * (1.0 - 1.0 / math.sqrt(2.0))
+
+
+def power_method_epsilon_limit(delta: float) -> float:
+    """Largest ``epsilon`` for which the private power method is ``(epsilon, delta)``-DP.
+
+    ``8 (1 - 1/sqrt(2)) ln(1/delta)``, about ``2.343 ln(1/delta)``: the ``L``
+    Gaussian releases of :func:`power_method_noise_scale` are
+    ``rho = epsilon^2 / (8 ln(1/delta))``-zCDP (Bun & Steinke 2016: each
+    Gaussian release is ``Delta^2 / (2 sigma^2)``-zCDP and zCDP composes
+    additively), which implies ``(rho + 2 sqrt(rho ln(1/delta)), delta)``-DP;
+    that is at most ``epsilon`` exactly up to this limit.
+    """
+    return POWER_METHOD_ZCDP_FACTOR * math.log(1.0 / check_delta(delta))
+
+
+def check_power_method_privacy(epsilon: object, delta: object) -> tuple[float, float]:
+    """Validate ``(epsilon, delta)`` for the private power method; ``epsilon = inf`` means no privacy.
+
+    Raises
+    ------
+    InputValidationError
+        If ``epsilon`` or ``delta`` is invalid, or ``epsilon`` is finite and
+        exceeds :func:`power_method_epsilon_limit` of ``delta``, where the
+        zCDP analysis no longer yields ``(epsilon, delta)``-DP.
+    """
+    eps = check_epsilon(epsilon)
+    dlt = check_delta(delta)
+    limit = power_method_epsilon_limit(dlt)
+    if math.isfinite(eps) and eps > limit:
+        raise InputValidationError(
+            f"epsilon={eps!r} exceeds the private power method's limit 8 (1 - 1/sqrt(2)) ln(1/delta) "
+            f"= {limit:.6g} for delta={dlt!r}; above it the zCDP conversion does not give "
+            "(epsilon, delta)-DP. Lower epsilon, lower delta, or pass epsilon=inf for no privacy"
+        )
+    return eps, dlt
+
+
 def power_method_noise_scale(sensitivity: float, epsilon: float, delta: float, n_iter: int) -> float:
     """Per-iteration Gaussian noise of the private power method (Hardt & Price 2014, Fig. 3).
 
@@ -164,10 +226,18 @@ def power_method_noise_scale(sensitivity: float, epsilon: float, delta: float, n
     ``||(A - A') X_{l-1}||_F <= ||A - A'||_F = Delta``, so
     ``sigma = Delta sqrt(4 L ln(1/delta)) / epsilon``. By zero-concentrated DP
     (Bun & Steinke 2016) the ``L`` releases are ``rho = epsilon^2 / (8 ln(1/delta))``-zCDP,
-    hence ``(epsilon, delta)``-DP whenever ``epsilon <= 2.34 ln(1/delta)``.
+    hence ``(epsilon, delta)``-DP whenever ``epsilon <= 8 (1 - 1/sqrt(2)) ln(1/delta)``
+    (about ``2.343 ln(1/delta)``).
+
+    Raises
+    ------
+    InputValidationError
+        If ``epsilon`` exceeds that limit (:func:`check_power_method_privacy`),
+        ``sensitivity`` is negative or not finite, or ``n_iter < 1``.
     """
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta)
+    eps, dlt = check_power_method_privacy(epsilon, delta)
+    if sensitivity < 0 or not math.isfinite(sensitivity):
+        raise InputValidationError(f"sensitivity={sensitivity!r} must be finite and >= 0")
     if isinstance(n_iter, bool) or not isinstance(n_iter, Integral) or n_iter < 1:
         raise InputValidationError(f"n_iter={n_iter!r} must be a positive integer")
     if math.isinf(eps):
@@ -187,6 +257,8 @@ def spawn_generators(random_state: RandomState, n: int) -> list[np.random.Genera
         ``None`` seeds from :mod:`secrets` (128 bits); an int or
         ``SeedSequence`` gives reproducible noise; a ``Generator`` is asked for
         a 63-bit seed. DP noise may come from numpy generators; MPC masks never do.
+        A seed is for reproducible experiments only; a run with a known seed
+        is not private (all ``n`` generators follow from it).
     n : int
         Number of generators (one per party, in a fixed party order).
     """

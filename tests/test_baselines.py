@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+import mpc_pca.baselines as baselines_module
 from mpc_pca.baselines import (
     AnalyzeGaussPCA,
     ExponentialMechanismPCA,
@@ -16,9 +17,10 @@ from mpc_pca.baselines import (
     PrivatePowerMethodPCA,
     RetractedSNPCA,
     default_power_iterations,
+    private_power_method,
 )
 from mpc_pca.cli import main, protocol_table
-from mpc_pca.mechanisms import RetractedMechanismWarning
+from mpc_pca.mechanisms import RetractedMechanismWarning, power_method_epsilon_limit
 from mpc_pca.metrics import captured_energy, captured_energy_ratio, optimal_captured_energy, second_moment
 from mpc_pca.preprocessing import center_and_scale_non_private, check_row_norms, clip_rows
 from protocols.errors import InputValidationError
@@ -59,11 +61,10 @@ def test_pooled_pca_is_the_svd_of_the_pooled_rows():
         AnalyzeGaussPCA(2, epsilon=math.inf),
         AnalyzeGaussPCA(2, epsilon=1e9, random_state=0),
         PrivatePowerMethodPCA(2, epsilon=math.inf, random_state=0),
-        PrivatePowerMethodPCA(2, epsilon=1e9, delta=1e-3, random_state=0),
         ExponentialMechanismPCA(2, epsilon=math.inf),
         ExponentialMechanismPCA(2, epsilon=1e7, random_state=0),
     ],
-    ids=["ag-inf", "ag-huge", "ppm-inf", "ppm-huge", "ppca-inf", "ppca-huge"],
+    ids=["ag-inf", "ag-huge", "ppm-inf", "ppca-inf", "ppca-huge"],
 )
 def test_huge_epsilon_recovers_the_non_private_subspace(estimator):
     parts = make_parts()
@@ -125,6 +126,37 @@ def test_ppm_iteration_count_does_not_read_the_data():
         PrivatePowerMethodPCA(2, n_iter=0).fit(make_parts())
 
 
+def test_ppm_small_noise_recovers_the_subspace():
+    """The largest epsilon PPM accepts (delta = 1e-300) and a vanishing noise scale both converge."""
+    parts = make_parts()
+    reference = projector(PooledPCA(2).fit(parts).components_)
+    top = PrivatePowerMethodPCA(2, epsilon=power_method_epsilon_limit(1e-300), delta=1e-300, random_state=0)
+    assert np.linalg.norm(projector(top.fit(parts).components_) - reference, 2) < 0.05
+    A = second_moment(parts)
+    result = private_power_method(A, 2, 1e-12, 30, np.random.default_rng(0))
+    assert np.linalg.norm(projector(result.components) - reference, 2) < 1e-6
+    with pytest.raises(InputValidationError, match="noise_scale"):
+        private_power_method(A, 2, -1.0, 3, np.random.default_rng(0))
+
+
+def test_ppm_rejects_epsilon_beyond_the_zcdp_limit_before_sending(monkeypatch):
+    delta = 1e-3
+    limit = power_method_epsilon_limit(delta)
+    assert limit == pytest.approx(8 * (1 - 1 / math.sqrt(2)) * math.log(1 / delta), rel=1e-15)
+    monkeypatch.setattr(
+        baselines_module, "run_inprocess", lambda *a, **k: pytest.fail("the protocol started")
+    )
+    too_big = math.nextafter(limit, math.inf)
+    with pytest.raises(InputValidationError, match=r"epsilon=16\.18.*limit.*= 16\.18\d*.*delta=0\.001"):
+        PrivatePowerMethodPCA(2, epsilon=too_big, delta=delta).fit(make_parts())
+    with pytest.raises(InputValidationError, match="epsilon=50"):
+        PrivatePowerMethodPCA(2, epsilon=50.0, delta=0.01).fit(make_parts())
+    monkeypatch.undo()
+    # the limit itself and "no privacy" are accepted
+    assert PrivatePowerMethodPCA(2, epsilon=limit, delta=delta, random_state=0).fit(make_parts()).n_iter_ > 0
+    assert PrivatePowerMethodPCA(2, epsilon=math.inf, delta=delta, random_state=0).fit(make_parts())
+
+
 def test_ppca_releases_only_the_subspace():
     model = ExponentialMechanismPCA(2, epsilon=5.0, n_sweeps=10, random_state=0).fit(make_parts())
     assert np.allclose(model.components_ @ model.components_.T, np.eye(2), atol=1e-10)
@@ -157,6 +189,29 @@ def test_captured_energy_of_the_top_subspace_is_optimal():
     assert 0.0 <= captured_energy_ratio(A, other) < 1.0
     with pytest.raises(InputValidationError, match="orthonormal"):
         captured_energy(A, 2 * top)
+
+
+def test_clip_rows_handles_huge_and_tiny_rows_without_overflow():
+    X = np.array(
+        [
+            [1e200, 1e200],
+            [-1.7e308, 1.7e308],  # the norm itself exceeds the largest float
+            [3e-200, -4e-200],  # squares underflow: must stay untouched
+            [0.0, 0.0],
+        ]
+    )
+    clipped, n = clip_rows(X)
+    assert n == 2
+    half = 1 / math.sqrt(2)
+    assert np.allclose(clipped[:2], [[half, half], [-half, half]], rtol=1e-15, atol=0)
+    assert np.all(np.abs(np.linalg.norm(clipped[:2], axis=1) - 1) < 1e-15)
+    assert np.array_equal(clipped[2:], X[2:])
+    with pytest.raises(InputValidationError, match=r"row 0 has Euclidean norm 1\.41421e\+200"):
+        check_row_norms(X[[0, 2, 3]], 0)
+    with pytest.raises(InputValidationError, match="row 0 has Euclidean norm inf"):
+        check_row_norms(X[1:], 1)
+    with pytest.raises(InputValidationError, match="bound=0"):
+        clip_rows(X, 0)
 
 
 def test_clip_and_check_row_norms():
@@ -213,3 +268,18 @@ def test_cli_rejects_bad_privacy_parameters(capsys):
     ]
     assert main(argv) == 2
     assert "R=2" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flag", "calibration", "factor"),
+    [([], "joint", 1.0), (["--cape-calibration", "paper"], "paper", math.sqrt(6 / 4))],
+)
+def test_cli_capepca_calibration(tmp_path, flag, calibration, factor):
+    out = tmp_path / "result.json"
+    argv = ["run", "--protocol", "capepca", "--data", "builtin:wine", "--parties", "3", "--n-components", "2"]
+    argv += ["--epsilon", "4", "--delta", "0.01", "--seed", "1", "--output", str(out), *flag]
+    assert main(argv) == 0
+    result = json.loads(out.read_text())
+    assert result["calibration"] == calibration
+    assert result["effective_epsilon"] == pytest.approx(4.0 * factor, rel=1e-12)
+    assert result["noise_scale"] > 0

@@ -9,7 +9,14 @@ import pytest
 
 import mpc_pca.cape as cape_module
 from mpc_pca.baselines import AnalyzeGaussPCA, PooledPCA
-from mpc_pca.cape import CapePCA, cape_weights, run_capepca, zero_sum_noise
+from mpc_pca.cape import (
+    CapePCA,
+    cape_weights,
+    effective_epsilon,
+    joint_view_factor,
+    run_capepca,
+    zero_sum_noise,
+)
 from protocols.errors import InputValidationError
 
 
@@ -42,13 +49,42 @@ def test_huge_epsilon_recovers_the_pooled_subspace():
     assert np.linalg.norm(projector(model.components_) - projector(reference.components_), 2) < 1e-4
 
 
-def test_weights_and_aggregate_scale_equal_the_pooled_ag():
+def test_paper_calibration_weights_and_aggregate_scale_equal_the_pooled_ag():
     parts = make_parts()
-    model = CapePCA(2, epsilon=0.7, delta=1e-4, neighbour="add-remove", random_state=2).fit(parts)
+    model = CapePCA(
+        2, epsilon=0.7, delta=1e-4, neighbour="add-remove", calibration="paper", random_state=2
+    ).fit(parts)
     assert np.allclose(model.weights_, np.array([150, 400, 250]) / 800)
     pooled = AnalyzeGaussPCA(2, epsilon=0.7, delta=1e-4, neighbour="add-remove", random_state=2).fit(parts)
     assert model.noise_scale_ == pytest.approx(pooled.noise_scale_, rel=1e-12)
     assert np.allclose(model.weights_ * model.site_noise_scales_, pooled.noise_scale_, rtol=1e-12)
+    # the guarantee against the aggregator's joint view is weaker than the nominal epsilon
+    assert model.effective_epsilon_ == pytest.approx(0.7 * math.sqrt(6 / 4), rel=1e-12)
+
+
+def test_joint_calibration_is_the_default_and_scales_every_noise_term():
+    parts = make_parts()
+    model = CapePCA(2, epsilon=0.7, delta=1e-4, neighbour="add-remove", random_state=2).fit(parts)
+    assert model.calibration == "joint"
+    pooled = AnalyzeGaussPCA(2, epsilon=0.7, delta=1e-4, neighbour="add-remove").fit(parts)
+    factor = math.sqrt(2 * 3 / (3 + 1))
+    assert joint_view_factor(3) == pytest.approx(factor, rel=1e-15)
+    assert model.noise_scale_ == pytest.approx(factor * pooled.noise_scale_, rel=1e-12)
+    assert np.allclose(model.weights_ * model.site_noise_scales_, factor * pooled.noise_scale_, rtol=1e-12)
+    assert model.effective_epsilon_ == 0.7
+    # pooled AG at epsilon / factor has the same aggregate noise
+    slower = AnalyzeGaussPCA(2, epsilon=0.7 / factor, delta=1e-4, neighbour="add-remove").fit(parts)
+    assert model.noise_scale_ == pytest.approx(slower.noise_scale_, rel=1e-12)
+
+
+def test_effective_epsilon_values():
+    assert effective_epsilon(1.0, 1, "paper") == 1.0
+    assert effective_epsilon(1.0, 10, "paper") == pytest.approx(math.sqrt(20 / 11), rel=1e-15)
+    assert effective_epsilon(2.0, 10, "joint") == 2.0
+    assert effective_epsilon(math.inf, 10, "paper") == math.inf
+    assert joint_view_factor(1) == 1.0
+    with pytest.raises(InputValidationError, match="calibration='pooled'"):
+        effective_epsilon(1.0, 3, "pooled")
 
 
 def test_sites_receive_the_released_subspace_and_traffic_is_reported():
@@ -69,8 +105,12 @@ def test_single_site_has_no_correlated_noise():
     noise = zero_sum_noise([0.5], [1.0], 4, np.random.default_rng(0))
     assert len(noise) == 1
     assert np.all(noise[0] == 0)
-    model = CapePCA(2, epsilon=1.0, random_state=0).fit([make_parts()[1]])
-    assert model.noise_scale_ == pytest.approx(model.site_noise_scales_[0])
+    for calibration in ("joint", "paper"):  # S = 1: no correlation, both calibrations coincide
+        model = CapePCA(2, epsilon=1.0, calibration=calibration, random_state=0).fit([make_parts()[1]])
+        assert model.noise_scale_ == pytest.approx(model.site_noise_scales_[0])
+        assert model.effective_epsilon_ == 1.0
+    plain = AnalyzeGaussPCA(2, epsilon=1.0).fit([make_parts()[1]])
+    assert model.noise_scale_ == pytest.approx(plain.noise_scale_, rel=1e-12)
 
 
 def test_zero_sum_noise_needs_constant_weighted_scales():
@@ -95,6 +135,7 @@ def test_reproducible_with_a_seed():
         ({"delta": 1.2}, "delta"),
         ({"n_components": 11}, "n_components"),
         ({"neighbour": "other"}, "neighbour"),
+        ({"calibration": "pooled"}, r"calibration='pooled'.*\['joint', 'paper'\]"),
     ],
 )
 def test_bad_parameters_fail_before_any_party_sends(monkeypatch, kwargs, match):

@@ -135,19 +135,30 @@ def _zero_parts(sizes: tuple[int, ...], d: int) -> list[np.ndarray]:
     return [np.zeros((n, d)) for n in sizes]
 
 
+def _single_site_scales(sizes: tuple[int, ...], eps: float, delta: float) -> np.ndarray:
+    """``tau_s`` of the plain single-site Gaussian mechanism for ``A_s`` (replace-one)."""
+    return np.array([gaussian_noise_scale(np.sqrt(2) / n_s, eps, delta) for n_s in sizes])
+
+
+@pytest.mark.parametrize("calibration", ["paper", "joint"])
 @pytest.mark.parametrize("sizes", [(250, 250, 250, 250), (100, 300, 600)])
-def test_cape_noise_terms_have_the_papers_variances(sizes):
+def test_cape_noise_terms_have_the_papers_variances(sizes, calibration):
+    """Paper: Var(e_s) = (1 - 1/S) tau_s^2, Var(f_s) = tau_s^2 / S, site view tau_s^2, aggregate tau_pool^2.
+
+    Joint: every term times c^2 = 2S / (S + 1).
+    """
     d, eps, delta = 24, 0.6, 1e-3
     s = len(sizes)
     n = sum(sizes)
-    taus = np.array([gaussian_noise_scale(np.sqrt(2) / n_s, eps, delta) for n_s in sizes])
-    tau_pool = gaussian_noise_scale(np.sqrt(2) / n, eps, delta)
+    c = np.sqrt(2 * s / (s + 1)) if calibration == "joint" else 1.0
+    taus = c * _single_site_scales(sizes, eps, delta)
+    tau_pool = c * gaussian_noise_scale(np.sqrt(2) / n, eps, delta)
     e = {i: [] for i in range(s)}
     f = {i: [] for i in range(s)}
     view = {i: [] for i in range(s)}
     aggregate = []
     for seed in range(8):
-        result = run_capepca(_zero_parts(sizes, d), 2, eps, delta, random_state=seed)
+        result = run_capepca(_zero_parts(sizes, d), 2, eps, delta, calibration=calibration, random_state=seed)
         model = result.model
         assert np.allclose(model.site_scales, taus, rtol=1e-12)
         assert model.noise_scale == pytest.approx(tau_pool, rel=1e-12)
@@ -168,17 +179,78 @@ def test_cape_noise_terms_have_the_papers_variances(sizes):
         assert tau_pool**2 == pytest.approx(taus[0] ** 2 / s**2, rel=1e-12)
 
 
-def test_cape_zero_sum_noise_is_exactly_zero_for_equal_sites():
-    result = run_capepca(_zero_parts((50, 50, 50, 50, 50), 9), 2, 1.0, 1e-3, random_state=5)
+def precision_p_value(samples: np.ndarray, site: int, precision: float) -> float:
+    """Two-sided exact test of ``[Sigma^-1]_ss = precision`` from zero-mean Gaussian vectors.
+
+    ``samples`` is ``(n, S)``, rows i.i.d. ``N(0, Sigma)``. With
+    ``W = samples^T samples ~ Wishart_S(Sigma, n)``, the Schur complement
+    ``1 / [W^-1]_ss`` is ``chi2(n - S + 1) / [Sigma^-1]_ss`` (Muirhead 1982,
+    Thm. 3.2.10), so ``precision / [W^-1]_ss ~ chi2(n - S + 1)`` under the
+    hypothesis.
+    """
+    n, s = samples.shape
+    w_inv = np.linalg.inv(samples.T @ samples)
+    statistic = precision / w_inv[site, site]
+    dof = n - s + 1
+    return float(2.0 * min(stats.chi2.cdf(statistic, dof), stats.chi2.sf(statistic, dof)))
+
+
+@pytest.mark.parametrize("sizes", [(250, 250, 250, 250), (100, 300, 600)])
+def test_cape_joint_view_precision_matches_the_single_site_mechanism(sizes):
+    """The aggregator sees Y_t = e_t + g_t of every site (zero data); its cross-site precision decides privacy.
+
+    A neighbour of site s shifts only Y_s, so the joint view is a Gaussian
+    mechanism with noise [Sigma^-1]_ss^(-1/2). "joint" must give exactly the
+    single-site scale tau_s ((epsilon, delta) per site); "paper" gives
+    2S / ((S + 1) tau_s^2), and the single-site hypothesis is rejected for it.
+    """
+    d, eps, delta = 24, 0.6, 1e-3
+    s = len(sizes)
+    taus = _single_site_scales(sizes, eps, delta)
+    views: dict[str, np.ndarray] = {}
+    for calibration in ("joint", "paper"):
+        rows = []
+        for seed in range(8):
+            result = run_capepca(
+                _zero_parts(sizes, d), 2, eps, delta, calibration=calibration, random_state=100 + seed
+            )
+            rows.append(np.stack([upper(v) for v in result.model.site_views], axis=1))
+        views[calibration] = np.concatenate(rows)  # (8 * d (d + 1) / 2, S): one row per matrix entry
+    # the views are correlated across sites: corr(Y_0, Y_1) = -1/S under both calibrations
+    # (Fisher z-test against arctanh(-1/S))
+    checks = 2 * s + 2
+    for calibration in ("joint", "paper"):
+        x = views[calibration]
+        r = np.sum(x[:, 0] * x[:, 1]) / np.sqrt(np.sum(x[:, 0] ** 2) * np.sum(x[:, 1] ** 2))
+        z = (np.arctanh(r) - np.arctanh(-1 / s)) * np.sqrt(x.shape[0] - 3)
+        assert 2 * stats.norm.sf(abs(z)) > ALPHA / checks, f"{calibration}: corr {r:.4f} vs {-1 / s:.4f}"
+    for i in range(s):
+        single_site = 1 / taus[i] ** 2
+        joint_p = precision_p_value(views["joint"], i, single_site)
+        assert joint_p > ALPHA / checks, f"joint: site {i} precision != 1/tau_s^2 (p = {joint_p:.2e})"
+        paper_p = precision_p_value(views["paper"], i, 2 * s / (s + 1) * single_site)
+        assert paper_p > ALPHA / checks, (
+            f"paper: site {i} precision != 2S/((S+1) tau_s^2) (p = {paper_p:.2e})"
+        )
+        # power: under the paper's calibration the single-site guarantee is refuted
+        assert precision_p_value(views["paper"], i, single_site) < ALPHA / checks
+
+
+@pytest.mark.parametrize("calibration", ["paper", "joint"])
+def test_cape_zero_sum_noise_is_exactly_zero_for_equal_sites(calibration):
+    result = run_capepca(
+        _zero_parts((50, 50, 50, 50, 50), 9), 2, 1.0, 1e-3, calibration=calibration, random_state=5
+    )
     noise = result.site_zero_sum_noise
     assert np.all(np.sum(np.stack(noise), axis=0) == 0.0)
     assert np.all(functools.reduce(np.add, noise) == 0.0)
     assert all(np.any(e != 0) for e in noise)
 
 
-def test_cape_weighted_zero_sum_for_unequal_sites():
+@pytest.mark.parametrize("calibration", ["paper", "joint"])
+def test_cape_weighted_zero_sum_for_unequal_sites(calibration):
     sizes = (40, 90, 370)
-    result = run_capepca(_zero_parts(sizes, 7), 2, 1.0, 1e-3, random_state=6)
+    result = run_capepca(_zero_parts(sizes, 7), 2, 1.0, 1e-3, calibration=calibration, random_state=6)
     weights = np.array(sizes) / sum(sizes)
     weighted = sum(w * e for w, e in zip(weights, result.site_zero_sum_noise, strict=True))
     scale = max(np.abs(e).max() for e in result.site_zero_sum_noise)

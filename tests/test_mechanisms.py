@@ -17,9 +17,11 @@ from mpc_pca.mechanisms import (
     RetractedMechanismWarning,
     check_delta,
     check_epsilon,
+    check_power_method_privacy,
     gaussian_noise_scale,
     gram_sensitivity,
     parse_neighbour,
+    power_method_epsilon_limit,
     power_method_noise_scale,
     second_moment_sensitivity,
     spawn_generators,
@@ -77,6 +79,36 @@ def test_gaussian_noise_scale_formula_and_infinite_epsilon():
     )
     assert gaussian_noise_scale(0.01, math.inf, 1e-5) == 0.0
     assert power_method_noise_scale(1.0, math.inf, 0.1, 3) == 0.0
+
+
+@pytest.mark.parametrize("delta", [1e-2, 1e-5, 1e-12])
+def test_power_method_limit_is_where_the_zcdp_conversion_reaches_epsilon(delta):
+    """rho = eps^2 / (8 ln(1/delta)) converts to rho + 2 sqrt(rho ln(1/delta)): equal to eps at the limit."""
+    log_inv = math.log(1 / delta)
+
+    def converted(eps: float) -> float:
+        rho = eps**2 / (8 * log_inv)
+        return rho + 2 * math.sqrt(rho * log_inv)
+
+    limit = power_method_epsilon_limit(delta)
+    assert converted(limit) == pytest.approx(limit, rel=1e-12)
+    assert converted(0.99 * limit) < 0.99 * limit
+    assert converted(1.01 * limit) > 1.01 * limit
+    assert limit / log_inv == pytest.approx(2.343, abs=1e-3)
+
+
+def test_power_method_rejects_epsilon_above_the_limit():
+    limit = power_method_epsilon_limit(1e-4)
+    assert check_power_method_privacy(limit, 1e-4) == (limit, 1e-4)
+    assert check_power_method_privacy(math.inf, 1e-4) == (math.inf, 1e-4)
+    with pytest.raises(
+        InputValidationError, match=r"epsilon=25\.0 exceeds .* limit .*21\.58.* delta=0\.0001"
+    ):
+        power_method_noise_scale(1.0, 25.0, 1e-4, 3)
+    with pytest.raises(InputValidationError, match="sensitivity"):
+        power_method_noise_scale(-1.0, 1.0, 1e-4, 3)
+    with pytest.raises(InputValidationError, match="delta"):
+        power_method_epsilon_limit(1.0)
 
 
 @pytest.mark.parametrize("epsilon", [0, -1.0, float("nan"), "1", True])
