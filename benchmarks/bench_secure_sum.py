@@ -16,10 +16,12 @@ Usage: ``python -m benchmarks.bench_secure_sum [--quick]``
 from __future__ import annotations
 
 import argparse
+import statistics
+import time
 
 import numpy as np
 
-from benchmarks.timing import RESULTS, machine, median_seconds, pyplot, write_json
+from benchmarks.timing import RESULTS, machine, pyplot, write_json
 from protocols import AdditiveBackend
 from protocols.prg import RingPRG
 from protocols.secure_sum import run_secure_sum
@@ -29,19 +31,22 @@ def measure(m: int, d: int, repeats: int) -> dict[str, float]:
     rng = np.random.default_rng(m * 10_000 + d)
     arrays = {f"p{i}": rng.normal(size=(d, d)) for i in range(m)}
     values = list(arrays.values())
-    row = {
-        "M": m,
-        "d": d,
-        "plain": median_seconds(lambda: np.sum(values, axis=0), repeats),
-        "csprng": median_seconds(
-            lambda: [RingPRG().ring_elements((d, d)) for _ in range(m * (m - 1))], repeats
-        ),
+    runs = {
+        "plain": lambda: np.sum(values, axis=0),
+        "csprng": lambda: [RingPRG().ring_elements((d, d)) for _ in range(m * (m - 1))],
+        "shares": lambda: run_secure_sum(arrays, receiver="server", backend=AdditiveBackend("shares")),
+        "masks": lambda: run_secure_sum(arrays, receiver="server", backend=AdditiveBackend("masks")),
     }
-    for mode in ("shares", "masks"):
-        backend = AdditiveBackend(mode)
-        row[mode] = median_seconds(
-            lambda b=backend: run_secure_sum(arrays, receiver="server", backend=b), repeats
-        )
+    for fn in runs.values():  # warm up
+        fn()
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repeats):  # interleaved, so drifts in machine load hit every variant alike
+        for name, fn in runs.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    row: dict[str, float] = {"M": m, "d": d}
+    row.update({name: statistics.median(ts) for name, ts in times.items()})
     row["masks_over_plain_plus_csprng"] = row["masks"] / (row["plain"] + row["csprng"])
     row["shares_over_plain_plus_csprng"] = row["shares"] / (row["plain"] + row["csprng"])
     return row
@@ -70,7 +75,7 @@ def main() -> None:
     args = parser.parse_args()
     ms = [2, 3] if args.quick else [2, 3, 5, 10]
     ds = [10, 100] if args.quick else [10, 100, 300, 1000]
-    repeats = 2 if args.quick else 5
+    repeats = 3 if args.quick else 11
     rows = []
     for m in ms:
         for d in ds:

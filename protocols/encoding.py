@@ -20,6 +20,7 @@ from protocols.errors import InputValidationError, RingOverflowError
 
 RING_BITS = 64
 _SIGNED_LIMIT = 2.0**63
+_CAST_BLOCK = 1 << 15  # elements per in-place float -> int64 cast
 
 
 def check_finite(x: NDArray[np.floating], name: str = "value") -> None:
@@ -75,11 +76,21 @@ class FixedPointCodec:
         return _SIGNED_LIMIT / self.scale / n_summands
 
     def check_range(self, x: NDArray[np.floating], n_summands: int = 1, name: str = "value") -> None:
-        """Raise :class:`RingOverflowError` if ``n_summands`` copies of ``x`` could wrap."""
+        """Raise if ``x`` is not finite or ``n_summands`` copies of it could wrap around the ring.
+
+        Raises
+        ------
+        InputValidationError
+            For a NaN or infinite entry (named with its index).
+        RingOverflowError
+            For an entry too large for ``n_summands`` summands.
+        """
         limit = self.max_abs(n_summands)
         if x.size == 0:
             return
         peak = float(np.max(np.abs(x)))
+        if not np.isfinite(peak):  # NaN or infinity somewhere: say where
+            check_finite(x, name)
         # ``>=`` because rounding may push a value sitting exactly at the limit over it.
         if peak >= limit:
             raise RingOverflowError(
@@ -107,10 +118,17 @@ class FixedPointCodec:
             Ring elements of the same shape as ``x``.
         """
         arr = np.asarray(x, dtype=np.float64)
-        check_finite(arr, name)
-        self.check_range(arr, n_summands, name)
-        scaled = np.asarray(np.rint(arr * self.scale))  # stays an array for 0-d input
-        return scaled.astype(np.int64).view(np.uint64)
+        self.check_range(arr, n_summands, name)  # also rejects NaN and infinity
+        # One buffer: scale, round in place, then cast in place to two's
+        # complement, a cache-sized block at a time (a whole-array in-place cast
+        # makes numpy allocate a full temporary for the overlap).
+        flat = np.multiply(arr.reshape(-1), self.scale, out=np.empty(arr.size))
+        np.rint(flat, out=flat)
+        ring = flat.view(np.int64)
+        for start in range(0, flat.size, _CAST_BLOCK):
+            block = slice(start, start + _CAST_BLOCK)
+            np.copyto(ring[block], flat[block], casting="unsafe")
+        return ring.view(np.uint64).reshape(arr.shape)
 
     def decode(self, ring: NDArray[np.uint64]) -> NDArray[np.float64]:
         """Decode ring elements (two's complement) back to float64."""

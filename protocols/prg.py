@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 KEY_BYTES = 32
 NONCE_BYTES = 16
 _SLACK_WORDS = 8  # 64 bytes, one ChaCha20 block
+_CHUNK_BYTES = 1 << 16
 
 
 class RingPRG:
@@ -50,12 +51,18 @@ class RingPRG:
         """Uniform elements of Z_{2^64} with the given shape."""
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         count = int(np.prod(shape, dtype=np.int64))
-        # Write the keystream straight into a writable array: the cipher wants
-        # up to one block of slack in the output buffer.
+        # Encrypt zeros straight into a writable array, a chunk at a time, so
+        # no full-size zero input is allocated; the cipher wants up to one
+        # block of slack after each chunk it writes.
         out = np.empty(count + _SLACK_WORDS, dtype="<u8")
-        written = self._encryptor.update_into(bytes(8 * count), memoryview(out).cast("B"))
-        if written != 8 * count:
-            raise RuntimeError(f"ChaCha20 produced {written} bytes, expected {8 * count}")
+        view = memoryview(out).cast("B")
+        total = 8 * count
+        zeros = bytes(min(total, _CHUNK_BYTES))
+        for start in range(0, total, _CHUNK_BYTES):
+            size = min(_CHUNK_BYTES, total - start)
+            written = self._encryptor.update_into(zeros[:size] if size < len(zeros) else zeros, view[start:])
+            if written != size:
+                raise RuntimeError(f"ChaCha20 produced {written} bytes, expected {size}")
         return out[:count].view(np.uint64).reshape(shape)
 
 

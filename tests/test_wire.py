@@ -102,3 +102,33 @@ def test_big_endian_arrays_arrive_equal():
     arr = np.arange(5, dtype=">i4")
     out = decode_message(encode_message(arr))
     assert np.array_equal(out, arr)
+
+
+@given(messages)
+def test_zero_copy_decoding_of_a_private_buffer_round_trips(message):
+    assert_same(message, decode_message(bytearray(encode_message(message)), copy_arrays=False))
+
+
+def test_arrays_are_aligned_writable_views_only_for_private_writable_buffers():
+    message = {"a": "x", "n": 7, "arr": np.arange(10, dtype=np.uint64), "f": np.ones((2, 3))}
+    raw = encode_message(message)
+    buffer = bytearray(raw)
+    views = decode_message(buffer, copy_arrays=False)
+    base = np.frombuffer(buffer, dtype=np.uint8).ctypes.data
+    for key in ("arr", "f"):
+        arr = views[key]
+        assert (arr.ctypes.data - base) % 8 == 0  # 8-byte aligned within the message
+        assert arr.flags.writeable and np.shares_memory(arr, np.frombuffer(buffer, dtype=np.uint8))
+    # read-only input, or the default: independent, writable copies
+    for decoded in (decode_message(raw, copy_arrays=False), decode_message(buffer)):
+        assert decoded["arr"].flags.writeable
+        assert not np.shares_memory(decoded["arr"], np.frombuffer(buffer, dtype=np.uint8))
+
+
+def test_padding_longer_than_alignment_is_rejected():
+    raw = bytearray(encode_message(np.zeros(1, dtype=np.float64)))
+    header = 1 + 1 + 3 + 1 + 8 + 8  # tag, dtype length, dtype, ndim, one dim, byte count
+    assert raw[header] < 8
+    raw[header] = 9
+    with pytest.raises(WireFormatError, match="padding"):
+        decode_message(bytes(raw))

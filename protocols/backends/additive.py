@@ -179,10 +179,10 @@ def _agree_pairwise_keys(party: Party, contributors: tuple[str, ...], receiver: 
 def _masked(
     party: Party, state: dict, encoded: NDArray[np.uint64], contributors: tuple[str, ...]
 ) -> NDArray[np.uint64]:
-    """Add this contributor's pairwise masks; they cancel over all contributors."""
+    """Add this contributor's pairwise masks (in place); they cancel over all contributors."""
     nonce = nonce_for_counter(state["counter"])
     state["counter"] += 1
-    masked = encoded.copy()
+    masked = encoded
     for peer in contributors:
         if peer == party.name:
             continue

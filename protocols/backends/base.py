@@ -49,7 +49,7 @@ class SecureSumBackend(ABC):
         The default checks the fixed-point range for ``n_summands`` summands;
         backends with a different plaintext space override it.
         """
-        self.codec.encode(value, n_summands=n_summands, name=name)
+        self.codec.check_range(np.asarray(value, dtype=np.float64), n_summands, name)
 
     def secure_sum(
         self,

@@ -66,6 +66,10 @@ class Channel(ABC):
         :class:`~protocols.errors.PeerTimeoutError`.
     """
 
+    #: True when every received payload is a fresh writable buffer that no one
+    #: else holds, so received arrays may be views into it instead of copies.
+    private_payloads: bool = False
+
     def __init__(self, me: str, peers: Any, timeout: float) -> None:
         self.me = me
         self.peers = tuple(p for p in peers if p != me)
@@ -89,7 +93,7 @@ class Channel(ABC):
         deadline = self.timeout if timeout is None else float(timeout)
         payload = self._recv_bytes(frm, deadline)
         self.meter.record_recv(frm, len(payload))
-        return decode_message(payload)
+        return decode_message(payload, copy_arrays=not self.private_payloads)
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release transport resources; the default does nothing."""

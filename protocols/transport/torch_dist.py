@@ -368,6 +368,9 @@ class TorchChannel(Channel):
         payload); every party of a run must use the same value.
     """
 
+    #: Every received message lands in a buffer allocated for it alone.
+    private_payloads = True
+
     def __init__(
         self,
         me: str,

@@ -21,6 +21,7 @@ from protocols.errors import WireFormatError
 _ALLOWED_DTYPE_KINDS = frozenset("biufc")
 _MAX_NDIM = 32
 _MAX_DEPTH = 64
+_ALIGN = 8
 
 _LEN = struct.Struct("<Q")
 _F64 = struct.Struct("<d")
@@ -87,13 +88,27 @@ def _encode_array(arr: np.ndarray, out: list[bytes | memoryview]) -> None:
     dtype = arr.dtype.newbyteorder("<") if arr.dtype.byteorder == ">" else arr.dtype
     data = memoryview(np.ascontiguousarray(arr, dtype=dtype).reshape(-1).view(np.uint8))
     dtype_str = dtype.str.encode("ascii")
-    out += [b"A", bytes([len(dtype_str)]), dtype_str, bytes([arr.ndim])]
-    out += [_LEN.pack(dim) for dim in arr.shape]
-    out += [_LEN.pack(len(data)), data]
+    header = [b"A", bytes([len(dtype_str)]), dtype_str, bytes([arr.ndim])]
+    header += [_LEN.pack(dim) for dim in arr.shape]
+    header.append(_LEN.pack(len(data)))
+    # Pad so the data starts 8-byte aligned within the message: a receiver
+    # may then use it in place as an aligned array.
+    data_start = sum(len(part) for part in out) + sum(len(part) for part in header) + 1
+    pad = -data_start % _ALIGN
+    out += [*header, bytes([pad]) + bytes(pad), data]
 
 
-def decode_message(data: bytes | bytearray | memoryview) -> Any:
+def decode_message(data: bytes | bytearray | memoryview, *, copy_arrays: bool = True) -> Any:
     """Parse bytes produced by :func:`encode_message`.
+
+    Parameters
+    ----------
+    data : bytes-like
+        The message.
+    copy_arrays : bool, default=True
+        ``False`` lets arrays be views into ``data`` instead of copies. Only a
+        transport that hands over a fresh, writable buffer nobody else uses may
+        pass it; views into a read-only buffer are copied regardless.
 
     Raises
     ------
@@ -102,7 +117,7 @@ def decode_message(data: bytes | bytearray | memoryview) -> Any:
         array whose header is inconsistent with its payload.
     """
     view = memoryview(data).cast("B")
-    obj, pos = _decode(view, 0, 0)
+    obj, pos = _decode(view, 0, 0, copy_arrays or view.readonly)
     if pos != len(view):
         raise WireFormatError(f"{len(view) - pos} trailing bytes after message")
     return obj
@@ -120,7 +135,7 @@ def _length(view: memoryview, pos: int) -> tuple[int, int]:
     return _LEN.unpack(raw)[0], pos
 
 
-def _decode(view: memoryview, pos: int, depth: int) -> tuple[Any, int]:
+def _decode(view: memoryview, pos: int, depth: int, copy: bool) -> tuple[Any, int]:
     if depth > _MAX_DEPTH:
         raise WireFormatError(f"message nests deeper than {_MAX_DEPTH} levels")
     tag_raw, pos = _take(view, pos, 1)
@@ -148,7 +163,7 @@ def _decode(view: memoryview, pos: int, depth: int) -> tuple[Any, int]:
         except UnicodeDecodeError as exc:
             raise WireFormatError("string field is not valid UTF-8") from exc
     if tag == b"A":
-        return _decode_array(view, pos)
+        return _decode_array(view, pos, copy)
     if tag in (b"L", b"M"):
         count, pos = _length(view, pos)
         if count > len(view) - pos:  # every item takes at least one byte
@@ -156,20 +171,20 @@ def _decode(view: memoryview, pos: int, depth: int) -> tuple[Any, int]:
         if tag == b"L":
             items = []
             for _ in range(count):
-                item, pos = _decode(view, pos, depth + 1)
+                item, pos = _decode(view, pos, depth + 1, copy)
                 items.append(item)
             return items, pos
         mapping = {}
         for _ in range(count):
-            key, pos = _decode(view, pos, depth + 1)
+            key, pos = _decode(view, pos, depth + 1, copy)
             if not isinstance(key, str):
                 raise WireFormatError(f"dict key must be a string, got {type(key).__name__}")
-            mapping[key], pos = _decode(view, pos, depth + 1)
+            mapping[key], pos = _decode(view, pos, depth + 1, copy)
         return mapping, pos
     raise WireFormatError(f"unknown tag {tag!r} at offset {pos - 1}")
 
 
-def _decode_array(view: memoryview, pos: int) -> tuple[np.ndarray, int]:
+def _decode_array(view: memoryview, pos: int, copy: bool) -> tuple[np.ndarray, int]:
     n, pos = _take(view, pos, 1)
     dtype_raw, pos = _take(view, pos, n[0])
     try:
@@ -192,6 +207,10 @@ def _decode_array(view: memoryview, pos: int) -> tuple[np.ndarray, int]:
         raise WireFormatError(
             f"array payload has {nbytes} bytes but dtype {dtype} and shape {tuple(shape)} need {expected}"
         )
+    pad_raw, pos = _take(view, pos, 1)
+    if pad_raw[0] >= _ALIGN:
+        raise WireFormatError(f"array padding of {pad_raw[0]} bytes; at most {_ALIGN - 1} are used")
+    _, pos = _take(view, pos, pad_raw[0])
     raw, pos = _take(view, pos, nbytes)
-    arr = np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
-    return arr, pos
+    arr = np.frombuffer(raw, dtype=dtype).reshape(shape)
+    return (arr.copy() if copy else arr), pos
