@@ -119,7 +119,6 @@ from mpc_pca.dp_common import (
     expect_count,
     expect_symmetric,
     prepare_parts,
-    single_threaded_blas,
 )
 from mpc_pca.linalg import top_eigenpairs, upper_triangle
 from mpc_pca.mechanisms import (
@@ -132,6 +131,7 @@ from mpc_pca.mechanisms import (
     symmetric_gaussian_noise,
 )
 from mpc_pca.roles import provider_names
+from mpc_pca.threads import single_threaded_blas
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.party import Party
 from protocols.runtime import RunResult, run_inprocess

@@ -14,8 +14,7 @@ estimators here do the same: ``mean_`` is all zeros and ``transform(X)`` is
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from numbers import Integral
 from typing import Any
 
@@ -33,25 +32,6 @@ from protocols.runtime import RunResult
 AGGREGATOR = "aggregator"
 NOISE_GENERATOR = "noise_generator"
 CURATOR = "curator"
-
-
-@contextlib.contextmanager
-def single_threaded_blas() -> Iterator[None]:
-    """Limit BLAS to one thread while parties run as threads of this process.
-
-    With OpenBLAS, concurrent LAPACK calls (each site's eigendecomposition)
-    from many Python threads, each spawning BLAS threads, contend so badly
-    that 20 sites take seconds instead of milliseconds. The limit is
-    process-wide and restored on exit. ``threadpoolctl`` comes with
-    scikit-learn; without it this does nothing.
-    """
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - scikit-learn always brings it
-        yield
-        return
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
 
 
 def prepare_parts(

@@ -39,6 +39,7 @@ from mpc_pca.base import SubspaceMixin
 from mpc_pca.linalg import top_eigenpairs
 from mpc_pca.local_stats import LocalStatistics
 from mpc_pca.roles import CONSUMER, SERVER, provider_names
+from mpc_pca.threads import map_parties
 from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite
 from protocols.backends.base import SecureSumBackend, make_backend
 from protocols.errors import InputValidationError, ProtocolError
@@ -310,7 +311,7 @@ def run_pppca(
     arrays = check_parts(parts, check_values=False)
     n_samples = sum(a.shape[0] for a in arrays)
     k = check_n_components(n_components, arrays[0].shape[1], n_samples)
-    stats = [LocalStatistics.of(a) for a in arrays]
+    stats = map_parties(LocalStatistics.of, arrays)  # each provider's local step, side by side
     for i, (part, st) in enumerate(zip(arrays, stats, strict=True)):
         check_statistics_finite(part, (st.column_sums, st.scatter), i)
     check_ring_range(stats, backend)
