@@ -1,51 +1,68 @@
 """n-out-of-n additive secret sharing over Z_{2^64}.
 
-A secret ``s`` is split into ``n`` shares ``r_1, ..., r_{n-1}`` uniform and
-``r_n = s - sum(r_i) mod 2^64`` (Liu et al., AAAI 2020, §"Secret sharing").
-Any ``n - 1`` shares are jointly uniform and independent of ``s``; all ``n``
-reconstruct it by summation.
+A secret ``s`` is split into ``n`` shares ``r_1, ..., r_{n-1}`` drawn from a
+PRG and ``r_n = s - sum(r_i) mod 2^64`` (Liu et al., AAAI 2020, §"Secret
+sharing"). Any ``n - 1`` shares are jointly pseudo-random and independent of
+``s``; all ``n`` reconstruct it by summation. Since ``r_i`` is the ChaCha20
+expansion of a 256-bit seed, a dealer hands out the seed instead of the array.
 """
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import NDArray
 
 from protocols.errors import InputValidationError
-from protocols.prg import RingPRG
+from protocols.prg import KEY_BYTES, RingPRG
 
 
-def split(secret: NDArray[np.uint64], n_shares: int, prg: RingPRG | None = None) -> list[NDArray[np.uint64]]:
-    """Split ring elements into ``n_shares`` additive shares.
+def expand_share(seed: bytes, shape: tuple[int, ...]) -> NDArray[np.uint64]:
+    """The share a 32-byte seed stands for: ChaCha20 output read as ring elements."""
+    if not isinstance(seed, bytes) or len(seed) != KEY_BYTES:
+        raise InputValidationError(f"a share seed must be {KEY_BYTES} bytes")
+    return RingPRG(seed).ring_elements(shape)
 
-    Parameters
-    ----------
-    secret : ndarray of uint64
-        Encoded secret (see :class:`protocols.encoding.FixedPointCodec`).
-    n_shares : int
-        Number of shares, at least 1.
-    prg : RingPRG, optional
-        Source of the random shares; a freshly keyed one by default.
+
+def split_seeded(secret: NDArray[np.uint64], n_shares: int) -> tuple[NDArray[np.uint64], list[bytes]]:
+    """Split into ``n_shares`` additive shares, all but one given as PRG seeds.
+
+    The ``n_shares - 1`` shares ``r_i = PRG(seed_i)`` are pseudo-random (the
+    paper's PRG shares) and travel as their 32-byte seeds from :mod:`secrets`;
+    the kept share is ``secret - sum(r_i) mod 2^64``.
 
     Returns
     -------
-    list of ndarray of uint64
-        ``n_shares`` arrays whose sum modulo 2^64 equals ``secret``.
+    kept : ndarray of uint64
+        The share the dealer keeps.
+    seeds : list of bytes
+        One seed per other share; :func:`expand_share` turns a seed into its share.
     """
     secret = np.asarray(secret)
     if secret.dtype != np.uint64:
         raise InputValidationError(f"secret must have dtype uint64, got {secret.dtype}")
     if n_shares < 1:
         raise InputValidationError(f"n_shares must be at least 1, got {n_shares}")
-    prg = RingPRG() if prg is None else prg
-    shares = [prg.ring_elements(secret.shape) for _ in range(n_shares - 1)]
-    last = secret.copy()
-    for share in shares:
-        last -= share
-    shares.append(last)
-    return shares
+    seeds = [secrets.token_bytes(KEY_BYTES) for _ in range(n_shares - 1)]
+    kept = secret.copy()
+    for seed in seeds:
+        kept -= expand_share(seed, secret.shape)
+    return kept, seeds
+
+
+def split(secret: NDArray[np.uint64], n_shares: int) -> list[NDArray[np.uint64]]:
+    """Split ring elements into ``n_shares`` additive shares (expanded form of :func:`split_seeded`).
+
+    Returns
+    -------
+    list of ndarray of uint64
+        ``n_shares`` arrays whose sum modulo 2^64 equals ``secret``; the last is
+        the dealer's kept share.
+    """
+    kept, seeds = split_seeded(secret, n_shares)
+    return [*(expand_share(seed, kept.shape) for seed in seeds), kept]
 
 
 def reconstruct(shares: Sequence[NDArray[np.uint64]]) -> NDArray[np.uint64]:

@@ -200,7 +200,7 @@ def test_wrongly_shaped_partial_sum_is_a_protocol_error():
 
     def faulty():
         party = Party("b", network.channel("b"))
-        party.send("a", np.zeros(4, dtype=np.uint64))
+        party.send("a", bytes(32))  # a share seed
         party.recv("a")
         party.send("s", np.zeros(5, dtype=np.uint64))  # wrong shape
 

@@ -41,6 +41,19 @@ def test_prg_output_is_writable():
     assert out.shape == (3, 4)
 
 
+def test_seeded_split_expands_to_the_same_shares():
+    from protocols.sharing import expand_share, split_seeded
+
+    secret = np.arange(50, dtype=np.uint64).reshape(5, 10)
+    kept, seeds = split_seeded(secret, 4)
+    assert len(seeds) == 3 and all(len(seed) == 32 for seed in seeds)
+    assert len(set(seeds)) == 3  # fresh seeds from the OS CSPRNG
+    shares = [expand_share(seed, secret.shape) for seed in seeds]
+    assert np.array_equal(reconstruct([*shares, kept]), secret)
+    with pytest.raises(InputValidationError, match="32 bytes"):
+        expand_share(b"short", (2,))
+
+
 def test_bad_arguments():
     with pytest.raises(InputValidationError, match="uint64"):
         split(np.zeros(3), 2)

@@ -4,8 +4,10 @@
     Every contributor encodes its array, splits it into ``M`` additive shares
     and sends share ``j`` to contributor ``j`` (keeping its own). Each
     contributor adds the ``M`` shares it holds and sends that partial sum to
-    the receiver, who adds the ``M`` partial sums. Each contributor sends
-    ``M - 1`` arrays to peers and one to the receiver. Secure against an
+    the receiver, who adds the ``M`` partial sums. The shares given away are
+    PRG outputs, as in the paper, so each is sent as its 32-byte ChaCha20
+    seed and expanded by its holder (seed-compressed sharing): a contributor
+    sends ``M - 1`` seeds to peers and one array to the receiver, in two rounds. Secure against an
     honest-but-curious receiver that does not collude with any contributor,
     and against any coalition of up to ``M - 1`` curious contributors.
 
@@ -38,7 +40,7 @@ from protocols.encoding import FixedPointCodec
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.party import Party
 from protocols.prg import KEY_BYTES, RingPRG, nonce_for_counter
-from protocols.sharing import split
+from protocols.sharing import expand_share, split_seeded
 
 Mode = Literal["shares", "masks"]
 _RING = np.uint64
@@ -106,17 +108,21 @@ class AdditiveBackend(SecureSumBackend):
 def _share_round(
     party: Party, encoded: NDArray[np.uint64], contributors: tuple[str, ...]
 ) -> NDArray[np.uint64]:
-    """Split, distribute, and sum the shares this contributor holds (Alg. 2 steps 1-2)."""
-    shares = split(encoded, len(contributors), RingPRG())
-    mine = None
-    for peer, share in zip(contributors, shares, strict=True):
-        if peer == party.name:
-            mine = share
-        else:
-            party.send(peer, share)
-    for peer in contributors:
-        if peer != party.name:
-            mine += expect_array(party.recv(peer), sender=peer, shape=encoded.shape, dtype=_RING)
+    """Split, distribute, and sum the shares this contributor holds (Alg. 2 steps 1-2).
+
+    The ``M - 1`` shares handed to peers are PRG outputs (as in the paper), so
+    the 32-byte ChaCha20 seed of each is sent instead of the expanded array;
+    the peer expands it. This contributor keeps ``x - sum(shares)``.
+    """
+    peers = [peer for peer in contributors if peer != party.name]
+    mine, seeds = split_seeded(encoded, len(contributors))
+    for peer, seed in zip(peers, seeds, strict=True):
+        party.send(peer, seed)
+    for peer in peers:
+        seed = party.recv(peer)
+        if not isinstance(seed, bytes) or len(seed) != KEY_BYTES:
+            raise ProtocolError(f"{peer!r} sent a malformed share seed; expected {KEY_BYTES} bytes")
+        mine += expand_share(seed, encoded.shape)
     return mine
 
 
