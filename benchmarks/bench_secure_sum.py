@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from benchmarks.timing import RESULTS, machine, pyplot, write_json
+from benchmarks.timing import RESULTS, machine, plot_seconds_by_contributors, write_json
 from protocols import AdditiveBackend
 from protocols.prg import RingPRG
 from protocols.secure_sum import run_secure_sum
@@ -52,23 +52,6 @@ def measure(m: int, d: int, repeats: int) -> dict[str, float]:
     return row
 
 
-def plot(rows: list[dict], path) -> None:
-    plt = pyplot()
-    ms = sorted({r["M"] for r in rows})
-    fig, axes = plt.subplots(1, len(ms), figsize=(4 * len(ms), 3.5), sharey=True)
-    for ax, m in zip(np.atleast_1d(axes), ms, strict=True):
-        sub = [r for r in rows if r["M"] == m]
-        ds = [r["d"] for r in sub]
-        for key, style in (("plain", "k:"), ("csprng", "g--"), ("shares", "b-o"), ("masks", "r-s")):
-            ax.loglog(ds, [r[key] for r in sub], style, label=key)
-        ax.set_title(f"M = {m}")
-        ax.set_xlabel("d (array is d x d)")
-    np.atleast_1d(axes)[0].set_ylabel("seconds (median)")
-    np.atleast_1d(axes)[0].legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer sizes and repeats")
@@ -87,7 +70,12 @@ def main() -> None:
                 f"masks/(plain+csprng) {row['masks_over_plain_plus_csprng']:.2f}"
             )
     path = write_json("secure_sum.json", {"machine": machine(), "repeats": repeats, "rows": rows})
-    plot(rows, RESULTS / "secure_sum.png")
+    plot_seconds_by_contributors(
+        rows,
+        {"plain": "k:", "csprng": "g--", "shares": "b-o", "masks": "r-s"},
+        lambda row, name: row[name],
+        RESULTS / "secure_sum.png",
+    )
     print(f"wrote {path} and secure_sum.png")
 
 

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.timing import RESULTS, machine, pyplot, write_json
+from benchmarks.timing import RESULTS, machine, plot_seconds_by_contributors, write_json
 
 BACKENDS = ("additive", "additive-masks", "crypten")
 RECEIVER = "receiver"
@@ -116,24 +116,6 @@ def run_world(d: int, m: int, repeats: int) -> dict[str, Any]:
     return row
 
 
-def plot(rows: list[dict[str, Any]], path: Path) -> None:
-    plt = pyplot()
-    ms = sorted({r["M"] for r in rows})
-    fig, axes = plt.subplots(1, len(ms), figsize=(4 * len(ms), 3.5), sharey=True)
-    styles = {"additive": "b-o", "additive-masks": "r-s", "crypten": "k--^"}
-    for ax, m in zip(np.atleast_1d(axes), ms, strict=True):
-        sub = sorted((r for r in rows if r["M"] == m), key=lambda r: r["d"])
-        ds = [r["d"] for r in sub]
-        for backend, style in styles.items():
-            ax.loglog(ds, [r[backend]["median_seconds"] for r in sub], style, label=backend)
-        ax.set_title(f"M = {m} contributors, gloo processes")
-        ax.set_xlabel("d (array is d x d)")
-    np.atleast_1d(axes)[0].set_ylabel("seconds per secure sum (median)")
-    np.atleast_1d(axes)[0].legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="d in {100, 300}, M in {2, 3}, 3 repeats")
@@ -173,7 +155,14 @@ def main() -> None:
         "masks_no_slower_than_crypten_everywhere": all(r["crypten_over_masks"] >= 1.0 for r in rows),
     }
     path = write_json("transport.json" if not args.quick else "transport_quick.json", payload)
-    plot(rows, RESULTS / ("transport.png" if not args.quick else "transport_quick.png"))
+    plot_seconds_by_contributors(
+        rows,
+        {"additive": "b-o", "additive-masks": "r-s", "crypten": "k--^"},
+        lambda row, name: row[name]["median_seconds"],
+        RESULTS / ("transport.png" if not args.quick else "transport_quick.png"),
+        title="M = {m} contributors, gloo processes",
+        ylabel="seconds per secure sum (median)",
+    )
     print(f"wrote {path}")
 
 
