@@ -47,7 +47,6 @@ from mpc_pca.dp_common import (
     CURATOR,
     DPSubspaceMixin,
     check_privacy,
-    expect_array,
     expect_count,
     expect_symmetric,
     prepare_parts,
@@ -69,6 +68,7 @@ from mpc_pca.mechanisms import (
 )
 from mpc_pca.roles import provider_names
 from mpc_pca.threads import single_threaded_blas
+from mpc_pca.validation import expect_real_array
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.party import Party
 from protocols.runtime import RunResult, run_inprocess
@@ -252,7 +252,7 @@ class CuratorModel:
 def provider_role(party: Party, data: NDArray[np.float64], config: CuratorConfig) -> NDArray[np.float64]:
     """Provider: send ``N_s`` and the Gram matrix to the trusted curator; receive the components."""
     party.send(CURATOR, {"n_samples": int(data.shape[0]), "gram": upper_triangle(data.T @ data)})
-    return expect_array(party.recv(CURATOR), CURATOR, (config.n_components, config.n_features))
+    return expect_real_array(party.recv(CURATOR), CURATOR, (config.n_components, config.n_features))
 
 
 def curator_role(

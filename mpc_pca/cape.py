@@ -115,7 +115,6 @@ from mpc_pca.dp_common import (
     NOISE_GENERATOR,
     DPSubspaceMixin,
     check_privacy,
-    expect_array,
     expect_count,
     expect_symmetric,
     prepare_parts,
@@ -132,6 +131,7 @@ from mpc_pca.mechanisms import (
 )
 from mpc_pca.roles import provider_names
 from mpc_pca.threads import single_threaded_blas
+from mpc_pca.validation import expect_real_array
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.party import Party
 from protocols.runtime import RunResult, run_inprocess
@@ -307,7 +307,7 @@ def site_role(
     g_s = symmetric_gaussian_noise(d, tau / math.sqrt(config.n_parties), rng)
     release = data.T @ data / n_s + e_s + f_s + g_s
     party.send(AGGREGATOR, upper_triangle(release))
-    return expect_array(party.recv(AGGREGATOR), AGGREGATOR, (config.n_components, d))
+    return expect_real_array(party.recv(AGGREGATOR), AGGREGATOR, (config.n_components, d))
 
 
 def aggregator_role(party: Party, config: CapeConfig, rng: np.random.Generator) -> CapeModel:

@@ -40,7 +40,6 @@ from mpc_pca.dp_common import (
     DPSubspaceMixin,
     check_intermediate_dim,
     check_privacy,
-    expect_array,
     expect_count,
     expect_symmetric,
     prepare_parts,
@@ -56,6 +55,7 @@ from mpc_pca.mechanisms import (
 )
 from mpc_pca.roles import provider_names
 from mpc_pca.threads import single_threaded_blas
+from mpc_pca.validation import expect_real_array
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.party import Party
 from protocols.runtime import RunResult, run_inprocess
@@ -162,7 +162,9 @@ def site_role(
         else partial_square_root(noisy, config.intermediate_dim, config.site_factor)
     )
     party.send(AGGREGATOR, {"n_samples": int(data.shape[0]), "proxy": payload})
-    components = expect_array(party.recv(AGGREGATOR), AGGREGATOR, (config.n_components, config.n_features))
+    components = expect_real_array(
+        party.recv(AGGREGATOR), AGGREGATOR, (config.n_components, config.n_features)
+    )
     return DisPCASite(int(data.shape[0]), scale, noisy, components)
 
 
@@ -179,7 +181,7 @@ def aggregator_role(party: Party, config: DisPCAConfig) -> DisPCAModel:
         if config.full:
             matrices.append(expect_symmetric(message["proxy"], site, d))
         else:
-            proxy = expect_array(message["proxy"], site, (d, config.intermediate_dim))
+            proxy = expect_real_array(message["proxy"], site, (d, config.intermediate_dim))
             matrices.append(proxy @ proxy.T)
     n_total = sum(counts)
     if config.weights == "samples":

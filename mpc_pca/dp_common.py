@@ -25,7 +25,7 @@ from mpc_pca.base import SubspaceMixin
 from mpc_pca.linalg import from_upper_triangle
 from mpc_pca.mechanisms import check_delta, check_epsilon, parse_neighbour
 from mpc_pca.preprocessing import bound_rows
-from mpc_pca.validation import check_n_components, check_parts
+from mpc_pca.validation import check_n_components, check_parts, expect_real_array
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.runtime import RunResult
 
@@ -72,19 +72,9 @@ def check_intermediate_dim(intermediate_dim: object, k: int, d: int) -> int:
     return r
 
 
-def expect_array(message: Any, sender: str, shape: tuple[int, ...]) -> NDArray[np.float64]:
-    """Check that a received message is a finite float array of the agreed shape."""
-    if not isinstance(message, np.ndarray) or message.shape != shape or message.dtype.kind not in "fi":
-        raise ProtocolError(f"expected an array of shape {shape} from {sender!r}")
-    out = message.astype(np.float64, copy=False)
-    if not np.all(np.isfinite(out)):
-        raise ProtocolError(f"{sender!r} sent non-finite values")
-    return out
-
-
 def expect_symmetric(message: Any, sender: str, d: int) -> NDArray[np.float64]:
     """Rebuild a symmetric ``d x d`` matrix sent as its packed upper triangle."""
-    packed = expect_array(message, sender, (d * (d + 1) // 2,))
+    packed = expect_real_array(message, sender, (d * (d + 1) // 2,), "a packed symmetric matrix")
     return from_upper_triangle(packed, d)
 
 

@@ -40,7 +40,7 @@ from mpc_pca.linalg import top_eigenpairs
 from mpc_pca.local_stats import LocalStatistics
 from mpc_pca.roles import CONSUMER, SERVER, provider_names
 from mpc_pca.threads import map_parties
-from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite
+from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite, expect_real_array
 from protocols.backends.base import SecureSumBackend, make_backend
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.party import Party
@@ -134,7 +134,7 @@ def provider_role(
     backend.secure_sum(
         party, stats.sums_and_count(), contributors=config.providers, receiver=SERVER, name=STATS_NAME
     )
-    mean = _expect_vector(party.recv(SERVER), SERVER, config.n_features)
+    mean = expect_real_array(party.recv(SERVER), SERVER, (config.n_features,), "the mean")
     secure_sum_symmetric(
         party,
         stats.centred_gram(mean),
@@ -143,7 +143,7 @@ def provider_role(
         backend=backend,
         name=GRAM_NAME,
     )
-    transfer = _expect_floats(party.recv(SERVER), SERVER, (config.n_features, config.n_components), "T")
+    transfer = expect_real_array(party.recv(SERVER), SERVER, (config.n_features, config.n_components), "T")
     if not config.with_consumer:
         return None
     projected = (data - mean) @ transfer
@@ -213,31 +213,8 @@ def consumer_role(party: Party, config: PPPCAConfig) -> NDArray[np.float64]:
     """Data consumer (steps 10): stack the providers' projected rows in provider order."""
     blocks = []
     for provider in config.providers:
-        blocks.append(_expect_floats(party.recv(provider), provider, (None, config.n_components), "X_i T"))
+        blocks.append(expect_real_array(party.recv(provider), provider, (None, config.n_components), "X_i T"))
     return np.vstack(blocks)
-
-
-def _expect_vector(message: Any, sender: str, length: int) -> NDArray[np.float64]:
-    return _expect_floats(message, sender, (length,), "the mean")
-
-
-def _expect_floats(
-    message: Any, sender: str, shape: tuple[int | None, ...], what: str
-) -> NDArray[np.float64]:
-    """Check a received real array: dtype, shape (``None`` = any length) and finiteness."""
-    ok = (
-        isinstance(message, np.ndarray)
-        and message.dtype.kind in "fiu"
-        and message.ndim == len(shape)
-        and all(want is None or got == want for got, want in zip(message.shape, shape, strict=True))
-    )
-    if not ok:
-        got = message.shape if isinstance(message, np.ndarray) else type(message).__name__
-        raise ProtocolError(f"{sender!r} sent {what} as {got}, expected a real array of shape {shape}")
-    out = message.astype(np.float64, copy=False)
-    if not np.all(np.isfinite(out)):
-        raise ProtocolError(f"{sender!r} sent {what} with non-finite values")
-    return out
 
 
 # -- validation before the run ----------------------------------------------------
