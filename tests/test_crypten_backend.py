@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 
 from mpc_pca.cli import main
-from protocols.backends.additive import masked_sum_reference
 from protocols.encoding import FixedPointCodec
-from tests.conftest import align_signs
+from tests.conftest import align_signs, ring_sum_reference
 
 pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[torch]')")
 
@@ -44,7 +43,7 @@ def test_crypten_sum_is_exact_where_cryptens_own_decode_is_off_by_one(tmp_path):
         np.save(tmp_path / f"{name}.npy", value)
     outputs = run_worker_world("sum", tmp_path, "crypten")
     codec = FixedPointCodec(16)
-    expected = masked_sum_reference(list(values.values()), codec)
+    expected = ring_sum_reference(list(values.values()), codec)
     for total in outputs["r"]["output"]:
         total = np.array(total)
         assert np.array_equal(total, expected)

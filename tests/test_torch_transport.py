@@ -115,15 +115,15 @@ def test_channel_carries_every_message_type_and_meters_like_in_process(tmp_path)
 @pytest.mark.torch
 @pytest.mark.parametrize("backend", ["additive", "additive-masks"])
 def test_secure_sum_over_processes_is_the_exact_ring_sum(tmp_path, backend):
-    from protocols.backends.additive import masked_sum_reference
     from protocols.encoding import FixedPointCodec
+    from tests.conftest import ring_sum_reference
 
     rng = np.random.default_rng(3)
     values = {name: rng.normal(scale=50.0, size=(7, 5)) for name in ("a0", "a1", "a2")}
     for name, value in values.items():
         np.save(tmp_path / f"{name}.npy", value)
     outputs = run_worker_world("sum", tmp_path, backend)
-    expected = masked_sum_reference(list(values.values()), FixedPointCodec())
+    expected = ring_sum_reference(list(values.values()), FixedPointCodec())
     for total in outputs["r"]["output"]:
         assert np.array_equal(np.array(total), expected)
     for name in ("a0", "a1", "a2"):

@@ -200,11 +200,3 @@ def _masked(
         else:
             masked -= mask
     return masked
-
-
-def masked_sum_reference(values: list[NDArray[np.float64]], codec: FixedPointCodec) -> NDArray[np.float64]:
-    """The exact value every mode must return: the ring sum of the encodings, decoded."""
-    total = np.zeros(np.shape(values[0]), dtype=_RING)
-    for v in values:
-        total += codec.encode(v, n_summands=len(values))
-    return codec.decode(total)
