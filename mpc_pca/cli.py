@@ -46,18 +46,8 @@ def _run_pppca(args: argparse.Namespace, parts: list[np.ndarray], default_backen
     from protocols.backends.base import make_backend
 
     backend_name = args.backend or default_backend
-    options: dict[str, Any] = {}
-    if args.frac_bits is not None:
-        from protocols.encoding import FixedPointCodec
-
-        options["codec"] = FixedPointCodec(args.frac_bits)
-    if getattr(args, "key_bits", None) is not None:
-        if backend_name != "paillier":
-            raise InputValidationError(
-                f"--key-bits applies to the paillier backend only, not {backend_name!r}"
-            )
-        options["key_bits"] = args.key_bits
-    model = PPPCA(args.n_components, backend=make_backend(backend_name, **options), timeout=args.timeout)
+    backend = make_backend(backend_name, frac_bits=args.frac_bits, key_bits=getattr(args, "key_bits", None))
+    model = PPPCA(args.n_components, backend=backend, timeout=args.timeout)
     model.fit_transform(parts)
     return {"backend": backend_name, **model.model_.result_fields(), "report": model.report_}
 

@@ -40,7 +40,6 @@ from mpc_pca.pppca import PPPCAConfig, PPPCAModel, consumer_role, provider_role,
 from mpc_pca.roles import CONSUMER, SERVER, provider_names
 from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite
 from protocols.backends.base import SecureSumBackend, make_backend
-from protocols.encoding import FixedPointCodec
 from protocols.errors import InputValidationError
 
 #: Protocols that can run with ``--transport torch``, with their default backend.
@@ -83,17 +82,6 @@ def party_name(role: str, rank: int, world_size: int) -> str:
             )
         return role
     raise InputValidationError(f"unknown role {role!r}; choose one of {list(ROLES)}")
-
-
-def _backend(name: str, frac_bits: int | None, key_bits: int | None = None) -> SecureSumBackend:
-    options: dict[str, Any] = {}
-    if frac_bits is not None:
-        options["codec"] = FixedPointCodec(frac_bits)
-    if key_bits is not None:
-        if name != "paillier":
-            raise InputValidationError(f"key_bits applies to the paillier backend only, not {name!r}")
-        options["key_bits"] = key_bits
-    return make_backend(name, **options)
 
 
 def model_result(model: PPPCAModel, backend: str) -> dict[str, Any]:
@@ -167,7 +155,11 @@ def run_party(
         )
     name = party_name(role, rank, world_size)
     n_parties = world_size - 2
-    backend_impl = _backend(backend, frac_bits, key_bits) if backend_factory is None else backend_factory()
+    backend_impl = (
+        make_backend(backend, frac_bits=frac_bits, key_bits=key_bits)
+        if backend_factory is None
+        else backend_factory()
+    )
     if backend == "crypten":
         from protocols.crypten_compat import import_crypten
 
@@ -274,7 +266,9 @@ def launch_local(
             f"protocol {protocol!r} cannot run as processes yet; choose one of {list(TORCH_PROTOCOLS)}"
         )
     arrays = check_parts(list(parts))
-    _backend(backend, frac_bits, key_bits)  # reject bad settings before starting anything
+    make_backend(
+        backend, frac_bits=frac_bits, key_bits=key_bits
+    )  # reject bad settings before starting anything
     ranks = pppca_ranks(len(arrays))
     world = len(ranks)
     store, port = host_store(world, connect_timeout)

@@ -127,17 +127,29 @@ def expect_array(message: Any, *, sender: str, shape: tuple[int, ...] | None, dt
 BACKEND_NAMES = ("additive", "additive-masks", "paillier", "crypten")
 
 
-def make_backend(name: str, **options: Any) -> SecureSumBackend:
-    """Build a backend from its command-line name.
+def make_backend(
+    name: str, *, frac_bits: int | None = None, key_bits: int | None = None, **options: Any
+) -> SecureSumBackend:
+    """Build a backend from its command-line name and options.
 
     Parameters
     ----------
     name : {"additive", "additive-masks", "paillier", "crypten"}
         ``additive`` is the paper's share distribution, ``additive-masks`` the
         pairwise-mask mode of the same backend.
+    frac_bits : int, optional
+        Fractional bits of the fixed-point codec (the backend's default if omitted).
+    key_bits : int, optional
+        Paillier modulus size; only the ``paillier`` backend takes it.
     **options
         Passed to the backend's constructor.
     """
+    if frac_bits is not None:
+        options["codec"] = FixedPointCodec(frac_bits)
+    if key_bits is not None:
+        if name != "paillier":
+            raise InputValidationError(f"key_bits applies to the paillier backend only, not {name!r}")
+        options["key_bits"] = key_bits
     if name == "additive":
         from protocols.backends.additive import AdditiveBackend
 
