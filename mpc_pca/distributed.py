@@ -36,7 +36,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mpc_pca.local_stats import LocalStatistics
-from mpc_pca.pppca import PPPCAConfig, PPPCAModel, consumer_role, provider_role, server_role
+from mpc_pca.pppca import PPPCAConfig, PPPCAModel, consumer_role, preflight, provider_role, server_role
 from mpc_pca.roles import CONSUMER, SERVER, provider_names
 from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite
 from protocols.backends.base import SecureSumBackend, make_backend
@@ -265,10 +265,10 @@ def launch_local(
         raise InputValidationError(
             f"protocol {protocol!r} cannot run as processes yet; choose one of {list(TORCH_PROTOCOLS)}"
         )
-    arrays = check_parts(list(parts))
-    make_backend(
-        backend, frac_bits=frac_bits, key_bits=key_bits
-    )  # reject bad settings before starting anything
+    # The launcher holds every part, so before any process starts it refuses whatever
+    # the in-process run would refuse (repeating the providers' local statistics once).
+    backend_impl = make_backend(backend, frac_bits=frac_bits, key_bits=key_bits)
+    arrays, _, _ = preflight(list(parts), n_components, backend_impl)
     ranks = pppca_ranks(len(arrays))
     world = len(ranks)
     store, port = host_store(world, connect_timeout)

@@ -262,6 +262,36 @@ def check_precision(largest_variance_sum: float, n_parties: int, backend: Secure
     )
 
 
+def preflight(
+    parts: Sequence[ArrayLike], n_components: int | None, backend: SecureSumBackend
+) -> tuple[list[NDArray[np.float64]], list[LocalStatistics], int]:
+    """Every check a PPPCA run makes before any party sends anything.
+
+    Validates the parts and ``n_components``, computes each provider's local
+    statistics (side by side), and checks that every payload is finite, fits
+    the ring for the number of providers, and keeps enough precision.
+
+    Returns
+    -------
+    arrays : list of ndarray
+        The parts as float64 arrays.
+    stats : list of LocalStatistics
+        Each provider's statistics, in part order.
+    k : int
+        The number of components.
+    """
+    arrays = check_parts(parts, check_values=False)
+    n_samples = sum(a.shape[0] for a in arrays)
+    k = check_n_components(n_components, arrays[0].shape[1], n_samples)
+    stats = map_parties(LocalStatistics.of, arrays)  # each provider's local step, side by side
+    for i, (part, st) in enumerate(zip(arrays, stats, strict=True)):
+        check_statistics_finite(part, (st.column_sums, st.scatter), i)
+    check_ring_range(stats, backend)
+    mean = sum(st.column_sums for st in stats) / n_samples
+    check_precision(float(np.max(sum(st.centred_gram_diagonal(mean) for st in stats))), len(stats), backend)
+    return arrays, stats, k
+
+
 def run_pppca(
     parts: Sequence[ArrayLike],
     n_components: int | None,
@@ -285,15 +315,7 @@ def run_pppca(
         Outputs and per-party traffic reports.
     """
     check_timeout(timeout)
-    arrays = check_parts(parts, check_values=False)
-    n_samples = sum(a.shape[0] for a in arrays)
-    k = check_n_components(n_components, arrays[0].shape[1], n_samples)
-    stats = map_parties(LocalStatistics.of, arrays)  # each provider's local step, side by side
-    for i, (part, st) in enumerate(zip(arrays, stats, strict=True)):
-        check_statistics_finite(part, (st.column_sums, st.scatter), i)
-    check_ring_range(stats, backend)
-    mean = sum(st.column_sums for st in stats) / n_samples
-    check_precision(float(np.max(sum(st.centred_gram_diagonal(mean) for st in stats))), len(stats), backend)
+    arrays, stats, k = preflight(parts, n_components, backend)
     config = PPPCAConfig(len(arrays), arrays[0].shape[1], k, with_consumer)
     roles: dict[str, Any] = {
         name: (lambda party, data=data, st=st: provider_role(party, data, config, backend, st))

@@ -164,3 +164,19 @@ def test_cli_rejects_protocol_options_before_starting_processes(capsys):
     argv = ["run", "--protocol", "pppca-ss", "--data", "builtin:iris", "--transport", "torch"]
     assert main([*argv, "--backend", "no-such-backend"]) == 2
     assert "unknown backend" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("scale", "n_components", "match"),
+    [(1e-6, 2, "fewer than 20 significant bits"), (1.0, 99, "n_components=99")],
+)
+def test_launcher_refuses_bad_input_before_any_process_starts(monkeypatch, wine, scale, n_components, match):
+    import protocols.transport.torch_launch as torch_launch
+    from mpc_pca.distributed import launch_local
+
+    def no_rendezvous(*args, **kwargs):
+        raise AssertionError("the launcher opened a rendezvous although the input is invalid")
+
+    monkeypatch.setattr(torch_launch, "host_store", no_rendezvous)
+    with pytest.raises(InputValidationError, match=match):
+        launch_local(np.array_split(wine * scale, 3), n_components=n_components)
