@@ -43,8 +43,8 @@ def worker(name: str, n_contributors: int, d: int, repeats: int, master: str, ou
     """One party of a benchmark world (run in its own process)."""
     import torch.distributed as dist
 
-    from protocols.backends.base import make_backend
-    from protocols.crypten_compat import import_crypten
+    from protocols.backends import make_backend
+    from protocols.backends.crypten_compat import import_crypten
     from protocols.transport.torch_dist import run_torch_party
 
     import_crypten()

@@ -67,11 +67,10 @@ from mpc_pca.mechanisms import (
     wishart_noise_retracted_not_dp,
 )
 from mpc_pca.roles import provider_names
-from mpc_pca.threads import single_threaded_blas
-from mpc_pca.validation import expect_real_array
 from protocols.errors import InputValidationError, ProtocolError
+from protocols.messages import expect_real_array
 from protocols.party import Party
-from protocols.runtime import RunResult, run_inprocess
+from protocols.runtime import RunResult, run_inprocess, single_threaded_blas
 
 Mechanism = Callable[
     [NDArray[np.float64], int, np.random.Generator], tuple[NDArray[np.float64], NDArray[np.float64]]

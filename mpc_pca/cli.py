@@ -43,7 +43,7 @@ PROTOCOL_OPTIONS = {"backend": "--backend", "frac_bits": "--frac-bits", "key_bit
 
 def _run_pppca(args: argparse.Namespace, parts: list[np.ndarray], default_backend: str) -> dict[str, Any]:
     from mpc_pca.pppca import PPPCA
-    from protocols.backends.base import make_backend
+    from protocols.backends import make_backend
 
     backend_name = args.backend or default_backend
     backend = make_backend(backend_name, frac_bits=args.frac_bits, key_bits=getattr(args, "key_bits", None))

@@ -54,11 +54,10 @@ from mpc_pca.mechanisms import (
     symmetric_gaussian_noise,
 )
 from mpc_pca.roles import provider_names
-from mpc_pca.threads import single_threaded_blas
-from mpc_pca.validation import expect_real_array
 from protocols.errors import InputValidationError, ProtocolError
+from protocols.messages import expect_real_array
 from protocols.party import Party
-from protocols.runtime import RunResult, run_inprocess
+from protocols.runtime import RunResult, run_inprocess, single_threaded_blas
 
 WEIGHTINGS = ("equal", "samples")
 SITE_FACTORS = ("svd", "psd")

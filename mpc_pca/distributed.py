@@ -39,7 +39,7 @@ from mpc_pca.local_stats import LocalStatistics
 from mpc_pca.pppca import PPPCAConfig, PPPCAModel, consumer_role, preflight, provider_role, server_role
 from mpc_pca.roles import CONSUMER, SERVER, provider_names
 from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite
-from protocols.backends.base import SecureSumBackend, make_backend
+from protocols.backends import SecureSumBackend, make_backend
 from protocols.errors import InputValidationError
 
 #: Protocols that can run with ``--transport torch``, with their default backend.
@@ -161,7 +161,7 @@ def run_party(
         else backend_factory()
     )
     if backend == "crypten":
-        from protocols.crypten_compat import import_crypten
+        from protocols.backends.crypten_compat import import_crypten
 
         import_crypten()  # import before the clock starts, and fail before joining if missing
     public: dict[str, Any] = {

@@ -25,8 +25,9 @@ from mpc_pca.base import SubspaceMixin
 from mpc_pca.linalg import from_upper_triangle
 from mpc_pca.mechanisms import check_delta, check_epsilon, parse_neighbour
 from mpc_pca.preprocessing import bound_rows
-from mpc_pca.validation import check_n_components, check_parts, expect_real_array
+from mpc_pca.validation import check_n_components, check_parts
 from protocols.errors import InputValidationError, ProtocolError
+from protocols.messages import expect_real_array
 from protocols.runtime import RunResult
 
 AGGREGATOR = "aggregator"

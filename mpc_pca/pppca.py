@@ -39,12 +39,12 @@ from mpc_pca.base import SubspaceMixin
 from mpc_pca.linalg import top_eigenpairs
 from mpc_pca.local_stats import LocalStatistics
 from mpc_pca.roles import CONSUMER, SERVER, provider_names
-from mpc_pca.threads import map_parties
-from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite, expect_real_array
-from protocols.backends.base import SecureSumBackend, make_backend
+from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite
+from protocols.backends import SecureSumBackend, make_backend
 from protocols.errors import InputValidationError, ProtocolError
+from protocols.messages import expect_real_array
 from protocols.party import Party
-from protocols.runtime import RunResult, check_timeout, run_inprocess
+from protocols.runtime import RunResult, check_timeout, map_parties, run_inprocess
 from protocols.secure_sum import secure_sum_symmetric
 
 STATS_NAME = "column sums and row count"

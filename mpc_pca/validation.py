@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from numbers import Integral, Real
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from protocols.encoding import check_finite
-from protocols.errors import InputValidationError, ProtocolError, RingOverflowError
+from protocols.errors import InputValidationError, RingOverflowError
 
 
 def check_parts(
@@ -165,39 +164,3 @@ def check_features_match(X: ArrayLike, n_features: int, what: str = "X") -> NDAr
         )
     check_finite(arr, what)
     return arr
-
-
-def expect_real_array(
-    message: Any, sender: str, shape: tuple[int | None, ...], what: str = "an array"
-) -> NDArray[np.float64]:
-    """Check a real array received from a peer: dtype, shape and finiteness.
-
-    Parameters
-    ----------
-    message : object
-        What arrived.
-    sender : str
-        The peer, named in the error.
-    shape : tuple of int or None
-        Agreed shape; ``None`` accepts any length along that axis.
-    what : str
-        What the array is, named in the error.
-
-    Raises
-    ------
-    ProtocolError
-        If ``message`` is not a real array of that shape, or holds NaN/inf.
-    """
-    ok = (
-        isinstance(message, np.ndarray)
-        and message.dtype.kind in "fiu"
-        and message.ndim == len(shape)
-        and all(want is None or got == want for got, want in zip(message.shape, shape, strict=True))
-    )
-    if not ok:
-        got = message.shape if isinstance(message, np.ndarray) else type(message).__name__
-        raise ProtocolError(f"{sender!r} sent {what} as {got}, expected a real array of shape {shape}")
-    out = message.astype(np.float64, copy=False)
-    if not np.all(np.isfinite(out)):
-        raise ProtocolError(f"{sender!r} sent {what} with non-finite values")
-    return out

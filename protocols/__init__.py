@@ -4,8 +4,8 @@ This package knows nothing about PCA. Everything here is usable on its own to
 build other secure-aggregation protocols; see :func:`protocols.secure_sum.secure_sum`.
 """
 
+from protocols.backends import SecureSumBackend, make_backend
 from protocols.backends.additive import AdditiveBackend
-from protocols.backends.base import SecureSumBackend, make_backend
 from protocols.backends.paillier import PaillierBackend
 from protocols.encoding import FixedPointCodec
 from protocols.errors import (

@@ -20,7 +20,7 @@ from typing import Any
 from mpc_pca.cli import build_parser
 from mpc_pca.datasets import load_data
 from mpc_pca.distributed import run_party
-from protocols.backends.base import SecureSumBackend, make_backend
+from protocols.backends import SecureSumBackend, make_backend
 
 
 def faulty_backend(mode: str, name: str) -> SecureSumBackend:

@@ -14,7 +14,7 @@ from tests.conftest import align_signs, ring_sum_reference
 
 pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[torch]')")
 
-from protocols.crypten_compat import crypten_available
+from protocols.backends.crypten_compat import crypten_available
 from tests.test_torch_transport import run_worker_world
 from tests.torch_worker import CONTRIBUTORS
 

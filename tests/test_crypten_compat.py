@@ -12,7 +12,7 @@ from protocols.encoding import FixedPointCodec
 
 pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[torch]')")
 
-from protocols.crypten_compat import crypten_available, import_crypten
+from protocols.backends.crypten_compat import crypten_available, import_crypten
 
 pytestmark = [
     pytest.mark.crypten,
@@ -28,7 +28,7 @@ CRYPTEN_DECODE_FAILURES = np.array([-131071, -196607, -196606, -262142, -4194303
 
 def test_importing_our_modules_touches_neither_crypten_nor_sys_modules():
     code = (
-        "import sys, protocols, protocols.crypten_compat, protocols.backends.crypten, mpc_pca.cli;"
+        "import sys, protocols, protocols.backends.crypten_compat, protocols.backends.crypten, mpc_pca.cli;"
         "bad = [m for m in ('crypten', 'torch.onnx._internal.registration') if m in sys.modules];"
         "print(bad); sys.exit(1 if bad else 0)"
     )

@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[torch]')")
 
 from mpc_pca.distributed import child_environment
-from protocols.crypten_compat import crypten_available
+from protocols.backends.crypten_compat import crypten_available
 from protocols.transport.torch_launch import ProcessOutcome, host_store, launch
 from tests.torch_helpers import party_commands
 

@@ -13,8 +13,8 @@ from sklearn.decomposition import PCA
 
 from mpc_pca import PPPCA
 from mpc_pca.partition import split_rows
+from protocols.backends import make_backend
 from protocols.backends.additive import AdditiveBackend
-from protocols.backends.base import make_backend
 from protocols.backends.paillier import PaillierBackend
 from protocols.encoding import FixedPointCodec
 from protocols.errors import InputValidationError, ProtocolError, RingOverflowError

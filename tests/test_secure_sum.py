@@ -8,7 +8,7 @@ from hypothesis.extra import numpy as hnp
 from scipy import stats
 
 from protocols import AdditiveBackend, FixedPointCodec, Party, secure_sum
-from protocols.backends.base import make_backend
+from protocols.backends import make_backend
 from protocols.errors import InputValidationError, ProtocolError, RingOverflowError
 from protocols.secure_sum import run_secure_sum
 from protocols.transport.inprocess import InProcessNetwork

@@ -102,7 +102,7 @@ def main() -> int:
     if task == "echo":
         role = echo_roles()[name]
     elif task == "sum":
-        from protocols.backends.base import make_backend
+        from protocols.backends import make_backend
 
         backend = make_backend(backend_name)
         value = np.load(workdir_path / f"{name}.npy", allow_pickle=False) if name != RECEIVER else None
@@ -138,7 +138,7 @@ def _reduce_leak_role(workdir: Path) -> Any:
         import torch
         import torch.distributed as dist
 
-        from protocols.crypten_compat import CrypTenGroupSession
+        from protocols.backends.crypten_compat import CrypTenGroupSession
 
         members = (*CONTRIBUTORS, RECEIVER)
         session = CrypTenGroupSession([RANKS[m] for m in members], RANKS[party.name], 20, party.name)

@@ -1,11 +1,91 @@
-"""Secure-sum backends behind one interface (:class:`SecureSumBackend`).
+"""Secure-sum backends behind one interface, and the registry of their names.
 
-Backends are plain objects the caller constructs and passes in; nothing is
-looked up from a global registry. :func:`make_backend` builds one from a name
-for command-line use.
+Modules
+-------
+base
+    :class:`SecureSumBackend`, the interface: validation before anything is
+    sent, then one backend-specific ``_run``.
+additive
+    Additive secret sharing over Z_2^64: the paper's share distribution
+    (``shares``) or pairwise X25519 masks (``masks``).
+paillier
+    Paillier encryption (packing, precomputed randomness, workers), on
+    :mod:`protocols.paillier`.
+crypten
+    CrypTen's ``ArithmeticSharedTensor`` over a ``torch.distributed`` group;
+    :mod:`~protocols.backends.crypten_compat` holds its import shim.
+
+Backends are plain objects the caller constructs and passes in; protocols
+never look one up from a global. :func:`make_backend` builds one from its
+command-line name, importing the backend's module only then (so that
+importing this package pulls in neither gmpy2-heavy Paillier code nor torch).
 """
 
-from protocols.backends.additive import AdditiveBackend
-from protocols.backends.base import SecureSumBackend, make_backend
+from __future__ import annotations
 
-__all__ = ["AdditiveBackend", "SecureSumBackend", "make_backend"]
+import importlib
+from typing import Any
+
+from protocols.backends.additive import AdditiveBackend
+from protocols.backends.base import SecureSumBackend
+from protocols.encoding import FixedPointCodec
+from protocols.errors import InputValidationError
+
+#: Command-line name -> (module, class, fixed constructor options).
+_BACKENDS: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "additive": ("protocols.backends.additive", "AdditiveBackend", {"mode": "shares"}),
+    "additive-masks": ("protocols.backends.additive", "AdditiveBackend", {"mode": "masks"}),
+    "paillier": ("protocols.backends.paillier", "PaillierBackend", {}),
+    "crypten": ("protocols.backends.crypten", "CrypTenBackend", {}),
+}
+
+#: Every name :func:`make_backend` accepts.
+BACKEND_NAMES: tuple[str, ...] = tuple(_BACKENDS)
+
+
+def make_backend(
+    name: str, *, frac_bits: int | None = None, key_bits: int | None = None, **options: Any
+) -> SecureSumBackend:
+    """Build a backend from its command-line name and options.
+
+    Parameters
+    ----------
+    name : {"additive", "additive-masks", "paillier", "crypten"}
+        ``additive`` is the paper's share distribution, ``additive-masks`` the
+        pairwise-mask mode of the same backend.
+    frac_bits : int, optional
+        Fractional bits of the fixed-point codec (the backend's default if omitted).
+    key_bits : int, optional
+        Paillier modulus size; only the ``paillier`` backend takes it.
+    **options
+        Passed to the backend's constructor.
+
+    Raises
+    ------
+    InputValidationError
+        For an unknown name, or ``key_bits`` given to a backend other than Paillier.
+
+    Examples
+    --------
+    >>> make_backend("additive-masks").mode
+    'masks'
+    >>> make_backend("rot13")
+    Traceback (most recent call last):
+    ...
+    protocols.errors.InputValidationError: unknown backend 'rot13'; choose one of \
+['additive', 'additive-masks', 'paillier', 'crypten']
+    """
+    if name not in _BACKENDS:
+        raise InputValidationError(f"unknown backend {name!r}; choose one of {list(BACKEND_NAMES)}")
+    module_name, class_name, fixed = _BACKENDS[name]
+    if frac_bits is not None:
+        options["codec"] = FixedPointCodec(frac_bits)
+    if key_bits is not None:
+        if name != "paillier":
+            raise InputValidationError(f"key_bits applies to the paillier backend only, not {name!r}")
+        options["key_bits"] = key_bits
+    backend_class = getattr(importlib.import_module(module_name), class_name)
+    return backend_class(**fixed, **options)
+
+
+__all__ = ["BACKEND_NAMES", "AdditiveBackend", "SecureSumBackend", "make_backend"]

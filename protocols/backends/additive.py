@@ -35,9 +35,10 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from numpy.typing import NDArray
 
-from protocols.backends.base import SecureSumBackend, expect_array
+from protocols.backends.base import SecureSumBackend
 from protocols.encoding import FixedPointCodec
 from protocols.errors import InputValidationError, ProtocolError
+from protocols.messages import expect_array
 from protocols.party import Party
 from protocols.prg import KEY_BYTES, RingPRG, nonce_for_counter
 from protocols.sharing import expand_share, split_seeded

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from protocols.encoding import FixedPointCodec
-from protocols.errors import InputValidationError, ProtocolError
+from protocols.errors import InputValidationError
 from protocols.party import Party
 
 
@@ -111,59 +110,3 @@ class SecureSumBackend(ABC):
         receiver: str,
     ) -> NDArray[np.float64] | None:
         """Backend-specific protocol; inputs are already validated."""
-
-
-def expect_array(message: Any, *, sender: str, shape: tuple[int, ...] | None, dtype: Any) -> np.ndarray:
-    """Check that a peer's message is an array of the expected dtype and shape."""
-    if not isinstance(message, np.ndarray):
-        raise ProtocolError(f"expected an array from {sender!r}, got {type(message).__name__}")
-    if message.dtype != np.dtype(dtype):
-        raise ProtocolError(f"expected dtype {np.dtype(dtype)} from {sender!r}, got {message.dtype}")
-    if shape is not None and message.shape != tuple(shape):
-        raise ProtocolError(f"{sender!r} sent an array of shape {message.shape}, expected {tuple(shape)}")
-    return message
-
-
-BACKEND_NAMES = ("additive", "additive-masks", "paillier", "crypten")
-
-
-def make_backend(
-    name: str, *, frac_bits: int | None = None, key_bits: int | None = None, **options: Any
-) -> SecureSumBackend:
-    """Build a backend from its command-line name and options.
-
-    Parameters
-    ----------
-    name : {"additive", "additive-masks", "paillier", "crypten"}
-        ``additive`` is the paper's share distribution, ``additive-masks`` the
-        pairwise-mask mode of the same backend.
-    frac_bits : int, optional
-        Fractional bits of the fixed-point codec (the backend's default if omitted).
-    key_bits : int, optional
-        Paillier modulus size; only the ``paillier`` backend takes it.
-    **options
-        Passed to the backend's constructor.
-    """
-    if frac_bits is not None:
-        options["codec"] = FixedPointCodec(frac_bits)
-    if key_bits is not None:
-        if name != "paillier":
-            raise InputValidationError(f"key_bits applies to the paillier backend only, not {name!r}")
-        options["key_bits"] = key_bits
-    if name == "additive":
-        from protocols.backends.additive import AdditiveBackend
-
-        return AdditiveBackend(mode="shares", **options)
-    if name == "additive-masks":
-        from protocols.backends.additive import AdditiveBackend
-
-        return AdditiveBackend(mode="masks", **options)
-    if name == "paillier":
-        from protocols.backends.paillier import PaillierBackend
-
-        return PaillierBackend(**options)
-    if name == "crypten":
-        from protocols.backends.crypten import CrypTenBackend
-
-        return CrypTenBackend(**options)
-    raise InputValidationError(f"unknown backend {name!r}; choose one of {list(BACKEND_NAMES)}")

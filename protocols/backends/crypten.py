@@ -31,7 +31,7 @@ Encoding
     default, CrypTen's own default) and given to CrypTen as integers with
     ``precision=0``. The raw ring sum is decoded by the same codec; CrypTen's
     ``FixedPointEncoder`` (truncating encode, off-by-one decode for some
-    negative values, see :mod:`protocols.crypten_compat`) is never used.
+    negative values, see :mod:`protocols.backends.crypten_compat`) is never used.
 
 Precision
     With ``f = 16`` fractional bits a sum of ``M`` arrays is off the float sum
@@ -65,13 +65,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from protocols.backends.base import SecureSumBackend, expect_array
+from protocols.backends.base import SecureSumBackend
 from protocols.encoding import FixedPointCodec
 from protocols.errors import InputValidationError, ProtocolError
+from protocols.messages import expect_array
 from protocols.party import Party
 
 if TYPE_CHECKING:
-    from protocols.crypten_compat import CrypTenGroupSession
+    from protocols.backends.crypten_compat import CrypTenGroupSession
     from protocols.transport.torch_dist import TorchChannel
 
 #: CrypTen's default number of fractional bits (``cfg.encoder.precision_bits``).
@@ -137,7 +138,7 @@ class CrypTenBackend(SecureSumBackend):
 
 def _session(party: Party, channel: TorchChannel, members: tuple[str, ...]) -> CrypTenGroupSession:
     """The CrypTen group session for ``members``, created on first use in this run."""
-    from protocols.crypten_compat import CrypTenGroupSession
+    from protocols.backends.crypten_compat import CrypTenGroupSession
 
     key = "crypten|" + "|".join(members)
     session = party.context.get(key)
