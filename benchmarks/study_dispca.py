@@ -18,7 +18,7 @@ Methods (the paper's Table 1 plus capePCA from JSTSP 2018):
   releases is only ``(epsilon sqrt(2S/(S+1)), delta)``-DP per site);
 * ``capepca_joint``  capePCA calibrated so that the aggregator's joint view is
   ``(epsilon, delta)``-DP per site (all noise times ``sqrt(2S/(S+1))``); see
-  :mod:`mpc_pca.cape`.
+  :mod:`mpc_pca.dp.cape`.
 
 Every estimate comes from the real protocols (threads over the metered
 channel). As in the papers: data centred and divided by the largest row norm
@@ -52,11 +52,11 @@ import numpy as np
 from scipy import stats
 
 from benchmarks.timing import RESULTS, machine, pyplot, write_json
-from mpc_pca.baselines import AnalyzeGaussPCA, LocalPCA
-from mpc_pca.cape import CapePCA
-from mpc_pca.dispca import DPdisPCA
-from mpc_pca.metrics import captured_energy_ratio, second_moment
-from mpc_pca.preprocessing import center_and_scale_non_private
+from mpc_pca.dp.baselines import AnalyzeGaussPCA, LocalPCA
+from mpc_pca.dp.cape import CapePCA
+from mpc_pca.dp.dispca import DPdisPCA
+from mpc_pca.dp.metrics import captured_energy_ratio, second_moment
+from mpc_pca.dp.preprocessing import center_and_scale_non_private
 
 METHODS = ("pooled", "dispca", "dispca_psd", "full", "local_svd", "local", "capepca", "capepca_joint")
 LABELS = {

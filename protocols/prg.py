@@ -55,7 +55,7 @@ class RingPRG:
         # no full-size zero input is allocated; the cipher wants up to one
         # block of slack after each chunk it writes.
         out = np.empty(count + _SLACK_WORDS, dtype="<u8")
-        view = memoryview(out).cast("B")
+        view = memoryview(out.data).cast("B")
         total = 8 * count
         zeros = bytes(min(total, _CHUNK_BYTES))
         for start in range(0, total, _CHUNK_BYTES):

@@ -207,4 +207,6 @@ def _summed_share(
                 mine = torch.from_numpy(np.ascontiguousarray(encoded).view(np.int64))
             shared = shared_tensor(mine, size=torch.Size(shape), precision=0, src=src)
             total = shared if total is None else total + shared
+    if total is None:
+        raise ProtocolError("a CrypTen secure sum needs at least one contributor")
     return total.share.numpy().copy()

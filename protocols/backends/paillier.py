@@ -177,12 +177,14 @@ class PaillierBackend(SecureSumBackend):
         n_summands = len(contributors)
         ring = None if value is None else self.codec.encode(value, n_summands=n_summands)
         encrypting = tuple(c for c in contributors if c != receiver)
-        if not encrypting:  # the receiver is the only contributor: nothing to hide from anyone
-            return self.codec.decode(ring)
-        aggregator = encrypting[0]
+        aggregator = encrypting[0] if encrypting else receiver
         layout = self.layout(n_summands)
         if party.name == receiver:
+            if not encrypting and ring is not None:  # the receiver is the only contributor
+                return self.codec.decode(ring)
             return self._receive(party, ring, encrypting, aggregator, layout)
+        if ring is None:
+            raise ProtocolError(f"{party.name!r} is neither the receiver nor a contributor")
         public_key = self._public_key_from(party, receiver)
         mine = encrypt_ring(
             public_key,

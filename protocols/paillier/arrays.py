@@ -261,10 +261,17 @@ def encrypt_ring(
         else None
     )
     if mode is not None and worth_parallel(len(plaintexts), workers, mode):
-        extra = {}
         if isinstance(randomness, FixedBaseRandomness):
-            extra = {"exponent_bits": randomness.exponent_bits, "window_bits": randomness.window_bits}
-        ciphertexts = encrypt_parallel(public_key, plaintexts, workers=workers, mode=mode, **extra)
+            ciphertexts = encrypt_parallel(
+                public_key,
+                plaintexts,
+                workers=workers,
+                mode=mode,
+                exponent_bits=randomness.exponent_bits,
+                window_bits=randomness.window_bits,
+            )
+        else:
+            ciphertexts = encrypt_parallel(public_key, plaintexts, workers=workers, mode=mode)
     else:
         ciphertexts = cipher.encrypt(public_key, plaintexts, randomness)
     return EncryptedArray(public_key, tuple(ciphertexts), arr.shape, layout, 1)

@@ -42,7 +42,7 @@ class RandomnessSource(Protocol):
 
 def random_units(n: mpz, count: int) -> list[mpz]:
     """``count`` independent uniform elements of ``Z_n^*`` drawn with :mod:`secrets`."""
-    out = []
+    out: list[mpz] = []
     bound = int(n)
     while len(out) < count:
         r = mpz(secrets.randbelow(bound))
@@ -178,6 +178,7 @@ def multiply(
     if isinstance(scalars, numbers.Integral):
         k = mpz(scalars)
         return [gmpy2.powmod(mpz(c), k, n2) for c in ciphertexts]
+    scalars = list(scalars)  # type: ignore[arg-type]  # not Integral, so a sequence
     if len(scalars) != len(ciphertexts):
         raise InputValidationError(
             f"got {len(scalars)} scalars for {len(ciphertexts)} ciphertexts; pass one or one per ciphertext"

@@ -189,7 +189,10 @@ def encrypt_parallel(
     replies = _run_workers([{**base, "plaintexts": join_fixed(c, public_key.nbytes)} for c in chunks])
     out: list[mpz] = []
     for chunk, reply in zip(chunks, replies, strict=True):
-        out += ciphertexts_from_bytes(public_key, reply.get("ciphertexts"), len(chunk))
+        payload = reply.get("ciphertexts")
+        if not isinstance(payload, bytes):
+            raise WireFormatError("a Paillier worker replied without its ciphertexts")
+        out += ciphertexts_from_bytes(public_key, payload, len(chunk))
     return out
 
 

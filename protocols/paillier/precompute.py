@@ -164,7 +164,7 @@ class FixedBaseRandomness:
         return windows * ((1 << self.window_bits) - 1) * self.public_key.ciphertext_bytes
 
     def obfuscators(self, count: int) -> list[mpz]:
-        exponents = []
+        exponents: list[mpz] = []
         while len(exponents) < count:
             a = secrets.randbits(self.exponent_bits)
             if a:

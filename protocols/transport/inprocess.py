@@ -9,7 +9,7 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 from protocols.errors import PeerFailureError, PeerTimeoutError
 from protocols.transport.base import Channel
@@ -34,7 +34,7 @@ class InProcessNetwork:
         if len(set(self.names)) != len(self.names):
             raise ValueError(f"party names must be unique, got {list(self.names)}")
         self.timeout = timeout
-        self._queues = {
+        self._queues: dict[tuple[str, str], queue.SimpleQueue[object]] = {
             (src, dst): queue.SimpleQueue() for src in self.names for dst in self.names if src != dst
         }
         self._aborted = threading.Event()
@@ -91,4 +91,4 @@ class InProcessChannel(Channel):
         if item is _ABORT:
             self._network._queues[(frm, self.me)].put(_ABORT)  # keep later receives failing too
             raise PeerFailureError(f"{self.me!r} stopped waiting for {frm!r}: {self._network._abort_reason}")
-        return item
+        return cast(bytes, item)

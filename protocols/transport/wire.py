@@ -86,7 +86,7 @@ def _encode_array(arr: np.ndarray, out: list[bytes | memoryview]) -> None:
     if arr.ndim > _MAX_NDIM:
         raise TypeError(f"arrays with more than {_MAX_NDIM} dimensions cannot be sent")
     dtype = arr.dtype.newbyteorder("<") if arr.dtype.byteorder == ">" else arr.dtype
-    data = memoryview(np.ascontiguousarray(arr, dtype=dtype).reshape(-1).view(np.uint8))
+    data = memoryview(np.ascontiguousarray(arr, dtype=dtype).reshape(-1).view(np.uint8).data)
     dtype_str = dtype.str.encode("ascii")
     header = [b"A", bytes([len(dtype_str)]), dtype_str, bytes([arr.ndim])]
     header += [_LEN.pack(dim) for dim in arr.shape]

@@ -1,0 +1,7 @@
+"""``python -m mpc_pca``: the same command line as ``mpc-pca``."""
+
+import sys
+
+from mpc_pca.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,476 @@
+"""Centralized baselines: AG, SN (retracted), PPM, PPCA, non-private pooled PCA, and local PCA.
+
+The centralized methods assume a **trusted curator** who sees the pooled
+data; they are run as a two-role protocol so that they report traffic like
+every other system: each provider sends its row count and the upper
+triangle of its Gram matrix ``X_s^T X_s`` to the curator, the curator forms
+the pooled second-moment matrix ``A = X^T X / N`` (no centring, as in the
+papers), applies the mechanism and sends the components back. ``LocalPCA``
+runs Analyze Gauss on a single site's rows and sends nothing (the ``q_local``
+curve of ICASSP 2018).
+
+Mechanisms (sensitivities and neighbour relations in :mod:`mpc_pca.dp.mechanisms`):
+
+* **AG** (Dwork et al. 2014; ICASSP 2016 §3): ``A + E``, top-``K`` eigenvectors;
+  sensitivity ``sqrt(2)/N`` (replace-one) or ``1/N`` (add-remove).
+* **SN** (ICASSP 2016, Alg. 1), **retracted, not DP**: ``X^T X + Z Z^T``.
+* **PPM** (Hardt & Price 2014, Fig. 3; ICASSP 2016 §3): ``L`` noisy power
+  iterations ``Y_l = A X_{l-1} + G_l``, ``X_l = QR(Y_l)``. The iteration
+  count is a parameter and its default ``max(2, ceil(3 ln D))`` depends only
+  on ``D``. ICASSP 2016 instead picks ``L = O(sigma_K / (sigma_K - sigma_{K+1}) log D)``
+  from the data's singular values, which uses the private data outside the
+  privacy budget; this package does not do that. The zCDP analysis gives
+  ``(epsilon, delta)``-DP only for ``epsilon <= 8 (1 - 1/sqrt(2)) ln(1/delta)``
+  (about ``2.343 ln(1/delta)``); larger finite ``epsilon`` is rejected before
+  any party sends anything.
+* **PPCA** (Chaudhuri, Sarwate & Sinha 2013; ICASSP 2016 §3): the exponential
+  mechanism with utility ``tr(V^T X^T X V)`` (sensitivity 1 for unit-norm rows
+  under either neighbour relation), i.e. a sample from the matrix Bingham
+  density ``exp((epsilon/2) tr(V^T X^T X V))`` on the Stiefel manifold, drawn
+  by Gibbs sampling (:func:`sample_matrix_bingham`). As the papers note,
+  MCMC makes the sample, hence the guarantee, approximate.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from numbers import Integral
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from mpc_pca.dp.bingham import sample_matrix_bingham
+from mpc_pca.dp.common import (
+    DPSubspaceMixin,
+    check_privacy,
+    prepare_parts,
+)
+from mpc_pca.dp.curator import Mechanism, Release, run_centralized
+from mpc_pca.dp.mechanisms import (
+    RandomState,
+    check_epsilon,
+    check_power_method_privacy,
+    gaussian_noise_scale,
+    gram_sensitivity,
+    power_method_noise_scale,
+    second_moment_sensitivity,
+    spawn_generators,
+    symmetric_gaussian_noise,
+    warn_retracted_sn,
+    wishart_noise_retracted_not_dp,
+)
+from mpc_pca.dp.power_method import default_power_iterations, private_power_method
+from mpc_pca.linalg import flip_signs, top_eigenpairs
+from mpc_pca.roles import provider_names
+from protocols.errors import InputValidationError
+from protocols.party import Party
+from protocols.runtime import run_inprocess, single_threaded_blas
+
+
+class _CentralizedPCA(DPSubspaceMixin, ABC):
+    """Common ``fit`` of the curator-based estimators."""
+
+    row_norm: str
+    timeout: float
+    n_components: int | None
+
+    @abstractmethod
+    def _mechanism(self, k: int) -> Mechanism:
+        """The curator's mechanism for ``k`` components."""
+
+    def _validate(self) -> None:
+        """Check the privacy parameters before any party starts."""
+
+    def fit(self, parts: Sequence[ArrayLike], y: None = None) -> _CentralizedPCA:
+        """Run the curator protocol over the parties' rows (one ``(N_s, D)`` array each); return ``self``."""
+        self._validate()
+        model, run = run_centralized(
+            parts,
+            self.n_components,
+            self._mechanism,
+            row_norm=self.row_norm,
+            random_state=getattr(self, "random_state", 0),
+            timeout=self.timeout,
+        )
+        self._store_fit(model.components, model.explained_variance, model.n_samples, run)
+        for attribute, value in model.fitted.items():
+            setattr(self, attribute, value)
+        return self
+
+
+class PooledPCA(_CentralizedPCA):
+    """Non-private PCA of the pooled second-moment matrix (the reference ``q_o``).
+
+    Parameters
+    ----------
+    n_components : int, optional
+    row_norm : {"clip", "error"}, default="clip"
+        Kept so the subspace is that of the same rows the DP methods see.
+    timeout : float, default=120
+
+    Attributes
+    ----------
+    components_, explained_variance_, mean_ (zeros), n_samples_, report_
+    """
+
+    def __init__(
+        self, n_components: int | None = None, row_norm: str = "clip", timeout: float = 120.0
+    ) -> None:
+        self.n_components = n_components
+        self.row_norm = row_norm
+        self.timeout = timeout
+
+    def _mechanism(self, k: int) -> Mechanism:
+        def exact(A: NDArray[np.float64], n: int, rng: np.random.Generator) -> Release:
+            values, components, _ = top_eigenpairs(A, k)
+            return Release(components, values)
+
+        return exact
+
+
+class AnalyzeGaussPCA(_CentralizedPCA):
+    """Analyze Gauss on the pooled data (Dwork et al. 2014; the ``q_pooled`` of ICASSP 2018).
+
+    Parameters
+    ----------
+    n_components : int, optional
+    epsilon : float, default=1.0
+    delta : float, default=1e-5
+    neighbour : {"replace-one", "add-remove"}, default="replace-one"
+        Sensitivity ``sqrt(2)/N`` or ``1/N``.
+    row_norm : {"clip", "error"}, default="clip"
+    random_state : int, SeedSequence, Generator or None
+        Seed of the DP noise; ``None`` draws one from :mod:`secrets`. For
+        reproducible experiments only; a run with a known seed is not private.
+    timeout : float, default=120
+
+    Attributes
+    ----------
+    components_, explained_variance_ (top eigenvalues of ``A + E``), mean_ (zeros),
+    noise_scale_, n_samples_, report_
+    """
+
+    def __init__(
+        self,
+        n_components: int | None = None,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        neighbour: str = "replace-one",
+        row_norm: str = "clip",
+        random_state: RandomState = None,
+        timeout: float = 120.0,
+    ) -> None:
+        self.n_components = n_components
+        self.epsilon = epsilon
+        self.delta = delta
+        self.neighbour = neighbour
+        self.row_norm = row_norm
+        self.random_state = random_state
+        self.timeout = timeout
+
+    def _validate(self) -> None:
+        check_privacy(self.epsilon, self.delta, self.neighbour)
+
+    def _mechanism(self, k: int) -> Mechanism:
+        eps, dlt, relation = check_privacy(self.epsilon, self.delta, self.neighbour)
+
+        def ag(A: NDArray[np.float64], n: int, rng: np.random.Generator) -> Release:
+            scale = gaussian_noise_scale(second_moment_sensitivity(n, relation), eps, dlt)
+            values, components, _ = top_eigenpairs(A + symmetric_gaussian_noise(A.shape[0], scale, rng), k)
+            return Release(components, values, {"noise_scale_": scale})
+
+        return ag
+
+
+class RetractedSNPCA(_CentralizedPCA):
+    """SN, Wishart noise (Imtiaz & Sarwate ICASSP 2016, Alg. 1): RETRACTED, NOT differentially private.
+
+    Its authors withdrew the privacy claim; it is here only to compare with
+    the published curves. Every fit emits
+    :class:`~mpc_pca.dp.mechanisms.RetractedMechanismWarning`.
+
+    Parameters
+    ----------
+    n_components : int, optional
+    epsilon : float, default=1.0
+        Sets the Wishart scale ``(Delta / (2 epsilon))^2 I`` (no privacy meaning).
+    neighbour : {"replace-one", "add-remove"}, default="replace-one"
+        ``Delta`` of the unnormalised ``X^T X``: ``sqrt(2)`` or 1 (the authors').
+    row_norm, timeout
+        As for :class:`AnalyzeGaussPCA`.
+    random_state : int, SeedSequence, Generator or None
+        Seed of the DP noise; ``None`` draws one from :mod:`secrets`. For
+        reproducible experiments only; a run with a known seed is not private.
+    """
+
+    def __init__(
+        self,
+        n_components: int | None = None,
+        epsilon: float = 1.0,
+        neighbour: str = "replace-one",
+        row_norm: str = "clip",
+        random_state: RandomState = None,
+        timeout: float = 120.0,
+    ) -> None:
+        self.n_components = n_components
+        self.epsilon = epsilon
+        self.neighbour = neighbour
+        self.row_norm = row_norm
+        self.random_state = random_state
+        self.timeout = timeout
+
+    def _validate(self) -> None:
+        check_privacy(self.epsilon, 0.5, self.neighbour)
+        warn_retracted_sn(stacklevel=4)
+
+    def _mechanism(self, k: int) -> Mechanism:
+        eps, _, relation = check_privacy(self.epsilon, 0.5, self.neighbour)
+        sensitivity = gram_sensitivity(relation)
+
+        def sn(A: NDArray[np.float64], n: int, rng: np.random.Generator) -> Release:
+            noisy = n * A + wishart_noise_retracted_not_dp(A.shape[0], eps, rng, sensitivity, warn=False)
+            values, components, _ = top_eigenpairs(noisy / n, k)
+            return Release(components, values)
+
+        return sn
+
+
+class PrivatePowerMethodPCA(_CentralizedPCA):
+    """PPM: the private power method (Hardt & Price 2014, Fig. 3) on the pooled data.
+
+    Parameters
+    ----------
+    n_components : int, optional
+    epsilon : float, default=1.0
+        Must satisfy ``epsilon <= 8 (1 - 1/sqrt(2)) ln(1/delta)`` (about
+        ``2.343 ln(1/delta)``, the zCDP conversion's range); ``inf`` disables
+        the noise (no privacy).
+    delta : float, default=1e-5
+    n_iter : int, optional
+        ``L``; ``None`` uses :func:`default_power_iterations` (depends on ``D`` only,
+        never on the private data).
+    neighbour : {"replace-one", "add-remove"}, default="replace-one"
+        Per-iteration sensitivity ``sqrt(2)/N`` or ``1/N``.
+    row_norm, timeout
+        As for :class:`AnalyzeGaussPCA`.
+    random_state : int, SeedSequence, Generator or None
+        Seed of the DP noise; ``None`` draws one from :mod:`secrets`. For
+        reproducible experiments only; a run with a known seed is not private.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (K, D)
+        ``X_L``'s columns as rows.
+    explained_variance_ : ndarray of shape (K,)
+        ``|diag(R_L)|``, the noisy eigenvalue estimates of the last iteration.
+    n_iter_ : int
+    noise_scale_ : float
+        Per-iteration noise standard deviation.
+    """
+
+    def __init__(
+        self,
+        n_components: int | None = None,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        n_iter: int | None = None,
+        neighbour: str = "replace-one",
+        row_norm: str = "clip",
+        random_state: RandomState = None,
+        timeout: float = 120.0,
+    ) -> None:
+        self.n_components = n_components
+        self.epsilon = epsilon
+        self.delta = delta
+        self.n_iter = n_iter
+        self.neighbour = neighbour
+        self.row_norm = row_norm
+        self.random_state = random_state
+        self.timeout = timeout
+
+    def _validate(self) -> None:
+        check_privacy(self.epsilon, self.delta, self.neighbour)
+        check_power_method_privacy(self.epsilon, self.delta)
+        if self.n_iter is not None and (
+            isinstance(self.n_iter, bool) or not isinstance(self.n_iter, Integral) or self.n_iter < 1
+        ):
+            raise InputValidationError(f"n_iter={self.n_iter!r} must be a positive integer or None")
+
+    def _mechanism(self, k: int) -> Mechanism:
+        eps, dlt, relation = check_privacy(self.epsilon, self.delta, self.neighbour)
+        check_power_method_privacy(eps, dlt)
+
+        def ppm(A: NDArray[np.float64], n: int, rng: np.random.Generator) -> Release:
+            n_iter = default_power_iterations(A.shape[0]) if self.n_iter is None else int(self.n_iter)
+            scale = power_method_noise_scale(second_moment_sensitivity(n, relation), eps, dlt, n_iter)
+            result = private_power_method(A, k, scale, n_iter, rng)
+            return Release(result.components, result.eigenvalues, {"n_iter_": n_iter, "noise_scale_": scale})
+
+        return ppm
+
+
+class ExponentialMechanismPCA(_CentralizedPCA):
+    """PPCA: the exponential mechanism of Chaudhuri, Sarwate & Sinha (2013) via Gibbs sampling.
+
+    Samples ``V`` with density proportional to ``exp((epsilon/2) tr(V^T X^T X V))``
+    (utility ``tr(V^T X^T X V)`` has sensitivity 1 for rows of norm <= 1), a
+    matrix Bingham distribution, with :func:`sample_matrix_bingham`.
+    Pure ``epsilon``-DP for exact samples; the Gibbs chain is approximate.
+    ``epsilon = inf`` returns the mode (the top-``K`` eigenvectors).
+
+    Parameters
+    ----------
+    n_components : int, optional
+    epsilon : float, default=1.0
+    n_sweeps : int, default=100
+        Gibbs sweeps over the columns.
+    inner_sweeps : int, default=3
+        Vector-Bingham pair sweeps per column update.
+    row_norm, timeout
+        As for :class:`AnalyzeGaussPCA`.
+    random_state : int, SeedSequence, Generator or None
+        Seed of the DP noise; ``None`` draws one from :mod:`secrets`. For
+        reproducible experiments only; a run with a known seed is not private.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (K, D)
+    explained_variance_ : ndarray of shape (K,)
+        All NaN: the exponential mechanism releases only the subspace.
+    """
+
+    def __init__(
+        self,
+        n_components: int | None = None,
+        epsilon: float = 1.0,
+        n_sweeps: int = 100,
+        inner_sweeps: int = 3,
+        row_norm: str = "clip",
+        random_state: RandomState = None,
+        timeout: float = 120.0,
+    ) -> None:
+        self.n_components = n_components
+        self.epsilon = epsilon
+        self.n_sweeps = n_sweeps
+        self.inner_sweeps = inner_sweeps
+        self.row_norm = row_norm
+        self.random_state = random_state
+        self.timeout = timeout
+
+    def _validate(self) -> None:
+        check_epsilon(self.epsilon)
+        for name in ("n_sweeps", "inner_sweeps"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
+                raise InputValidationError(f"{name}={value!r} must be a positive integer")
+
+    def _mechanism(self, k: int) -> Mechanism:
+        eps = check_epsilon(self.epsilon)
+
+        def ppca(A: NDArray[np.float64], n: int, rng: np.random.Generator) -> Release:
+            if math.isinf(eps):
+                components = top_eigenpairs(A, k)[1]
+            else:
+                v = sample_matrix_bingham(
+                    (eps / 2.0) * n * A, k, rng, n_sweeps=self.n_sweeps, inner_sweeps=self.inner_sweeps
+                )
+                components = flip_signs(v.T)
+            return Release(components, np.full(k, np.nan))
+
+        return ppca
+
+
+class LocalPCA(DPSubspaceMixin):
+    """Analyze Gauss on one site's rows only (the ``q_local`` of ICASSP 2018).
+
+    The chosen site perturbs its own ``A_s = X_s^T X_s / N_s`` with sensitivity
+    ``Delta / N_s`` and keeps the top-``K`` eigenvectors; nothing is sent.
+
+    Parameters
+    ----------
+    n_components : int, optional
+    epsilon : float, default=1.0
+        ``inf`` gives the non-private local PCA.
+    delta : float, default=1e-5
+    site : int, default=0
+        Which part of ``parts`` is the local site.
+    ordering : {"eigenvalue", "magnitude"}, default="eigenvalue"
+        Keep the ``K`` largest eigenvalues of ``Â_s``, or the ``K`` largest
+        singular values (largest ``|eigenvalue|``), which is what the SVD in
+        the ICASSP 2018 authors' code does for ``q_local``.
+    neighbour, row_norm, timeout
+        As for :class:`AnalyzeGaussPCA`.
+    random_state : int, SeedSequence, Generator or None
+        Seed of the DP noise; ``None`` draws one from :mod:`secrets`. For
+        reproducible experiments only; a run with a known seed is not private.
+    """
+
+    def __init__(
+        self,
+        n_components: int | None = None,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        site: int = 0,
+        ordering: str = "eigenvalue",
+        neighbour: str = "replace-one",
+        row_norm: str = "clip",
+        random_state: RandomState = None,
+        timeout: float = 120.0,
+    ) -> None:
+        self.n_components = n_components
+        self.epsilon = epsilon
+        self.delta = delta
+        self.site = site
+        self.ordering = ordering
+        self.neighbour = neighbour
+        self.row_norm = row_norm
+        self.random_state = random_state
+        self.timeout = timeout
+
+    def fit(self, parts: Sequence[ArrayLike], y: None = None) -> LocalPCA:
+        """Fit on ``parts[site]`` only (the other parts are validated but unused); return ``self``."""
+        eps, dlt, relation = check_privacy(self.epsilon, self.delta, self.neighbour)
+        arrays, k = prepare_parts(parts, self.n_components, self.row_norm)
+        if (
+            isinstance(self.site, bool)
+            or not isinstance(self.site, Integral)
+            or not 0 <= self.site < len(arrays)
+        ):
+            raise InputValidationError(f"site={self.site!r} must index one of the {len(arrays)} parts")
+        if self.ordering not in ("eigenvalue", "magnitude"):
+            raise InputValidationError(f"ordering={self.ordering!r} must be 'eigenvalue' or 'magnitude'")
+        by_magnitude = self.ordering == "magnitude"
+        data = arrays[int(self.site)]
+        (rng,) = spawn_generators(self.random_state, 1)
+        name = provider_names(len(arrays))[int(self.site)]
+
+        def local(party: Party) -> tuple[Any, Any, float]:
+            n_s = data.shape[0]
+            scale = gaussian_noise_scale(second_moment_sensitivity(n_s, relation), eps, dlt)
+            noisy = data.T @ data / n_s + symmetric_gaussian_noise(data.shape[1], scale, rng)
+            if by_magnitude:
+                all_values, vectors = np.linalg.eigh(noisy)
+                order = np.argsort(np.abs(all_values))[::-1][:k]
+                return flip_signs(vectors[:, order].T), np.abs(all_values[order]), scale
+            values, components, _ = top_eigenpairs(noisy, k)
+            return components, values, scale
+
+        with single_threaded_blas():
+            run = run_inprocess({name: local}, timeout=self.timeout)
+        components, values, scale = run.outputs[name]
+        self._store_fit(components, values, data.shape[0], run)
+        self.noise_scale_ = scale
+        return self
+
+
+__all__ = [
+    "AnalyzeGaussPCA",
+    "ExponentialMechanismPCA",
+    "LocalPCA",
+    "PooledPCA",
+    "PrivatePowerMethodPCA",
+    "RetractedSNPCA",
+]

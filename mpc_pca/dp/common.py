@@ -1,0 +1,103 @@
+"""Plumbing shared by the differentially private PCA protocols and estimators.
+
+Role names, the pre-flight input checks every DP protocol runs before any
+party sends anything, message checks, and the fitted-attribute layout of the
+DP estimators.
+
+Centring. The DP systems of Imtiaz & Sarwate (ICASSP 2016/2018, JSTSP 2018)
+estimate the subspace of the **second-moment** matrix ``A = X^T X / N`` of
+data assumed already mean-centred; they never centre inside the algorithm
+(centring from the private data would itself need privacy budget). The
+estimators here do the same: ``mean_`` is all zeros and ``transform(X)`` is
+``X @ components_.T``. Centre the data beforehand if that is what you want.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from numbers import Integral
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from mpc_pca.base import SubspaceMixin
+from mpc_pca.dp.mechanisms import check_delta, check_epsilon, parse_neighbour
+from mpc_pca.dp.preprocessing import bound_rows
+from mpc_pca.linalg import from_upper_triangle
+from mpc_pca.roles import AGGREGATOR, CURATOR, NOISE_GENERATOR  # noqa: F401  (re-exported for the DP modules)
+from mpc_pca.validation import check_n_components, check_parts
+from protocols.errors import InputValidationError, ProtocolError
+from protocols.messages import expect_real_array
+from protocols.runtime import RunResult
+
+
+def prepare_parts(
+    parts: Sequence[ArrayLike], n_components: int | None, row_norm: str, *, min_total_rows: int = 1
+) -> tuple[list[NDArray[np.float64]], int]:
+    """Validate the parties' rows and apply the row-norm policy, before anything is sent.
+
+    Returns
+    -------
+    arrays : list of ndarray
+        The parts, rows bounded to norm <= 1 (clipped, or checked).
+    k : int
+        The number of components, ``1 <= k <= d``; ``None`` means ``d``.
+    """
+    arrays = check_parts(parts, min_total_rows=min_total_rows)
+    k = check_n_components(n_components, arrays[0].shape[1])
+    return bound_rows(arrays, row_norm), k
+
+
+def check_privacy(epsilon: object, delta: object, neighbour: object) -> tuple[float, float, Any]:
+    """Validate ``epsilon > 0`` (``inf`` allowed), ``0 < delta < 1`` and the neighbour relation."""
+    return check_epsilon(epsilon), check_delta(delta), parse_neighbour(neighbour)  # type: ignore[arg-type]
+
+
+def check_intermediate_dim(intermediate_dim: object, k: int, d: int) -> int:
+    """Validate ``K <= R <= D``; ``None`` gives ``min(2K, D)`` (ICASSP 2018 §4 uses ``R = 2K``)."""
+    if intermediate_dim is None:
+        return min(2 * k, d)
+    if isinstance(intermediate_dim, bool) or not isinstance(intermediate_dim, Integral):
+        raise InputValidationError(f"intermediate_dim must be an integer, got {intermediate_dim!r}")
+    r = int(intermediate_dim)
+    if r < k:
+        raise InputValidationError(f"intermediate_dim R={r} is smaller than n_components K={k}; need R >= K")
+    if r > d:
+        raise InputValidationError(
+            f"intermediate_dim R={r} exceeds the number of features D={d}; need R <= D"
+        )
+    return r
+
+
+def expect_symmetric(message: Any, sender: str, d: int) -> NDArray[np.float64]:
+    """Rebuild a symmetric ``d x d`` matrix sent as its packed upper triangle."""
+    packed = expect_real_array(message, sender, (d * (d + 1) // 2,), "a packed symmetric matrix")
+    return from_upper_triangle(packed, d)
+
+
+def expect_count(message: Any, sender: str) -> int:
+    """Check a received row count."""
+    if isinstance(message, bool) or not isinstance(message, int) or message < 1:
+        raise ProtocolError(f"expected a positive row count from {sender!r}, got {message!r}")
+    return message
+
+
+class DPSubspaceMixin(SubspaceMixin):
+    """Fitted-attribute layout of the DP estimators (second-moment PCA, no centring)."""
+
+    def _store_fit(
+        self,
+        components: NDArray[np.float64],
+        explained_variance: NDArray[np.float64],
+        n_samples: int,
+        run: RunResult,
+    ) -> None:
+        k, d = components.shape
+        self.components_ = components
+        self.explained_variance_ = explained_variance
+        self.mean_ = np.zeros(d)
+        self.n_samples_ = n_samples
+        self.n_components_ = k
+        self.n_features_in_ = d
+        self.report_ = run.report_dict()

@@ -1,0 +1,353 @@
+"""DPdisPCA: differentially private distributed PCA (Imtiaz & Sarwate, ICASSP 2018, Alg. 1).
+
+Roles and messages (S sites holding disjoint rows, one untrusted aggregator):
+
+1. site ``s`` (steps 2-7): ``A_s = X_s^T X_s / N_s`` (the paper's
+   ``X_s X_s^T / N_s`` with samples as columns), ``Â_s = A_s + E_s`` with
+   Analyze-Gauss noise of scale ``s_s = Delta_s sqrt(2 ln(1.25/delta)) / epsilon``,
+   ``Delta_s`` the sensitivity of ``A_s`` (:mod:`mpc_pca.dp.mechanisms`; the paper's
+   ``1/N_s`` is the ``add-remove`` choice). The SVD ``Â_s = U Σ U^T`` gives
+   ``P_s = U_R Σ_R^{1/2}`` (``D x R``), sent with ``N_s`` to the aggregator.
+   For a symmetric matrix the SVD is the eigendecomposition ordered by
+   ``|eigenvalue|``, which is how it is computed here.
+2. aggregator (steps 9-11): ``A_c = sum_s w_s P_s P_s^T`` with ``w_s = 1/S``
+   (the paper) or ``N_s / N`` (``weights="samples"``), top-``K``
+   eigenvectors ``V_K`` of ``A_c``, released to every site.
+
+``full=True`` is the paper's ``q_full`` comparison (§3 "Limit on performance"):
+each site sends the whole ``Â_s`` (its upper triangle, ``D(D+1)/2`` numbers
+instead of ``D R``) and the aggregator averages them.
+
+Privacy (Thm 1): every site's message is ``(epsilon, delta)``-DP for its own
+rows (the full budget at every site; the sites' data are disjoint) and the
+rest is post-processing, whatever the aggregator does. ``N_s`` is sent in the
+clear. The aggregator picks the top-``K`` eigenvectors of ``A_c`` by
+eigenvalue (``A_c`` is positive semi-definite unless ``full=True``, where the
+largest eigenvalues, not the largest magnitudes, are the PCA directions).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from mpc_pca.dp.common import (
+    AGGREGATOR,
+    DPSubspaceMixin,
+    check_intermediate_dim,
+    check_privacy,
+    expect_count,
+    expect_symmetric,
+    prepare_parts,
+)
+from mpc_pca.dp.mechanisms import (
+    Neighbour,
+    RandomState,
+    gaussian_noise_scale,
+    second_moment_sensitivity,
+    spawn_generators,
+    symmetric_gaussian_noise,
+)
+from mpc_pca.linalg import top_eigenpairs, upper_triangle
+from mpc_pca.roles import provider_names
+from protocols.errors import InputValidationError, ProtocolError
+from protocols.messages import expect_real_array
+from protocols.party import Party
+from protocols.runtime import RunResult, run_inprocess, single_threaded_blas
+
+WEIGHTINGS = ("equal", "samples")
+SITE_FACTORS = ("svd", "psd")
+
+
+@dataclass(frozen=True)
+class DisPCAConfig:
+    """What every party agrees on before a DPdisPCA run."""
+
+    n_parties: int
+    n_features: int
+    n_components: int
+    intermediate_dim: int
+    epsilon: float
+    delta: float
+    neighbour: Neighbour
+    full: bool = False
+    weights: str = "equal"
+    site_factor: str = "svd"
+
+    @property
+    def sites(self) -> tuple[str, ...]:
+        return provider_names(self.n_parties)
+
+
+@dataclass
+class DisPCASite:
+    """What a site holds after the run (never sent except as ``P_s`` or ``Â_s``)."""
+
+    n_samples: int
+    noise_scale: float
+    noisy_second_moment: NDArray[np.float64]
+    components: NDArray[np.float64]
+
+
+@dataclass
+class DisPCAModel:
+    """What the aggregator computes (steps 9-11)."""
+
+    components: NDArray[np.float64]
+    explained_variance: NDArray[np.float64]
+    second_moment: NDArray[np.float64]
+    site_samples: list[int]
+    weights: NDArray[np.float64]
+
+
+def noisy_local_second_moment(
+    data: NDArray[np.float64],
+    epsilon: float,
+    delta: float,
+    neighbour: Neighbour | str,
+    rng: np.random.Generator,
+) -> tuple[NDArray[np.float64], float]:
+    """Alg. 1 steps 2-4: ``Â_s = X_s^T X_s / N_s + E_s`` and the noise scale used.
+
+    Also the "local" baseline of ICASSP 2018 (PCA of one site's ``Â_s``).
+    """
+    n_s = data.shape[0]
+    scale = gaussian_noise_scale(second_moment_sensitivity(n_s, neighbour), epsilon, delta)
+    a_s = data.T @ data / n_s
+    return a_s + symmetric_gaussian_noise(data.shape[1], scale, rng), scale
+
+
+def partial_square_root(matrix: NDArray[np.float64], rank: int, factor: str = "svd") -> NDArray[np.float64]:
+    """Alg. 1 steps 5-6: ``P = U_R Σ_R^{1/2}`` of a symmetric matrix.
+
+    ``factor="svd"`` (the paper): from the SVD. The singular values of a
+    symmetric matrix are its eigenvalues' magnitudes and its left singular
+    vectors its eigenvectors, so ``P P^T`` keeps the ``R`` eigen-directions
+    of largest ``|eigenvalue|`` with weight ``|eigenvalue|`` (a strongly
+    negative noise direction enters with a positive weight).
+
+    ``factor="psd"`` (a variant, not in the paper): the ``R`` largest
+    eigenvalues, negative ones set to 0, so ``P P^T`` is the best positive
+    semi-definite rank-``R`` approximation. Both are post-processing of
+    ``Â_s``: the privacy guarantee is the same.
+    """
+    values, vectors = np.linalg.eigh((matrix + matrix.T) / 2.0)
+    if factor == "psd":
+        order = np.argsort(values)[::-1][:rank]
+        return vectors[:, order] * np.sqrt(np.clip(values[order], 0.0, None))
+    order = np.argsort(np.abs(values))[::-1][:rank]
+    return vectors[:, order] * np.sqrt(np.abs(values[order]))
+
+
+# -- role functions -------------------------------------------------------------------
+
+
+def site_role(
+    party: Party, data: NDArray[np.float64], config: DisPCAConfig, rng: np.random.Generator
+) -> DisPCASite:
+    """Site ``s`` (Alg. 1 steps 2-7): perturb ``A_s``, send ``P_s`` (or ``Â_s``), receive ``V_K``."""
+    if data.ndim != 2 or data.shape[1] != config.n_features:
+        raise InputValidationError(
+            f"{party.name} holds data of shape {data.shape}, expected (n, {config.n_features})"
+        )
+    noisy, scale = noisy_local_second_moment(data, config.epsilon, config.delta, config.neighbour, rng)
+    payload = (
+        upper_triangle(noisy)
+        if config.full
+        else partial_square_root(noisy, config.intermediate_dim, config.site_factor)
+    )
+    party.send(AGGREGATOR, {"n_samples": int(data.shape[0]), "proxy": payload})
+    components = expect_real_array(
+        party.recv(AGGREGATOR), AGGREGATOR, (config.n_components, config.n_features)
+    )
+    return DisPCASite(int(data.shape[0]), scale, noisy, components)
+
+
+def aggregator_role(party: Party, config: DisPCAConfig) -> DisPCAModel:
+    """Aggregator (Alg. 1 steps 9-11): combine the proxies, release the top-``K`` subspace."""
+    d = config.n_features
+    counts: list[int] = []
+    matrices: list[NDArray[np.float64]] = []
+    for site in config.sites:
+        message = party.recv(site)
+        if not isinstance(message, dict) or set(message) != {"n_samples", "proxy"}:
+            raise ProtocolError(f"{site} sent a malformed DPdisPCA message")
+        counts.append(expect_count(message["n_samples"], site))
+        if config.full:
+            matrices.append(expect_symmetric(message["proxy"], site, d))
+        else:
+            proxy = expect_real_array(message["proxy"], site, (d, config.intermediate_dim))
+            matrices.append(proxy @ proxy.T)
+    n_total = sum(counts)
+    if config.weights == "samples":
+        weights = np.asarray(counts, dtype=np.float64) / n_total
+    else:
+        weights = np.full(len(counts), 1.0 / len(counts))
+    combined = np.zeros((d, d))
+    for w, m in zip(weights, matrices, strict=True):
+        combined += w * m
+    values, components, _ = top_eigenpairs(combined, config.n_components)
+    for site in config.sites:
+        party.send(site, components)
+    return DisPCAModel(components, values, combined, counts, weights)
+
+
+# -- driver -------------------------------------------------------------------------------
+
+
+def run_dispca(
+    parts: Sequence[ArrayLike],
+    n_components: int | None,
+    epsilon: float,
+    delta: float,
+    *,
+    intermediate_dim: int | None = None,
+    full: bool = False,
+    neighbour: Neighbour | str = Neighbour.REPLACE_ONE,
+    weights: str = "equal",
+    site_factor: str = "svd",
+    row_norm: str = "clip",
+    random_state: RandomState = None,
+    timeout: float = 120.0,
+) -> tuple[DisPCAModel, dict[str, DisPCASite], RunResult]:
+    """Validate everything, then run DPdisPCA in-process (one thread per party).
+
+    Returns
+    -------
+    model : DisPCAModel
+        The aggregator's output.
+    sites : dict
+        Each site's :class:`DisPCASite`, by party name.
+    run : RunResult
+        Outputs and per-party traffic reports.
+    """
+    eps, dlt, relation = check_privacy(epsilon, delta, neighbour)
+    if weights not in WEIGHTINGS:
+        raise InputValidationError(f"weights={weights!r} is not supported; choose one of {list(WEIGHTINGS)}")
+    if site_factor not in SITE_FACTORS:
+        raise InputValidationError(
+            f"site_factor={site_factor!r} is not supported; choose one of {list(SITE_FACTORS)}"
+        )
+    arrays, k = prepare_parts(parts, n_components, row_norm)
+    d = arrays[0].shape[1]
+    r = check_intermediate_dim(intermediate_dim, k, d)
+    config = DisPCAConfig(len(arrays), d, k, r, eps, dlt, relation, bool(full), weights, site_factor)
+    generators = spawn_generators(random_state, len(arrays))
+    roles: dict[str, Any] = {
+        name: (lambda party, data=data, rng=rng: site_role(party, data, config, rng))
+        for name, data, rng in zip(config.sites, arrays, generators, strict=True)
+    }
+    roles[AGGREGATOR] = lambda party: aggregator_role(party, config)
+    with single_threaded_blas():
+        run = run_inprocess(roles, timeout=timeout)
+    sites = {name: run.outputs[name] for name in config.sites}
+    return run.outputs[AGGREGATOR], sites, run
+
+
+class DPdisPCA(DPSubspaceMixin):
+    """Differentially private distributed PCA (Imtiaz & Sarwate, ICASSP 2018, Alg. 1).
+
+    Parameters
+    ----------
+    n_components : int, optional
+        ``K``; ``None`` keeps all ``D`` directions.
+    epsilon : float, default=1.0
+        Privacy parameter of every site (``inf`` disables the noise).
+    delta : float, default=1e-5
+        Privacy parameter in ``(0, 1)``; the paper's experiments use 0.01.
+    intermediate_dim : int, optional
+        ``R`` with ``K <= R <= D``; ``None`` gives ``min(2K, D)`` as in the paper.
+    full : bool, default=False
+        Send the whole ``Â_s`` instead of ``P_s`` (the paper's ``q_full``).
+    neighbour : {"replace-one", "add-remove"}, default="replace-one"
+        Neighbour relation; sensitivity ``sqrt(2)/N_s`` or ``1/N_s`` (the paper's).
+    weights : {"equal", "samples"}, default="equal"
+        Aggregator weights ``1/S`` (the paper) or ``N_s/N``.
+    site_factor : {"svd", "psd"}, default="svd"
+        ``P_s`` from the SVD of ``Â_s`` (the paper) or from its ``R`` largest
+        eigenvalues clipped at 0 (a variant; see :func:`partial_square_root`).
+    row_norm : {"clip", "error"}, default="clip"
+        How sites enforce ``||x|| <= 1`` (:mod:`mpc_pca.dp.preprocessing`).
+    random_state : int, SeedSequence, Generator or None
+        Seed of the DP noise; ``None`` draws one from :mod:`secrets`. For
+        reproducible experiments only; a run with a known seed is not private.
+    timeout : float, default=120
+        Receive timeout of every party, in seconds.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (K, D)
+        The released ``V_K^T``, each row's largest entry positive.
+    explained_variance_ : ndarray of shape (K,)
+        Top eigenvalues of the aggregator's ``A_c`` (DP, post-processing).
+    mean_ : ndarray of shape (D,)
+        Zeros: second-moment PCA, no centring (see :mod:`mpc_pca.dp.common`).
+    intermediate_dim_ : int
+        ``R`` used.
+    noise_scales_ : ndarray of shape (S,)
+        Each site's Analyze-Gauss standard deviation.
+    n_samples_, n_features_in_, n_components_ : int
+    report_ : dict
+        Per-role bytes, messages, rounds and seconds.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> parts = [rng.normal(size=(200, 6)) / 6 for _ in range(3)]
+    >>> DPdisPCA(n_components=2, epsilon=1.0, random_state=0).fit(parts).components_.shape
+    (2, 6)
+    """
+
+    def __init__(
+        self,
+        n_components: int | None = None,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        intermediate_dim: int | None = None,
+        full: bool = False,
+        neighbour: str = "replace-one",
+        weights: str = "equal",
+        site_factor: str = "svd",
+        row_norm: str = "clip",
+        random_state: RandomState = None,
+        timeout: float = 120.0,
+    ) -> None:
+        self.n_components = n_components
+        self.epsilon = epsilon
+        self.delta = delta
+        self.intermediate_dim = intermediate_dim
+        self.full = full
+        self.neighbour = neighbour
+        self.weights = weights
+        self.site_factor = site_factor
+        self.row_norm = row_norm
+        self.random_state = random_state
+        self.timeout = timeout
+
+    def fit(self, parts: Sequence[ArrayLike], y: None = None) -> DPdisPCA:
+        """Run Alg. 1 over the sites' rows (one ``(N_s, D)`` array per site); return ``self``."""
+        model, sites, run = run_dispca(
+            parts,
+            self.n_components,
+            self.epsilon,
+            self.delta,
+            intermediate_dim=self.intermediate_dim,
+            full=self.full,
+            neighbour=self.neighbour,
+            weights=self.weights,
+            site_factor=self.site_factor,
+            row_norm=self.row_norm,
+            random_state=self.random_state,
+            timeout=self.timeout,
+        )
+        self._store_fit(model.components, model.explained_variance, sum(model.site_samples), run)
+        k = model.components.shape[0]
+        d = model.components.shape[1]
+        self.intermediate_dim_ = d if self.full else check_intermediate_dim(self.intermediate_dim, k, d)
+        self.noise_scales_ = np.array([site.noise_scale for site in sites.values()])
+        return self

@@ -1,0 +1,421 @@
+"""DPDPCA: differentially private PCA over horizontally partitioned data with Paillier.
+
+Wang & Chang, "Differentially Private Principal Component Analysis Over
+Horizontally Partitioned Data", IEEE DSC 2018, §IV.C and Algorithms 1-2.
+
+Roles: L data owners, an honest-but-curious *proxy*, and an untrusted *data
+user* who holds the Paillier key and learns only a noisy scatter matrix.
+
+1. user -> all: public key (step 1).
+2. owner l -> proxy: ``Enc(R_l)``, ``Enc(v_l)``, ``Enc(N_l)`` with
+   ``R_l = X_l^T X_l``, ``v_l`` the column sums (eq. 8; step 2).
+3. proxy: ``Enc(R)``, ``Enc(v)``, ``Enc(N)`` by homomorphic sums (Alg. 1
+   lines 2-4); ``Enc(N)`` -> user -> ``N`` in clear -> proxy (line 5, §IV.C.b).
+4. proxy: random mask ``b`` (line 6), noise ``G'`` from the Gaussian mechanism
+   (Alg. 2, line 8), and the correction ``G`` (eqs. 14-19, line 7); sends
+   ``Enc(R')`` and ``Enc(v' = v + b)`` (lines 9-10, eqs. 20-21).
+5. user: decrypts and computes ``S' = R' - v' v'^T / N`` (eq. 22) = the
+   centred scatter matrix plus ``G'``; eigendecomposition.
+
+Two deliberate deviations, both keeping the paper's algebra:
+
+* **Exact integer correction.** The paper needs ``Enc(v_i)^(b_j / N)`` and
+  makes the exponent an integer by choosing ``b`` as a multiple of ``N``; then
+  ``v' = v + b`` reveals ``v mod N`` to the data user. Here the proxy instead
+  sends ``Enc(N R')`` with ``N G_ij = v_i b_j + b_i v_j + b_i b_j`` (integers in
+  fixed point) and the user divides by ``N`` after decryption, so ``b`` can be
+  uniform over a range ``2^mask_bits`` times wider than any ``|v_i|``: ``v'``
+  is then statistically independent of ``v`` (distance ``<= 2^-mask_bits``).
+* **Sensitivity of the released matrix.** The user effectively learns
+  ``S + G'`` with ``S`` the *centred* scatter. With rows of norm ``<= 1``,
+  adding or removing one row changes ``S`` by ``N/(N+1) (x - mu)(x - mu)^T``,
+  Frobenius norm ``< 4``; replacing one row by at most ``4 sqrt(2)``. The paper
+  uses 1 (the sensitivity of the uncentred ``X^T X``); this module calibrates
+  ``G'`` to the centred matrix it actually releases.
+
+Trust model: owners honest; proxy honest-but-curious and colluding with nobody
+(it learns ``N`` only); the data user is untrusted and learns ``N`` exactly,
+the masked ``v'`` and ``S + G'``. ``S + G'`` is ``(epsilon, delta)``-DP for
+replace-one neighbours (the paper's fixed-size definition, under which ``N``
+is public). Under add/remove neighbours ``N`` itself tells neighbours apart,
+so that option protects the matrix only with ``N`` treated as public, as the
+other estimators here do; the exact ``N`` is released either way.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from mpc_pca.dp.common import DPSubspaceMixin, check_privacy, prepare_parts
+from mpc_pca.dp.mechanisms import (
+    Neighbour,
+    RandomState,
+    gaussian_noise_scale,
+    parse_neighbour,
+    spawn_generators,
+    symmetric_gaussian_noise,
+)
+from mpc_pca.linalg import from_upper_triangle, top_eigenpairs, upper_triangle
+from mpc_pca.roles import PROXY, USER, owner_names
+from protocols.errors import InputValidationError, ProtocolError
+from protocols.paillier import PaillierPublicKey, add, decrypt, encrypt, generate_keypair, multiply
+from protocols.paillier.cipher import add_many, from_residue, to_residue
+from protocols.paillier.serialize import ciphertexts_from_bytes, ciphertexts_to_bytes, public_key_from_bytes
+from protocols.party import Party
+from protocols.runtime import RunResult, run_inprocess
+
+
+def centred_scatter_sensitivity(neighbour: Neighbour | str) -> float:
+    """Frobenius-norm sensitivity of ``S = sum (x - mu)(x - mu)^T`` for rows of norm <= 1.
+
+    Add/remove one row ``x``: ``S`` changes by ``N/(N+1) (x - mu)(x - mu)^T``
+    (Welford's update), of norm ``< ||x - mu||^2 <= 4``. Replace one row:
+    ``S`` without that row plus one of two rank-one terms ``u u^T``, ``w w^T``
+    with ``||u||, ||w|| <= 2``, and ``||u u^T - w w^T||_F <= sqrt(||u||^4 + ||w||^4)
+    <= 4 sqrt(2)``.
+    """
+    relation = parse_neighbour(neighbour)
+    return 4.0 if relation is Neighbour.ADD_REMOVE else 4.0 * math.sqrt(2.0)
+
+
+@dataclass(frozen=True)
+class DPDPCAConfig:
+    """Public parameters every party agrees on."""
+
+    n_owners: int
+    n_features: int
+    n_components: int
+    epsilon: float
+    delta: float
+    neighbour: Neighbour = Neighbour.REPLACE_ONE
+    key_bits: int = 2048
+    frac_bits: int = 40
+    mask_bits: int = 128
+    allow_insecure_key_size: bool = False
+
+    @property
+    def owners(self) -> tuple[str, ...]:
+        return owner_names(self.n_owners)
+
+    @property
+    def scale(self) -> int:
+        return 1 << self.frac_bits
+
+    def plaintext_bits(self, n_samples: int) -> int:
+        """Bits of the largest signed plaintext any party encrypts (for rows of norm <= 1).
+
+        ``|R_ij| <= N`` and ``|v_i| <= N``, so with ``s = 2^frac_bits``,
+        ``B = N s 2^mask_bits`` bounds the mask and the proxy's largest value is
+        ``|N R s^2 + 2 v_i b_j s + b_i b_j + N G'_ij s^2| <= 4 B^2 + N |G'| s^2``,
+        with the noise entry bounded by 40 sigma (a larger draw has probability
+        below 1e-300).
+        """
+        scale_bits = max(n_samples, 1).bit_length() + self.frac_bits
+        mask_bound_bits = scale_bits + self.mask_bits
+        noise_bits = (
+            n_samples * max(1.0, 40.0 * self.noise_sigma)
+        ).__ceil__().bit_length() + 2 * self.frac_bits
+        return max(2 * mask_bound_bits + 2, noise_bits) + 1
+
+    @property
+    def noise_sigma(self) -> float:
+        """Standard deviation of each upper-triangle entry of ``G'`` (Alg. 2, line 2)."""
+        return gaussian_noise_scale(centred_scatter_sensitivity(self.neighbour), self.epsilon, self.delta)
+
+
+@dataclass
+class DPDPCAModel:
+    """What the data user computes (step 4, eq. 22) and sees (``masked_sums`` = ``v' s``)."""
+
+    noisy_scatter: NDArray[np.float64]
+    n_samples: int
+    masked_sums: list[int]
+    components: NDArray[np.float64]
+    eigenvalues: NDArray[np.float64]
+    total: float
+
+
+def _to_fixed(values: NDArray[np.float64], scale: int) -> list[int]:
+    """Round ``values * scale`` to Python integers (exact for any magnitude)."""
+    return [int(v) for v in np.rint(np.asarray(values, dtype=np.float64) * float(scale))]
+
+
+def _signed_residues(values: Sequence[int], public_key: PaillierPublicKey, what: str) -> list[int]:
+    limit = public_key.n // 2
+    for value in values:
+        if abs(value) >= limit:
+            raise InputValidationError(
+                f"{what} has a value of {abs(value).bit_length()} bits, but a {public_key.bits}-bit key "
+                f"holds signed values below n/2 (about {limit.bit_length()} bits); lower frac_bits or mask_bits"
+            )
+    return [to_residue(v, public_key.n) for v in values]
+
+
+def _encrypt_signed(public_key: PaillierPublicKey, values: Sequence[int], what: str) -> bytes:
+    return ciphertexts_to_bytes(public_key, encrypt(public_key, _signed_residues(values, public_key, what)))
+
+
+def _ciphertexts(public_key: PaillierPublicKey, message: Any, count: int, sender: str) -> list:
+    if not isinstance(message, bytes):
+        raise ProtocolError(f"expected ciphertext bytes from {sender!r}, got {type(message).__name__}")
+    return ciphertexts_from_bytes(public_key, message, count)
+
+
+def _receive_public_key(party: Party, key_bits: int) -> PaillierPublicKey:
+    """The data user's public key, refused unless it has exactly the agreed size."""
+    return public_key_from_bytes(party.recv(USER), key_bits)
+
+
+# -- roles ---------------------------------------------------------------------------
+
+
+def owner_role(party: Party, data: NDArray[np.float64], config: DPDPCAConfig) -> None:
+    """Data owner (step 2, eq. 8): send ``Enc(R_l)``, ``Enc(v_l)``, ``Enc(N_l)``."""
+    public_key = _receive_public_key(party, config.key_bits)
+    s = config.scale
+    second_moment = upper_triangle(data.T @ data)
+    message = {
+        "R": _encrypt_signed(public_key, _to_fixed(second_moment, s * s), f"{party.name}'s R_l"),
+        "v": _encrypt_signed(public_key, _to_fixed(data.sum(axis=0), s), f"{party.name}'s v_l"),
+        "N": _encrypt_signed(public_key, [data.shape[0]], f"{party.name}'s N_l"),
+    }
+    party.send(PROXY, message)
+
+
+def proxy_role(party: Party, config: DPDPCAConfig, rng: np.random.Generator) -> None:
+    """Proxy: DPAggregate (Alg. 1) with the Gaussian mechanism (Alg. 2)."""
+    public_key = _receive_public_key(party, config.key_bits)
+    d = config.n_features
+    tri = d * (d + 1) // 2
+    shares = []
+    for owner in config.owners:
+        message = party.recv(owner)
+        if not isinstance(message, dict) or set(message) != {"R", "v", "N"}:
+            raise ProtocolError(f"{owner} sent a malformed share; expected keys R, v, N")
+        shares.append(
+            (
+                _ciphertexts(public_key, message["R"], tri, owner),
+                _ciphertexts(public_key, message["v"], d, owner),
+                _ciphertexts(public_key, message["N"], 1, owner),
+            )
+        )
+    enc_r = add_many(public_key, [s[0] for s in shares])  # Alg. 1 line 2, eq. 11
+    enc_v = add_many(public_key, [s[1] for s in shares])  # line 3, eq. 12
+    enc_n = add_many(public_key, [s[2] for s in shares])  # line 4, eq. 13
+    party.send(USER, ciphertexts_to_bytes(public_key, enc_n))  # line 5: N via the data user
+    n_samples = party.recv(USER)
+    if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 2:
+        raise ProtocolError(f"the data user returned N={n_samples!r}; expected an integer >= 2")
+
+    s = config.scale
+    # line 6: the mask, uniform over 2^mask_bits times the largest possible |v_i| s (|v_i| <= N)
+    half_range = n_samples * s << config.mask_bits
+    mask = [secrets.randbelow(2 * half_range + 1) - half_range for _ in range(d)]
+    # line 8: G' (Alg. 2), scaled like R
+    noise = _to_fixed(upper_triangle(symmetric_gaussian_noise(d, config.noise_sigma, rng)), s * s)
+    rows, cols = np.triu_indices(d)
+    # lines 7 and 9 in exact integers: Enc(N R') = Enc(R)^N Enc(v_i)^b_j Enc(v_j)^b_i Enc(b_i b_j + N G'_ij)
+    scaled_r = multiply(public_key, enc_r, n_samples)
+    cross_ij = multiply(public_key, [enc_v[i] for i in rows], [mask[j] for j in cols])
+    cross_ji = multiply(public_key, [enc_v[j] for j in cols], [mask[i] for i in rows])
+    plain = [mask[i] * mask[j] + n_samples * g for i, j, g in zip(rows, cols, noise, strict=True)]
+    enc_plain = encrypt(public_key, _signed_residues(plain, public_key, "b_i b_j + N G'_ij"))
+    enc_nr = add(public_key, add(public_key, scaled_r, cross_ij), add(public_key, cross_ji, enc_plain))
+    enc_v_masked = add(
+        public_key, enc_v, encrypt(public_key, _signed_residues(mask, public_key, "b"))
+    )  # line 10
+    party.send(
+        USER,
+        {
+            "NR": ciphertexts_to_bytes(public_key, enc_nr),
+            "v": ciphertexts_to_bytes(public_key, enc_v_masked),
+        },
+    )
+
+
+def user_role(party: Party, config: DPDPCAConfig) -> DPDPCAModel:
+    """Data user: key generation (step 1), ``N`` for the proxy, eq. 22, eigendecomposition."""
+    public_key, private_key = generate_keypair(
+        config.key_bits, allow_insecure_key_size=config.allow_insecure_key_size
+    )
+    for name in (*config.owners, PROXY):
+        party.send(name, public_key.to_bytes())
+    n = public_key.n
+    (n_residue,) = decrypt(private_key, _ciphertexts(public_key, party.recv(PROXY), 1, PROXY))
+    n_samples = int(from_residue(n_residue, n))
+    party.send(PROXY, n_samples)
+    d = config.n_features
+    tri = d * (d + 1) // 2
+    message = party.recv(PROXY)
+    if not isinstance(message, dict) or set(message) != {"NR", "v"}:
+        raise ProtocolError("the proxy sent a malformed aggregate; expected keys NR, v")
+    nr = [
+        int(from_residue(m, n))
+        for m in decrypt(private_key, _ciphertexts(public_key, message["NR"], tri, PROXY))
+    ]
+    v = [
+        int(from_residue(m, n))
+        for m in decrypt(private_key, _ciphertexts(public_key, message["v"], d, PROXY))
+    ]
+    s = config.scale
+    denominator = n_samples * s * s
+    rows, cols = np.triu_indices(d)
+    # eq. 22: S' = R' - v' v'^T / N, computed as (N R' - v' v'^T) / N exactly before rounding to float
+    packed = np.array(
+        [(nr[t] - v[i] * v[j]) / denominator for t, (i, j) in enumerate(zip(rows, cols, strict=True))]
+    )
+    noisy_scatter = from_upper_triangle(packed, d)
+    values, components, all_values = top_eigenpairs(noisy_scatter, config.n_components)
+    return DPDPCAModel(noisy_scatter, n_samples, v, components, values, float(all_values.sum()))
+
+
+# -- estimator -------------------------------------------------------------------------
+
+
+class DPDPCA(DPSubspaceMixin):
+    """Differentially private distributed PCA with Paillier and a proxy (Wang & Chang 2018).
+
+    Parameters
+    ----------
+    n_components : int, default=2
+        Number of components ``k``.
+    epsilon : float, default=1.0
+        Privacy parameter, > 0 (``inf`` disables the noise).
+    delta : float, default=1e-5
+        Privacy parameter, in (0, 1).
+    neighbour : {"replace-one", "add-remove"}, default="replace-one"
+        Neighbouring data sets differ by one replaced row (the paper's
+        fixed-size definition) or one added/removed row; sets the sensitivity,
+        see :func:`centred_scatter_sensitivity`. The data user learns ``N``
+        exactly, so ``"add-remove"`` protects the matrix with ``N`` public only.
+    row_norm : {"error", "clip"}, default="error"
+        Rows must have norm <= 1: raise on a longer row, or clip it locally
+        at its owner (:mod:`mpc_pca.dp.preprocessing`).
+    key_bits : int, default=2048
+        Paillier modulus size (2048 or 3072).
+    frac_bits : int, default=40
+        Fixed-point fractional bits of the integer encoding (Paillier's plaintext
+        space is large, so this is far finer than the ring backends' 20 bits).
+    mask_bits : int, default=128
+        Statistical hiding of ``v`` by the mask ``b``.
+    random_state : int, SeedSequence or Generator, optional
+        Seed of the proxy's DP noise ``G'``; unset, it is drawn from :mod:`secrets`.
+        For reproducible experiments only: anyone who knows the seed can remove
+        the noise, so a seeded run is not private. The mask ``b`` and all
+        encryption randomness always come from :mod:`secrets`.
+    allow_insecure_key_size : bool, default=False
+        Test-only: allow keys below 2048 bits.
+    timeout : float, default=300
+        Receive timeout of every party, in seconds.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (k, d)
+    explained_variance_ : ndarray of shape (k,)
+        Eigenvalues of the noisy covariance ``S' / (N - 1)``.
+    explained_variance_ratio_ : ndarray of shape (k,)
+    noisy_scatter_ : ndarray of shape (d, d)
+        ``S'`` as the data user obtained it.
+    noise_sigma_ : float
+        Standard deviation of each upper-triangle entry of ``G'``.
+    mean_ : ndarray of shape (d,)
+        Zeros: the data user never learns the pooled mean (it is masked by
+        ``b``), so :meth:`transform` projects rows without centring them.
+    n_samples_ : int
+    report_ : dict
+        Per-role bytes, messages, rounds and seconds.
+    """
+
+    def __init__(
+        self,
+        n_components: int = 2,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        neighbour: Neighbour | str = "replace-one",
+        row_norm: str = "error",
+        key_bits: int = 2048,
+        frac_bits: int = 40,
+        mask_bits: int = 128,
+        random_state: RandomState = None,
+        allow_insecure_key_size: bool = False,
+        timeout: float = 300.0,
+    ) -> None:
+        self.n_components = n_components
+        self.epsilon = epsilon
+        self.delta = delta
+        self.neighbour = neighbour
+        self.row_norm = row_norm
+        self.key_bits = key_bits
+        self.frac_bits = frac_bits
+        self.mask_bits = mask_bits
+        self.random_state = random_state
+        self.allow_insecure_key_size = allow_insecure_key_size
+        self.timeout = timeout
+
+    def fit(self, parts: Sequence[ArrayLike], y: None = None) -> DPDPCA:
+        """Run the protocol with one data owner per part; store the data user's result.
+
+        Every parameter and every owner's rows are validated before any party
+        sends anything.
+
+        Returns
+        -------
+        self
+        """
+        from protocols.paillier.keys import check_key_bits
+
+        arrays, k = prepare_parts(parts, self.n_components, self.row_norm, min_total_rows=2)
+        epsilon, delta, neighbour = check_privacy(self.epsilon, self.delta, self.neighbour)
+        check_key_bits(self.key_bits, self.allow_insecure_key_size)
+        config = DPDPCAConfig(
+            n_owners=len(arrays),
+            n_features=arrays[0].shape[1],
+            n_components=k,
+            epsilon=epsilon,
+            delta=delta,
+            neighbour=neighbour,
+            key_bits=self.key_bits,
+            frac_bits=_check_bits(self.frac_bits, "frac_bits", 1, 200),
+            mask_bits=_check_bits(self.mask_bits, "mask_bits", 40, 512),
+            allow_insecure_key_size=self.allow_insecure_key_size,
+        )
+        n_samples = sum(a.shape[0] for a in arrays)
+        budget = config.key_bits - 2  # signed residues must stay below n/2
+        if config.plaintext_bits(n_samples) > budget:
+            raise InputValidationError(
+                f"values of up to {config.plaintext_bits(n_samples)} bits would be encrypted (N={n_samples}, "
+                f"frac_bits={config.frac_bits}, mask_bits={config.mask_bits}, noise sigma "
+                f"{config.noise_sigma:.3g}), but a {config.key_bits}-bit key holds signed values of at most "
+                f"{budget} bits; lower frac_bits or mask_bits, or use a larger key"
+            )
+        (rng,) = spawn_generators(self.random_state, 1)
+        roles: dict[str, Any] = {
+            name: (lambda party, data=data: owner_role(party, data, config))
+            for name, data in zip(config.owners, arrays, strict=True)
+        }
+        roles[PROXY] = lambda party: proxy_role(party, config, rng)
+        roles[USER] = lambda party: user_role(party, config)
+        run: RunResult = run_inprocess(roles, timeout=self.timeout)
+        model: DPDPCAModel = run.outputs[USER]
+        self._store_fit(model.components, model.eigenvalues / (model.n_samples - 1), model.n_samples, run)
+        self.explained_variance_ratio_ = (
+            model.eigenvalues / model.total if model.total > 0 else np.zeros_like(model.eigenvalues)
+        )
+        self.noisy_scatter_ = model.noisy_scatter
+        self.noise_sigma_ = config.noise_sigma
+        return self
+
+
+def _check_bits(value: object, name: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InputValidationError(
+            f"{name}={value!r} is out of range; it must be an integer from {low} to {high}"
+        )
+    return value

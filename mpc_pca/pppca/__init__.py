@@ -1,0 +1,42 @@
+"""PPPCA: privacy-preserving PCA (Liu et al., AAAI 2020), Algorithms 1 and 2.
+
+Modules
+-------
+local_stats
+    Each provider's column sums, row count and centred Gram matrix, computed
+    once, before anything is sent.
+protocol
+    The role functions (providers, server, consumer), their configuration,
+    ring-range and precision checks (:func:`~mpc_pca.pppca.protocol.preflight`),
+    the fixed-point error bounds and the in-process run.
+estimator
+    :class:`PPPCA`, the scikit-learn-style estimator.
+distributed
+    The same roles as OS processes or hosts (``mpc-pca party``, ``run
+    --transport torch``); imported only when used.
+"""
+
+from mpc_pca.pppca.estimator import PPPCA, resolve_backend
+from mpc_pca.pppca.protocol import (
+    PPPCAConfig,
+    PPPCAModel,
+    consumer_role,
+    preflight,
+    provider_role,
+    rounding_error_bounds,
+    run_pppca,
+    server_role,
+)
+
+__all__ = [
+    "PPPCA",
+    "PPPCAConfig",
+    "PPPCAModel",
+    "consumer_role",
+    "preflight",
+    "provider_role",
+    "resolve_backend",
+    "rounding_error_bounds",
+    "run_pppca",
+    "server_role",
+]

@@ -1,0 +1,135 @@
+"""The PPPCA estimator: scikit-learn-style front end of :mod:`mpc_pca.pppca.protocol`.
+
+Liu et al., "Privacy Preserving PCA for Multiparty Modeling", AAAI 2020,
+Algorithms 1 (Paillier) and 2 (secret sharing): ``fit`` runs steps 1-8,
+``fit_transform`` also steps 9-10.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from mpc_pca.base import SubspaceMixin
+from mpc_pca.pppca.protocol import (
+    run_pppca,
+)
+from protocols.backends import SecureSumBackend, make_backend
+from protocols.errors import InputValidationError
+
+
+def resolve_backend(backend: str | SecureSumBackend) -> SecureSumBackend:
+    """Accept a backend object or its command-line name."""
+    if isinstance(backend, SecureSumBackend):
+        return backend
+    if isinstance(backend, str):
+        return make_backend(backend)
+    raise InputValidationError(
+        f"backend must be a SecureSumBackend or a backend name, got {type(backend).__name__}"
+    )
+
+
+class PPPCA(SubspaceMixin):
+    """Privacy-preserving PCA over horizontally partitioned data (Liu et al., AAAI 2020).
+
+    Parameters
+    ----------
+    n_components : int, optional
+        Number of components ``k``; ``None`` keeps ``min(n_samples, n_features)``.
+    backend : str or SecureSumBackend, default="additive"
+        ``"additive"`` (Alg. 2, share distribution), ``"additive-masks"``,
+        ``"paillier"`` (Alg. 1) or ``"crypten"``, or a backend object.
+    timeout : float, default=120
+        Receive timeout of every party, in seconds.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (k, d)
+        Principal axes, largest-magnitude entry of each positive.
+    explained_variance_ : ndarray of shape (k,)
+        Eigenvalues of the sample covariance (denominator ``N - 1``).
+    explained_variance_ratio_ : ndarray of shape (k,)
+        Share of the total variance each component explains.
+    mean_ : ndarray of shape (d,)
+        Pooled feature means.
+    n_samples_ : int
+        Total rows over all parties.
+    n_features_in_ : int
+        Number of features.
+    n_components_ : int
+        Number of components kept.
+    variance_error_bound_ : float
+        Largest change fixed-point rounding can cause in any eigenvalue.
+    component_error_bounds_ : ndarray of shape (k,)
+        Largest change rounding can cause in any entry of each component
+        (Davis-Kahan; large when eigenvalues are close: see
+        :func:`rounding_error_bounds`).
+    report_ : dict
+        Per-role traffic and wall time: bytes and messages sent/received,
+        rounds, seconds.
+    model_ : PPPCAModel
+        The server's output as computed in step 8.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mpc_pca import PPPCA
+    >>> rng = np.random.default_rng(0)
+    >>> parts = [rng.normal(size=(50, 4)), rng.normal(size=(30, 4))]
+    >>> PPPCA(n_components=2).fit(parts).components_.shape
+    (2, 4)
+    """
+
+    def __init__(
+        self,
+        n_components: int | None = None,
+        backend: str | SecureSumBackend = "additive",
+        timeout: float = 120.0,
+    ) -> None:
+        self.n_components = n_components
+        self.backend = backend
+        self.timeout = timeout
+
+    def fit(self, parts: Sequence[ArrayLike], y: None = None) -> PPPCA:
+        """Run PPPCA steps 1-8 over the parties' data; no rows leave any party.
+
+        Parameters
+        ----------
+        parts : list of array_like
+            One ``(n_i, d)`` array per data provider.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self
+        """
+        self._fit(parts, with_consumer=False)
+        return self
+
+    def fit_transform(self, parts: Sequence[ArrayLike], y: None = None) -> NDArray[np.float64]:
+        """Run the whole protocol (steps 1-10); return the data consumer's ``X T``.
+
+        Rows are stacked in provider order, each provider's rows in their order.
+        """
+        return self._fit(parts, with_consumer=True)
+
+    def _fit(self, parts: Sequence[ArrayLike], *, with_consumer: bool) -> NDArray[np.float64] | None:
+        backend = resolve_backend(self.backend)
+        model, projection, run = run_pppca(
+            parts, self.n_components, backend, with_consumer=with_consumer, timeout=self.timeout
+        )
+        self.mean_ = model.mean
+        self.n_samples_ = model.n_samples
+        self.components_ = model.components
+        self.n_components_ = model.components.shape[0]
+        self.n_features_in_ = model.components.shape[1]
+        self.explained_variance_ = model.explained_variance
+        self.explained_variance_ratio_ = model.explained_variance_ratio
+        self.variance_error_bound_ = model.variance_error_bound
+        self.component_error_bounds_ = model.component_error_bounds
+        self.report_ = run.report_dict()
+        self.model_ = model
+        return projection

@@ -1,0 +1,75 @@
+"""A PPPCA provider process that misbehaves on purpose (used by tests/test_faults.py).
+
+``python tests/faulty_party.py MODE [mpc-pca party options]`` runs the normal
+provider role with a backend that, in the protocol's *second* secure sum (the
+Gram matrix, after the mean was revealed), either
+
+* ``die``: kills its own process with SIGKILL before sending anything, or
+* ``bad-shape``: contributes an array with one entry too few, or
+* ``stall``: stops responding (sleeps far longer than any timeout).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+from mpc_pca.cli import build_parser
+from mpc_pca.data.datasets import load_data
+from mpc_pca.pppca.distributed import run_party
+from protocols.backends import SecureSumBackend, make_backend
+
+
+def faulty_backend(mode: str, name: str) -> SecureSumBackend:
+    """A backend of class ``name`` whose second secure sum misbehaves as ``mode`` says."""
+    base = type(make_backend(name))
+
+    class Faulty(base):  # type: ignore[misc, valid-type]
+        calls = 0
+
+        def secure_sum(self, party: Any, value: Any, **kwargs: Any) -> Any:
+            Faulty.calls += 1
+            if Faulty.calls == 2:
+                if mode == "die":
+                    os.kill(os.getpid(), signal.SIGKILL)
+                if mode == "stall":
+                    time.sleep(3600)
+                if mode == "bad-shape":
+                    return self._run(party, value[:-1], tuple(kwargs["contributors"]), kwargs["receiver"])
+            return super().secure_sum(party, value, **kwargs)
+
+    instance = make_backend(name)
+    instance.__class__ = Faulty
+    return instance
+
+
+def main() -> int:
+    mode, argv = sys.argv[1], sys.argv[2:]
+    if mode not in ("die", "bad-shape", "stall"):
+        raise SystemExit(f"unknown mode {mode!r}")
+    args = build_parser().parse_args(["party", *argv])
+    try:
+        run_party(
+            role=args.role,
+            rank=args.rank,
+            world_size=args.world_size,
+            master=args.master,
+            data=load_data(args.data),
+            n_components=args.n_components,
+            backend=args.backend,
+            timeout=args.timeout,
+            connect_timeout=args.connect_timeout,
+            host_store=False if args.external_store else None,
+            backend_factory=lambda: faulty_backend(mode, args.backend),
+        )
+    except Exception as exc:
+        print(f"mpc-pca: error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        os._exit(2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

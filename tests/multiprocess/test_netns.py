@@ -1,0 +1,148 @@
+"""Multi-host PPPCA: one party per network namespace, talking over veth links.
+
+The test builds a small private network on this machine: a "switch"
+namespace holding a Linux bridge, and one namespace per party, each joined to
+the bridge by a veth pair and given its own address in a private /24 that
+exists only inside these namespaces. Every party is started with ``mpc-pca
+party`` inside its namespace (``GLOO_SOCKET_IFNAME`` set to its veth end via
+``--ifname``); rank 0 hosts the rendezvous store, exactly as on real hosts.
+Everything is torn down afterwards, also on failure. The test is skipped,
+with the reason, where namespaces cannot be created (not root, no iproute2,
+or a sandbox that forbids them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[torch]')")
+
+from mpc_pca.pppca.distributed import child_environment
+from mpc_pca.pppca.protocol import run_pppca
+from protocols.backends.additive import AdditiveBackend
+from protocols.transport.torch_launch import launch, raise_on_failure
+from tests.helpers.torch_helpers import party_commands
+
+pytestmark = [pytest.mark.torch, pytest.mark.netns]
+
+SUBNET = "10.231.7"  # private, and only ever configured inside the test's own namespaces
+
+
+def _ip(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30)
+
+
+class Topology:
+    """A bridge namespace plus one namespace per party, created and removed by the test."""
+
+    def __init__(self, n_hosts: int) -> None:
+        tag = uuid.uuid4().hex[:6]
+        self.switch = f"mpcsw{tag}"
+        self.hosts = [f"mpch{tag}{i}" for i in range(n_hosts)]
+        self.ifnames = [f"eth{i}" for i in range(n_hosts)]
+        self.addresses = [f"{SUBNET}.{i + 1}" for i in range(n_hosts)]
+        self.created: list[str] = []
+
+    def _run(self, *args: str) -> None:
+        done = _ip(*args)
+        if done.returncode != 0:
+            raise RuntimeError(f"`ip {' '.join(args)}` failed: {done.stderr.strip()}")
+
+    def up(self) -> None:
+        for ns in [self.switch, *self.hosts]:
+            self._run("netns", "add", ns)
+            self.created.append(ns)
+        self._run("netns", "exec", self.switch, "ip", "link", "add", "br0", "type", "bridge")
+        self._run("netns", "exec", self.switch, "ip", "link", "set", "br0", "up")
+        for i, (ns, ifname, address) in enumerate(zip(self.hosts, self.ifnames, self.addresses, strict=True)):
+            port = f"port{i}"
+            self._run(
+                "link", "add", ifname, "netns", ns, "type", "veth", "peer", "name", port, "netns", self.switch
+            )
+            self._run("netns", "exec", self.switch, "ip", "link", "set", port, "master", "br0")
+            self._run("netns", "exec", self.switch, "ip", "link", "set", port, "up")
+            self._run("netns", "exec", ns, "ip", "link", "set", "lo", "up")
+            self._run("netns", "exec", ns, "ip", "addr", "add", f"{address}/24", "dev", ifname)
+            self._run("netns", "exec", ns, "ip", "link", "set", ifname, "up")
+
+    def down(self) -> None:
+        for ns in reversed(self.created):
+            _ip("netns", "del", ns)  # removes the veth ends and the bridge with it
+        self.created.clear()
+
+    def free_port(self, host: int) -> int:
+        """A port that is free on host ``host`` (asked inside its namespace)."""
+        code = "import socket; s = socket.socket(); s.bind(('', 0)); print(s.getsockname()[1])"
+        done = subprocess.run(
+            ["ip", "netns", "exec", self.hosts[host], sys.executable, "-c", code],
+            capture_output=True, text=True, timeout=60, check=True,
+        )  # fmt: skip
+        return int(done.stdout.strip())
+
+
+def _skip_reason() -> str | None:
+    if not sys.platform.startswith("linux"):
+        return "network namespaces need Linux"
+    if shutil.which("ip") is None:
+        return "iproute2 (`ip`) is not installed"
+    if os.geteuid() != 0:
+        return "creating network namespaces needs root"
+    probe = f"mpcprobe{uuid.uuid4().hex[:6]}"
+    done = _ip("netns", "add", probe)
+    if done.returncode != 0:
+        return f"this machine does not allow network namespaces: {done.stderr.strip()}"
+    _ip("netns", "del", probe)
+    return None
+
+
+@pytest.fixture
+def topology():
+    reason = _skip_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    topo = Topology(5)
+    try:
+        topo.up()
+    except RuntimeError as exc:
+        topo.down()
+        pytest.skip(f"could not build the namespace network: {exc}")
+    try:
+        yield topo
+    finally:
+        topo.down()
+        leftover = _ip("netns", "list").stdout
+        assert not any(ns in leftover for ns in [topo.switch, *topo.hosts])
+
+
+def test_pppca_with_one_party_per_network_namespace(tmp_path: Path, topology: Topology, wine):
+    parts = np.array_split(wine, 3)
+    master = f"{topology.addresses[0]}:{topology.free_port(0)}"
+    commands, outputs = party_commands(
+        tmp_path, parts, master, timeout=20, connect_timeout=60, external_store=False
+    )
+    placed = {}
+    for i, (name, command) in enumerate(commands.items()):  # ranks 0..4 in order
+        placed[name] = ["ip", "netns", "exec", topology.hosts[i], *command, "--ifname", topology.ifnames[i]]
+    outcomes = launch(placed, timeout=20, env=child_environment())
+    raise_on_failure(outcomes)
+
+    server = json.loads(outputs["server"].read_text())
+    model, _, reference = run_pppca(parts, 2, AdditiveBackend(), with_consumer=True)
+    assert np.allclose(server["components"], model.components, rtol=0, atol=1e-6)
+    assert np.allclose(server["explained_variance"], model.explained_variance, rtol=1e-9)
+    assert np.allclose(server["mean"], model.mean, rtol=0, atol=1e-9)
+    consumer = json.loads(outputs["consumer"].read_text())
+    assert np.array(consumer["projection"]).shape == (wine.shape[0], 2)
+    for name in commands:
+        report = json.loads(outputs[name].read_text())["report"][name]
+        assert report["bytes_sent"] == reference.reports[name].bytes_sent
+        assert report["bytes_received"] == reference.reports[name].bytes_received
