@@ -2,6 +2,28 @@
 
 This package knows nothing about PCA. Everything here is usable on its own to
 build other secure-aggregation protocols; see :func:`protocols.secure_sum.secure_sum`.
+
+Modules (imports point down this list)
+--------------------------------------
+secure_sum
+    The embeddable primitive: every party calls it, only the receiver learns the sum.
+backends
+    :class:`SecureSumBackend` and its implementations (additive shares or
+    masks, Paillier, CrypTen); :func:`make_backend` builds one by name.
+paillier
+    Paillier arithmetic on gmpy2 behind the Paillier backend.
+runtime
+    Runs role functions as parties; per-party thread helpers.
+transport
+    Channels (in-process queues, processes and hosts) and the typed wire format.
+party
+    :class:`Party`: a name and a channel, what every role function receives.
+messages
+    Every check on data received from a peer.
+sharing, prg, encoding, triangle
+    Additive shares, ChaCha20 streams, fixed point in Z_2^64, packed triangles.
+errors
+    The exception hierarchy.
 """
 
 from protocols.backends import SecureSumBackend, make_backend
