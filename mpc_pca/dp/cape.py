@@ -181,10 +181,31 @@ def zero_sum_noise(
     """CAPE's correlated noise: symmetric ``e_s`` with ``sum_s mu_s e_s = 0``.
 
     ``e_s = tau_s (z_s - mean z)``, ``z_s`` standard symmetric Gaussian
-    (upper triangle i.i.d.), so ``Var(e_s) = (1 - 1/S) tau_s^2`` entry-wise.
-    The weighted sum vanishes because ``mu_s tau_s`` is the same for every
-    site, which is checked. The last matrix is set to minus the weighted sum
-    of the others, so equal weights give ``sum_s e_s == 0`` exactly.
+    (upper triangle i.i.d.), so ``Var(e_s) = (1 - 1/S) tau_s^2`` entry-wise
+    (:func:`zero_sum_from_draws`).
+
+    Raises
+    ------
+    InputValidationError
+        If the lengths differ or ``mu_s tau_s`` is not constant.
+    """
+    n_sites = len(scales)
+    draws = [symmetric_gaussian_noise(d, 1.0, rng) for _ in range(n_sites)]
+    return zero_sum_from_draws(draws, scales, weights)
+
+
+def zero_sum_from_draws(
+    draws: Sequence[NDArray[np.float64]], scales: Sequence[float], weights: Sequence[float]
+) -> list[NDArray[np.float64]]:
+    """CAPE's zero-sum combination of i.i.d. standard draws ``z_s`` of any (common) shape.
+
+    ``e_s = tau_s (z_s - mean_r z_r)``, so ``Var(e_s) = (1 - 1/S) tau_s^2`` for
+    every entry whose ``z_s`` entry has unit variance, and
+    ``sum_s mu_s e_s = 0`` because ``mu_s tau_s`` is the same for every site,
+    which is checked. The last array is set to minus the weighted sum of the
+    others, so equal weights give ``sum_s e_s == 0`` exactly. capePCA draws
+    symmetric matrices (:func:`zero_sum_noise`); capeAGN draws the unique
+    entries of symmetric tensors.
 
     Raises
     ------
@@ -193,18 +214,18 @@ def zero_sum_noise(
     """
     taus = np.asarray(scales, dtype=np.float64)
     mus = np.asarray(weights, dtype=np.float64)
-    if taus.shape != mus.shape or taus.ndim != 1 or taus.size == 0:
-        raise InputValidationError("zero_sum_noise needs one scale and one weight per site")
+    if taus.shape != mus.shape or taus.ndim != 1 or taus.size == 0 or len(draws) != taus.size:
+        raise InputValidationError("zero-sum noise needs one draw, one scale and one weight per site")
     products = mus * taus
     if not np.allclose(products, products[0], rtol=1e-9, atol=0.0):
-        raise InputValidationError("zero_sum_noise needs mu_s * tau_s to be the same for every site")
+        raise InputValidationError("zero-sum noise needs mu_s * tau_s to be the same for every site")
     s = taus.size
-    z = np.stack([symmetric_gaussian_noise(d, 1.0, rng) for _ in range(s)])
+    z = np.stack([np.asarray(draw, dtype=np.float64) for draw in draws])
     centred = z - z.mean(axis=0)
     noise = [taus[i] * centred[i] for i in range(s - 1)]
     ratios = mus[:-1] / mus[-1]
     if s == 1:
-        last = np.zeros((d, d))
+        last = np.zeros(z.shape[1:])
     elif np.all(ratios == 1.0):
         last = -np.sum(np.stack(noise), axis=0)
     else:

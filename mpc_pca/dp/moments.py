@@ -55,7 +55,7 @@ from numbers import Real
 import numpy as np
 from numpy.typing import NDArray
 
-from mpc_pca.mechanisms import Neighbour, parse_neighbour
+from mpc_pca.dp.mechanisms import Neighbour, parse_neighbour
 from protocols.errors import InputValidationError
 
 MODELS = ("stm", "mog")
@@ -132,7 +132,9 @@ def stm_second_moment(counts: NDArray[np.float64]) -> NDArray[np.float64]:
     return (c * wt[:, None]).T @ c - np.diag(wt @ c)
 
 
-def stm_whitened_third_moment(counts: NDArray[np.float64], whitening: NDArray[np.float64]) -> NDArray[np.float64]:
+def stm_whitened_third_moment(
+    counts: NDArray[np.float64], whitening: NDArray[np.float64]
+) -> NDArray[np.float64]:
     """``M3(W, W, W)`` of the single topic model from counts ``c`` and ``W`` (``D x K``).
 
     Per document, with ``y = W^T c``, ``P = W^T diag(c) W`` and

@@ -51,7 +51,9 @@ def _value(tensor: NDArray[np.float64], theta: NDArray[np.float64]) -> float:
     return float(np.einsum("ijl,i,j,l->", tensor, theta, theta, theta))
 
 
-def _iterate(tensor: NDArray[np.float64], theta: NDArray[np.float64], n_iter: int, tol: float) -> NDArray[np.float64]:
+def _iterate(
+    tensor: NDArray[np.float64], theta: NDArray[np.float64], n_iter: int, tol: float
+) -> NDArray[np.float64]:
     for _ in range(n_iter):
         update = _power_update(tensor, theta)
         norm = float(np.linalg.norm(update))
@@ -105,7 +107,9 @@ def robust_tensor_power_method(
     """
     arr = np.array(tensor, dtype=np.float64, copy=True)
     if arr.ndim != 3 or not (arr.shape[0] == arr.shape[1] == arr.shape[2]) or arr.shape[0] == 0:
-        raise InputValidationError(f"the tensor power method needs a non-empty K x K x K tensor, got {arr.shape}")
+        raise InputValidationError(
+            f"the tensor power method needs a non-empty K x K x K tensor, got {arr.shape}"
+        )
     if not np.all(np.isfinite(arr)):
         raise InputValidationError("the tensor holds NaN or infinite entries")
     k_dim = arr.shape[0]
