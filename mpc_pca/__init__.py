@@ -24,6 +24,7 @@ base, validation, linalg
 from mpc_pca.dp import (
     DPDPCA,
     AnalyzeGaussPCA,
+    CapeAGN,
     CapePCA,
     DPdisPCA,
     ExponentialMechanismPCA,
@@ -38,6 +39,7 @@ __all__ = [
     "DPDPCA",
     "PPPCA",
     "AnalyzeGaussPCA",
+    "CapeAGN",
     "CapePCA",
     "DPdisPCA",
     "ExponentialMechanismPCA",

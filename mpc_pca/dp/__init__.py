@@ -13,6 +13,11 @@ curator, baselines
 dispca, cape, dpdpca
     The distributed protocols: DPdisPCA (ICASSP 2018), capePCA (JSTSP 2018,
     CAPE), DPDPCA (DSC 2018, Paillier).
+capeagn, agn_baselines, agn_core, agn_privacy, moments, tensors, tensor_power, recovery
+    capeAGN (JSTSP 2018 §5): distributed DP orthogonal tensor decomposition
+    of single topic models and spherical Gaussian mixtures, its baselines,
+    moments and sensitivities, symmetric noise tensors, the robust tensor
+    power method and the recovery error.
 common, preprocessing, metrics
     Shared estimator plumbing, row-norm bounding and centring, captured-energy
     metrics.
@@ -27,12 +32,14 @@ from mpc_pca.dp.baselines import (
     RetractedSNPCA,
 )
 from mpc_pca.dp.cape import CapePCA
+from mpc_pca.dp.capeagn import CapeAGN
 from mpc_pca.dp.dispca import DPdisPCA
 from mpc_pca.dp.dpdpca import DPDPCA
 
 __all__ = [
     "DPDPCA",
     "AnalyzeGaussPCA",
+    "CapeAGN",
     "CapePCA",
     "DPdisPCA",
     "ExponentialMechanismPCA",
