@@ -99,7 +99,7 @@ def check_documents(counts: NDArray[np.float64], index: int) -> NDArray[np.float
     if bad.size:
         row, col = (int(v) for v in bad[0])
         raise InputValidationError(
-            f"part {index} row {row} column {col} holds {arr[row, col]!r}; model='stm' needs "
+            f"part {index} row {row} column {col} holds {float(arr[row, col])!r}; model='stm' needs "
             "non-negative integer word counts"
         )
     lengths = arr.sum(axis=1)
