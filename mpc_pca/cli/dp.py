@@ -1,15 +1,21 @@
 """Command-line runners of the differentially private protocols (``mpc-pca run --protocol NAME``).
 
 Names: ``ag``, ``sn`` (retracted, not DP), ``ppm``, ``ppca``, ``pooled``,
-``local``, ``dispca``, ``dispca-full``, ``capepca``. Options added to
+``local``, ``dispca``, ``dispca-full``, ``capepca``, ``capeagn``. Options added to
 ``run``: ``--epsilon``, ``--delta``, ``--intermediate-dim``, ``--neighbour``,
-``--row-norm``, ``--cape-calibration``. The JSON result has the keys of
+``--row-norm``, ``--cape-calibration``; for ``capeagn`` only ``--model``,
+``--sigma``, ``--budget-split``. The JSON result has the keys of
 ``pppca-ss`` (``components``, ``explained_variance``, ``mean``, ``report``) plus
 ``epsilon``, ``delta``, ``neighbour``, ``row_norm`` and
 ``captured_energy_ratio``: ``q(V) / q_o`` on the pooled rows, computed by this
 simulation harness (which holds every part), not by any party. ``capepca``
 adds ``calibration`` and ``effective_epsilon`` (the guarantee against the
-aggregator's joint view; see :mod:`mpc_pca.dp.cape`).
+aggregator's joint view; see :mod:`mpc_pca.dp.cape`). ``capeagn`` (JSTSP 2018
+§5) learns a topic model or Gaussian mixture instead of a subspace; its JSON
+has ``components`` (``K x D`` topic-word distributions or means), ``weights``,
+``whitening``, ``tensor_eigenvalues``, ``epsilon``, ``delta``, ``report``,
+``model``, ``sigma``, ``calibration``, ``effective_epsilon`` and the aggregate
+noise scales.
 
 ``--seed`` seeds every party's DP noise: for reproducible experiments only; a
 run with a known seed is not private. Leave it unset for a private run.
@@ -55,6 +61,22 @@ def add_dp_arguments(run: argparse.ArgumentParser) -> None:
         help="capepca: joint (default; the aggregator's view of all releases is (epsilon, delta)-DP per "
         "site) or paper (JSTSP 2018 noise, pooled-AG utility, joint view only "
         "(epsilon sqrt(2S/(S+1)), delta)-DP)",
+    )
+    agn = run.add_argument_group("capeagn (distributed DP tensor decomposition, JSTSP 2018 section 5)")
+    agn.add_argument(
+        "--model",
+        choices=("stm", "mog"),
+        default=None,
+        help="capeagn: stm (rows are word counts, default) or mog (rows of norm <= 1; needs --sigma)",
+    )
+    agn.add_argument(
+        "--sigma", type=float, default=None, help="capeagn --model mog: Gaussian standard deviation"
+    )
+    agn.add_argument(
+        "--budget-split",
+        type=float,
+        default=None,
+        help="capeagn: share of epsilon, delta spent on M2 (default 0.5)",
     )
     dp.add_argument(
         "--row-norm",
@@ -137,6 +159,47 @@ def _common(args: argparse.Namespace, mode: str) -> dict[str, Any]:
 
 def _privacy(args: argparse.Namespace) -> dict[str, Any]:
     return {"epsilon": args.epsilon, "delta": args.delta, "neighbour": args.neighbour}
+
+
+def run_capeagn_cli(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
+    """``run --protocol capeagn``: fit :class:`~mpc_pca.dp.capeagn.CapeAGN` and report its JSON fields."""
+    from mpc_pca.dp.capeagn import CapeAGN
+    from protocols.errors import InputValidationError
+
+    if args.row_norm == "scale":
+        raise InputValidationError("--row-norm scale does not apply to capeagn; use clip or error")
+    model_name = args.model or "stm"
+    split = 0.5 if args.budget_split is None else args.budget_split
+    model = CapeAGN(
+        args.n_components,
+        model=model_name,
+        sigma=args.sigma,
+        budget_split=split,
+        calibration=getattr(args, "cape_calibration", "joint"),
+        **_privacy(args),
+        row_norm=args.row_norm,
+        random_state=args.seed,
+        timeout=getattr(args, "timeout", 120.0),
+    ).fit(parts)
+    return {
+        "components": model.components_.tolist(),
+        "weights": model.weights_.tolist(),
+        "whitening": model.whitening_.tolist(),
+        "tensor_eigenvalues": model.tensor_eigenvalues_.tolist(),
+        "n_samples": model.n_samples_,
+        "report": model.report_,
+        "epsilon": float(args.epsilon),
+        "delta": float(args.delta),
+        "neighbour": args.neighbour,
+        "row_norm": args.row_norm,
+        "model": model_name,
+        "sigma": args.sigma,
+        "budget_split": split,
+        "calibration": model.calibration,
+        "effective_epsilon": model.effective_epsilon_,
+        "m2_noise_scale": model.m2_noise_scale_,
+        "m3_noise_scale": model.m3_noise_scale_,
+    }
 
 
 def dp_protocol_specs(spec_type: Callable[..., Any]) -> list[Any]:
@@ -230,6 +293,12 @@ def dp_protocol_specs(spec_type: Callable[..., Any]) -> list[Any]:
                 effective_epsilon=lambda e: e.effective_epsilon_,
                 noise_scale=lambda e: e.noise_scale_,
             ),
+        ),
+        spec_type(
+            "capeagn",
+            "capeAGN: DP topic model / Gaussian mixture by tensor decomposition with CAPE (JSTSP 2018, sec. 5)",
+            run_capeagn_cli,
+            frozenset({"model", "sigma", "budget_split"}),
         ),
     ]
 

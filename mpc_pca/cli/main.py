@@ -38,7 +38,14 @@ class ProtocolSpec:
 
 
 #: ``run`` options that only some protocols use, with their flag names.
-PROTOCOL_OPTIONS = {"backend": "--backend", "frac_bits": "--frac-bits", "key_bits": "--key-bits"}
+PROTOCOL_OPTIONS = {
+    "backend": "--backend",
+    "frac_bits": "--frac-bits",
+    "key_bits": "--key-bits",
+    "model": "--model",
+    "sigma": "--sigma",
+    "budget_split": "--budget-split",
+}
 
 
 def _run_pppca(args: argparse.Namespace, parts: list[np.ndarray], default_backend: str) -> dict[str, Any]:
@@ -59,13 +66,13 @@ def protocol_table() -> dict[str, ProtocolSpec]:
             "pppca-ss",
             "PPPCA with secret sharing (Liu et al. 2020, Alg. 2)",
             lambda args, parts: _run_pppca(args, parts, "additive"),
-            frozenset(PROTOCOL_OPTIONS),
+            frozenset({"backend", "frac_bits", "key_bits"}),
         ),
         ProtocolSpec(
             "pppca-he",
             "PPPCA with Paillier homomorphic encryption (Liu et al. 2020, Alg. 1)",
             lambda args, parts: _run_pppca(args, parts, "paillier"),
-            frozenset(PROTOCOL_OPTIONS),
+            frozenset({"backend", "frac_bits", "key_bits"}),
         ),
     ]
     specs += dp_protocol_specs(ProtocolSpec)
@@ -83,7 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--data",
         required=True,
-        help=f"a CSV file or builtin:NAME with NAME in {{{', '.join(builtin_names())}}}",
+        help=f"a CSV file, builtin:NAME with NAME in {{{', '.join(builtin_names())}}}, or "
+        "synthetic:stm|mog[:N[:SEED]] (capeagn)",
     )
     run.add_argument("--parties", type=int, default=3, help="number of data providers (default 3)")
     run.add_argument("--n-components", type=int, default=2, help="number of components k (default 2)")
@@ -263,7 +271,9 @@ def summarize(result: dict[str, Any]) -> str:
     if "epsilon" in result:
         lines.append(f"privacy: epsilon={result['epsilon']}, delta={result.get('delta')}")
     ratio = result.get("explained_variance_ratio")
-    for i, value in enumerate(result["explained_variance"]):
+    if "weights" in result and "explained_variance" not in result:
+        lines.append("weights: " + ", ".join(f"{w:.4f}" for w in result["weights"]))
+    for i, value in enumerate(result.get("explained_variance", [])):
         extra = f" ({100 * ratio[i]:.2f}% of variance)" if ratio is not None else ""
         lines.append(f"  component {i + 1}: variance {summarize_variance(value)}{extra}")
     if "captured_energy_ratio" in result:

@@ -4,6 +4,8 @@ Modules
 -------
 datasets
     ``builtin:NAME`` loaders for scikit-learn's bundled data sets and CSV files.
+latent
+    Synthetic single topic models and Gaussian mixtures (capeAGN), ``synthetic:`` specs.
 partition
     Splitting one table's rows among providers.
 """

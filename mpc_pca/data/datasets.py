@@ -83,7 +83,11 @@ def _is_numeric_row(row: list[str]) -> bool:
 
 
 def load_data(spec: str) -> NDArray[np.float64]:
-    """Load ``builtin:NAME`` or a CSV path."""
+    """Load ``builtin:NAME``, ``synthetic:stm|mog[:N[:SEED]]`` (:mod:`mpc_pca.data.latent`) or a CSV path."""
+    if spec.startswith("synthetic:"):
+        from mpc_pca.data.latent import load_synthetic
+
+        return load_synthetic(spec)
     if spec.startswith("builtin:"):
         return load_builtin(spec.split(":", 1)[1])
     return load_csv(spec)

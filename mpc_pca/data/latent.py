@@ -94,3 +94,38 @@ def make_gaussian_mixture(
     labels = rng.choice(n_components, size=n_samples, p=w)
     rows = means[labels] + sigma * rng.normal(size=(n_samples, n_features))
     return LatentSample(_split(rows, n_sites), means, w, sigma)
+
+
+#: Parameters of ``synthetic:stm`` / ``synthetic:mog`` (the command line's synthetic data).
+SYNTHETIC_DEFAULTS = {
+    "stm": {"n_words": 30, "n_topics": 3},
+    "mog": {"n_features": 10, "n_components": 3, "sigma": 0.08},
+}
+
+
+def load_synthetic(spec: str) -> NDArray[np.float64]:
+    """Rows of ``synthetic:MODEL[:N[:SEED]]``: a 3-topic model over 30 words or a 3-component mixture in 10-D.
+
+    ``MODEL`` is ``stm`` (word counts, 10 words per document) or ``mog``
+    (``|mu_k| = 0.5``, ``sigma = 0.08``); ``N`` defaults to 6000 rows and
+    ``SEED`` to 0.
+
+    Examples
+    --------
+    >>> load_synthetic("synthetic:stm:100:1").shape
+    (100, 30)
+    """
+    fields = spec.split(":")
+    if len(fields) < 2 or len(fields) > 4 or fields[0] != "synthetic" or fields[1] not in SYNTHETIC_DEFAULTS:
+        raise InputValidationError(f"data spec {spec!r} is not synthetic:stm|mog[:N[:SEED]]")
+    try:
+        n = int(fields[2]) if len(fields) > 2 else 6000
+        seed = int(fields[3]) if len(fields) > 3 else 0
+    except ValueError as exc:
+        raise InputValidationError(f"data spec {spec!r}: N and SEED must be integers") from exc
+    if n < 1 or seed < 0:
+        raise InputValidationError(f"data spec {spec!r}: need N >= 1 and SEED >= 0")
+    rng = np.random.default_rng(seed)
+    if fields[1] == "stm":
+        return np.vstack(make_topic_model(n, **SYNTHETIC_DEFAULTS["stm"], rng=rng).parts)  # type: ignore[arg-type]
+    return np.vstack(make_gaussian_mixture(n, **SYNTHETIC_DEFAULTS["mog"], rng=rng).parts)  # type: ignore[arg-type]
