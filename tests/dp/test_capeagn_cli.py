@@ -66,3 +66,16 @@ def test_synthetic_specs():
     assert np.array_equal(counts, load_data("synthetic:stm:50:4"))
     with pytest.raises(InputValidationError, match="synthetic:lda"):
         load_data("synthetic:lda")
+
+
+def test_readme_capeagn_example_prints_what_it_claims(capsys):
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S) if "CapeAGN" in b]
+    assert len(blocks) == 1
+    namespace: dict = {}
+    exec(compile(blocks[0], "README.md capeAGN block", "exec"), namespace)
+    assert capsys.readouterr().out.strip() == "(3, 30) [0.3  0.36 0.34] 0.062"
+    assert namespace["model"].effective_epsilon_ == 1.0
