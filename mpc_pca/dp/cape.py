@@ -195,7 +195,9 @@ def zero_sum_noise(
 
 
 def zero_sum_from_draws(
-    draws: Sequence[NDArray[np.float64]], scales: Sequence[float], weights: Sequence[float]
+    draws: Sequence[NDArray[np.float64]],
+    scales: Sequence[float] | NDArray[np.float64],
+    weights: Sequence[float] | NDArray[np.float64],
 ) -> list[NDArray[np.float64]]:
     """CAPE's zero-sum combination of i.i.d. standard draws ``z_s`` of any (common) shape.
 

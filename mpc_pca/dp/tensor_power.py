@@ -125,9 +125,8 @@ def robust_tensor_power_method(
     for comp in range(k):
         best, best_value = np.zeros(k_dim), -math.inf
         for _ in range(restarts):
-            start = rng.normal(size=k_dim)
-            start /= np.linalg.norm(start)
-            theta = _iterate(arr, start, iterations, tol)
+            start = np.asarray(rng.normal(size=k_dim), dtype=np.float64)
+            theta = _iterate(arr, start / float(np.linalg.norm(start)), iterations, tol)
             value = _value(arr, theta)
             if value > best_value:
                 best, best_value = theta, value
