@@ -176,3 +176,33 @@ def test_nan_and_bad_documents_are_refused():
     docs[1][4] = [1.0, 1.0, 0.0, 0.0]
     with pytest.raises(InputValidationError, match="part 1 row 4 has 2 words < 3"):
         CapeAGN(2, model="stm", random_state=0).fit(docs)
+
+
+def test_aggregate_noise_has_the_pooled_variance_in_both_stages():
+    """Measured, not configured: 120 runs (seeds 0..119) on fixed data, paper calibration, S = 4.
+
+    Per unique entry the aggregator's noise (M2_hat - M2 and T_hat - M3(W, W, W))
+    must have variance tau_pool^2 with tau3 = ||W||_2^3 Delta3 sqrt(2 ln(1.25/delta3)) / epsilon3.
+    Chi-square test on the pooled standardised squares, two-sided, alpha = 0.01.
+    """
+    from scipy import stats
+
+    from mpc_pca.dp.tensors import pack_symmetric3
+
+    sample = make_topic_model(800, n_words=8, n_topics=2, n_sites=4, rng=np.random.default_rng(9))
+    pooled = np.vstack(sample.parts)
+    n, eps, dlt = 800, 30.0, 1e-4
+    m2 = stm_second_moment(pooled)
+    z2, z3 = [], []
+    for seed in range(120):
+        model = run_capeagn(
+            sample.parts, 2, model="stm", epsilon=eps, delta=dlt, calibration="paper", random_state=seed
+        ).model
+        tau2 = math.sqrt(2) / n * math.sqrt(2 * math.log(1.25 / (dlt / 2))) / (eps / 2)
+        tau3 = np.linalg.norm(model.whitening, 2) ** 3 * tau2
+        z2.append((model.second_moment - m2)[np.triu_indices(8)] / tau2)
+        exact = stm_whitened_third_moment(pooled, model.whitening)
+        z3.append(pack_symmetric3(model.whitened_third_moment - exact) / tau3)
+    for z in (np.concatenate(z2), np.concatenate(z3)):
+        low, high = stats.chi2.ppf([0.005, 0.995], z.size)
+        assert low < np.sum(z**2) < high, np.mean(z**2)
