@@ -18,6 +18,7 @@ from mpc_pca.dp.dpdpca import (
     user_role,
 )
 from mpc_pca.dp.mechanisms import Neighbour
+from protocols.dp_calibration import analytic_gaussian_sigma
 from protocols.errors import InputValidationError
 from protocols.runtime import run_inprocess
 from tests.helpers.oracles import align_signs
@@ -62,7 +63,7 @@ def test_noise_variance_matches_the_gaussian_mechanism(unit_wine):
         samples.append((model.noisy_scatter_ - exact)[rows, cols])
         sigma = model.noise_sigma_
     noise = np.concatenate(samples)
-    expected_sigma = 4 * math.sqrt(2) * math.sqrt(2 * math.log(1.25 / 1e-5)) / 2.0
+    expected_sigma = analytic_gaussian_sigma(4 * math.sqrt(2), 2.0, 1e-5)
     assert sigma == pytest.approx(expected_sigma)
     statistic = np.sum(noise**2) / sigma**2
     low, high = stats.chi2.ppf([alpha / 2, 1 - alpha / 2], df=noise.size)
