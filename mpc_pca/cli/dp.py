@@ -58,6 +58,13 @@ def add_dp_arguments(run: argparse.ArgumentParser) -> None:
         "(epsilon sqrt(2S/(S+1)), delta)-DP)",
     )
     dp.add_argument(
+        "--min-honest",
+        type=int,
+        default=None,
+        help="pppca-dp: providers that must stay honest (not collude with the server) for the "
+        "(epsilon, delta) guarantee; default: all of them",
+    )
+    dp.add_argument(
         "--noise-calibration",
         choices=("analytic", "classical"),
         default="analytic",

@@ -145,7 +145,9 @@ class DPDPCAConfig:
     @property
     def noise_sigma(self) -> float:
         """Standard deviation of each upper-triangle entry of ``G'`` (Alg. 2, line 2)."""
-        return gaussian_noise_scale(self.calibrated_sensitivity, self.epsilon, self.delta, self.noise_calibration)
+        return gaussian_noise_scale(
+            self.calibrated_sensitivity, self.epsilon, self.delta, self.noise_calibration
+        )
 
     @property
     def calibrated_sensitivity(self) -> float:
@@ -423,7 +425,9 @@ class DPDPCA(DPSubspaceMixin):
         from protocols.paillier.keys import check_key_bits
 
         arrays, k = prepare_parts(parts, self.n_components, self.row_norm, min_total_rows=2)
-        epsilon, delta, neighbour = check_privacy(self.epsilon, self.delta, self.neighbour, self.noise_calibration)
+        epsilon, delta, neighbour = check_privacy(
+            self.epsilon, self.delta, self.neighbour, self.noise_calibration
+        )
         if self.calibration not in DPDPCA_CALIBRATIONS:
             raise InputValidationError(
                 f"calibration={self.calibration!r} is not supported; choose one of {list(DPDPCA_CALIBRATIONS)}"

@@ -39,7 +39,9 @@ def reference_sigma(eps: float, delta: float) -> float:
 def test_analytic_sigma_equals_the_reference_root(eps, delta):
     assert analytic_gaussian_sigma(1.0, eps, delta) == pytest.approx(reference_sigma(eps, delta), rel=1e-9)
     # linear in the sensitivity
-    assert analytic_gaussian_sigma(3.5, eps, delta) == pytest.approx(3.5 * reference_sigma(eps, delta), rel=1e-9)
+    assert analytic_gaussian_sigma(3.5, eps, delta) == pytest.approx(
+        3.5 * reference_sigma(eps, delta), rel=1e-9
+    )
 
 
 def test_issue_values_and_analytic_beats_classical():
@@ -109,7 +111,9 @@ def test_bad_privacy_parameters_name_the_value_and_the_limit(eps, delta, named):
         assert ("> 0" in str(info.value)) or ("0 < delta < 1" in str(info.value))
 
 
-@pytest.mark.parametrize(("eps", "named"), [(0.0, "epsilon=0.0"), (-1.0, "epsilon=-1.0"), (math.nan, "epsilon=nan")])
+@pytest.mark.parametrize(
+    ("eps", "named"), [(0.0, "epsilon=0.0"), (-1.0, "epsilon=-1.0"), (math.nan, "epsilon=nan")]
+)
 def test_sn_and_ppca_check_epsilon(eps, named):
     parts = [np.eye(4) / 2, np.eye(4) / 3]
     with pytest.raises(InputValidationError, match=re.escape(named)):
