@@ -65,6 +65,7 @@ from mpc_pca.dp.mechanisms import (
 from mpc_pca.dp.power_method import default_power_iterations, private_power_method
 from mpc_pca.linalg import flip_signs, top_eigenpairs
 from mpc_pca.roles import provider_names
+from protocols.dp_accounting import PrivacyAccountant, charge_gaussian
 from protocols.errors import InputValidationError
 from protocols.party import Party
 from protocols.runtime import run_inprocess, single_threaded_blas
@@ -154,6 +155,10 @@ class AnalyzeGaussPCA(_CentralizedPCA):
     noise_calibration : {"analytic", "classical"}, default="analytic"
         Analytic Gaussian (Balle & Wang 2018) or the classical
         ``sqrt(2 ln(1.25/delta))/epsilon`` (refused for ``epsilon >= 1``).
+    accountant : PrivacyAccountant, optional
+        Charged ``(epsilon, delta)`` and ``rho`` (:mod:`protocols.dp_accounting`)
+        after the inputs are checked and before anything is sent; a run beyond
+        its budget is refused.
 
     Attributes
     ----------
@@ -171,6 +176,7 @@ class AnalyzeGaussPCA(_CentralizedPCA):
         random_state: RandomState = None,
         timeout: float = 120.0,
         noise_calibration: str = "analytic",
+        accountant: PrivacyAccountant | None = None,
     ) -> None:
         self.n_components = n_components
         self.epsilon = epsilon
@@ -180,6 +186,7 @@ class AnalyzeGaussPCA(_CentralizedPCA):
         self.random_state = random_state
         self.timeout = timeout
         self.noise_calibration = noise_calibration
+        self.accountant = accountant
 
     def _validate(self) -> None:
         check_privacy(self.epsilon, self.delta, self.neighbour, self.noise_calibration)
@@ -187,6 +194,10 @@ class AnalyzeGaussPCA(_CentralizedPCA):
     def _mechanism(self, k: int) -> Mechanism:
         eps, dlt, relation = check_privacy(self.epsilon, self.delta, self.neighbour, self.noise_calibration)
         calibration = self.noise_calibration
+        # called after the rows are validated and before any party sends anything
+        charge_gaussian(
+            self.accountant, eps, dlt, gaussian_noise_scale(1.0, eps, dlt, calibration), "AnalyzeGaussPCA"
+        )
 
         def ag(A: NDArray[np.float64], n: int, rng: np.random.Generator) -> Release:
             scale = gaussian_noise_scale(second_moment_sensitivity(n, relation), eps, dlt, calibration)

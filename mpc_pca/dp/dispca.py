@@ -55,6 +55,7 @@ from mpc_pca.dp.mechanisms import (
 )
 from mpc_pca.linalg import top_eigenpairs, upper_triangle
 from mpc_pca.roles import provider_names
+from protocols.dp_accounting import PrivacyAccountant, charge_gaussian
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.messages import expect_real_array
 from protocols.party import Party
@@ -219,6 +220,7 @@ def run_dispca(
     random_state: RandomState = None,
     timeout: float = 120.0,
     noise_calibration: str = "analytic",
+    accountant: PrivacyAccountant | None = None,
 ) -> tuple[DisPCAModel, dict[str, DisPCASite], RunResult]:
     """Validate everything, then run DPdisPCA in-process (one thread per party).
 
@@ -250,6 +252,9 @@ def run_dispca(
         for name, data, rng in zip(config.sites, arrays, generators, strict=True)
     }
     roles[AGGREGATOR] = lambda party: aggregator_role(party, config)
+    # Each site releases only its own rows' statistic once: parallel composition, one charge.
+    unit = gaussian_noise_scale(1.0, eps, dlt, noise_calibration)
+    charge_gaussian(accountant, eps, dlt, unit, "DPdisPCA")
     with single_threaded_blas():
         run = run_inprocess(roles, timeout=timeout)
     sites = {name: run.outputs[name] for name in config.sites}
@@ -288,6 +293,8 @@ class DPdisPCA(DPSubspaceMixin):
     noise_calibration : {"analytic", "classical"}, default="analytic"
         Gaussian noise calibration of every site (Balle & Wang 2018, or the
         paper's ``sqrt(2 ln(1.25/delta))/epsilon``, refused for ``epsilon >= 1``).
+    accountant : PrivacyAccountant, optional
+        Charged once per run before anything is sent (sites hold disjoint rows).
 
     Attributes
     ----------
@@ -328,11 +335,13 @@ class DPdisPCA(DPSubspaceMixin):
         random_state: RandomState = None,
         timeout: float = 120.0,
         noise_calibration: str = "analytic",
+        accountant: PrivacyAccountant | None = None,
     ) -> None:
         self.n_components = n_components
         self.epsilon = epsilon
         self.delta = delta
         self.noise_calibration = noise_calibration
+        self.accountant = accountant
         self.intermediate_dim = intermediate_dim
         self.full = full
         self.neighbour = neighbour
@@ -358,6 +367,7 @@ class DPdisPCA(DPSubspaceMixin):
             random_state=self.random_state,
             timeout=self.timeout,
             noise_calibration=self.noise_calibration,
+            accountant=self.accountant,
         )
         self._store_fit(model.components, model.explained_variance, sum(model.site_samples), run)
         k = model.components.shape[0]

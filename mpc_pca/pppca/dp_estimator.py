@@ -10,6 +10,7 @@ from numpy.typing import ArrayLike
 from mpc_pca.base import SubspaceMixin
 from mpc_pca.pppca.dp_sum import run_pppca_dp
 from protocols.backends import SecureSumBackend, make_backend
+from protocols.dp_accounting import PrivacyAccountant
 from protocols.errors import InputValidationError
 
 #: Fractional bits of pppca-dp's ring encoding: rows get 16 bits, the Gram matrix 32.
@@ -46,6 +47,8 @@ class PPPCADP(SubspaceMixin):
         ``"additive"``, ``"additive-masks"`` or ``"paillier"``; a name gets
         ``frac_bits=32``.
     timeout : float, default=120
+    accountant : PrivacyAccountant, optional
+        Charged ``rho = 1 / (2 u^2)`` (both releases together) before anything is sent.
 
     Attributes
     ----------
@@ -81,7 +84,9 @@ class PPPCADP(SubspaceMixin):
         noise_calibration: str = "analytic",
         backend: str | SecureSumBackend = "additive",
         timeout: float = 120.0,
+        accountant: PrivacyAccountant | None = None,
     ) -> None:
+        self.accountant = accountant
         self.n_components = n_components
         self.epsilon = epsilon
         self.delta = delta
@@ -113,6 +118,7 @@ class PPPCADP(SubspaceMixin):
             mean_share=self.mean_share,
             noise_calibration=self.noise_calibration,
             timeout=self.timeout,
+            accountant=self.accountant,
         )
         scale = 2.0**plan.frac_bits
         self.components_ = model.components

@@ -89,6 +89,7 @@ from mpc_pca.roles import SERVER, provider_names
 from mpc_pca.validation import RowsClippedWarning, check_n_components, check_parts
 from protocols.backends import SecureSumBackend
 from protocols.discrete_gaussian import sample_discrete_gaussian
+from protocols.dp_accounting import PrivacyAccountant, charge_gaussian
 from protocols.dp_calibration import (
     analytic_gaussian_epsilon,
     check_delta_value,
@@ -377,6 +378,7 @@ def run_pppca_dp(
     mean_share: float = 0.1,
     noise_calibration: str = "analytic",
     timeout: float = 120.0,
+    accountant: PrivacyAccountant | None = None,
 ) -> tuple[DPSumModel, DPSumPlan, RunResult]:
     """Validate everything, then run pppca-dp in-process (one thread per party).
 
@@ -425,5 +427,9 @@ def run_pppca_dp(
         for name, st in zip(providers, stats, strict=True)
     }
     roles[SERVER] = lambda party: server_role(party, plan, backend, k, n_samples)
+    if not math.isinf(eps):  # the two releases are one Gaussian mechanism with sigma / Delta = unit_sigma
+        charge_gaussian(accountant, eps, dlt, plan.unit_sigma, "pppca-dp")
+    elif accountant is not None:
+        charge_gaussian(accountant, eps, dlt, 0.0, "pppca-dp")  # refused: no privacy
     run = run_inprocess(roles, timeout=timeout)
     return run.outputs[SERVER], plan, run
