@@ -137,3 +137,30 @@ def test_clipping_warns_at_the_site_with_the_count():
 def test_bad_parameters_are_refused_before_anything_is_sent(kwargs, match):
     with pytest.raises(InputValidationError, match=match):
         PPPCADP(2, **kwargs).fit([unit_rows(30, 4, 0), unit_rows(30, 4, 1)])
+
+
+def test_cli_pppca_dp_writes_the_guarantee(tmp_path):
+    import json
+
+    from mpc_pca.cli import main
+
+    out = tmp_path / "r.json"
+    argv = [
+        "run",
+        "--protocol",
+        "pppca-dp",
+        "--data",
+        "builtin:digits",
+        "--parties",
+        "3",
+        "--n-components",
+        "3",
+    ]
+    argv += ["--epsilon", "2", "--delta", "1e-6", "--min-honest", "2", "--backend", "additive-masks"]
+    with pytest.warns(RowsClippedWarning):  # digits rows have norms far above 1
+        assert main([*argv, "--output", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["min_honest"] == 2 and result["backend"] == "additive-masks"
+    assert result["epsilon_by_colluders"][:2] == [2.0, 2.0]
+    assert result["epsilon_by_colluders"][2] > 2.0
+    assert np.array(result["components"]).shape == (3, 64)
