@@ -316,6 +316,8 @@ def server_role(
     noisy_sums = np.zeros(d)
     if plan.centre:
         summed = backend.secure_sum(party, None, contributors=providers, receiver=SERVER, name=SUMS_NAME)
+        if summed is None:
+            raise ProtocolError(f"the server received no {SUMS_NAME}")
         if summed.shape != (d + 1,):
             raise ProtocolError(f"the summed {SUMS_NAME} have shape {summed.shape}, expected ({d + 1},)")
         n_samples = round(float(summed[-1]))
@@ -325,6 +327,8 @@ def server_role(
             )
         noisy_sums = summed[:d]
     packed = backend.secure_sum(party, None, contributors=providers, receiver=SERVER, name=GRAM_NAME)
+    if packed is None:
+        raise ProtocolError(f"the server received no {GRAM_NAME}")
     if packed.shape != (d * (d + 1) // 2,):
         raise ProtocolError(f"the summed {GRAM_NAME} has shape {packed.shape}")
     gram = np.zeros((d, d))
@@ -352,7 +356,7 @@ def check_plan_parameters(
     eps = check_epsilon_value(epsilon)
     dlt = check_delta_value(delta)
     h = n_parties if min_honest is None else min_honest
-    if isinstance(h, bool) or not isinstance(h, Integral) or not 1 <= h <= n_parties:
+    if isinstance(h, bool) or not isinstance(h, Integral) or not 1 <= int(h) <= n_parties:
         raise InputValidationError(
             f"min_honest={min_honest!r} must be an integer from 1 to the number of providers {n_parties}"
         )
