@@ -17,7 +17,10 @@ norm first (the papers' non-private preprocessing, so all methods see the same r
 
 Checks written to the JSON: pppca-dp's mean ratio within 2 % of pooled AG (same calibration)
 at every epsilon, and analytic above classical at every epsilon where classical is defined;
-each with the standard errors of the two means so the reader can judge.
+each with the standard errors of the two means so the reader can judge. At small epsilon the
+ratio's spread makes a 2 % gap unresolvable with 40 runs, so the full run also repeats the
+epsilon with the largest gap with ``--confirm-reps`` (150) runs and records Welch's t-test and a
+two-sample KS test.
 
 Usage: ``python -m benchmarks.study_dp_noise [--quick] [--out DIR] [--reps N]``. Each finished
 point is appended to ``DIR/dp_noise_study[_quick].jsonl``; the summary goes to
@@ -148,6 +151,44 @@ def checks(points: list[dict]) -> dict[str, Any]:
     }
 
 
+def confirm_largest_gap(
+    parts: list[np.ndarray], A: np.ndarray, k: int, within: list[dict], reps: int, seed: int
+) -> dict[str, Any]:
+    """Rerun pooled AG and pppca-dp with ``reps`` runs at the epsilon of the largest gap.
+
+    The two noise sources differ (seeded numpy normal vs the exact sampler from ``secrets``), so the
+    runs cannot be paired; Welch's t-test and a two-sample KS test say whether the gap is noise.
+    """
+    from scipy import stats
+
+    worst = max(within, key=lambda w: abs(w["relative_gap"]))
+    eps = worst["epsilon"]
+    make = factories(k, eps)
+    samples = {}
+    for method in ("ag_analytic", "pppca_dp"):
+        build = make[method]
+        if build is None:
+            raise RuntimeError(f"{method} has no factory at epsilon={eps}")
+        samples[method] = np.array(
+            [
+                captured_energy_ratio(A, build(seed * 7919 + 10**6 + r).fit(parts).components_)
+                for r in range(reps)
+            ]
+        )
+    ag, dp = samples["ag_analytic"], samples["pppca_dp"]
+    return {
+        "epsilon": eps,
+        "reps": reps,
+        "ag_mean": float(ag.mean()),
+        "ag_sem": float(ag.std(ddof=1) / math.sqrt(reps)),
+        "pppca_dp_mean": float(dp.mean()),
+        "pppca_dp_sem": float(dp.std(ddof=1) / math.sqrt(reps)),
+        "relative_gap": float((dp.mean() - ag.mean()) / ag.mean()),
+        "welch_p": float(stats.ttest_ind(ag, dp, equal_var=False).pvalue),
+        "ks_p": float(stats.ks_2samp(ag, dp).pvalue),
+    }
+
+
 def plot(results: dict[str, Any], path: Path) -> None:
     plt = pyplot()
     names = list(results["datasets"])
@@ -184,10 +225,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     parser.add_argument("--reps", type=int, default=None, help="runs per point (default 3 quick, 40 full)")
     parser.add_argument(
+        "--confirm-reps",
+        type=int,
+        default=None,
+        help="rerun pooled AG and pppca-dp at the largest gap with this many runs (default 0 quick, 150 full)",
+    )
+    parser.add_argument(
         "--seed", type=int, default=0, help="seed of the data and of the seeded float samplers"
     )
     args = parser.parse_args(argv)
     reps = args.reps or (3 if args.quick else 40)
+    if args.confirm_reps is None:
+        args.confirm_reps = 0 if args.quick else 150
     epsilons = [0.2, 1.0, 5.0] if args.quick else [0.1, 0.2, 0.5, 0.9, 2.0, 5.0, 10.0]
     suffix = "_quick" if args.quick else ""
     args.out.mkdir(parents=True, exist_ok=True)
@@ -220,6 +269,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             summary = {m: (None if v is None else round(v["mean"], 4)) for m, v in point["methods"].items()}
             print(f"{name} eps={eps}: {summary}", flush=True)
         data["checks"] = checks(data["points"])
+        if args.confirm_reps:
+            rerun = confirm_largest_gap(
+                parts, A, k, data["checks"]["pppca_dp_within_2pct_of_pooled_ag"], args.confirm_reps, args.seed
+            )
+            data["checks"]["largest_gap_rerun"] = rerun
+            with log.open("a") as fh:
+                fh.write(json.dumps({"dataset": name, "largest_gap_rerun": rerun}) + "\n")
         results["datasets"][name] = data
     (args.out / f"dp_noise_study{suffix}.json").write_text(json.dumps(results, indent=2))
     plot(results, args.out / f"dp_noise_study{suffix}.png")
@@ -231,6 +287,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         )
         print(f"{name}: pppca-dp vs pooled AG {gaps}; all within 2%: {c['all_within_2pct']}")
         print(f"{name}: analytic better than classical at every eps < 1: {c['analytic_better_everywhere']}")
+        if "largest_gap_rerun" in c:
+            g = c["largest_gap_rerun"]
+            print(
+                f"{name}: rerun at eps={g['epsilon']:g} with {g['reps']} runs: gap "
+                f"{100 * g['relative_gap']:+.2f}%, Welch p={g['welch_p']:.3g}, KS p={g['ks_p']:.3g}"
+            )
     return results
 
 
