@@ -24,10 +24,10 @@ for reproducible studies.
 
 Privacy of the noise (used by :mod:`mpc_pca.pppca.dp_sum`):
 ``N_Z(0, sigma^2)^d`` added to an integer vector of L2 sensitivity ``Delta``
-is ``Delta^2 / (2 sigma^2)``-zCDP (CKS 2020, Thm 14) and
+is ``Delta^2 / (2 sigma^2)``-zCDP (CKS 2020, multivariate discrete Gaussian) and
 ``(epsilon, delta)``-DP with ``delta`` given by the continuous Gaussian's
 exact curve at ``Delta / sigma`` up to a term of order ``exp(-2 pi^2 sigma^2 / ...)``
-(CKS 2020 §2.4 and Thm 15; see :func:`discrete_sum_slack`).
+(CKS 2020; see :func:`discrete_sum_slack` for sums).
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ def discrete_gaussian_variance(sigma2: float, terms: int | None = None) -> float
     """``Var(N_Z(0, sigma2))`` by summing the probability mass function (for tests and studies).
 
     For ``sigma2 > 100`` the lattice correction (relative order
-    ``sigma2 exp(-2 pi^2 sigma2)``, CKS 2020 Cor. 9) is below ``1e-300`` and
+    ``sigma2 exp(-2 pi^2 sigma2)``, CKS 2020) is below ``1e-300`` and
     ``sigma2`` itself is returned.
     """
     s2 = float(check_variance(sigma2))
@@ -163,7 +163,8 @@ def discrete_sum_slack(sigma2: float, n_summands: int) -> float:
     """``tau`` of the sum of ``n`` independent ``N_Z(0, sigma2)``: how far it is from ``N_Z(0, n sigma2)``.
 
     Kairouz, Liu & Steinke, "The Distributed Discrete Gaussian Mechanism for
-    Federated Learning with Secure Aggregation", ICML 2021, Prop. 14:
+    Federated Learning with Secure Aggregation", ICML 2021 (constants as recalled here;
+    check them against the paper before relying on the slack near sigma2 ~ 1):
     ``tau = 10 sum_{k=1}^{n-1} exp(-2 pi^2 sigma2 k / (k + 1))``. For
     ``sigma2 >= 1`` every term is below ``exp(-pi^2) ~ 5e-5`` and for the
     ring-scale variances used here (``sigma2 > 10^6``) it underflows to 0.

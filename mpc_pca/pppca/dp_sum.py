@@ -48,13 +48,16 @@ mechanism with unit-noise sensitivity
 is released and ``sigma_G = Delta_G u``: exactly pooled Analyze Gauss.
 
 Discrete versus continuous noise. ``N_Z(0, sigma^2)^d`` is
-``Delta^2 / (2 sigma^2)``-zCDP (CKS 2020, Thm 14) and its ``(epsilon, delta)``
+``Delta^2 / (2 sigma^2)``-zCDP (CKS 2020) and its ``(epsilon, delta)``
 curve is the continuous Gaussian's up to terms of order
-``exp(-2 pi^2 sigma^2 / ...)`` (CKS 2020 §2.4); a sum of independent discrete
+``exp(-2 pi^2 sigma^2 / ...)`` (CKS 2020); a sum of independent discrete
 Gaussians is within ``tau`` of one (Kairouz, Liu & Steinke, ICML 2021,
 :func:`protocols.discrete_gaussian.discrete_sum_slack`). Here ``sigma`` is
 ``> 10^5`` ring units, where those terms underflow to 0 in float64; the
-guarantee is stated as the analytic Gaussian's ``(epsilon, delta)``.
+guarantee is stated as the analytic Gaussian's ``(epsilon, delta)``. That
+statement rests on the cited results, not on a bound computed here; the
+zCDP statement (``rho = 1 / (2 u^2)``, what :mod:`protocols.dp_accounting`
+charges) needs no continuous approximation at all.
 
 Collusion threshold ``h = min_honest``. Each provider adds variance
 ``sigma^2 / h``, so the noise of any ``h`` honest providers alone has variance
