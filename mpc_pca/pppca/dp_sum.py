@@ -57,7 +57,7 @@ Gaussians is within ``tau`` of one (Kairouz, Liu & Steinke, ICML 2021,
 guarantee is stated as the analytic Gaussian's ``(epsilon, delta)``. That
 statement rests on the cited results, not on a bound computed here; the
 zCDP statement (``rho = 1 / (2 u^2)``, what :mod:`protocols.dp_accounting`
-charges) needs no continuous approximation at all.
+charges) needs no continuous approximation, only the sum slack ``tau`` (0 here).
 
 Collusion threshold ``h = min_honest``. Each provider adds variance
 ``sigma^2 / h``, so the noise of any ``h`` honest providers alone has variance
