@@ -292,6 +292,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "sites": SITES,
         "delta": DELTA,
         "budget_split": 0.5,
+        "noise_calibration": "analytic (Balle & Wang 2018), the package default",
         "neighbour": "replace-one",
         "models": {
             "stm": "3 topics ~ Dirichlet(0.1) over 30 words, equal weights, 10 words per document",

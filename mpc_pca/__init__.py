@@ -33,11 +33,12 @@ from mpc_pca.dp import (
     PrivatePowerMethodPCA,
     RetractedSNPCA,
 )
-from mpc_pca.pppca import PPPCA
+from mpc_pca.pppca import PPPCA, PPPCADP
 
 __all__ = [
     "DPDPCA",
     "PPPCA",
+    "PPPCADP",
     "AnalyzeGaussPCA",
     "CapeAGN",
     "CapePCA",

@@ -164,3 +164,11 @@ def check_features_match(X: ArrayLike, n_features: int, what: str = "X") -> NDAr
         )
     check_finite(arr, what)
     return arr
+
+
+class RowsClippedWarning(UserWarning):
+    """Rows were clipped to the norm bound a DP mechanism assumes (a privacy-relevant data change).
+
+    Emitted by the party that holds the rows, with the count; the count is
+    local information and is never sent to another party.
+    """

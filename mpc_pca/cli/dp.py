@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from mpc_pca.dp.mechanisms import check_delta, check_epsilon
 from mpc_pca.dp.metrics import captured_energy_ratio, second_moment
 from mpc_pca.dp.preprocessing import bound_rows, center_and_scale_non_private
 
@@ -77,6 +78,20 @@ def add_dp_arguments(run: argparse.ArgumentParser) -> None:
         type=float,
         default=None,
         help="capeagn: share of epsilon, delta spent on M2 (default 0.5)",
+    )
+    dp.add_argument(
+        "--min-honest",
+        type=int,
+        default=None,
+        help="pppca-dp: providers that must stay honest (not collude with the server) for the "
+        "(epsilon, delta) guarantee; default: all of them",
+    )
+    dp.add_argument(
+        "--noise-calibration",
+        choices=("analytic", "classical"),
+        default="analytic",
+        help="Gaussian noise calibration: analytic (Balle & Wang 2018, default, any epsilon) or classical "
+        "(sqrt(2 ln(1.25/delta))/epsilon, refused for epsilon >= 1)",
     )
     dp.add_argument(
         "--row-norm",
@@ -139,6 +154,10 @@ def _runner(
     **extra: Any,
 ) -> Callable[..., dict[str, Any]]:
     def run(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
+        # Every protocol records epsilon and delta in its JSON, so every protocol checks both
+        # (sn and ppca do not use delta, but an invalid one must not be written as if meaningful).
+        check_epsilon(args.epsilon)
+        check_delta(args.delta)
         prepared, mode = _prepared(args, parts)
         model = build(args, mode)
         model.fit(prepared)
@@ -176,7 +195,7 @@ def run_capeagn_cli(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[s
         sigma=args.sigma,
         budget_split=split,
         calibration=getattr(args, "cape_calibration", "joint"),
-        **_privacy(args),
+        **_gaussian(args),
         row_norm=args.row_norm,
         random_state=args.seed,
         timeout=getattr(args, "timeout", 120.0),
@@ -196,10 +215,16 @@ def run_capeagn_cli(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[s
         "sigma": args.sigma,
         "budget_split": split,
         "calibration": model.calibration,
+        "noise_calibration": model.noise_calibration,
         "effective_epsilon": model.effective_epsilon_,
         "m2_noise_scale": model.m2_noise_scale_,
         "m3_noise_scale": model.m3_noise_scale_,
     }
+
+
+def _gaussian(args: argparse.Namespace) -> dict[str, Any]:
+    """``_privacy`` plus the Gaussian calibration, for the Analyze-Gauss-based protocols."""
+    return {**_privacy(args), "noise_calibration": getattr(args, "noise_calibration", "analytic")}
 
 
 def dp_protocol_specs(spec_type: Callable[..., Any]) -> list[Any]:
@@ -229,18 +254,18 @@ def dp_protocol_specs(spec_type: Callable[..., Any]) -> list[Any]:
 
     def dpdpca(args: argparse.Namespace, mode: str) -> Any:
         key_bits = 2048 if getattr(args, "key_bits", None) is None else args.key_bits
-        return DPDPCA(key_bits=key_bits, **_privacy(args), **_common(args, mode))
+        return DPDPCA(key_bits=key_bits, **_gaussian(args), **_common(args, mode))
 
     def dispca(full: bool) -> Callable[[argparse.Namespace, str], Any]:
         return lambda args, mode: DPdisPCA(
-            intermediate_dim=args.intermediate_dim, full=full, **_privacy(args), **_common(args, mode)
+            intermediate_dim=args.intermediate_dim, full=full, **_gaussian(args), **_common(args, mode)
         )
 
     return [
         spec_type(
             "ag",
             "Analyze Gauss on the pooled data, trusted curator (Dwork et al. 2014)",
-            _runner(lambda a, m: AnalyzeGaussPCA(**_privacy(a), **_common(a, m))),
+            _runner(lambda a, m: AnalyzeGaussPCA(**_gaussian(a), **_common(a, m))),
         ),
         spec_type(
             "sn",
@@ -263,7 +288,7 @@ def dp_protocol_specs(spec_type: Callable[..., Any]) -> list[Any]:
         spec_type(
             "local",
             "Analyze Gauss on the first party's rows only (ICASSP 2018 q_local)",
-            _runner(lambda a, m: LocalPCA(**_privacy(a), **_common(a, m))),
+            _runner(lambda a, m: LocalPCA(**_gaussian(a), **_common(a, m))),
         ),
         spec_type(
             "dispca",
@@ -278,7 +303,12 @@ def dp_protocol_specs(spec_type: Callable[..., Any]) -> list[Any]:
         spec_type(
             "dpdpca",
             "DPDPCA with Paillier and a proxy (Wang & Chang 2018, Alg. 1-2); centred scatter",
-            _runner(dpdpca, centred_energy_ratio, noise_sigma=lambda e: e.noise_sigma_),
+            _runner(
+                dpdpca,
+                centred_energy_ratio,
+                noise_sigma=lambda e: e.noise_sigma_,
+                effective_epsilon=lambda e: e.effective_epsilon_,
+            ),
             frozenset({"key_bits"}),
         ),
         spec_type(
@@ -286,7 +316,7 @@ def dp_protocol_specs(spec_type: Callable[..., Any]) -> list[Any]:
             "capePCA with CAPE correlated noise (Imtiaz & Sarwate JSTSP 2018, Alg. 1)",
             _runner(
                 lambda a, m: CapePCA(
-                    calibration=getattr(a, "cape_calibration", "joint"), **_privacy(a), **_common(a, m)
+                    calibration=getattr(a, "cape_calibration", "joint"), **_gaussian(a), **_common(a, m)
                 ),
                 weights=lambda e: e.weights_.tolist(),
                 calibration=lambda e: e.calibration,

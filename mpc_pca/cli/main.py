@@ -59,6 +59,42 @@ def _run_pppca(args: argparse.Namespace, parts: list[np.ndarray], default_backen
     return {"backend": backend_name, **model.model_.result_fields(), "report": model.report_}
 
 
+def _run_pppca_dp(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
+    from mpc_pca.pppca.dp_estimator import DEFAULT_FRAC_BITS, PPPCADP
+    from protocols.backends import make_backend
+    from protocols.dp_calibration import check_delta_value, check_epsilon_value
+
+    check_epsilon_value(args.epsilon)
+    check_delta_value(args.delta)
+    backend_name = args.backend or "additive"
+    frac_bits = DEFAULT_FRAC_BITS if args.frac_bits is None else args.frac_bits
+    backend = make_backend(backend_name, frac_bits=frac_bits, key_bits=getattr(args, "key_bits", None))
+    model = PPPCADP(
+        args.n_components,
+        epsilon=args.epsilon,
+        delta=args.delta,
+        min_honest=getattr(args, "min_honest", None),
+        noise_calibration=getattr(args, "noise_calibration", "analytic"),
+        backend=backend,
+        timeout=args.timeout,
+    )
+    model.fit(parts)
+    return {
+        "backend": backend_name,
+        "components": model.components_.tolist(),
+        "explained_variance": model.explained_variance_.tolist(),
+        "explained_variance_ratio": model.explained_variance_ratio_.tolist(),
+        "mean": model.mean_.tolist(),
+        "n_samples": int(model.n_samples_),
+        "epsilon": float(args.epsilon),
+        "delta": float(args.delta),
+        "min_honest": model.plan_.min_honest,
+        "noise_std": model.noise_std_,
+        "epsilon_by_colluders": model.epsilon_by_colluders_,
+        "report": model.report_,
+    }
+
+
 def protocol_table() -> dict[str, ProtocolSpec]:
     """The protocols ``mpc-pca run`` knows, by name (built on each call; no global state)."""
     specs = [
@@ -73,6 +109,12 @@ def protocol_table() -> dict[str, ProtocolSpec]:
             "PPPCA with Paillier homomorphic encryption (Liu et al. 2020, Alg. 1)",
             lambda args, parts: _run_pppca(args, parts, "paillier"),
             frozenset({"backend", "frac_bits", "key_bits"}),
+        ),
+        ProtocolSpec(
+            "pppca-dp",
+            "PPPCA with discrete-Gaussian DP noise added by the providers inside the secure sum",
+            _run_pppca_dp,
+            frozenset(PROTOCOL_OPTIONS),
         ),
     ]
     specs += dp_protocol_specs(ProtocolSpec)

@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from mpc_pca.dp.agn_core import PowerMethodOptions, decompose_whitened, whitening_from_second_moment
-from mpc_pca.dp.agn_privacy import AGNBudget, check_budget_split
+from mpc_pca.dp.agn_privacy import AGNBudget, check_budget_split, check_release_calibration
 from mpc_pca.dp.capeagn import prepare_agn_parts
 from mpc_pca.dp.common import check_privacy
 from mpc_pca.dp.mechanisms import Neighbour, RandomState, spawn_generators, symmetric_gaussian_noise
@@ -79,6 +79,7 @@ def fit_agn_baseline(
     row_norm: str = "clip",
     power: PowerMethodOptions | None = None,
     random_state: RandomState = None,
+    noise_calibration: str = "analytic",
 ) -> AGNFit:
     """Run one baseline ``scheme`` (see the module docstring) on the sites' rows.
 
@@ -94,10 +95,11 @@ def fit_agn_baseline(
     if scheme == "non-private":
         eps = math.inf
     split = check_budget_split(budget_split)
+    check_release_calibration(noise_calibration, eps, dlt, split)
     scale = check_sigma(kind, sigma)
     arrays, k = prepare_agn_parts(parts, n_components, kind, row_norm)
     d = arrays[0].shape[1]
-    budget = AGNBudget(kind, d, scale, eps, dlt, relation, split)
+    budget = AGNBudget(kind, d, scale, eps, dlt, relation, split, noise_calibration)
     groups = _groups(scheme, arrays)
     counts = np.array([g.shape[0] for g in groups], dtype=np.float64)
     mus = counts / counts.sum()

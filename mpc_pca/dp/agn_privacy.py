@@ -4,8 +4,9 @@ The budget ``(epsilon, delta)`` is split between the two releases:
 ``(rho epsilon, rho delta)`` for ``M2`` and ``((1 - rho) epsilon, (1 - rho) delta)``
 for the whitened ``M3``, ``rho = budget_split`` (the paper uses halves,
 ``rho = 1/2``). By basic composition the two Gaussian releases together are
-``(epsilon, delta)``-DP. Each release is a Gaussian mechanism,
-``tau = Delta sqrt(2 ln(1.25 / delta_i)) / epsilon_i``, with
+``(epsilon, delta)``-DP. Each release is a Gaussian mechanism calibrated analytically (Balle & Wang 2018, the default;
+:mod:`protocols.dp_calibration`) or classically,
+``tau = Delta sqrt(2 ln(1.25 / delta_i)) / epsilon_i`` as in the paper, with
 ``Delta = Delta2`` for ``M2`` and ``||W||_2^3 Delta3`` for ``M3(W, W, W)``
 (:mod:`mpc_pca.dp.moments`).
 
@@ -27,7 +28,7 @@ from numbers import Real
 import numpy as np
 from numpy.typing import NDArray
 
-from mpc_pca.dp.mechanisms import Neighbour, gaussian_noise_scale
+from mpc_pca.dp.mechanisms import Neighbour, check_calibration, gaussian_noise_scale
 from mpc_pca.dp.moments import moment_sensitivities, whitened_sensitivity
 from protocols.errors import InputValidationError
 
@@ -37,6 +38,18 @@ def check_budget_split(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, Real) or not 0.0 < float(value) < 1.0:
         raise InputValidationError(f"budget_split={value!r} must lie strictly between 0 and 1")
     return float(value)
+
+
+def check_release_calibration(noise_calibration: object, epsilon: float, delta: float, split: float) -> str:
+    """Check the Gaussian calibration against both releases' ``(epsilon_i, delta_i)``.
+
+    ``"classical"`` is refused when either release's ``epsilon_i >= 1``
+    (:func:`protocols.dp_calibration.gaussian_sigma`), before any site starts.
+    """
+    mode = check_calibration(noise_calibration)
+    for share in (split, 1.0 - split):
+        gaussian_noise_scale(1.0, share * epsilon, share * delta, mode)
+    return mode
 
 
 @dataclass(frozen=True)
@@ -50,6 +63,7 @@ class AGNBudget:
     delta: float
     neighbour: Neighbour
     budget_split: float = 0.5
+    noise_calibration: str = "analytic"
 
     @property
     def m2_privacy(self) -> tuple[float, float]:
@@ -69,7 +83,7 @@ class AGNBudget:
     def m2_scale(self, n_samples: int) -> float:
         """Gaussian-mechanism scale of ``M2`` for ``n_samples`` rows (0 when ``epsilon = inf``)."""
         eps, dlt = self.m2_privacy
-        return gaussian_noise_scale(self.sensitivities(n_samples)[0], eps, dlt)
+        return gaussian_noise_scale(self.sensitivities(n_samples)[0], eps, dlt, self.noise_calibration)
 
     def m3_scale(self, n_samples: int, whitening: NDArray[np.float64]) -> float:
         """Gaussian-mechanism scale of ``M3(W, W, W)``: sensitivity ``||W||_2^3 Delta3``."""
@@ -77,5 +91,8 @@ class AGNBudget:
         if math.isinf(eps):
             return 0.0
         return gaussian_noise_scale(
-            whitened_sensitivity(self.sensitivities(n_samples)[1], whitening), eps, dlt
+            whitened_sensitivity(self.sensitivities(n_samples)[1], whitening),
+            eps,
+            dlt,
+            self.noise_calibration,
         )

@@ -65,9 +65,15 @@ from mpc_pca.dp.mechanisms import (
 from mpc_pca.dp.power_method import default_power_iterations, private_power_method
 from mpc_pca.linalg import flip_signs, top_eigenpairs
 from mpc_pca.roles import provider_names
+from protocols.dp_accounting import PrivacyAccountant, charge_gaussian
 from protocols.errors import InputValidationError
 from protocols.party import Party
 from protocols.runtime import run_inprocess, single_threaded_blas
+
+#: Smallest epsilon SN accepts: below it ``(Delta / (2 epsilon))^2`` overflows float64.
+SN_MIN_EPSILON = 1e-100
+#: Largest finite epsilon PPCA accepts: above it ``(epsilon / 2) X^T X`` can overflow float64.
+PPCA_MAX_EPSILON = 1e100
 
 
 class _CentralizedPCA(DPSubspaceMixin, ABC):
@@ -146,6 +152,13 @@ class AnalyzeGaussPCA(_CentralizedPCA):
         Seed of the DP noise; ``None`` draws one from :mod:`secrets`. For
         reproducible experiments only; a run with a known seed is not private.
     timeout : float, default=120
+    noise_calibration : {"analytic", "classical"}, default="analytic"
+        Analytic Gaussian (Balle & Wang 2018) or the classical
+        ``sqrt(2 ln(1.25/delta))/epsilon`` (refused for ``epsilon >= 1``).
+    accountant : PrivacyAccountant, optional
+        Charged ``(epsilon, delta)`` and ``rho`` (:mod:`protocols.dp_accounting`)
+        after the inputs are checked and before anything is sent; a run beyond
+        its budget is refused.
 
     Attributes
     ----------
@@ -162,6 +175,8 @@ class AnalyzeGaussPCA(_CentralizedPCA):
         row_norm: str = "clip",
         random_state: RandomState = None,
         timeout: float = 120.0,
+        noise_calibration: str = "analytic",
+        accountant: PrivacyAccountant | None = None,
     ) -> None:
         self.n_components = n_components
         self.epsilon = epsilon
@@ -170,15 +185,22 @@ class AnalyzeGaussPCA(_CentralizedPCA):
         self.row_norm = row_norm
         self.random_state = random_state
         self.timeout = timeout
+        self.noise_calibration = noise_calibration
+        self.accountant = accountant
 
     def _validate(self) -> None:
-        check_privacy(self.epsilon, self.delta, self.neighbour)
+        check_privacy(self.epsilon, self.delta, self.neighbour, self.noise_calibration)
 
     def _mechanism(self, k: int) -> Mechanism:
-        eps, dlt, relation = check_privacy(self.epsilon, self.delta, self.neighbour)
+        eps, dlt, relation = check_privacy(self.epsilon, self.delta, self.neighbour, self.noise_calibration)
+        calibration = self.noise_calibration
+        # called after the rows are validated and before any party sends anything
+        charge_gaussian(
+            self.accountant, eps, dlt, gaussian_noise_scale(1.0, eps, dlt, calibration), "AnalyzeGaussPCA"
+        )
 
         def ag(A: NDArray[np.float64], n: int, rng: np.random.Generator) -> Release:
-            scale = gaussian_noise_scale(second_moment_sensitivity(n, relation), eps, dlt)
+            scale = gaussian_noise_scale(second_moment_sensitivity(n, relation), eps, dlt, calibration)
             values, components, _ = top_eigenpairs(A + symmetric_gaussian_noise(A.shape[0], scale, rng), k)
             return Release(components, values, {"noise_scale_": scale})
 
@@ -223,8 +245,13 @@ class RetractedSNPCA(_CentralizedPCA):
         self.timeout = timeout
 
     def _validate(self) -> None:
-        check_privacy(self.epsilon, 0.5, self.neighbour)
+        eps, _, _ = check_privacy(self.epsilon, 0.5, self.neighbour)
         warn_retracted_sn(stacklevel=4)
+        if eps < SN_MIN_EPSILON:
+            raise InputValidationError(
+                f"epsilon={self.epsilon!r} is below {SN_MIN_EPSILON:g}: SN's Wishart noise, of entry scale "
+                "(d + 1) (Delta / (2 epsilon))^2, would overflow a float"
+            )
 
     def _mechanism(self, k: int) -> Mechanism:
         eps, _, relation = check_privacy(self.epsilon, 0.5, self.neighbour)
@@ -361,7 +388,13 @@ class ExponentialMechanismPCA(_CentralizedPCA):
         self.timeout = timeout
 
     def _validate(self) -> None:
-        check_epsilon(self.epsilon)
+        eps = check_epsilon(self.epsilon)
+        if math.isfinite(eps) and eps > PPCA_MAX_EPSILON:
+            raise InputValidationError(
+                f"epsilon={self.epsilon!r} exceeds {PPCA_MAX_EPSILON:g}: the Bingham parameter "
+                "(epsilon / 2) X^T X would overflow the Gibbs sampler; pass epsilon=inf for the exact "
+                "top-K eigenvectors (no privacy)"
+            )
         for name in ("n_sweeps", "inner_sweeps"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
@@ -401,7 +434,7 @@ class LocalPCA(DPSubspaceMixin):
         Keep the ``K`` largest eigenvalues of ``Â_s``, or the ``K`` largest
         singular values (largest ``|eigenvalue|``), which is what the SVD in
         the ICASSP 2018 authors' code does for ``q_local``.
-    neighbour, row_norm, timeout
+    neighbour, row_norm, timeout, noise_calibration
         As for :class:`AnalyzeGaussPCA`.
     random_state : int, SeedSequence, Generator or None
         Seed of the DP noise; ``None`` draws one from :mod:`secrets`. For
@@ -419,10 +452,12 @@ class LocalPCA(DPSubspaceMixin):
         row_norm: str = "clip",
         random_state: RandomState = None,
         timeout: float = 120.0,
+        noise_calibration: str = "analytic",
     ) -> None:
         self.n_components = n_components
         self.epsilon = epsilon
         self.delta = delta
+        self.noise_calibration = noise_calibration
         self.site = site
         self.ordering = ordering
         self.neighbour = neighbour
@@ -432,7 +467,8 @@ class LocalPCA(DPSubspaceMixin):
 
     def fit(self, parts: Sequence[ArrayLike], y: None = None) -> LocalPCA:
         """Fit on ``parts[site]`` only (the other parts are validated but unused); return ``self``."""
-        eps, dlt, relation = check_privacy(self.epsilon, self.delta, self.neighbour)
+        eps, dlt, relation = check_privacy(self.epsilon, self.delta, self.neighbour, self.noise_calibration)
+        calibration = self.noise_calibration
         arrays, k = prepare_parts(parts, self.n_components, self.row_norm)
         if (
             isinstance(self.site, bool)
@@ -449,7 +485,7 @@ class LocalPCA(DPSubspaceMixin):
 
         def local(party: Party) -> tuple[Any, Any, float]:
             n_s = data.shape[0]
-            scale = gaussian_noise_scale(second_moment_sensitivity(n_s, relation), eps, dlt)
+            scale = gaussian_noise_scale(second_moment_sensitivity(n_s, relation), eps, dlt, calibration)
             noisy = data.T @ data / n_s + symmetric_gaussian_noise(data.shape[1], scale, rng)
             if by_magnitude:
                 all_values, vectors = np.linalg.eigh(noisy)

@@ -13,7 +13,9 @@ Roles (S sites, an untrusted aggregator, a trusted noise generator):
 5. aggregator: ``Â = sum_s mu_s (Â_s - f_s) = A + sum_s mu_s g_s``; the top-``K``
    eigenvectors of ``Â`` are released to the sites.
 
-``tau_s = c Delta_s sqrt(2 ln(1.25/delta)) / epsilon`` with ``Delta_s`` the
+``tau_s = c sigma(Delta_s, epsilon, delta)`` (the analytic Gaussian calibration
+of Balle & Wang 2018 by default, the paper's ``Delta_s sqrt(2 ln(1.25/delta)) /
+epsilon`` with ``noise_calibration="classical"``) with ``Delta_s`` the
 sensitivity of ``A_s`` (``sqrt(2)/N_s`` replace-one, ``1/N_s`` add-remove; see
 :mod:`mpc_pca.dp.mechanisms`) and ``c`` set by the calibration (below). All
 variances are those of the paper in units of ``tau_s`` (§3, eq. 2, confirmed
@@ -72,6 +74,7 @@ from mpc_pca.dp.mechanisms import (
 )
 from mpc_pca.linalg import top_eigenpairs, upper_triangle
 from mpc_pca.roles import provider_names
+from protocols.dp_calibration import analytic_gaussian_epsilon, analytic_gaussian_sigma
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.messages import expect_real_array
 from protocols.party import Party
@@ -101,17 +104,34 @@ def check_calibration(calibration: object) -> str:
     return calibration
 
 
-def effective_epsilon(epsilon: float, n_sites: int, calibration: str) -> float:
+def effective_epsilon(
+    epsilon: float,
+    n_sites: int,
+    calibration: str,
+    delta: float | None = None,
+    noise_calibration: str = "classical",
+) -> float:
     """``epsilon`` of each site against the aggregator's joint view of all releases.
 
-    ``epsilon`` for ``"joint"``; ``epsilon sqrt(2S / (S + 1))`` for ``"paper"``
-    (same ``delta``, same Gaussian calibration formula; module docstring).
+    ``epsilon`` for ``"joint"``. For ``"paper"`` the joint view is a Gaussian
+    mechanism whose noise is ``1 / sqrt(2S / (S + 1))`` times the calibrated
+    one: under the classical formula (``sigma`` proportional to
+    ``1/epsilon``) that is ``epsilon sqrt(2S / (S + 1))``; under the analytic
+    one (pass ``delta`` and ``noise_calibration="analytic"``) it is the
+    ``epsilon'`` at which the analytic Gaussian mechanism with that smaller
+    noise meets ``delta`` (:func:`protocols.dp_calibration.analytic_gaussian_epsilon`).
     ``inf`` stays ``inf``.
     """
     eps = check_epsilon(epsilon)
-    if check_calibration(calibration) == "joint":
+    if check_calibration(calibration) == "joint" or math.isinf(eps):
         return eps
-    return eps * joint_view_factor(n_sites)
+    factor = joint_view_factor(n_sites)
+    if factor == 1.0:
+        return eps
+    if noise_calibration == "classical" or delta is None:
+        return eps * factor
+    sigma = analytic_gaussian_sigma(1.0, eps, delta)
+    return analytic_gaussian_epsilon(sigma / factor, 1.0, delta)
 
 
 @dataclass(frozen=True)
@@ -125,6 +145,7 @@ class CapeConfig:
     delta: float
     neighbour: Neighbour
     calibration: str = "joint"
+    noise_calibration: str = "analytic"
 
     @property
     def sites(self) -> tuple[str, ...]:
@@ -136,9 +157,16 @@ class CapeConfig:
         return joint_view_factor(self.n_parties) if self.calibration == "joint" else 1.0
 
     def site_scale(self, n_samples: int) -> float:
-        """``tau_s = c Delta_s sqrt(2 ln(1.25/delta)) / epsilon`` for a site with ``n_samples`` rows."""
+        """``tau_s = c sigma(Delta_s, epsilon, delta)`` for a site with ``n_samples`` rows.
+
+        ``sigma`` is the analytic Gaussian calibration (default) or the paper's
+        ``Delta_s sqrt(2 ln(1.25/delta)) / epsilon`` (``noise_calibration="classical"``).
+        """
         base = gaussian_noise_scale(
-            second_moment_sensitivity(n_samples, self.neighbour), self.epsilon, self.delta
+            second_moment_sensitivity(n_samples, self.neighbour),
+            self.epsilon,
+            self.delta,
+            self.noise_calibration,
         )
         return self.scale_factor * base
 
@@ -304,7 +332,9 @@ def aggregator_role(party: Party, config: CapeConfig, rng: np.random.Generator) 
         site_releases=releases,
         site_views=views,
         calibration=config.calibration,
-        effective_epsilon=effective_epsilon(config.epsilon, s, config.calibration),
+        effective_epsilon=effective_epsilon(
+            config.epsilon, s, config.calibration, config.delta, config.noise_calibration
+        ),
     )
 
 
@@ -332,6 +362,7 @@ def run_capepca(
     row_norm: str = "clip",
     random_state: RandomState = None,
     timeout: float = 120.0,
+    noise_calibration: str = "analytic",
 ) -> CapeRun:
     """Validate everything, then run capePCA in-process (one thread per party).
 
@@ -347,10 +378,10 @@ def run_capepca(
         Before any party starts, for invalid privacy parameters, calibration,
         ``n_components`` or rows.
     """
-    eps, dlt, relation = check_privacy(epsilon, delta, neighbour)
+    eps, dlt, relation = check_privacy(epsilon, delta, neighbour, noise_calibration)
     mode = check_calibration(calibration)
     arrays, k = prepare_parts(parts, n_components, row_norm)
-    config = CapeConfig(len(arrays), arrays[0].shape[1], k, eps, dlt, relation, mode)
+    config = CapeConfig(len(arrays), arrays[0].shape[1], k, eps, dlt, relation, mode, noise_calibration)
     generators = spawn_generators(random_state, len(arrays) + 2)
     roles: dict[str, Any] = {
         name: (lambda party, data=data, rng=rng: site_role(party, data, config, rng))
@@ -399,6 +430,10 @@ class CapePCA(DPSubspaceMixin):
         Privacy parameter in ``(0, 1)``.
     neighbour : {"replace-one", "add-remove"}, default="replace-one"
         Neighbour relation; ``tau_s`` uses ``sqrt(2)/N_s`` or ``1/N_s``.
+    noise_calibration : {"analytic", "classical"}, default="analytic"
+        Gaussian formula for ``sigma`` (Balle & Wang 2018, or the paper's
+        classical one, refused for ``epsilon >= 1``). Distinct from
+        ``calibration``, which chooses the joint-view scaling.
     calibration : {"joint", "paper"}, default="joint"
         ``"joint"``: the aggregator's view of all releases is
         ``(epsilon, delta)``-DP per site. ``"paper"``: the JSTSP 2018
@@ -456,12 +491,14 @@ class CapePCA(DPSubspaceMixin):
         row_norm: str = "clip",
         random_state: RandomState = None,
         timeout: float = 120.0,
+        noise_calibration: str = "analytic",
     ) -> None:
         self.n_components = n_components
         self.epsilon = epsilon
         self.delta = delta
         self.neighbour = neighbour
         self.calibration = calibration
+        self.noise_calibration = noise_calibration
         self.row_norm = row_norm
         self.random_state = random_state
         self.timeout = timeout
@@ -478,6 +515,7 @@ class CapePCA(DPSubspaceMixin):
             row_norm=self.row_norm,
             random_state=self.random_state,
             timeout=self.timeout,
+            noise_calibration=self.noise_calibration,
         )
         model = result.model
         self._store_fit(model.components, model.explained_variance, sum(model.site_samples), result.run)

@@ -62,7 +62,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from mpc_pca.dp.agn_core import PowerMethodOptions, decompose_whitened, whitening_from_second_moment
-from mpc_pca.dp.agn_privacy import AGNBudget, check_budget_split
+from mpc_pca.dp.agn_privacy import AGNBudget, check_budget_split, check_release_calibration
 from mpc_pca.dp.cape import check_calibration, effective_epsilon, joint_view_factor, zero_sum_from_draws
 from mpc_pca.dp.common import AGGREGATOR, NOISE_GENERATOR, check_privacy, expect_count, expect_symmetric
 from mpc_pca.dp.mechanisms import Neighbour, RandomState, spawn_generators, symmetric_gaussian_noise
@@ -282,16 +282,18 @@ def make_agn_config(
     budget_split: float,
     row_norm: str,
     power: PowerMethodOptions,
+    noise_calibration: str = "analytic",
 ) -> tuple[list[NDArray[np.float64]], AGNConfig]:
     """Every pre-flight check of capeAGN; returns the prepared parts and the shared config."""
     kind = check_model(model)
     eps, dlt, relation = check_privacy(epsilon, delta, neighbour)
     mode = check_calibration(calibration)
     split = check_budget_split(budget_split)
+    check_release_calibration(noise_calibration, eps, dlt, split)
     scale = check_sigma(kind, sigma)
     arrays, k = prepare_agn_parts(parts, n_components, kind, row_norm)
     d = arrays[0].shape[1]
-    budget = AGNBudget(kind, d, scale, eps, dlt, relation, split)
+    budget = AGNBudget(kind, d, scale, eps, dlt, relation, split, noise_calibration)
     return arrays, AGNConfig(len(arrays), d, k, budget, mode, power)
 
 
@@ -310,6 +312,7 @@ def run_capeagn(
     power: PowerMethodOptions | None = None,
     random_state: RandomState = None,
     timeout: float = 120.0,
+    noise_calibration: str = "analytic",
 ) -> CapeAGNRun:
     """Validate everything, then run capeAGN in-process (one thread per party).
 
@@ -333,6 +336,7 @@ def run_capeagn(
         budget_split=budget_split,
         row_norm=row_norm,
         power=power or PowerMethodOptions(),
+        noise_calibration=noise_calibration,
     )
     generators = spawn_generators(random_state, len(arrays) + 2)
     roles: dict[str, Any] = {
@@ -386,6 +390,10 @@ class CapeAGN:
         joint view ``(epsilon sqrt(2S / (S + 1)), delta)``-DP.
     budget_split : float, default=0.5
         Share of ``epsilon`` and ``delta`` spent on ``M2`` (the paper: 1/2).
+    noise_calibration : {"analytic", "classical"}, default="analytic"
+        Gaussian-mechanism calibration of each release
+        (:func:`protocols.dp_calibration.gaussian_sigma`); ``"classical"`` is
+        the paper's formula, refused when a release's epsilon is ``>= 1``.
     row_norm : {"clip", "error"}, default="clip"
         ``"mog"`` only: how sites enforce ``||x|| <= 1``.
     n_restarts, n_iter, tol : default 10, 100, 1e-12
@@ -442,6 +450,7 @@ class CapeAGN:
         n_iter: int = 100,
         tol: float = 1e-12,
         timeout: float = 120.0,
+        noise_calibration: str = "analytic",
     ) -> None:
         self.n_components = n_components
         self.model = model
@@ -457,6 +466,7 @@ class CapeAGN:
         self.n_iter = n_iter
         self.tol = tol
         self.timeout = timeout
+        self.noise_calibration = noise_calibration
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """Constructor parameters, scikit-learn style."""
@@ -490,6 +500,7 @@ class CapeAGN:
             power=PowerMethodOptions(self.n_restarts, self.n_iter, self.tol),
             random_state=self.random_state,
             timeout=self.timeout,
+            noise_calibration=self.noise_calibration,
         )
         fitted = result.model
         self.components_ = fitted.components

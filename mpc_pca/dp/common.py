@@ -22,7 +22,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from mpc_pca.base import SubspaceMixin
-from mpc_pca.dp.mechanisms import check_delta, check_epsilon, parse_neighbour
+from mpc_pca.dp.mechanisms import (
+    check_calibration,
+    check_delta,
+    check_epsilon,
+    gaussian_noise_scale,
+    parse_neighbour,
+)
 from mpc_pca.dp.preprocessing import bound_rows
 from mpc_pca.linalg import from_upper_triangle
 from mpc_pca.roles import AGGREGATOR, CURATOR, NOISE_GENERATOR  # noqa: F401  (re-exported for the DP modules)
@@ -49,9 +55,17 @@ def prepare_parts(
     return bound_rows(arrays, row_norm), k
 
 
-def check_privacy(epsilon: object, delta: object, neighbour: object) -> tuple[float, float, Any]:
-    """Validate ``epsilon > 0`` (``inf`` allowed), ``0 < delta < 1`` and the neighbour relation."""
-    return check_epsilon(epsilon), check_delta(delta), parse_neighbour(neighbour)  # type: ignore[arg-type]
+def check_privacy(
+    epsilon: object, delta: object, neighbour: object, noise_calibration: object = "analytic"
+) -> tuple[float, float, Any]:
+    """Validate ``epsilon > 0`` (``inf`` allowed), ``0 < delta < 1``, the neighbour relation and calibration.
+
+    ``noise_calibration="classical"`` is refused for ``epsilon >= 1``
+    (:func:`protocols.dp_calibration.gaussian_sigma`), before any party starts.
+    """
+    eps, dlt = check_epsilon(epsilon), check_delta(delta)
+    gaussian_noise_scale(1.0, eps, dlt, check_calibration(noise_calibration))
+    return eps, dlt, parse_neighbour(neighbour)  # type: ignore[arg-type]
 
 
 def check_intermediate_dim(intermediate_dim: object, k: int, d: int) -> int:

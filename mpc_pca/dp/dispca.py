@@ -4,7 +4,8 @@ Roles and messages (S sites holding disjoint rows, one untrusted aggregator):
 
 1. site ``s`` (steps 2-7): ``A_s = X_s^T X_s / N_s`` (the paper's
    ``X_s X_s^T / N_s`` with samples as columns), ``Â_s = A_s + E_s`` with
-   Analyze-Gauss noise of scale ``s_s = Delta_s sqrt(2 ln(1.25/delta)) / epsilon``,
+   Analyze-Gauss noise of scale ``s_s`` calibrated to ``Delta_s`` (analytic Gaussian by default, or the
+   paper's ``Delta_s sqrt(2 ln(1.25/delta)) / epsilon``),
    ``Delta_s`` the sensitivity of ``A_s`` (:mod:`mpc_pca.dp.mechanisms`; the paper's
    ``1/N_s`` is the ``add-remove`` choice). The SVD ``Â_s = U Σ U^T`` gives
    ``P_s = U_R Σ_R^{1/2}`` (``D x R``), sent with ``N_s`` to the aggregator.
@@ -54,6 +55,7 @@ from mpc_pca.dp.mechanisms import (
 )
 from mpc_pca.linalg import top_eigenpairs, upper_triangle
 from mpc_pca.roles import provider_names
+from protocols.dp_accounting import PrivacyAccountant, charge_gaussian
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.messages import expect_real_array
 from protocols.party import Party
@@ -77,6 +79,7 @@ class DisPCAConfig:
     full: bool = False
     weights: str = "equal"
     site_factor: str = "svd"
+    noise_calibration: str = "analytic"
 
     @property
     def sites(self) -> tuple[str, ...]:
@@ -110,13 +113,14 @@ def noisy_local_second_moment(
     delta: float,
     neighbour: Neighbour | str,
     rng: np.random.Generator,
+    calibration: str = "analytic",
 ) -> tuple[NDArray[np.float64], float]:
     """Alg. 1 steps 2-4: ``Â_s = X_s^T X_s / N_s + E_s`` and the noise scale used.
 
     Also the "local" baseline of ICASSP 2018 (PCA of one site's ``Â_s``).
     """
     n_s = data.shape[0]
-    scale = gaussian_noise_scale(second_moment_sensitivity(n_s, neighbour), epsilon, delta)
+    scale = gaussian_noise_scale(second_moment_sensitivity(n_s, neighbour), epsilon, delta, calibration)
     a_s = data.T @ data / n_s
     return a_s + symmetric_gaussian_noise(data.shape[1], scale, rng), scale
 
@@ -154,7 +158,9 @@ def site_role(
         raise InputValidationError(
             f"{party.name} holds data of shape {data.shape}, expected (n, {config.n_features})"
         )
-    noisy, scale = noisy_local_second_moment(data, config.epsilon, config.delta, config.neighbour, rng)
+    noisy, scale = noisy_local_second_moment(
+        data, config.epsilon, config.delta, config.neighbour, rng, config.noise_calibration
+    )
     payload = (
         upper_triangle(noisy)
         if config.full
@@ -213,6 +219,8 @@ def run_dispca(
     row_norm: str = "clip",
     random_state: RandomState = None,
     timeout: float = 120.0,
+    noise_calibration: str = "analytic",
+    accountant: PrivacyAccountant | None = None,
 ) -> tuple[DisPCAModel, dict[str, DisPCASite], RunResult]:
     """Validate everything, then run DPdisPCA in-process (one thread per party).
 
@@ -225,7 +233,7 @@ def run_dispca(
     run : RunResult
         Outputs and per-party traffic reports.
     """
-    eps, dlt, relation = check_privacy(epsilon, delta, neighbour)
+    eps, dlt, relation = check_privacy(epsilon, delta, neighbour, noise_calibration)
     if weights not in WEIGHTINGS:
         raise InputValidationError(f"weights={weights!r} is not supported; choose one of {list(WEIGHTINGS)}")
     if site_factor not in SITE_FACTORS:
@@ -235,13 +243,18 @@ def run_dispca(
     arrays, k = prepare_parts(parts, n_components, row_norm)
     d = arrays[0].shape[1]
     r = check_intermediate_dim(intermediate_dim, k, d)
-    config = DisPCAConfig(len(arrays), d, k, r, eps, dlt, relation, bool(full), weights, site_factor)
+    config = DisPCAConfig(
+        len(arrays), d, k, r, eps, dlt, relation, bool(full), weights, site_factor, noise_calibration
+    )
     generators = spawn_generators(random_state, len(arrays))
     roles: dict[str, Any] = {
         name: (lambda party, data=data, rng=rng: site_role(party, data, config, rng))
         for name, data, rng in zip(config.sites, arrays, generators, strict=True)
     }
     roles[AGGREGATOR] = lambda party: aggregator_role(party, config)
+    # Each site releases only its own rows' statistic once: parallel composition, one charge.
+    unit = gaussian_noise_scale(1.0, eps, dlt, noise_calibration)
+    charge_gaussian(accountant, eps, dlt, unit, "DPdisPCA")
     with single_threaded_blas():
         run = run_inprocess(roles, timeout=timeout)
     sites = {name: run.outputs[name] for name in config.sites}
@@ -277,6 +290,11 @@ class DPdisPCA(DPSubspaceMixin):
         reproducible experiments only; a run with a known seed is not private.
     timeout : float, default=120
         Receive timeout of every party, in seconds.
+    noise_calibration : {"analytic", "classical"}, default="analytic"
+        Gaussian noise calibration of every site (Balle & Wang 2018, or the
+        paper's ``sqrt(2 ln(1.25/delta))/epsilon``, refused for ``epsilon >= 1``).
+    accountant : PrivacyAccountant, optional
+        Charged once per run before anything is sent (sites hold disjoint rows).
 
     Attributes
     ----------
@@ -316,10 +334,14 @@ class DPdisPCA(DPSubspaceMixin):
         row_norm: str = "clip",
         random_state: RandomState = None,
         timeout: float = 120.0,
+        noise_calibration: str = "analytic",
+        accountant: PrivacyAccountant | None = None,
     ) -> None:
         self.n_components = n_components
         self.epsilon = epsilon
         self.delta = delta
+        self.noise_calibration = noise_calibration
+        self.accountant = accountant
         self.intermediate_dim = intermediate_dim
         self.full = full
         self.neighbour = neighbour
@@ -344,6 +366,8 @@ class DPdisPCA(DPSubspaceMixin):
             row_norm=self.row_norm,
             random_state=self.random_state,
             timeout=self.timeout,
+            noise_calibration=self.noise_calibration,
+            accountant=self.accountant,
         )
         self._store_fit(model.components, model.explained_variance, sum(model.site_samples), run)
         k = model.components.shape[0]

@@ -31,7 +31,20 @@ Two deliberate deviations, both keeping the paper's algebra:
   adding or removing one row changes ``S`` by ``N/(N+1) (x - mu)(x - mu)^T``,
   Frobenius norm ``< 4``; replacing one row by at most ``4 sqrt(2)``. The paper
   uses 1 (the sensitivity of the uncentred ``X^T X``); this module calibrates
-  ``G'`` to the centred matrix it actually releases.
+  ``G'`` to the centred matrix it actually releases. ``calibration="paper"``
+  uses the paper's ``Delta = 1`` instead and reports, in
+  ``effective_epsilon_``, the ``epsilon`` that noise actually gives for the
+  true sensitivity (exact analytic-Gaussian inverse, Balle & Wang 2018).
+* **Encoding (eq. 5).** The paper discretises each feature to ``e`` bits with
+  its min and max over the data, ``floor((2^e - 1)(x - min_F)/(max_F - min_F))``;
+  those per-feature extremes are data-dependent and the map is not
+  translation-free, so here every value is fixed-point encoded with
+  ``frac_bits`` fractional bits (``round(x 2^frac_bits)``) after the rows are
+  bounded to norm ``<= 1``. The scatter matrix is the same up to rounding.
+* **Eigenvalue order.** The paper orders eigenvalues by absolute value
+  (§III.A). After noise, ``S + G'`` can have large *negative* eigenvalues whose
+  eigenvectors carry no variance; this module keeps the ``k`` largest
+  eigenvalues (algebraic order), which is PCA's definition.
 
 Trust model: owners honest; proxy honest-but-curious and colluding with nobody
 (it learns ``N`` only); the data user is untrusted and learns ``N`` exactly,
@@ -64,12 +77,15 @@ from mpc_pca.dp.mechanisms import (
 )
 from mpc_pca.linalg import from_upper_triangle, top_eigenpairs, upper_triangle
 from mpc_pca.roles import PROXY, USER, owner_names
+from protocols.dp_calibration import analytic_gaussian_epsilon
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.paillier import PaillierPublicKey, add, decrypt, encrypt, generate_keypair, multiply
 from protocols.paillier.cipher import add_many, from_residue, to_residue
 from protocols.paillier.serialize import ciphertexts_from_bytes, ciphertexts_to_bytes, public_key_from_bytes
 from protocols.party import Party
 from protocols.runtime import RunResult, run_inprocess
+
+DPDPCA_CALIBRATIONS = ("sensitivity", "paper")
 
 
 def centred_scatter_sensitivity(neighbour: Neighbour | str) -> float:
@@ -98,6 +114,8 @@ class DPDPCAConfig:
     key_bits: int = 2048
     frac_bits: int = 40
     mask_bits: int = 128
+    calibration: str = "sensitivity"
+    noise_calibration: str = "analytic"
     allow_insecure_key_size: bool = False
 
     @property
@@ -127,7 +145,28 @@ class DPDPCAConfig:
     @property
     def noise_sigma(self) -> float:
         """Standard deviation of each upper-triangle entry of ``G'`` (Alg. 2, line 2)."""
-        return gaussian_noise_scale(centred_scatter_sensitivity(self.neighbour), self.epsilon, self.delta)
+        return gaussian_noise_scale(
+            self.calibrated_sensitivity, self.epsilon, self.delta, self.noise_calibration
+        )
+
+    @property
+    def calibrated_sensitivity(self) -> float:
+        """``Delta`` the noise is calibrated to: the centred scatter's, or the paper's 1."""
+        return 1.0 if self.calibration == "paper" else centred_scatter_sensitivity(self.neighbour)
+
+    @property
+    def effective_epsilon(self) -> float:
+        """``epsilon`` the release ``S + G'`` actually has at ``delta`` for the true sensitivity.
+
+        Equal to ``epsilon`` under ``calibration="sensitivity"`` (analytic) and
+        at most ``epsilon`` under the classical formula; larger under
+        ``"paper"`` (noise sized for ``Delta = 1``, true ``Delta`` up to ``4 sqrt(2)``).
+        """
+        if math.isinf(self.epsilon):
+            return math.inf
+        return analytic_gaussian_epsilon(
+            self.noise_sigma, centred_scatter_sensitivity(self.neighbour), self.delta
+        )
 
 
 @dataclass
@@ -314,6 +353,13 @@ class DPDPCA(DPSubspaceMixin):
         Test-only: allow keys below 2048 bits.
     timeout : float, default=300
         Receive timeout of every party, in seconds.
+    calibration : {"sensitivity", "paper"}, default="sensitivity"
+        Size ``G'`` for the centred scatter's true sensitivity
+        (:func:`centred_scatter_sensitivity`), or for the paper's ``Delta = 1``
+        (then ``effective_epsilon_`` reports the weaker guarantee obtained).
+    noise_calibration : {"analytic", "classical"}, default="analytic"
+        Gaussian formula (Balle & Wang 2018, or ``sqrt(2 ln(1.25/delta))/epsilon``,
+        refused for ``epsilon >= 1``).
 
     Attributes
     ----------
@@ -325,6 +371,9 @@ class DPDPCA(DPSubspaceMixin):
         ``S'`` as the data user obtained it.
     noise_sigma_ : float
         Standard deviation of each upper-triangle entry of ``G'``.
+    effective_epsilon_ : float
+        ``epsilon`` the release has for the true sensitivity at ``delta``
+        (``> epsilon`` under ``calibration="paper"``).
     mean_ : ndarray of shape (d,)
         Zeros: the data user never learns the pooled mean (it is masked by
         ``b``), so :meth:`transform` projects rows without centring them.
@@ -346,7 +395,11 @@ class DPDPCA(DPSubspaceMixin):
         random_state: RandomState = None,
         allow_insecure_key_size: bool = False,
         timeout: float = 300.0,
+        calibration: str = "sensitivity",
+        noise_calibration: str = "analytic",
     ) -> None:
+        self.calibration = calibration
+        self.noise_calibration = noise_calibration
         self.n_components = n_components
         self.epsilon = epsilon
         self.delta = delta
@@ -372,7 +425,13 @@ class DPDPCA(DPSubspaceMixin):
         from protocols.paillier.keys import check_key_bits
 
         arrays, k = prepare_parts(parts, self.n_components, self.row_norm, min_total_rows=2)
-        epsilon, delta, neighbour = check_privacy(self.epsilon, self.delta, self.neighbour)
+        epsilon, delta, neighbour = check_privacy(
+            self.epsilon, self.delta, self.neighbour, self.noise_calibration
+        )
+        if self.calibration not in DPDPCA_CALIBRATIONS:
+            raise InputValidationError(
+                f"calibration={self.calibration!r} is not supported; choose one of {list(DPDPCA_CALIBRATIONS)}"
+            )
         check_key_bits(self.key_bits, self.allow_insecure_key_size)
         config = DPDPCAConfig(
             n_owners=len(arrays),
@@ -385,6 +444,8 @@ class DPDPCA(DPSubspaceMixin):
             frac_bits=_check_bits(self.frac_bits, "frac_bits", 1, 200),
             mask_bits=_check_bits(self.mask_bits, "mask_bits", 40, 512),
             allow_insecure_key_size=self.allow_insecure_key_size,
+            calibration=self.calibration,
+            noise_calibration=self.noise_calibration,
         )
         n_samples = sum(a.shape[0] for a in arrays)
         budget = config.key_bits - 2  # signed residues must stay below n/2
@@ -410,6 +471,7 @@ class DPDPCA(DPSubspaceMixin):
         )
         self.noisy_scatter_ = model.noisy_scatter
         self.noise_sigma_ = config.noise_sigma
+        self.effective_epsilon_ = config.effective_epsilon
         return self
 
 

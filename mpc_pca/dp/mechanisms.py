@@ -33,10 +33,11 @@ bounds above are therefore valid for it.
 
 Analyze Gauss (Dwork, Talwar, Thakurta & Zhang, STOC 2014, Alg. 1; ICASSP
 2018 Alg. 1 step 3; DPDPCA Alg. 2): ``A + E`` with ``E`` symmetric, its upper
-triangle including the diagonal i.i.d. ``N(0, s^2)``, and
-``s = Delta * sqrt(2 ln(1.25/delta)) / epsilon``. The classical proof of this
-calibration (Dwork & Roth 2014, Thm A.1) covers ``epsilon < 1``; the papers'
-experiments use larger values too, and so may callers, knowingly.
+triangle including the diagonal i.i.d. ``N(0, s^2)``. By default ``s`` is the
+analytic Gaussian calibration (Balle & Wang, ICML 2018), exact for every
+``epsilon``; ``noise_calibration="classical"`` gives the papers'
+``s = Delta * sqrt(2 ln(1.25/delta)) / epsilon``, whose proof (Dwork & Roth
+2014, Thm A.1) covers only ``epsilon < 1`` and which is refused above it.
 
 Private power method (Hardt & Price 2014, Fig. 3): ``L`` Gaussian releases
 ``A X_{l-1} + G_l``, composed with zero-concentrated DP (Bun & Steinke 2016).
@@ -59,10 +60,13 @@ seed via :func:`spawn_generators`. Anyone who knows the seed can regenerate
 and subtract all of that noise: **random_state is for reproducible
 experiments only; a run with a known seed is not private.** In a deployment
 leave ``random_state=None`` (each run draws 128 bits from :mod:`secrets`) and
-let each party seed its own generator. The noise itself comes from numpy's
-PCG64 and floating-point Gaussian sampling, which is adequate for the
-experiments here but is not a hardened DP sampler (cf. Mironov, CCS 2012, on
-floating-point attacks).
+let each party seed its own generator. The noise of these curator-style
+mechanisms comes from numpy's PCG64 and **floating-point** Gaussian sampling:
+adequate for studies, but not a hardened DP sampler (Mironov, CCS 2012, shows
+floating-point noise can leak the low-order bits of the input). The exact
+integer alternative is :mod:`protocols.discrete_gaussian` (discrete
+Gaussian, Canonne, Kamath & Steinke 2020, drawn from :mod:`secrets`), which
+``PPPCADP`` adds inside the fixed-point ring.
 """
 
 from __future__ import annotations
@@ -79,6 +83,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mpc_pca.validation import check_positive
+from protocols.dp_calibration import CALIBRATIONS, check_calibration, check_delta_value, gaussian_sigma  # noqa: F401  (re-exported)
 from protocols.errors import InputValidationError
 
 RandomState = Union[int, np.random.SeedSequence, np.random.Generator, None]  # noqa: UP007
@@ -124,8 +129,8 @@ def check_epsilon(epsilon: object, *, allow_inf: bool = True) -> float:
 
 
 def check_delta(delta: object) -> float:
-    """Validate the privacy parameter ``0 < delta < 1``."""
-    return check_positive(delta, "delta", upper=1.0, upper_inclusive=False)
+    """Validate the privacy parameter ``0 < delta < 1`` (the error names the value and both limits)."""
+    return check_delta_value(delta)
 
 
 # -- sensitivities ---------------------------------------------------------------------
@@ -160,19 +165,20 @@ def second_moment_sensitivity(
     return gram_sensitivity(neighbour, row_norm_bound) / int(n_samples)
 
 
-def gaussian_noise_scale(sensitivity: float, epsilon: float, delta: float) -> float:
-    """Standard deviation of the Gaussian mechanism: ``Delta sqrt(2 ln(1.25/delta)) / epsilon``.
+def gaussian_noise_scale(
+    sensitivity: float, epsilon: float, delta: float, calibration: str = "analytic"
+) -> float:
+    """Standard deviation of the Gaussian mechanism for L2 sensitivity ``Delta``.
 
-    Dwork & Roth 2014, Thm A.1; Analyze Gauss (ICASSP 2018 Alg. 1 step 3).
-    Returns 0 for ``epsilon = inf`` (no privacy, no noise).
+    ``calibration="analytic"`` (default): the smallest ``sigma`` for which the
+    Gaussian mechanism is ``(epsilon, delta)``-DP, for every ``epsilon``
+    (Balle & Wang, ICML 2018, Alg. 1; :mod:`protocols.dp_calibration`).
+    ``calibration="classical"``: ``Delta sqrt(2 ln(1.25/delta)) / epsilon``
+    (Dwork & Roth 2014, Thm A.1; Analyze Gauss as printed in ICASSP 2018
+    Alg. 1 step 3), refused for ``epsilon >= 1`` where its proof does not
+    hold. Returns 0 for ``epsilon = inf`` (no privacy, no noise).
     """
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta)
-    if sensitivity < 0 or not math.isfinite(sensitivity):
-        raise InputValidationError(f"sensitivity={sensitivity!r} must be finite and >= 0")
-    if math.isinf(eps):
-        return 0.0
-    return sensitivity * math.sqrt(2.0 * math.log(1.25 / dlt)) / eps
+    return gaussian_sigma(sensitivity, epsilon, delta, calibration)
 
 
 #: ``c`` in the private power method's condition ``epsilon <= c ln(1/delta)``:
@@ -310,13 +316,15 @@ class AnalyzeGauss:
     sensitivity : float
         L2 sensitivity of the matrix's upper triangle under the chosen
         neighbour relation, e.g. :func:`second_moment_sensitivity`.
+    calibration : {"analytic", "classical"}, default="analytic"
+        See :func:`gaussian_noise_scale`.
 
     Examples
     --------
     >>> import numpy as np
     >>> mech = AnalyzeGauss(1.0, 1e-5, second_moment_sensitivity(1000, "replace-one"))
     >>> round(mech.scale, 6)
-    0.006852
+    0.005276
     >>> mech.perturb(np.eye(3), np.random.default_rng(0)).shape
     (3, 3)
     """
@@ -324,11 +332,12 @@ class AnalyzeGauss:
     epsilon: float
     delta: float
     sensitivity: float
+    calibration: str = "analytic"
 
     @property
     def scale(self) -> float:
-        """Noise standard deviation ``s = Delta sqrt(2 ln(1.25/delta)) / epsilon``."""
-        return gaussian_noise_scale(self.sensitivity, self.epsilon, self.delta)
+        """Noise standard deviation (analytic or classical calibration, :func:`gaussian_noise_scale`)."""
+        return gaussian_noise_scale(self.sensitivity, self.epsilon, self.delta, self.calibration)
 
     def noise(self, d: int, rng: np.random.Generator) -> NDArray[np.float64]:
         """Draw the symmetric noise matrix ``E``."""

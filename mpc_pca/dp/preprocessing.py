@@ -11,6 +11,8 @@ its own rows (a per-row map, so the privacy guarantee is unchanged):
 
 ``"clip"``
     rows longer than 1 are scaled down to norm 1, shorter rows are untouched;
+    each site that clips warns locally with the count
+    (:class:`~mpc_pca.validation.RowsClippedWarning`);
 ``"error"``
     any row longer than 1 raises :class:`~protocols.errors.InputValidationError`.
 
@@ -23,11 +25,13 @@ reproduces it for experiments only.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from mpc_pca.validation import RowsClippedWarning
 from protocols.errors import InputValidationError
 
 ROW_NORM_MODES = ("clip", "error")
@@ -120,7 +124,20 @@ def bound_rows(parts: Sequence[NDArray[np.float64]], mode: str) -> list[NDArray[
         for i, part in enumerate(parts):
             check_row_norms(part, i)
         return list(parts)
-    return [clip_rows(part)[0] for part in parts]
+    out = []
+    for i, part in enumerate(parts):
+        clipped, count = clip_rows(part)
+        if count:
+            # Emitted where the site's rows are processed; the count is never sent to a party.
+            warnings.warn(
+                f"site {i}: {count} of {part.shape[0]} rows had norm > 1 and were clipped to norm 1 "
+                "before the DP noise (local information, not sent); utility metrics on these rows "
+                "describe the clipped data. Rescale the data so that rows have norm <= 1 to avoid it",
+                RowsClippedWarning,
+                stacklevel=3,
+            )
+        out.append(clipped)
+    return out
 
 
 def center_and_scale_non_private(X: ArrayLike) -> NDArray[np.float64]:

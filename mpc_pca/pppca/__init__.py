@@ -11,11 +11,15 @@ protocol
     the fixed-point error bounds and the in-process run.
 estimator
     :class:`PPPCA`, the scikit-learn-style estimator.
+dp_sum, dp_estimator
+    pppca-dp: discrete-Gaussian DP noise added by the providers inside the
+    secure sum (:class:`PPPCADP`).
 distributed
     The same roles as OS processes or hosts (``mpc-pca party``, ``run
     --transport torch``); imported only when used.
 """
 
+from mpc_pca.pppca.dp_estimator import PPPCADP
 from mpc_pca.pppca.estimator import PPPCA, resolve_backend
 from mpc_pca.pppca.protocol import (
     PPPCAConfig,
@@ -30,6 +34,7 @@ from mpc_pca.pppca.protocol import (
 
 __all__ = [
     "PPPCA",
+    "PPPCADP",
     "PPPCAConfig",
     "PPPCAModel",
     "consumer_role",

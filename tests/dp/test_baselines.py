@@ -22,6 +22,7 @@ from mpc_pca.dp.mechanisms import RetractedMechanismWarning, power_method_epsilo
 from mpc_pca.dp.metrics import captured_energy, captured_energy_ratio, optimal_captured_energy, second_moment
 from mpc_pca.dp.power_method import default_power_iterations, private_power_method
 from mpc_pca.dp.preprocessing import center_and_scale_non_private, check_row_norms, clip_rows
+from protocols.dp_calibration import analytic_gaussian_epsilon, analytic_gaussian_sigma
 from protocols.errors import InputValidationError
 
 DP_PROTOCOLS = ("ag", "sn", "ppm", "ppca", "pooled", "local", "dispca", "dispca-full", "capepca")
@@ -90,7 +91,11 @@ def test_local_pca_uses_only_its_site():
     assert model.n_samples_ == 500
     assert model.report_["provider1"]["bytes_sent"] == 0
     noisy = LocalPCA(2, epsilon=1.0, delta=1e-3, site=0, neighbour="add-remove", random_state=0).fit(parts)
-    assert noisy.noise_scale_ == pytest.approx(math.sqrt(2 * math.log(1.25e3)) / 300)
+    assert noisy.noise_scale_ == pytest.approx(analytic_gaussian_sigma(1 / 300, 1.0, 1e-3), rel=1e-12)
+    classical = LocalPCA(
+        2, epsilon=0.5, delta=1e-3, neighbour="add-remove", random_state=0, noise_calibration="classical"
+    ).fit(parts)
+    assert classical.noise_scale_ == pytest.approx(math.sqrt(2 * math.log(1.25e3)) / 150)
     with pytest.raises(InputValidationError, match="site"):
         LocalPCA(2, site=2).fit(parts)
     with pytest.raises(InputValidationError, match="ordering"):
@@ -278,5 +283,8 @@ def test_cli_capepca_calibration(tmp_path, flag, calibration, factor):
     assert main(argv) == 0
     result = json.loads(out.read_text())
     assert result["calibration"] == calibration
-    assert result["effective_epsilon"] == pytest.approx(4.0 * factor, rel=1e-12)
+    # the joint view's noise is 1/factor of the analytic sigma at epsilon = 4
+    expected = analytic_gaussian_epsilon(analytic_gaussian_sigma(1.0, 4.0, 0.01) / factor, 1.0, 0.01)
+    assert result["effective_epsilon"] == pytest.approx(expected, rel=1e-9)
+    assert (result["effective_epsilon"] > 4.0) == (calibration == "paper")
     assert result["noise_scale"] > 0

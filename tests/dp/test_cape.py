@@ -17,6 +17,7 @@ from mpc_pca.dp.cape import (
     run_capepca,
     zero_sum_noise,
 )
+from protocols.dp_calibration import analytic_gaussian_epsilon, analytic_gaussian_sigma
 from protocols.errors import InputValidationError
 
 
@@ -59,7 +60,14 @@ def test_paper_calibration_weights_and_aggregate_scale_equal_the_pooled_ag():
     assert model.noise_scale_ == pytest.approx(pooled.noise_scale_, rel=1e-12)
     assert np.allclose(model.weights_ * model.site_noise_scales_, pooled.noise_scale_, rtol=1e-12)
     # the guarantee against the aggregator's joint view is weaker than the nominal epsilon
-    assert model.effective_epsilon_ == pytest.approx(0.7 * math.sqrt(6 / 4), rel=1e-12)
+    sigma = analytic_gaussian_sigma(1.0, 0.7, 1e-4)
+    expected = analytic_gaussian_epsilon(sigma / math.sqrt(6 / 4), 1.0, 1e-4)
+    assert model.effective_epsilon_ == pytest.approx(expected, rel=1e-9)
+    assert model.effective_epsilon_ > 0.7
+    classical = CapePCA(
+        2, epsilon=0.7, delta=1e-4, neighbour="add-remove", calibration="paper", noise_calibration="classical"
+    ).fit(parts)
+    assert classical.effective_epsilon_ == pytest.approx(0.7 * math.sqrt(6 / 4), rel=1e-12)
 
 
 def test_joint_calibration_is_the_default_and_scales_every_noise_term():
@@ -72,9 +80,15 @@ def test_joint_calibration_is_the_default_and_scales_every_noise_term():
     assert model.noise_scale_ == pytest.approx(factor * pooled.noise_scale_, rel=1e-12)
     assert np.allclose(model.weights_ * model.site_noise_scales_, factor * pooled.noise_scale_, rtol=1e-12)
     assert model.effective_epsilon_ == 0.7
-    # pooled AG at epsilon / factor has the same aggregate noise
-    slower = AnalyzeGaussPCA(2, epsilon=0.7 / factor, delta=1e-4, neighbour="add-remove").fit(parts)
-    assert model.noise_scale_ == pytest.approx(slower.noise_scale_, rel=1e-12)
+    # classical calibration (sigma proportional to 1/epsilon): pooled AG at epsilon / factor
+    # has the same aggregate noise
+    classical = CapePCA(
+        2, epsilon=0.7, delta=1e-4, neighbour="add-remove", random_state=2, noise_calibration="classical"
+    ).fit(parts)
+    slower = AnalyzeGaussPCA(
+        2, epsilon=0.7 / factor, delta=1e-4, neighbour="add-remove", noise_calibration="classical"
+    ).fit(parts)
+    assert classical.noise_scale_ == pytest.approx(slower.noise_scale_, rel=1e-12)
 
 
 def test_effective_epsilon_values():

@@ -16,6 +16,7 @@ from mpc_pca.dp.capeagn import run_capeagn
 from mpc_pca.dp.mechanisms import Neighbour
 from mpc_pca.dp.moments import mog_second_moment, stm_second_moment, stm_whitened_third_moment
 from mpc_pca.dp.recovery import recovery_error
+from protocols.dp_calibration import analytic_gaussian_sigma
 from protocols.errors import InputValidationError
 
 SIZES = (1_000, 10_000, 100_000)
@@ -69,6 +70,28 @@ def test_whitening_of_mog_without_noise_is_exact():
     np.testing.assert_allclose(model.whitening_.T @ m2 @ model.whitening_, np.eye(3), atol=1e-10)
 
 
+def test_classical_calibration_is_the_papers_formula_and_is_refused_per_release():
+    sample = make_topic_model(2_000, n_words=12, n_sites=3, rng=np.random.default_rng(4))
+    n = sum(p.shape[0] for p in sample.parts)
+    model = run_capeagn(
+        sample.parts,
+        3,
+        epsilon=1.8,
+        delta=1e-4,
+        calibration="paper",
+        noise_calibration="classical",
+        random_state=1,
+    ).model
+    # sqrt(2)/N * sqrt(2 ln(1.25/delta2)) / epsilon2 with (epsilon2, delta2) = (0.9, 5e-5)
+    expected = math.sqrt(2) / n * math.sqrt(2 * math.log(1.25 / 5e-5)) / 0.9
+    assert model.aggregate_scale(2) == pytest.approx(expected, rel=1e-12)
+    # each release spends epsilon/2 = 1: outside the classical formula's proof, refused before any site runs
+    with pytest.raises(InputValidationError, match="classical"):
+        run_capeagn(sample.parts, 3, epsilon=2.0, noise_calibration="classical")
+    with pytest.raises(InputValidationError, match="laplace"):
+        CapeAGN(3, noise_calibration="laplace").fit(sample.parts)
+
+
 def test_cape_noise_is_zero_sum_and_the_paper_calibration_gives_pooled_scales():
     sample = make_topic_model(4_000, n_words=15, n_sites=4, rng=np.random.default_rng(3))
     sizes = [p.shape[0] for p in sample.parts]
@@ -84,9 +107,9 @@ def test_cape_noise_is_zero_sum_and_the_paper_calibration_gives_pooled_scales():
     n = sum(sizes)
     assert model.aggregate_scale(2) == pytest.approx(budget.m2_scale(n), rel=1e-12)
     assert model.aggregate_scale(3) == pytest.approx(budget.m3_scale(n, model.whitening), rel=1e-12)
-    # the pooled-data scale of M2 is sqrt(2)/N * sqrt(2 ln(1.25/delta2)) / epsilon2
-    expected = math.sqrt(2) / n * math.sqrt(2 * math.log(1.25 / 5e-5)) / 1.0
-    assert model.aggregate_scale(2) == pytest.approx(expected, rel=1e-12)
+    # the pooled-data scale of M2 is the analytic Gaussian sigma for Delta2 = sqrt(2)/N at (epsilon2, delta2)
+    expected = analytic_gaussian_sigma(math.sqrt(2) / n, 1.0, 5e-5)
+    assert model.aggregate_scale(2) == pytest.approx(expected, rel=1e-9)
     assert model.effective_epsilon == pytest.approx(2.0 * joint_view_factor(4))
     joint = run_capeagn(sample.parts, 3, model="stm", epsilon=2.0, delta=1e-4, random_state=5).model
     assert joint.aggregate_scale(2) == pytest.approx(
@@ -198,7 +221,7 @@ def test_aggregate_noise_has_the_pooled_variance_in_both_stages():
         model = run_capeagn(
             sample.parts, 2, model="stm", epsilon=eps, delta=dlt, calibration="paper", random_state=seed
         ).model
-        tau2 = math.sqrt(2) / n * math.sqrt(2 * math.log(1.25 / (dlt / 2))) / (eps / 2)
+        tau2 = analytic_gaussian_sigma(math.sqrt(2) / n, eps / 2, dlt / 2)
         tau3 = np.linalg.norm(model.whitening, 2) ** 3 * tau2
         z2.append((model.second_moment - m2)[np.triu_indices(8)] / tau2)
         exact = stm_whitened_third_moment(pooled, model.whitening)

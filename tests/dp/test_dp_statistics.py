@@ -61,7 +61,12 @@ def assert_mean(samples: np.ndarray, mean: float, sd: float, alpha: float = ALPH
 
 
 def test_analyze_gauss_entries_have_the_calibrated_variance():
-    mech = AnalyzeGauss(epsilon=0.7, delta=1e-4, sensitivity=second_moment_sensitivity(500, "replace-one"))
+    mech = AnalyzeGauss(
+        epsilon=0.7,
+        delta=1e-4,
+        sensitivity=second_moment_sensitivity(500, "replace-one"),
+        calibration="classical",
+    )
     expected = np.sqrt(2) / 500 * np.sqrt(2 * np.log(1.25 / 1e-4)) / 0.7
     assert mech.scale == pytest.approx(expected, rel=1e-12)
     rng = np.random.default_rng(11)

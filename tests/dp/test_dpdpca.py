@@ -18,6 +18,7 @@ from mpc_pca.dp.dpdpca import (
     user_role,
 )
 from mpc_pca.dp.mechanisms import Neighbour
+from protocols.dp_calibration import analytic_gaussian_epsilon, analytic_gaussian_sigma
 from protocols.errors import InputValidationError
 from protocols.runtime import run_inprocess
 from tests.helpers.oracles import align_signs
@@ -62,7 +63,7 @@ def test_noise_variance_matches_the_gaussian_mechanism(unit_wine):
         samples.append((model.noisy_scatter_ - exact)[rows, cols])
         sigma = model.noise_sigma_
     noise = np.concatenate(samples)
-    expected_sigma = 4 * math.sqrt(2) * math.sqrt(2 * math.log(1.25 / 1e-5)) / 2.0
+    expected_sigma = analytic_gaussian_sigma(4 * math.sqrt(2), 2.0, 1e-5)
     assert sigma == pytest.approx(expected_sigma)
     statistic = np.sum(noise**2) / sigma**2
     low, high = stats.chi2.ppf([alpha / 2, 1 - alpha / 2], df=noise.size)
@@ -229,3 +230,20 @@ def test_cli_runs_dpdpca_with_a_real_key_size(tmp_path):
     assert abs(abs(np.dot(result["components"][0], reference.components_[0])) - 1) < 1e-9
     assert result["captured_energy_ratio"] == pytest.approx(1.0, abs=1e-9)
     assert {"owner0", "owner1", "proxy", "user"} == set(result["report"])
+
+
+def test_paper_calibration_uses_delta_one_and_reports_the_weaker_epsilon(unit_wine):
+    parts = np.array_split(unit_wine, 3)
+    paper = DPDPCA(n_components=2, epsilon=1.0, delta=1e-5, calibration="paper", random_state=0, **FAST_KEY)
+    paper.fit(parts)
+    exact = DPDPCA(n_components=2, epsilon=1.0, delta=1e-5, random_state=0, **FAST_KEY).fit(parts)
+    assert paper.noise_sigma_ == pytest.approx(analytic_gaussian_sigma(1.0, 1.0, 1e-5), rel=1e-12)
+    assert exact.noise_sigma_ == pytest.approx(4 * math.sqrt(2) * paper.noise_sigma_, rel=1e-12)
+    assert exact.effective_epsilon_ == pytest.approx(1.0, rel=1e-9)
+    # noise 4 sqrt(2) times too small for the true sensitivity: a much larger epsilon
+    assert paper.effective_epsilon_ == pytest.approx(
+        analytic_gaussian_epsilon(paper.noise_sigma_, 4 * math.sqrt(2), 1e-5), rel=1e-12
+    )
+    assert paper.effective_epsilon_ > 4.0
+    with pytest.raises(InputValidationError, match="calibration='joint'"):
+        DPDPCA(n_components=2, calibration="joint", **FAST_KEY).fit(parts)

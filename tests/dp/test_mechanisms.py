@@ -74,9 +74,12 @@ def test_no_pair_of_rows_exceeds_the_sensitivity(x, y, a, b):
 
 
 def test_gaussian_noise_scale_formula_and_infinite_epsilon():
-    assert gaussian_noise_scale(0.01, 2.0, 1e-5) == pytest.approx(
-        0.01 * math.sqrt(2 * math.log(1.25e5)) / 2.0
+    assert gaussian_noise_scale(0.01, 0.5, 1e-5, "classical") == pytest.approx(
+        0.01 * math.sqrt(2 * math.log(1.25e5)) / 0.5
     )
+    assert gaussian_noise_scale(0.01, 2.0, 1e-5) == pytest.approx(0.01 * 1.99381244564, rel=1e-9)
+    with pytest.raises(InputValidationError, match="noise_calibration='analytic'"):
+        gaussian_noise_scale(0.01, 2.0, 1e-5, "classical")
     assert gaussian_noise_scale(0.01, math.inf, 1e-5) == 0.0
     assert power_method_noise_scale(1.0, math.inf, 0.1, 3) == 0.0
 

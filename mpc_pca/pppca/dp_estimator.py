@@ -1,0 +1,142 @@
+"""``PPPCADP``: the scikit-learn-style front end of :mod:`mpc_pca.pppca.dp_sum` (pppca-dp)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from mpc_pca.base import SubspaceMixin
+from mpc_pca.pppca.dp_sum import run_pppca_dp
+from protocols.backends import SecureSumBackend, make_backend
+from protocols.dp_accounting import PrivacyAccountant
+from protocols.errors import InputValidationError
+
+#: Fractional bits of pppca-dp's ring encoding: rows get 16 bits, the Gram matrix 32.
+DEFAULT_FRAC_BITS = 32
+
+
+class PPPCADP(SubspaceMixin):
+    """PPPCA with differential privacy inside the secure sum (pppca-dp).
+
+    Each provider adds its share of discrete-Gaussian Analyze-Gauss noise to
+    its integer payloads in the ring before the secure sum, so the server only
+    reconstructs ``C + E`` (see :mod:`mpc_pca.pppca.dp_sum` for the neighbour
+    relation, the sensitivities, the noisy mean and the collusion threshold).
+
+    Parameters
+    ----------
+    n_components : int, optional
+    epsilon : float, default=1.0
+        ``> 0``; ``inf`` adds no noise (then this is PPPCA on clipped, rounded rows).
+    delta : float, default=1e-5
+        In ``(0, 1)``.
+    min_honest : int, optional
+        ``h``: the guarantee holds as long as ``h`` providers do not collude with
+        the server; each provider adds variance ``sigma^2 / h``. ``None`` means
+        ``M`` (pooled-AG noise, no collusion tolerance).
+    centre : bool, default=True
+        Centre at the noisy pooled mean (which is released, paid for with
+        ``mean_share`` of the budget); ``False`` releases only ``G + E`` and
+        uses the second moment ``G / N`` (centre the data beforehand).
+    mean_share : float, default=0.1
+        Share of the squared privacy loss spent on the column sums (``0 < w < 1``).
+    noise_calibration : {"analytic", "classical"}, default="analytic"
+    backend : str or SecureSumBackend, default="additive"
+        ``"additive"``, ``"additive-masks"`` or ``"paillier"``; a name gets
+        ``frac_bits=32``.
+    timeout : float, default=120
+    accountant : PrivacyAccountant, optional
+        Charged ``rho = 1 / (2 u^2)`` (both releases together) before anything is sent.
+
+    Attributes
+    ----------
+    components_, explained_variance_, mean_ (noisy, or zeros), n_samples_, n_components_, n_features_in_
+    noise_std_ : float
+        Standard deviation of each entry of the server's matrix noise (real units, before
+        centring's second-order term): Gram noise ``/ (N - 1)`` (or ``/ N``).
+    gram_noise_std_ : float
+        Standard deviation of each noisy Gram entry at the server, real units.
+    epsilon_by_colluders_ : list of float
+        ``epsilon`` against the server colluding with ``c = 0, ..., M`` providers.
+    plan_ : DPSumPlan
+    model_ : DPSumModel
+    report_ : dict
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> parts = [rng.normal(size=(300, 4)) / 4 for _ in range(3)]
+    >>> PPPCADP(2, epsilon=1.0).fit(parts).components_.shape
+    (2, 4)
+    """
+
+    def __init__(
+        self,
+        n_components: int | None = None,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        min_honest: int | None = None,
+        centre: bool = True,
+        mean_share: float = 0.1,
+        noise_calibration: str = "analytic",
+        backend: str | SecureSumBackend = "additive",
+        timeout: float = 120.0,
+        accountant: PrivacyAccountant | None = None,
+    ) -> None:
+        self.accountant = accountant
+        self.n_components = n_components
+        self.epsilon = epsilon
+        self.delta = delta
+        self.min_honest = min_honest
+        self.centre = centre
+        self.mean_share = mean_share
+        self.noise_calibration = noise_calibration
+        self.backend = backend
+        self.timeout = timeout
+
+    def fit(self, parts: Sequence[ArrayLike], y: None = None) -> PPPCADP:
+        """Run pppca-dp over the providers' rows (one ``(n_i, d)`` array each); return ``self``."""
+        if isinstance(self.backend, SecureSumBackend):
+            backend = self.backend
+        elif isinstance(self.backend, str):
+            backend = make_backend(self.backend, frac_bits=DEFAULT_FRAC_BITS)
+        else:
+            raise InputValidationError(
+                f"backend must be a SecureSumBackend or a backend name, got {type(self.backend).__name__}"
+            )
+        model, plan, run = run_pppca_dp(
+            parts,
+            self.n_components,
+            backend,
+            epsilon=self.epsilon,
+            delta=self.delta,
+            min_honest=self.min_honest,
+            centre=self.centre,
+            mean_share=self.mean_share,
+            noise_calibration=self.noise_calibration,
+            timeout=self.timeout,
+            accountant=self.accountant,
+        )
+        scale = 2.0**plan.frac_bits
+        self.components_ = model.components
+        self.explained_variance_ = model.explained_variance
+        self.explained_variance_ratio_ = (
+            model.explained_variance / model.total_variance
+            if model.total_variance > 0
+            else np.zeros_like(model.explained_variance)
+        )
+        self.mean_ = model.mean
+        self.n_samples_ = model.n_samples
+        self.n_components_ = model.components.shape[0]
+        self.n_features_in_ = model.components.shape[1]
+        self.gram_noise_std_ = plan.server_std(plan.gram_sigma) / scale
+        divisor = model.n_samples - 1 if plan.centre else model.n_samples
+        self.noise_std_ = self.gram_noise_std_ / divisor
+        self.epsilon_by_colluders_ = [plan.epsilon_with_colluders(c) for c in range(plan.n_parties + 1)]
+        self.plan_ = plan
+        self.model_ = model
+        self.report_ = run.report_dict()
+        return self
