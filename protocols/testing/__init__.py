@@ -38,7 +38,15 @@ from protocols.testing.conformance import (
     check_secure_sum_backend,
     sum_roles,
 )
-from protocols.testing.recording import Delivery, RecordedRun, Recorder, garbage, mangle, run_recorded
+from protocols.testing.recording import (
+    Delivery,
+    RecordedRun,
+    Recorder,
+    garbage,
+    mangle,
+    only_nth,
+    run_recorded,
+)
 from protocols.testing.views import StatTest, ViewReport, check_view_independence
 
 __all__ = [
@@ -55,6 +63,7 @@ __all__ = [
     "check_view_independence",
     "garbage",
     "mangle",
+    "only_nth",
     "run_recorded",
     "sum_roles",
 ]

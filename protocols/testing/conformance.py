@@ -33,9 +33,10 @@ the first property that does not hold. The properties (:data:`PROPERTIES`):
     :class:`~protocols.errors.ProtocolError` and every other party with a
     ``ProtocolError`` or, if it had nothing left to wait for, no output.
 ``malformed peer``
-    The same when one party's every message is replaced by garbage or loses
-    its form (:func:`~protocols.testing.recording.mangle`); no other exception
-    type, and no sum from a run with a malformed message.
+    The same when one message of one party (each message of each party in
+    turn) is replaced by garbage or loses its form
+    (:func:`~protocols.testing.recording.mangle`); no other exception type,
+    and no sum from a run with a malformed message.
 ``view independence``
     Two input sets with the same sum give every party views from one
     distribution, and ring words are uniform
@@ -58,7 +59,7 @@ from protocols.errors import InputValidationError, ProtocolError
 from protocols.party import Party
 from protocols.runtime import Role
 from protocols.testing import strategies
-from protocols.testing.recording import RecordedRun, garbage, mangle, run_recorded
+from protocols.testing.recording import RecordedRun, garbage, mangle, only_nth, run_recorded
 from protocols.testing.views import ViewReport, check_view_independence, leaves
 
 PROPERTIES: tuple[str, ...] = (
@@ -212,7 +213,9 @@ class _Checker:
         return ConformanceError(prop, self.backend, detail)
 
     def run(self, sums: Sequence[SumSpec], **kwargs: Any) -> RecordedRun:
-        return run_recorded(sum_roles(self.backend, sums), timeout=kwargs.pop("timeout", self.timeout), **kwargs)
+        return run_recorded(
+            sum_roles(self.backend, sums), timeout=kwargs.pop("timeout", self.timeout), **kwargs
+        )
 
     def values(self, m: int, shape: tuple[int, ...], scale: float = 1000.0) -> dict[str, np.ndarray]:
         return {name: self.rng.uniform(-scale, scale, size=shape) for name in _names(m)}
@@ -243,7 +246,9 @@ class _Checker:
                 raise self.fail("correctness", f"a run on valid inputs failed: {_first_error(run)}")
             problem = _within_bound(self.backend, run.outputs[receiver][0], arrays)
             if problem is not None:
-                raise self.fail("correctness", f"{len(arrays)} contributors, receiver {receiver!r}: {problem}")
+                raise self.fail(
+                    "correctness", f"{len(arrays)} contributors, receiver {receiver!r}: {problem}"
+                )
 
         prop()
 
@@ -299,7 +304,8 @@ class _Checker:
                 if not isinstance(error, InputValidationError):
                     got = "no error" if error is None else f"{type(error).__name__}: {error}"
                     raise self.fail(
-                        prop, f"contributor {culprit!r} given {what} raised {got}, expected InputValidationError"
+                        prop,
+                        f"contributor {culprit!r} given {what} raised {got}, expected InputValidationError",
                     )
                 sent = run.recorder.sent_by(culprit)
                 if sent:
@@ -380,9 +386,21 @@ class _Checker:
                 yield "dead peer", "crashes", self._crash_run(spec, culprit), culprit, spec
                 yield "dead peer", "stops silently", self._silent_run(spec, culprit), culprit, spec
             if "malformed peer" in which:
-                for label, fault in (("sends garbage", garbage), ("sends mangled messages", mangle)):
-                    run = self.run([spec], timeout=self.fault_timeout, faults={culprit: fault})
-                    yield "malformed peer", label, run, culprit, spec
+                honest = self.run([spec])
+                if honest.failed:
+                    raise self.fail("malformed peer", f"an honest run failed: {_first_error(honest)}")
+                for n, delivery in enumerate(honest.recorder.sent_by(culprit)):
+                    for label, fault in (("garbage", garbage), ("a mangled message", mangle)):
+                        run = self.run(
+                            [spec], timeout=self.fault_timeout, faults={culprit: only_nth(fault, n)}
+                        )
+                        yield (
+                            "malformed peer",
+                            f"sends {label} as message {n} (to {delivery.receiver!r})",
+                            run,
+                            culprit,
+                            spec,
+                        )
 
     def _crash_run(self, spec: SumSpec, culprit: str) -> RecordedRun:
         roles = sum_roles(self.backend, [spec])
@@ -400,8 +418,6 @@ class _Checker:
 
     def faults(self, which: set[str]) -> None:
         for prop, label, run, culprit, spec in self._faulty_runs(which):
-            if prop == "malformed peer" and not run.recorder.sent_by(culprit):
-                continue  # this party sends nothing in this backend: nothing to corrupt
             for name in spec.members:
                 if name == culprit:
                     continue
@@ -419,7 +435,9 @@ class _Checker:
                         f"{run.outputs.get(name)!r} instead of raising a ProtocolError",
                     )
                 if error is None and run.outputs.get(name) not in ([None], None):
-                    raise self.fail(prop, f"when {culprit!r} {label}, {name!r} returned {run.outputs[name]!r}")
+                    raise self.fail(
+                        prop, f"when {culprit!r} {label}, {name!r} returned {run.outputs[name]!r}"
+                    )
 
     # view independence --------------------------------------------------------------------
     def view_independence(self) -> None:
@@ -427,7 +445,9 @@ class _Checker:
         contributors = _names(self.m)
         # Inputs A: all zero. Inputs B: p0 = +c, p1 = -c, the rest zero, with c on the
         # codec's grid, so that both encode exactly and the ring sums are equal.
-        grid = np.floor(self.rng.uniform(-0.4, 0.4, size=self.view_size) * codec.max_abs(self.m) * codec.scale)
+        grid = np.floor(
+            self.rng.uniform(-0.4, 0.4, size=self.view_size) * codec.max_abs(self.m) * codec.scale
+        )
         c = grid / codec.scale
         zeros = np.zeros(self.view_size)
         values_a = dict.fromkeys(contributors, zeros)

@@ -210,6 +210,20 @@ def garbage(to: str, message: Any) -> Any:
     return "garbage"
 
 
+def only_nth(fault: Fault, n: int) -> Fault:
+    """A fault applied to a party's ``n``-th sent message only (from 0); the rest go through."""
+    count = [0]
+    lock = threading.Lock()
+
+    def apply(to: str, message: Any) -> Any:
+        with lock:
+            index = count[0]
+            count[0] += 1
+        return fault(to, message) if index == n else message
+
+    return apply
+
+
 def mangle(to: str, message: Any) -> Any:
     """A fault: every message keeps its type but not its form.
 

@@ -95,6 +95,8 @@ def row_splits(n_rows: int, n_parties: int | st.SearchStrategy[int]) -> st.Searc
     def split(k: int) -> st.SearchStrategy[list[int]]:
         if not 1 <= k <= n_rows:
             raise ValueError(f"cannot split {n_rows} rows among {k} parties with at least one row each")
+        if k == 1:
+            return st.just([n_rows])
         cuts = st.lists(st.integers(1, n_rows - 1), min_size=k - 1, max_size=k - 1, unique=True)
         return cuts.map(lambda c: np.diff([0, *sorted(c), n_rows]).astype(int).tolist())
 

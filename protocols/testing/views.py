@@ -291,7 +291,11 @@ def check_view_independence(
         _test_slot(report, name, slot, kinds[(name, slot)], samples["A"], samples["B"], uniform_ring_words)
     failures = report.failures
     if failures:
-        lines = "\n".join(f"  {t.describe()}" for t in failures)
+        shown = 6
+        lines = "\n".join(f"  {t.describe()}" for t in failures[:shown])
+        if len(failures) > shown:
+            lines += f"\n  ... and {len(failures) - shown} more"
+
         raise AssertionError(
             f"view independence failed: {len(failures)} of {len(report.tests)} tests reject at "
             f"alpha={alpha:g} (Bonferroni: each at {report.threshold:.3g}; {repeats} runs per input set)\n"
@@ -344,5 +348,7 @@ def _test_slot(
             return
         ks = stats.ks_2samp(reals_a, reals_b)
         report.tests.append(
-            StatTest(name, slot, "two-sample Kolmogorov-Smirnov, A vs B", float(ks.statistic), float(ks.pvalue), n)
+            StatTest(
+                name, slot, "two-sample Kolmogorov-Smirnov, A vs B", float(ks.statistic), float(ks.pvalue), n
+            )
         )
