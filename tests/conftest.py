@@ -48,3 +48,10 @@ def wine() -> np.ndarray:
     from sklearn.datasets import load_wine
 
     return load_wine().data
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Repeat the seed after the results, where ``pytest -q`` (no header) shows it too."""
+    line = pytest_report_header(terminalreporter.config)
+    if line is not None:
+        terminalreporter.write_line(line)

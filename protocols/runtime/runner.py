@@ -110,7 +110,7 @@ def run_inprocess(
     """
     check_timeout(timeout)
     network = InProcessNetwork(roles.keys(), timeout=timeout)
-    channels = {name: network.channel(name) for name in roles}
+    channels: dict[str, Channel] = {name: network.channel(name) for name in roles}
     if wrap_channel is not None:
         channels = {name: wrap_channel(name, channel) for name, channel in channels.items()}
     parties = {name: Party(name, channels[name]) for name in roles}

@@ -570,7 +570,7 @@ def check_secure_sum_backend(
         "view independence": checker.view_independence,
     }
     report = ConformanceReport(backend=repr(backend))
-    fault_props = {p for p in ("dead peer", "malformed peer") if p in selected}
+    fault_props: set[str] = {p for p in ("dead peer", "malformed peer") if p in selected}
     for prop in PROPERTIES:
         if prop not in selected:
             continue

@@ -28,6 +28,7 @@ import numpy as np
 
 from protocols.party import Party
 from protocols.runtime import Role, RunResult, run_inprocess
+from protocols.transport.base import Channel
 
 #: ``fault(to, message) -> message`` applied to every message a faulty party sends.
 Fault = Callable[[str, Any], Any]
@@ -53,26 +54,40 @@ class Delivery:
     message: Any
 
 
-class RecordingChannel:
+class RecordingChannel(Channel):
     """A channel that records each sent message in a :class:`Recorder`, then sends it.
 
-    Everything except :meth:`send` is delegated to the wrapped channel
-    (receiving, the traffic meter, timeouts).
+    Receiving, the traffic meter and the timeouts are the wrapped channel's.
     """
 
-    def __init__(self, inner: Any, recorder: Recorder, fault: Fault | None = None) -> None:
+    def __init__(self, inner: Channel, recorder: Recorder, fault: Fault | None = None) -> None:
+        # Not Channel.__init__: the wrapper shares the inner channel's identity and meter.
         self._inner = inner
         self._recorder = recorder
         self._fault = fault
+        self.me = inner.me
+        self.peers = inner.peers
+        self.timeout = inner.timeout
+        self.meter = inner.meter
+        self.private_payloads = inner.private_payloads
 
     def send(self, to: str, obj: Any) -> None:
         if self._fault is not None:
             obj = self._fault(to, obj)
-        self._recorder._record(self._inner.me, to, obj)
+        self._recorder._record(self.me, to, obj)
         self._inner.send(to, obj)
 
-    def __getattr__(self, attribute: str) -> Any:
-        return getattr(self._inner, attribute)
+    def recv(self, frm: str, timeout: float | None = None) -> Any:
+        return self._inner.recv(frm, timeout)
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def _send_bytes(self, to: str, payload: bytes) -> None:
+        self._inner._send_bytes(to, payload)
+
+    def _recv_bytes(self, frm: str, timeout: float) -> bytes:
+        return self._inner._recv_bytes(frm, timeout)
 
 
 class Recorder:
@@ -99,7 +114,7 @@ class Recorder:
         self._counts: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
 
-    def wrap(self, name: str, channel: Any) -> RecordingChannel:
+    def wrap(self, name: str, channel: Channel) -> RecordingChannel:
         """The ``wrap_channel`` hook: party ``name`` sends through a recording channel."""
         return RecordingChannel(channel, self, self.faults.get(name))
 

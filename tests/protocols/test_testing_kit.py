@@ -264,3 +264,18 @@ def test_party_names_and_backends_run_a_secure_sum(names, backend):
     receiver = "rx" if "rx" not in names else names[0]
     total, _ = run_secure_sum(values, receiver=receiver, backend=backend)
     assert np.allclose(total, 0.5 * len(names), atol=backend.sum_error_bound(len(names)))
+
+
+def test_only_the_kit_imports_hypothesis():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, protocols, protocols.backends.paillier, protocols.secure_sum, protocols.runtime, "
+        "protocols.testing.plugin\n"
+        "assert 'hypothesis' not in sys.modules, 'imported hypothesis'\n"
+        "import protocols.testing\n"
+        "assert 'hypothesis' in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
