@@ -9,7 +9,6 @@ then write one test per backend::
 Options: ``--conformance-examples N`` (hypothesis examples of the correctness
 property, default 25) and ``--conformance-alpha A`` (family-wise level of the
 view tests, default 1e-6). Keyword arguments given in the test win over them.
-The kit itself (and hypothesis) is imported when the fixture is first used.
 """
 
 from __future__ import annotations

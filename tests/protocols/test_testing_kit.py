@@ -271,8 +271,7 @@ def test_only_the_kit_imports_hypothesis():
     import sys
 
     code = (
-        "import sys, protocols, protocols.backends.paillier, protocols.secure_sum, protocols.runtime, "
-        "protocols.testing.plugin\n"
+        "import sys, protocols, protocols.backends.paillier, protocols.secure_sum, protocols.runtime\n"
         "assert 'hypothesis' not in sys.modules, 'imported hypothesis'\n"
         "import protocols.testing\n"
         "assert 'hypothesis' in sys.modules\n"
