@@ -28,6 +28,10 @@ the first property that does not hold. The properties (:data:`PROPERTIES`):
 ``two groups in one run``
     Interleaved sums over different contributor groups and receivers in one run
     (state cached per run must be keyed by group) all come out right.
+``view independence``
+    Two input sets with the same sum give every party views from one
+    distribution, and ring words are uniform
+    (:func:`~protocols.testing.views.check_view_independence`).
 ``dead peer``
     A party that crashes, or silently stops, ends the receiver with a
     :class:`~protocols.errors.ProtocolError` and every other party with a
@@ -37,10 +41,6 @@ the first property that does not hold. The properties (:data:`PROPERTIES`):
     turn) is replaced by garbage or loses its form
     (:func:`~protocols.testing.recording.mangle`); no other exception type,
     and no sum from a run with a malformed message.
-``view independence``
-    Two input sets with the same sum give every party views from one
-    distribution, and ring words are uniform
-    (:func:`~protocols.testing.views.check_view_independence`).
 """
 
 from __future__ import annotations
@@ -68,9 +68,9 @@ PROPERTIES: tuple[str, ...] = (
     "validation before sending",
     "fresh randomness",
     "two groups in one run",
+    "view independence",
     "dead peer",
     "malformed peer",
-    "view independence",
 )
 
 #: Payloads at least this long are "random-looking" for the fresh-randomness check.
