@@ -74,7 +74,7 @@ class AdditiveBackend(SecureSumBackend):
         self.name = "additive" if mode == "shares" else "additive-masks"
 
     def __repr__(self) -> str:
-        return f"AdditiveBackend(mode={self.mode!r}, codec={self.codec!r})"
+        return f"{type(self).__name__}(mode={self.mode!r}, codec={self.codec!r})"
 
     def _run(
         self,

@@ -41,6 +41,26 @@ class SecureSumBackend(ABC):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(codec={self.codec!r})"
 
+    def sum_error_bound(self, n_summands: int) -> float:
+        """The most a decoded sum may differ, per entry, from the exact real sum.
+
+        Rounding each of ``n_summands`` inputs to the nearest multiple of
+        ``2^-f`` costs up to ``2^-(f+1)`` each; the ring sum and the decoding
+        are exact (up to float64's own rounding of the result). Backends that
+        lose more (e.g. truncation) override this; the conformance kit
+        (:func:`protocols.testing.check_secure_sum_backend`) holds every
+        backend to the bound it states here.
+
+        Examples
+        --------
+        >>> from protocols.backends import make_backend
+        >>> make_backend("additive", frac_bits=20).sum_error_bound(4) == 4 * 2.0**-21
+        True
+        """
+        if n_summands < 1:
+            raise InputValidationError(f"n_summands must be at least 1, got {n_summands}")
+        return n_summands * self.codec.resolution / 2
+
     # -- validation --------------------------------------------------------------
     def check_input(self, value: NDArray[np.float64], n_summands: int, name: str = "value") -> None:
         """Raise before sending if ``value`` is not finite or could overflow the ring.

@@ -15,6 +15,7 @@ Transports that run the same role functions across processes live in
 """
 
 from protocols.runtime.runner import (
+    ChannelWrapper,
     PartyReport,
     Role,
     RunResult,
@@ -25,6 +26,7 @@ from protocols.runtime.runner import (
 from protocols.runtime.threads import map_parties, single_threaded_blas
 
 __all__ = [
+    "ChannelWrapper",
     "PartyReport",
     "Role",
     "RunResult",

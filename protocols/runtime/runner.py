@@ -15,10 +15,12 @@ from typing import Any
 
 from protocols.errors import InputValidationError, PeerFailureError
 from protocols.party import Party
-from protocols.transport.base import now
+from protocols.transport.base import Channel, now
 from protocols.transport.inprocess import InProcessNetwork
 
 Role = Callable[[Party], Any]
+#: ``wrap(name, channel) -> channel``: lets a caller interpose on a party's channel.
+ChannelWrapper = Callable[[str, Channel], Channel]
 
 
 @dataclass
@@ -79,7 +81,9 @@ def check_timeout(timeout: object) -> float:
     return float(timeout)
 
 
-def run_inprocess(roles: Mapping[str, Role], *, timeout: float = 120.0) -> RunResult:
+def run_inprocess(
+    roles: Mapping[str, Role], *, timeout: float = 120.0, wrap_channel: ChannelWrapper | None = None
+) -> RunResult:
     """Run each role in its own thread and collect outputs and reports.
 
     Parameters
@@ -88,6 +92,11 @@ def run_inprocess(roles: Mapping[str, Role], *, timeout: float = 120.0) -> RunRe
         Party name to role function ``f(party) -> output``.
     timeout : float, default=120
         Receive timeout for every party, in seconds.
+    wrap_channel : callable, optional
+        ``wrap_channel(name, channel)`` returns the channel party ``name`` uses
+        instead of ``channel`` (e.g. :class:`protocols.testing.recording.Recorder`
+        records every message, a fault injector corrupts them). The wrapper
+        belongs to the caller; nothing is kept between runs.
 
     Returns
     -------
@@ -101,7 +110,10 @@ def run_inprocess(roles: Mapping[str, Role], *, timeout: float = 120.0) -> RunRe
     """
     check_timeout(timeout)
     network = InProcessNetwork(roles.keys(), timeout=timeout)
-    parties = {name: Party(name, network.channel(name)) for name in roles}
+    channels: dict[str, Channel] = {name: network.channel(name) for name in roles}
+    if wrap_channel is not None:
+        channels = {name: wrap_channel(name, channel) for name, channel in channels.items()}
+    parties = {name: Party(name, channels[name]) for name in roles}
     outputs: dict[str, Any] = {}
     seconds: dict[str, float] = {}
     errors: dict[str, BaseException] = {}

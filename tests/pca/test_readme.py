@@ -28,3 +28,13 @@ def test_readme_has_exactly_the_two_setup_commands():
     bash_blocks = re.findall(r"```bash\n(.*?)```", README.read_text(), flags=re.S)
     assert bash_blocks[0].strip().startswith("pip install") and "mpc-pca run" in bash_blocks[0]
     assert bash_blocks[1].strip() == "pytest -q"
+
+
+def test_verify_your_own_backend_example_fails_as_documented(capsys):
+    """The broken backend of "Verify your own backend" is flagged with exactly the message shown."""
+    index = next(i for i, block in enumerate(BLOCKS) if "class DebugCopy" in block)
+    exec(compile(BLOCKS[index], f"README.md block {index}", "exec"), {})
+    printed = capsys.readouterr().out.strip()
+    documented = re.search(r"prints\n\n```text\n(.*?)```", README.read_text(), flags=re.S).group(1).strip()
+    assert printed == documented
+    assert printed.startswith("secure-sum conformance: property 'view independence' failed for DebugCopy(")

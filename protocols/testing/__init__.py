@@ -1,0 +1,69 @@
+"""Property-based verification of secure-sum backends and of protocols built on them.
+
+A public kit (it needs ``hypothesis``, imported only by this package; the rest
+of :mod:`protocols` never imports it):
+
+:func:`check_secure_sum_backend`
+    Conformance suite for any :class:`~protocols.backends.SecureSumBackend`:
+    raises ``AssertionError`` naming the property that failed
+    (:mod:`protocols.testing.conformance`).
+:func:`check_view_independence`
+    Statistical test that every party's view has one distribution for two
+    input sets with the same outputs, for any role functions
+    (:mod:`protocols.testing.views`).
+:class:`Recorder`, :func:`run_recorded`
+    Record (and corrupt, for fault tests) every message of an in-process run
+    (:mod:`protocols.testing.recording`).
+:mod:`protocols.testing.strategies`
+    Hypothesis strategies: fixed-point arrays within a codec's ring budget,
+    party names and counts, uneven row splits, backends.
+:mod:`protocols.testing.plugin`
+    A pytest plugin with a ``check_secure_sum_backend`` fixture.
+
+Examples
+--------
+In a test file::
+
+    from protocols.testing import check_secure_sum_backend
+
+    def test_my_backend():
+        check_secure_sum_backend(MyBackend())
+"""
+
+from protocols.testing.conformance import (
+    PROPERTIES,
+    ConformanceError,
+    ConformanceReport,
+    SumSpec,
+    check_secure_sum_backend,
+    sum_roles,
+)
+from protocols.testing.recording import (
+    Delivery,
+    RecordedRun,
+    Recorder,
+    garbage,
+    mangle,
+    only_nth,
+    run_recorded,
+)
+from protocols.testing.views import StatTest, ViewReport, check_view_independence
+
+__all__ = [
+    "PROPERTIES",
+    "ConformanceError",
+    "ConformanceReport",
+    "Delivery",
+    "RecordedRun",
+    "Recorder",
+    "StatTest",
+    "SumSpec",
+    "ViewReport",
+    "check_secure_sum_backend",
+    "check_view_independence",
+    "garbage",
+    "mangle",
+    "only_nth",
+    "run_recorded",
+    "sum_roles",
+]
