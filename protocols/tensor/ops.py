@@ -76,6 +76,7 @@ def share_input(
     if owner not in session.holders:
         raise InputValidationError(f"the owner of an input must be a holder, got {owner!r}")
     shape = tuple(int(s) for s in shape)
+    session.start()
     session.stats.inputs += 1
     if not session.is_holder:
         return SharedTensor(session, None, shape, session.frac_bits)
@@ -255,7 +256,9 @@ def _product(x: SharedTensor, y: SharedTensor, kind: Kind, extra_bits: int) -> S
         z = SharedTensor(session, None, shape, 2 * session.frac_bits)
     else:
         z = beaver(x, y, tri)
-    return truncate(z, session.frac_bits + extra_bits)
+    # dropping f + extra_bits bits divides by 2^extra_bits; the result carries f bits
+    out = truncate(z, session.frac_bits + extra_bits)
+    return SharedTensor(session, out.share, out.shape, session.frac_bits)
 
 
 def mul(x: SharedTensor, y: SharedTensor, *, extra_bits: int = 0) -> SharedTensor:
@@ -303,6 +306,7 @@ def reveal(x: SharedTensor, to: str | Sequence[str]) -> NDArray[np.float64] | No
     for r in receivers:
         if r not in members:
             raise InputValidationError(f"cannot reveal to {r!r}: not a member of the session")
+    session.start()
     session.stats.reveals += 1
     me = session.party.name
     own = None
