@@ -135,3 +135,54 @@ def truncation_pair(session: TensorSession, shape: tuple[int, ...], bits: int) -
         msb_term += d_msb
     session.ledger.issue(ident)
     return TruncationPair(ident, r, r_shifted, msb_term, session)
+
+
+@dataclass
+class OperandMask:
+    """Shares of the mask ``A`` of a left operand opened once (see :func:`protocols.tensor.ops.fix_left`).
+
+    At the dealer ``a`` is the whole mask ``A``; at a holder it is its share.
+    """
+
+    ident: int
+    a: NDArray[np.uint64]
+
+
+def operand_mask(session: TensorSession, shape: tuple[int, ...]) -> OperandMask | None:
+    """Deal or receive a uniform mask ``A`` for a left operand used in many products."""
+    if not (session.is_holder or session.is_dealer):
+        return None
+    ident = session.next_op()
+    if session.is_dealer:
+        a_sum = np.zeros(shape, dtype=_U)
+        for stream in session.dealer_streams(ident):
+            a_sum += stream.ring_elements(shape)
+        return OperandMask(ident, a_sum)
+    session.ledger.issue(ident)
+    session.ledger.consume(ident)  # opened once, right away
+    return OperandMask(ident, session.holder_stream(ident).ring_elements(shape))
+
+
+def fixed_triple(session: TensorSession, mask: OperandMask | None, b_shape: tuple[int, ...]) -> Triple | None:
+    """A fresh ``(B, C = A B)`` for the fixed mask ``A``; the returned triple is one-time as usual."""
+    if mask is None:
+        return None
+    ident = session.next_op()
+    c_shape = (mask.a.shape[0], b_shape[1])
+    session.stats.triples += 1
+    session.stats.triple_words += int(np.prod(c_shape))
+    if session.is_dealer:
+        b_sum = np.zeros(b_shape, dtype=_U)
+        c_sum = np.zeros(c_shape, dtype=_U)
+        for stream in session.dealer_streams(ident):
+            b_sum += stream.ring_elements(b_shape)
+            c_sum += stream.ring_elements(c_shape)
+        session.party.send(session.holders[-1], mask.a @ b_sum - c_sum)
+        return None
+    stream = session.holder_stream(ident)
+    b = stream.ring_elements(b_shape)
+    c = stream.ring_elements(c_shape)
+    if session.is_last_holder:
+        c += expect_array(session.party.recv(session.dealer), sender=session.dealer, shape=c_shape, dtype=_U)
+    session.ledger.issue(ident)
+    return Triple(ident, "matmul", mask.a, b, c, session)

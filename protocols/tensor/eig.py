@@ -41,8 +41,10 @@ from protocols.errors import InputValidationError, ProtocolError
 from protocols.prg import RingPRG
 from protocols.tensor.ops import (
     add_public,
+    fix_left,
     from_share,
     matmul,
+    matmul_fixed,
     matmul_public,
     mul_public_int,
     reveal,
@@ -172,7 +174,9 @@ def plan_iterations(
         :func:`poly_steps_for`.
     """
     if not 1 <= n_components <= n_features:
-        raise InputValidationError(f"n_components={n_components} must be between 1 and n_features={n_features}")
+        raise InputValidationError(
+            f"n_components={n_components} must be between 1 and n_features={n_features}"
+        )
     if not 0.0 < eigengap < 1.0:
         raise InputValidationError(f"eigengap={eigengap} must lie strictly between 0 and 1")
     if not 0.0 < min_ratio <= 1.0 / n_components:
@@ -285,7 +289,9 @@ def top_eigenvectors(
     # 1. public scale from the revealed trace: Ĉ = alpha C with alpha <= 1/tr(C)
     trace = reveal_trace(c)
     if not trace > 0:
-        raise ProtocolError(f"the shared matrix has trace {trace:.6g}; a PSD matrix with a signal has trace > 0")
+        raise ProtocolError(
+            f"the shared matrix has trace {trace:.6g}; a PSD matrix with a signal has trace > 0"
+        )
     shift = 61 - f  # G_int * K < 2^61 keeps the truncation's |x| < 2^62 precondition
     factor = math.floor(2.0 ** (shift + f - c.frac_bits) / trace)
     if factor < 2**8:
@@ -302,19 +308,22 @@ def top_eigenvectors(
     # 2. subspace iteration with polynomial orthonormalization
     q0, _ = np.linalg.qr(np.random.default_rng(start_seed).standard_normal((d, k)))
     y = matmul_public(c_hat, q0)
+    fixed = fix_left(c_hat)  # Ĉ - A opened once; each Ĉ Y then opens only Y - B
     for it in range(plan.iterations):
         if it:
-            y = matmul(c_hat, y)
+            y = matmul_fixed(fixed, y)
         for _ in range(plan.poly_steps):
             y = _poly_step(y, QUINTIC, QUINTIC_BITS)
     # 3. Newton-Schulz polish
     for _ in range(plan.polish_steps):
         y = _poly_step(y, CUBIC, CUBIC_BITS)
     # 4. Rayleigh-Ritz matrix and masking rotation
-    h = matmul(y.T, matmul(c_hat, y))
+    h = matmul(y.T, matmul_fixed(fixed, y))
     if mask:
         rotations = [
-            share_input(session, _haar_rotation(k) if session.party.name == owner else None, owner=owner, shape=(k, k))
+            share_input(
+                session, _haar_rotation(k) if session.party.name == owner else None, owner=owner, shape=(k, k)
+            )
             for owner in session.holders
         ]
         rotation = rotations[0]

@@ -26,6 +26,7 @@ last place (``2^-f``). So with inputs exactly representable, ``mul`` and
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -34,7 +35,15 @@ from protocols.encoding import check_finite
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.messages import expect_array, expect_array_list, expect_seed
 from protocols.sharing import expand_share, split_seeded
-from protocols.tensor.correlated import Kind, Triple, triple, truncation_pair
+from protocols.tensor.correlated import (
+    Kind,
+    OperandMask,
+    Triple,
+    fixed_triple,
+    operand_mask,
+    triple,
+    truncation_pair,
+)
 from protocols.tensor.session import TensorSession
 from protocols.tensor.shared import SharedTensor
 
@@ -60,7 +69,9 @@ def from_share(
     if session.is_holder:
         arr = np.asarray(share)
         if arr.dtype != _U or arr.shape != shape:
-            raise InputValidationError(f"a share must be uint64 of shape {shape}, got {arr.dtype} {arr.shape}")
+            raise InputValidationError(
+                f"a share must be uint64 of shape {shape}, got {arr.dtype} {arr.shape}"
+            )
         return SharedTensor(session, arr, shape, frac_bits)
     return SharedTensor(session, None, shape, frac_bits)
 
@@ -136,8 +147,9 @@ def matmul_public(x: SharedTensor, matrix: ArrayLike, *, left: bool = False) -> 
         raise InputValidationError(f"matmul_public needs 2-d operands, got {x.shape} and {p.shape}")
     inner_ok = p.shape[1] == x.shape[0] if left else x.shape[1] == p.shape[0]
     if not inner_ok:
-        raise InputValidationError(f"cannot multiply shapes {p.shape if left else x.shape} and "
-                                   f"{x.shape if left else p.shape}")
+        raise InputValidationError(
+            f"cannot multiply shapes {p.shape if left else x.shape} and {x.shape if left else p.shape}"
+        )
     shape = (p.shape[0], x.shape[1]) if left else (x.shape[0], p.shape[1])
     enc = _encode_public(session, p, session.frac_bits, "public matrix")
     share = None
@@ -283,6 +295,56 @@ def matmul(x: SharedTensor, y: SharedTensor, *, extra_bits: int = 0) -> SharedTe
     if x.ndim != 2 or y.ndim != 2 or x.shape[1] != y.shape[0]:
         raise InputValidationError(f"cannot matrix-multiply shapes {x.shape} and {y.shape}")
     return _product(x, y, "matmul", extra_bits)
+
+
+@dataclass(frozen=True)
+class FixedOperand:
+    """A shared left operand ``X`` whose masked value ``E = X - A`` was opened once.
+
+    Products ``X @ Y_t`` then cost one opening of ``Y_t - B_t`` only: the dealer
+    deals fresh ``(B_t, A B_t)`` for the same ``A`` (as SPDZ reuses an opened
+    ``X - A`` for a fixed operand). ``E`` is uniform and opened once, and every
+    ``Y_t - B_t`` is masked by a fresh ``B_t``, so the holders' view stays
+    uniform; no ``(B, C)`` pair is ever used twice.
+    """
+
+    x: SharedTensor
+    mask: OperandMask | None
+    opened: NDArray[np.uint64] | None
+
+
+def fix_left(x: SharedTensor) -> FixedOperand:
+    """Open ``X - A`` once so that ``X`` can be the left factor of many cheap products (one round)."""
+    session = x.session
+    if x.ndim != 2 or x.frac_bits != session.frac_bits:
+        raise InputValidationError(f"fix_left needs a 2-d operand with {session.frac_bits} fractional bits")
+    mask = operand_mask(session, x.shape)
+    opened = None
+    if session.is_holder and mask is not None and x.share is not None:
+        (opened,) = _open(session, [x.share - mask.a])
+    return FixedOperand(x, mask, opened)
+
+
+def matmul_fixed(fixed: FixedOperand, y: SharedTensor) -> SharedTensor:
+    """``X @ Y`` for a :func:`fix_left` operand (two rounds, only ``Y - B`` opened)."""
+    x = fixed.x
+    session = x.session
+    if y.ndim != 2 or x.shape[1] != y.shape[0] or y.frac_bits != session.frac_bits:
+        raise InputValidationError(f"cannot matrix-multiply shapes {x.shape} and {y.shape}")
+    tri = fixed_triple(session, fixed.mask, y.shape)
+    session.stats.bump("matmul_fixed")
+    shape = (x.shape[0], y.shape[1])
+    if tri is None or y.share is None or fixed.opened is None:
+        z = SharedTensor(session, None, shape, 2 * session.frac_bits)
+    else:
+        tri.consume()
+        e = fixed.opened
+        (f,) = _open(session, [y.share - tri.b])
+        share = tri.c + e @ tri.b + tri.a @ f
+        if session.index == 0:
+            share += e @ f
+        z = SharedTensor(session, share, shape, 2 * session.frac_bits)
+    return truncate(z, session.frac_bits)
 
 
 # -- reveal ------------------------------------------------------------------------------

@@ -82,7 +82,9 @@ class RandomnessLedger:
         if ident not in self._issued:
             raise TripleReuseError(f"correlated randomness number {ident} was never issued")
         if ident in self._consumed:
-            raise TripleReuseError(f"correlated randomness number {ident} was already used; triples are one-time")
+            raise TripleReuseError(
+                f"correlated randomness number {ident} was already used; triples are one-time"
+            )
         self._consumed.add(ident)
 
     @property
@@ -143,7 +145,9 @@ class TensorSession:
         self.holders = holders
         self.dealer = dealer
         self.observers = observers
-        self.role: Role = "holder" if party.name in holders else "dealer" if party.name == dealer else "observer"
+        self.role: Role = (
+            "holder" if party.name in holders else "dealer" if party.name == dealer else "observer"
+        )
         self.index = holders.index(party.name) if self.role == "holder" else -1
         self.stats = TensorStats()
         self.ledger = RandomnessLedger()
