@@ -35,10 +35,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
+from protocols.encoding import FixedPointCodec, check_finite
 from protocols.errors import InputValidationError, ProtocolError
+from protocols.party import Party
 from protocols.prg import RingPRG
+from protocols.runtime import RunResult, run_inprocess
+from protocols.sharing import split
 from protocols.tensor.ops import (
     add_public,
     fix_left,
@@ -51,6 +55,7 @@ from protocols.tensor.ops import (
     share_input,
     truncate,
 )
+from protocols.tensor.session import DEFAULT_FRAC_BITS, TensorSession
 from protocols.tensor.shared import SharedTensor
 
 #: Odd quintic ``x (a + b x^2 + c x^4)`` with coefficients on a 2^-6 grid: slope
@@ -227,6 +232,16 @@ class EigResult:
     basis_singular_values: NDArray[np.float64]
 
 
+def _check_symmetric(c: SharedTensor) -> None:
+    """Open ``C - C^T`` among holders (one round) and raise if any entry differs."""
+    session = c.session
+    diff = None if c.share is None else c.share - c.share.T
+    opened = reveal(from_share(session, diff, c.shape, c.frac_bits), session.holders)
+    if opened is not None and np.any(opened != 0):
+        worst = float(np.max(np.abs(opened)))
+        raise ProtocolError(f"the shared matrix is not symmetric: max |C - C^T| = {worst:.6g}")
+
+
 def reveal_trace(c: SharedTensor) -> float:
     """Reveal ``tr(C)`` to every member of the session (it is the total variance)."""
     session = c.session
@@ -246,6 +261,7 @@ def top_eigenvectors(
     plan: IterationPlan | None = None,
     start_seed: int = 0,
     mask: bool = True,
+    check_symmetric: bool = True,
 ) -> EigResult | None:
     """Top-k eigenpairs of a shared symmetric PSD ``d x d`` matrix, revealed only to ``to``.
 
@@ -268,6 +284,17 @@ def top_eigenvectors(
         Seed of the *public* random start ``Q_0`` (not secret; any value works).
     mask : bool, default=True
         Rotate the revealed basis by holder-chosen Haar-random rotations.
+    check_symmetric : bool, default=True
+        Open ``C - C^T`` among the holders (re-randomised shares of zero when
+        ``C`` is symmetric, so nothing is learnt) and stop if it is not zero.
+
+    Raises
+    ------
+    InputValidationError
+        ``k`` out of range or a non-square matrix (before anything is sent).
+    ProtocolError
+        A non-symmetric matrix, a trace that is not positive or does not fit
+        the scaling, or a top-k direction weaker than ``plan.min_ratio``.
 
     Returns
     -------
@@ -285,6 +312,8 @@ def top_eigenvectors(
         raise InputValidationError(f"n_components={k} is out of range; it must be between 1 and d={d}")
     plan = plan_iterations(d, k) if plan is None else plan
     f = session.frac_bits
+    if check_symmetric:
+        _check_symmetric(c)
 
     # 1. public scale from the revealed trace: Ĉ = alpha C with alpha <= 1/tr(C)
     trace = reveal_trace(c)
@@ -360,3 +389,51 @@ def _rayleigh_ritz(
     components = components * signs[:, None]
     eigenvalues = np.clip(values[order], 0.0, None) / alpha
     return EigResult(components, eigenvalues, trace, plan, alpha, singular)
+
+
+def run_top_eigenvectors(
+    matrix: ArrayLike,
+    n_components: int,
+    *,
+    n_holders: int = 2,
+    plan: IterationPlan | None = None,
+    frac_bits: int = DEFAULT_FRAC_BITS,
+    timeout: float = 120.0,
+) -> tuple[EigResult, RunResult]:
+    """Share a local symmetric PSD matrix among ``n_holders`` and run :func:`top_eigenvectors` in-process.
+
+    For tests and demos: every check runs before any thread starts. The dealer
+    (party ``"dealer"``) is the receiver.
+    """
+    arr = np.asarray(matrix, dtype=np.float64)
+    if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
+        raise InputValidationError(f"matrix must be square, got shape {arr.shape}")
+    check_finite(arr, "matrix")
+    if not np.array_equal(arr, arr.T):
+        worst = float(np.max(np.abs(arr - arr.T)))
+        raise InputValidationError(f"matrix must be symmetric; max |C - C^T| = {worst:.6g}")
+    d = arr.shape[0]
+    if isinstance(n_components, bool) or not isinstance(n_components, (int, np.integer)):
+        raise InputValidationError(f"n_components must be an integer, got {n_components!r}")
+    if not 1 <= n_components <= d:
+        raise InputValidationError(
+            f"n_components={n_components} is out of range; it must be between 1 and d={d}"
+        )
+    if isinstance(n_holders, bool) or not isinstance(n_holders, int) or n_holders < 2:
+        raise InputValidationError(f"n_holders must be an integer >= 2, got {n_holders!r}")
+    plan = plan_iterations(d, int(n_components)) if plan is None else plan
+    encoded = FixedPointCodec(frac_bits).encode(arr, n_summands=1, name="matrix")
+    shares = split(encoded, n_holders)
+    holders = [f"holder{i}" for i in range(n_holders)]
+
+    def role(name: str):
+        def run(party: Party) -> EigResult | None:
+            session = TensorSession(party, holders=holders, dealer="dealer", frac_bits=frac_bits)
+            share = shares[holders.index(name)] if name in holders else None
+            shared = from_share(session, share, (d, d))
+            return top_eigenvectors(shared, int(n_components), to="dealer", plan=plan)
+
+        return run
+
+    run = run_inprocess({name: role(name) for name in [*holders, "dealer"]}, timeout=timeout)
+    return run.outputs["dealer"], run
