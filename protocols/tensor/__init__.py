@@ -25,6 +25,7 @@ from protocols.tensor.ops import (
     mul_public_int,
     reveal,
     share_input,
+    share_sum,
     truncate,
 )
 from protocols.tensor.session import DEFAULT_FRAC_BITS, TensorSession
@@ -43,5 +44,6 @@ __all__ = [
     "mul_public_int",
     "reveal",
     "share_input",
+    "share_sum",
     "truncate",
 ]

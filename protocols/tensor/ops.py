@@ -105,6 +105,42 @@ def share_input(
     return SharedTensor(session, expand_share(seed, shape), shape, session.frac_bits)
 
 
+def share_sum(
+    session: TensorSession,
+    value: ArrayLike | None,
+    *,
+    shape: tuple[int, ...],
+    frac_bits: int | None = None,
+    name: str = "value",
+) -> SharedTensor:
+    """Every holder contributes an array; the holders end up with additive shares of the sum (one round).
+
+    This is the share round of the additive secure sum (Liu et al., Alg. 2
+    steps 1-2) without the reconstruction: holder ``i`` encodes its array
+    (range-checked for ``M`` summands before anything is sent), keeps
+    ``x_i - sum_j PRG(s_ij)`` and sends holder ``j`` the 32-byte seed ``s_ij``.
+    Nobody learns the sum.
+    """
+    from protocols.encoding import FixedPointCodec
+
+    shape = tuple(int(s) for s in shape)
+    frac_bits = session.frac_bits if frac_bits is None else int(frac_bits)
+    session.start()
+    if not session.is_holder:
+        return SharedTensor(session, None, shape, frac_bits)
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.shape != shape:
+        raise InputValidationError(f"{name} has shape {arr.shape}, declared {shape}")
+    encoded = FixedPointCodec(frac_bits).encode(arr, n_summands=session.n_holders, name=name)
+    kept, seeds = split_seeded(encoded, session.n_holders)
+    peers = [h for h in session.holders if h != session.party.name]
+    for peer, seed in zip(peers, seeds, strict=True):
+        session.party.send(peer, seed)
+    for peer in peers:
+        kept += expand_share(expect_seed(session.party.recv(peer), sender=peer), shape)
+    return SharedTensor(session, kept, shape, frac_bits)
+
+
 # -- local (public) operations -------------------------------------------------------
 
 
