@@ -85,6 +85,8 @@ class PPPCAModel:
     total_variance: float
     variance_error_bound: float
     component_error_bounds: NDArray[np.float64]
+    #: ``reveal="components"`` only: the iteration plan and operation counts used.
+    secure_eigensolve: dict[str, Any] | None = None
 
     @property
     def explained_variance_ratio(self) -> NDArray[np.float64]:
@@ -103,6 +105,7 @@ class PPPCAModel:
             "n_samples": self.n_samples,
             "variance_error_bound": self.variance_error_bound,
             "component_error_bounds": self.component_error_bounds.tolist(),
+            **({} if self.secure_eigensolve is None else {"secure_eigensolve": self.secure_eigensolve}),
         }
 
 
@@ -226,7 +229,8 @@ def _server_components(
     for provider in config.providers:
         party.send(provider, transfer)
     eta, bounds = components_error_bounds(result, n_samples, config.n_parties, f_gram, config.components)
-    return PPPCAModel(mean, n_samples, components, values, result.trace / (n_samples - 1), eta, bounds)
+    solve = {**result.plan.as_dict(), "reveal": "components", "dealer": SERVER}
+    return PPPCAModel(mean, n_samples, components, values, result.trace / (n_samples - 1), eta, bounds, solve)
 
 
 def rounding_error_bounds(
