@@ -38,7 +38,14 @@ class ProtocolSpec:
 
 
 #: ``run`` options that only some protocols use, with their flag names.
-PROTOCOL_OPTIONS = {"backend": "--backend", "frac_bits": "--frac-bits", "key_bits": "--key-bits"}
+PROTOCOL_OPTIONS = {
+    "backend": "--backend",
+    "frac_bits": "--frac-bits",
+    "key_bits": "--key-bits",
+    "reveal": "--reveal",
+    "eigengap": "--eigengap",
+    "min_ratio": "--min-ratio",
+}
 
 
 def _run_pppca(args: argparse.Namespace, parts: list[np.ndarray], default_backend: str) -> dict[str, Any]:
@@ -47,7 +54,13 @@ def _run_pppca(args: argparse.Namespace, parts: list[np.ndarray], default_backen
 
     backend_name = args.backend or default_backend
     backend = make_backend(backend_name, frac_bits=args.frac_bits, key_bits=getattr(args, "key_bits", None))
-    model = PPPCA(args.n_components, backend=backend, timeout=args.timeout)
+    reveal = args.reveal or "covariance"
+    secure = {
+        name: getattr(args, name) for name in ("eigengap", "min_ratio") if getattr(args, name, None) is not None
+    }
+    if secure and reveal != "components":
+        raise InputValidationError("--eigengap and --min-ratio apply only with --reveal components")
+    model = PPPCA(args.n_components, backend=backend, timeout=args.timeout, reveal=reveal, **secure)
     model.fit_transform(parts)
     return {"backend": backend_name, **model.model_.result_fields(), "report": model.report_}
 
@@ -95,6 +108,25 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--key-bits", type=int, default=None, help="pppca-he: Paillier modulus bits, 2048 (default) or 3072"
     )
+    run.add_argument(
+        "--reveal",
+        choices=("covariance", "components"),
+        default=None,
+        help="pppca: what the server learns: the covariance matrix (paper, default) or only the "
+        "top-k components, eigenvalues and total variance (eigensolve on shares)",
+    )
+    run.add_argument(
+        "--eigengap",
+        type=float,
+        default=None,
+        help="--reveal components: assumed lower bound on 1 - lambda_{k+1}/lambda_k (default 0.1)",
+    )
+    run.add_argument(
+        "--min-ratio",
+        type=float,
+        default=None,
+        help="--reveal components: assumed lower bound on lambda_k / total variance (default 0.01)",
+    )
     _add_torch_arguments(run)
     add_dp_arguments(run)
     _add_party_parser(sub)
@@ -131,6 +163,9 @@ def _add_party_parser(sub: Any) -> None:
     party.add_argument("--frac-bits", type=int, default=None, help="fixed-point fractional bits")
     party.add_argument("--key-bits", type=int, default=None, help="paillier backend: modulus bits")
     party.add_argument("--timeout", type=float, default=120.0, help="receive timeout per message, s")
+    party.add_argument(
+        "--reveal", choices=("covariance", "components"), default="covariance", help="what the server learns"
+    )
     party.add_argument("--connect-timeout", type=float, default=60.0, help="rendezvous timeout, s")
     party.add_argument("--ifname", default=None, help="network interface for gloo (GLOO_SOCKET_IFNAME)")
     party.add_argument("--output", type=Path, default=None, help="write this party's JSON result here")
@@ -180,6 +215,8 @@ def _run_torch(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, A
             f"protocol {args.protocol!r} does not run with --transport torch yet; "
             f"choose one of {list(TORCH_PROTOCOLS)} or --transport inprocess"
         )
+    if getattr(args, "eigengap", None) is not None or getattr(args, "min_ratio", None) is not None:
+        raise InputValidationError("--eigengap and --min-ratio are not passed to separate processes yet")
     result = launch_local(
         parts,
         n_components=args.n_components,
@@ -189,6 +226,7 @@ def _run_torch(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, A
         timeout=args.timeout,
         connect_timeout=args.connect_timeout,
         protocol=args.protocol,
+        reveal=args.reveal or "covariance",
     )
     return result
 
@@ -225,6 +263,7 @@ def party_command(args: argparse.Namespace) -> dict[str, Any]:
         connect_timeout=args.connect_timeout,
         host_store=False if args.external_store else None,
         protocol=args.protocol,
+        reveal=args.reveal,
     )
 
 
