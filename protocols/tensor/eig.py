@@ -371,7 +371,7 @@ def _rayleigh_ritz(
     basis: NDArray[np.float64], ritz: NDArray[np.float64], trace: float, alpha: float, plan: IterationPlan
 ) -> EigResult:
     """Receiver side: orthonormalize the revealed basis and diagonalize the k x k Ritz matrix."""
-    singular = np.linalg.svd(basis, compute_uv=False)
+    singular = np.asarray(np.linalg.svd(basis, compute_uv=False), dtype=np.float64)
     if singular[-1] < 0.5:
         raise ProtocolError(
             f"the revealed basis has a singular value {singular[-1]:.3g} < 0.5: a top-k direction explains "

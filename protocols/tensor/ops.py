@@ -409,6 +409,8 @@ def reveal(x: SharedTensor, to: str | Sequence[str]) -> NDArray[np.float64] | No
     me = session.party.name
     own = None
     if session.is_holder:
+        if x.share is None:
+            raise InputValidationError("a holder's handle has no share")
         own = x.share + session.zero_share(x.shape)
         for r in receivers:
             if r != me:

@@ -52,12 +52,12 @@ class SharedTensor:
 
     def __add__(self, other: SharedTensor) -> SharedTensor:
         self._check_same(other)
-        share = None if self.share is None else self.share + other.share
+        share = None if self.share is None or other.share is None else self.share + other.share
         return self._like(share, self.shape)
 
     def __sub__(self, other: SharedTensor) -> SharedTensor:
         self._check_same(other)
-        share = None if self.share is None else self.share - other.share
+        share = None if self.share is None or other.share is None else self.share - other.share
         return self._like(share, self.shape)
 
     def __neg__(self) -> SharedTensor:
