@@ -22,6 +22,7 @@ from protocols.tensor import (
     share_input,
     truncate,
 )
+from protocols.tensor import ops as tensor_ops
 from protocols.tensor.correlated import triple
 from protocols.tensor.ops import beaver, fix_left, matmul_fixed
 
@@ -240,38 +241,55 @@ def _bit_chi_square_pvalue(words: np.ndarray) -> float:
     return float(stats.chi2.sf(np.sum((2 * ones - n) ** 2 / n), df=64))
 
 
-def _view(party_name: str, value_x: float, value_y: float, m: int = 3) -> np.ndarray:
-    """Every ring word ``party_name`` receives while computing ``x * y`` (elementwise) and revealing it to the dealer."""
+def _view(party_name: str, value_x: float, value_y: float, monkeypatch, m: int = 3) -> np.ndarray:
+    """What ``party_name`` sees while computing ``x * y`` (elementwise) and revealing it to the dealer.
+
+    Every ring word it receives, and for a holder also every value it learns in
+    an opening (the sum of all holders' masked shares), which is where an
+    unmasked opening would show even if each message looked random.
+    """
     x = np.full(VIEW_SIZE, value_x)
     y = np.full(VIEW_SIZE, value_y)
     received: list[np.ndarray] = []
+    recording = {"on": False}
+    original_open = tensor_ops._open
+
+    def recording_open(session, arrays):
+        totals = original_open(session, arrays)
+        if recording["on"] and session.party.name == party_name:
+            received.extend(t.copy() for t in totals)
+        return totals
+
+    monkeypatch.setattr(tensor_ops, "_open", recording_open)
 
     def program(session):
         party = session.party
         if party.name == party_name:
             original = party.recv
 
-            def recording(frm, timeout=None):
+            def recording_recv(frm, timeout=None):
                 message = original(frm, timeout)
                 items = message if isinstance(message, list) else [message]
-                received.extend(a.copy() for a in items if isinstance(a, np.ndarray))
+                if recording["on"]:
+                    received.extend(a.copy() for a in items if isinstance(a, np.ndarray))
                 return message
 
-            party.recv = recording  # type: ignore[method-assign]
+            party.recv = recording_recv  # type: ignore[method-assign]
         session.start()
         sx, sy = share_both(session, x, y)
-        received.clear() if party.name == party_name else None  # only the product's messages
-        return reveal(mul(sx, sy), DEALER)
+        product = mul(sx, sy)  # the dealer may run ahead: its words are recorded when read
+        return product, reveal(product, DEALER)
 
+    recording["on"] = True  # sharing the inputs is seeds only; record the product and the reveal
     run_program(m, program)
     return np.concatenate(received)
 
 
 @pytest.mark.parametrize("who", ["h0", "h2", DEALER])
-def test_view_of_a_product_is_independent_of_the_inputs(who):
+def test_view_of_a_product_is_independent_of_the_inputs(who, monkeypatch):
     """Holders (including the last one, which gets the dealer's words) and the dealer see uniform words."""
-    zero = _view(who, 0.0, 0.0)
-    big = _view(who, 1234.5678, -987.654)
+    zero = _view(who, 0.0, 0.0, monkeypatch)
+    big = _view(who, 1234.5678, -987.654, monkeypatch)
     assert zero.size == big.size > 0
     assert _bit_chi_square_pvalue(zero) > ALPHA
     assert _bit_chi_square_pvalue(big) > ALPHA
@@ -322,3 +340,66 @@ def test_truncation_of_a_multiple_of_the_shift_is_exact():
 
     got = run_program(4, program).outputs[DEALER]
     assert np.array_equal(got * 2.0**F, [3.0, -5.0, 0.0])
+
+
+def _dealer_attack(reveal_with_resharing: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The dealer knows every mask share; it tries to solve holders' output shares for ``E = X - A``.
+
+    Holder ``i``'s share of a Beaver product is ``c_i + E b_i + a_i F`` (plus
+    ``E F`` at holder 0). With the raw shares of holders 1 and 2 the dealer
+    has two linear equations in ``E`` and ``F`` per entry, solvable mod 2^64
+    whenever the determinant is odd. Returns (true x, recovered x, usable mask).
+    """
+    size = 300
+    rng = np.random.default_rng(11)
+    x = rng.uniform(-100, 100, size)
+    y = rng.uniform(-100, 100, size)
+    shares: dict[str, np.ndarray] = {}
+
+    def program(session):
+        party = session.party
+        if session.is_dealer:
+            original = party.recv
+
+            def recording(frm, timeout=None):
+                message = original(frm, timeout)
+                shares[frm] = message.copy()
+                return message
+
+            party.recv = recording  # type: ignore[method-assign]
+        sx, sy = share_both(session, x, y)
+        tri = triple(session, "mul", (size,), (size,))
+        z = beaver(sx, sy, tri) if session.is_holder else from_share(session, None, (size,), 2 * F)
+        if not reveal_with_resharing:
+            session.zero_share = lambda shape: np.zeros(shape, dtype=np.uint64)  # type: ignore[method-assign]
+        revealed = reveal(z, DEALER)
+        return session if session.is_dealer else revealed
+
+    session = run_program(3, program).outputs[DEALER]
+    streams = session.dealer_streams(0)  # the triple was operation 0
+    a, b, c = [], [], []
+    for stream in streams:
+        a.append(stream.ring_elements((size,)))
+        b.append(stream.ring_elements((size,)))
+        c.append(stream.ring_elements((size,)))
+    c[2] += sum(a) * sum(b) - sum(c)  # the last holder's correction
+    r1 = shares["h1"] - c[1]
+    r2 = shares["h2"] - c[2]
+    det = b[1] * a[2] - a[1] * b[2]
+    usable = (det & np.uint64(1)) == 1
+    inverse = np.array([pow(int(v), -1, 2**64) if v & 1 else 0 for v in det.tolist()], dtype=np.uint64)
+    recovered_e = (r1 * a[2] - r2 * a[1]) * inverse
+    recovered_x = (recovered_e + sum(a)).view(np.int64) / 2.0**F
+    return FixedPointCodec(F).decode(FixedPointCodec(F).encode(x)), recovered_x, usable
+
+
+def test_the_dealer_cannot_unmask_a_product_from_the_reveal():
+    true_x, recovered, usable = _dealer_attack()
+    assert usable.sum() > 50
+    assert np.mean(np.isclose(recovered[usable], true_x[usable], atol=1e-6)) < 0.05
+
+
+def test_dealer_attack_works_without_the_resharing():
+    """Control: without the zero re-sharing the dealer would read the input exactly."""
+    true_x, recovered, usable = _dealer_attack(reveal_with_resharing=False)
+    assert np.allclose(recovered[usable], true_x[usable], atol=1e-6)
