@@ -7,6 +7,9 @@ Modules (imports point down this list)
 --------------------------------------
 secure_sum
     The embeddable primitive: every party calls it, only the receiver learns the sum.
+tensor
+    Secret-shared fixed-point tensors with a dealer (Beaver products,
+    truncation, reveals) and a top-k eigensolver built on them.
 backends
     :class:`SecureSumBackend` and its implementations (additive shares or
     masks, Paillier, CrypTen); :func:`make_backend` builds one by name.

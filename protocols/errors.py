@@ -28,3 +28,7 @@ class PeerFailureError(ProtocolError):
 
 class WireFormatError(ProtocolError):
     """Bytes received from a peer do not form a valid message of the expected shape."""
+
+
+class TripleReuseError(ProtocolError):
+    """A Beaver triple or truncation pair was about to be used a second time."""

@@ -102,3 +102,49 @@ def expect_real_array(
     if not np.all(np.isfinite(out)):
         raise ProtocolError(f"{sender!r} sent {what} with non-finite values")
     return out
+
+
+def expect_seed(message: Any, *, sender: str, size: int = 32) -> bytes:
+    """Check that a peer's message is a PRG seed of exactly ``size`` bytes.
+
+    Raises
+    ------
+    ProtocolError
+        If ``message`` is not ``bytes`` of that length.
+
+    Examples
+    --------
+    >>> len(expect_seed(bytes(32), sender="dealer"))
+    32
+    >>> expect_seed(b"short", sender="dealer")
+    Traceback (most recent call last):
+    ...
+    protocols.errors.ProtocolError: 'dealer' sent a malformed seed; expected 32 bytes
+    """
+    if not isinstance(message, bytes) or len(message) != size:
+        raise ProtocolError(f"{sender!r} sent a malformed seed; expected {size} bytes")
+    return message
+
+
+def expect_array_list(
+    message: Any, *, sender: str, shapes: list[tuple[int, ...]], dtype: Any
+) -> list[np.ndarray]:
+    """Check a list of arrays of agreed shapes and dtype (e.g. two masked openings in one message).
+
+    Raises
+    ------
+    ProtocolError
+        If ``message`` is not a list of ``len(shapes)`` arrays of those shapes and ``dtype``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> expect_array_list([np.zeros(2, np.uint64)], sender="p1", shapes=[(3,)], dtype=np.uint64)
+    Traceback (most recent call last):
+    ...
+    protocols.errors.ProtocolError: 'p1' sent an array of shape (2,), expected (3,)
+    """
+    if not isinstance(message, list) or len(message) != len(shapes):
+        got = len(message) if isinstance(message, list) else type(message).__name__
+        raise ProtocolError(f"expected a list of {len(shapes)} arrays from {sender!r}, got {got}")
+    return [expect_array(m, sender=sender, shape=s, dtype=dtype) for m, s in zip(message, shapes, strict=True)]

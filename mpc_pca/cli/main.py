@@ -45,7 +45,14 @@ PROTOCOL_OPTIONS = {
     "model": "--model",
     "sigma": "--sigma",
     "budget_split": "--budget-split",
+    "reveal": "--reveal",
+    "eigengap": "--eigengap",
+    "min_ratio": "--min-ratio",
 }
+
+
+#: The protocol-specific ``run`` options the two PPPCA protocols accept.
+PPPCA_OPTIONS = frozenset({"backend", "frac_bits", "key_bits", "reveal", "eigengap", "min_ratio"})
 
 
 def _run_pppca(args: argparse.Namespace, parts: list[np.ndarray], default_backend: str) -> dict[str, Any]:
@@ -54,7 +61,13 @@ def _run_pppca(args: argparse.Namespace, parts: list[np.ndarray], default_backen
 
     backend_name = args.backend or default_backend
     backend = make_backend(backend_name, frac_bits=args.frac_bits, key_bits=getattr(args, "key_bits", None))
-    model = PPPCA(args.n_components, backend=backend, timeout=args.timeout)
+    reveal = args.reveal or "covariance"
+    secure = {
+        name: getattr(args, name) for name in ("eigengap", "min_ratio") if getattr(args, name, None) is not None
+    }
+    if secure and reveal != "components":
+        raise InputValidationError("--eigengap and --min-ratio apply only with --reveal components")
+    model = PPPCA(args.n_components, backend=backend, timeout=args.timeout, reveal=reveal, **secure)
     model.fit_transform(parts)
     return {"backend": backend_name, **model.model_.result_fields(), "report": model.report_}
 
@@ -102,19 +115,19 @@ def protocol_table() -> dict[str, ProtocolSpec]:
             "pppca-ss",
             "PPPCA with secret sharing (Liu et al. 2020, Alg. 2)",
             lambda args, parts: _run_pppca(args, parts, "additive"),
-            frozenset({"backend", "frac_bits", "key_bits"}),
+            PPPCA_OPTIONS,
         ),
         ProtocolSpec(
             "pppca-he",
             "PPPCA with Paillier homomorphic encryption (Liu et al. 2020, Alg. 1)",
             lambda args, parts: _run_pppca(args, parts, "paillier"),
-            frozenset({"backend", "frac_bits", "key_bits"}),
+            PPPCA_OPTIONS,
         ),
         ProtocolSpec(
             "pppca-dp",
             "PPPCA with discrete-Gaussian DP noise added by the providers inside the secure sum",
             _run_pppca_dp,
-            frozenset(PROTOCOL_OPTIONS),
+            frozenset({"backend", "frac_bits", "key_bits"}),
         ),
     ]
     specs += dp_protocol_specs(ProtocolSpec)
@@ -144,6 +157,25 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--output", type=Path, default=None, help="write the JSON result here")
     run.add_argument(
         "--key-bits", type=int, default=None, help="pppca-he: Paillier modulus bits, 2048 (default) or 3072"
+    )
+    run.add_argument(
+        "--reveal",
+        choices=("covariance", "components"),
+        default=None,
+        help="pppca: what the server learns: the covariance matrix (paper, default) or only the "
+        "top-k components, eigenvalues and total variance (eigensolve on shares)",
+    )
+    run.add_argument(
+        "--eigengap",
+        type=float,
+        default=None,
+        help="--reveal components: assumed lower bound on 1 - lambda_{k+1}/lambda_k (default 0.1)",
+    )
+    run.add_argument(
+        "--min-ratio",
+        type=float,
+        default=None,
+        help="--reveal components: assumed lower bound on lambda_k / total variance (default 0.01)",
     )
     _add_torch_arguments(run)
     add_dp_arguments(run)
@@ -181,6 +213,9 @@ def _add_party_parser(sub: Any) -> None:
     party.add_argument("--frac-bits", type=int, default=None, help="fixed-point fractional bits")
     party.add_argument("--key-bits", type=int, default=None, help="paillier backend: modulus bits")
     party.add_argument("--timeout", type=float, default=120.0, help="receive timeout per message, s")
+    party.add_argument(
+        "--reveal", choices=("covariance", "components"), default="covariance", help="what the server learns"
+    )
     party.add_argument("--connect-timeout", type=float, default=60.0, help="rendezvous timeout, s")
     party.add_argument("--ifname", default=None, help="network interface for gloo (GLOO_SOCKET_IFNAME)")
     party.add_argument("--output", type=Path, default=None, help="write this party's JSON result here")
@@ -230,6 +265,8 @@ def _run_torch(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, A
             f"protocol {args.protocol!r} does not run with --transport torch yet; "
             f"choose one of {list(TORCH_PROTOCOLS)} or --transport inprocess"
         )
+    if getattr(args, "eigengap", None) is not None or getattr(args, "min_ratio", None) is not None:
+        raise InputValidationError("--eigengap and --min-ratio are not passed to separate processes yet")
     result = launch_local(
         parts,
         n_components=args.n_components,
@@ -239,6 +276,7 @@ def _run_torch(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, A
         timeout=args.timeout,
         connect_timeout=args.connect_timeout,
         protocol=args.protocol,
+        reveal=args.reveal or "covariance",
     )
     return result
 
@@ -275,6 +313,7 @@ def party_command(args: argparse.Namespace) -> dict[str, Any]:
         connect_timeout=args.connect_timeout,
         host_store=False if args.external_store else None,
         protocol=args.protocol,
+        reveal=args.reveal,
     )
 
 

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from mpc_pca.pppca.components import check_reveal
 from mpc_pca.pppca.local_stats import LocalStatistics
 from mpc_pca.pppca.protocol import (
     PPPCAConfig,
@@ -98,7 +99,7 @@ def model_result(model: PPPCAModel, backend: str) -> dict[str, Any]:
 
 def _agree(views: dict[str, dict[str, Any]], n_parties: int) -> int:
     """Check that every party published the same settings; return the number of features."""
-    shared = ("protocol", "n_parties", "n_components", "backend", "frac_bits", "key_bits")
+    shared = ("protocol", "n_parties", "n_components", "backend", "frac_bits", "key_bits", "reveal")
     for key in shared:
         values = {name: view.get(key) for name, view in views.items()}
         if len(set(map(json.dumps, values.values()))) != 1:
@@ -125,6 +126,7 @@ def run_party(
     host_store: bool | None = None,
     protocol: str = "pppca-ss",
     backend_factory: Callable[[], SecureSumBackend] | None = None,
+    reveal: str = "covariance",
 ) -> dict[str, Any]:
     """Run one party of a PPPCA run in this process; return its JSON-ready output.
 
@@ -146,6 +148,9 @@ def run_party(
         Builds this party's backend object instead of ``make_backend(backend)``
         (e.g. a custom subclass); ``backend`` is still the name the parties
         agree on.
+    reveal : {"covariance", "components"}, default="covariance"
+        What the server learns (see :mod:`mpc_pca.pppca.components`); every
+        party must pass the same value.
 
     Returns
     -------
@@ -160,6 +165,7 @@ def run_party(
         raise InputValidationError(
             f"protocol {protocol!r} cannot run as processes yet; choose one of {list(TORCH_PROTOCOLS)}"
         )
+    reveal = check_reveal(reveal)
     name = party_name(role, rank, world_size)
     n_parties = world_size - 2
     backend_impl = (
@@ -178,6 +184,7 @@ def run_party(
         "backend": backend,
         "frac_bits": backend_impl.codec.frac_bits,
         "key_bits": key_bits,
+        "reveal": reveal,
     }
     stats = None
     if role == "provider":
@@ -201,7 +208,7 @@ def run_party(
     try:
         n_features = _agree(rdv.exchange_public(public, connect_timeout), n_parties)
         k = check_n_components(n_components, n_features)
-        config = PPPCAConfig(n_parties, n_features, k, with_consumer=True)
+        config = PPPCAConfig(n_parties, n_features, k, with_consumer=True, reveal=reveal)
     except BaseException as exc:
         rdv.record_failure(f"party {name!r} failed: {type(exc).__name__}: {exc}")
         raise
@@ -252,6 +259,7 @@ def launch_local(
     timeout: float = 120.0,
     connect_timeout: float = 60.0,
     protocol: str = "pppca-ss",
+    reveal: str = "covariance",
 ) -> dict[str, Any]:
     """Run every party of a PPPCA run as a process on this host; return the server's result.
 
@@ -275,7 +283,7 @@ def launch_local(
     # The launcher holds every part, so before any process starts it refuses whatever
     # the in-process run would refuse (repeating the providers' local statistics once).
     backend_impl = make_backend(backend, frac_bits=frac_bits, key_bits=key_bits)
-    arrays, _, _ = preflight(list(parts), n_components, backend_impl)
+    arrays, _, _ = preflight(list(parts), n_components, backend_impl, reveal)
     ranks = pppca_ranks(len(arrays))
     world = len(ranks)
     store, port = host_store(world, connect_timeout)
@@ -291,7 +299,7 @@ def launch_local(
                 "--world-size", str(world), "--master", f"127.0.0.1:{port}",
                 "--n-components", str(n_components), "--backend", backend,
                 "--timeout", str(timeout), "--connect-timeout", str(connect_timeout),
-                "--external-store", "--output", str(outputs[name]),
+                "--external-store", "--output", str(outputs[name]), "--reveal", reveal,
             ]  # fmt: skip
             if frac_bits is not None:
                 command += ["--frac-bits", str(frac_bits)]

@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from mpc_pca.base import SubspaceMixin
+from mpc_pca.pppca.components import ComponentsSettings, check_reveal
 from mpc_pca.pppca.protocol import (
     run_pppca,
 )
@@ -43,6 +44,22 @@ class PPPCA(SubspaceMixin):
         ``"paillier"`` (Alg. 1) or ``"crypten"``, or a backend object.
     timeout : float, default=120
         Receive timeout of every party, in seconds.
+    reveal : {"covariance", "components"}, default="covariance"
+        ``"covariance"`` is the paper's protocol: the server reconstructs the
+        covariance matrix. ``"components"`` keeps it secret-shared among the
+        providers; they compute the top-k eigenvectors on shares with the
+        server as dealer (:mod:`mpc_pca.pppca.components`), and the server
+        learns only the components, their eigenvalues and the total variance.
+    eigengap : float, default=0.1
+        ``reveal="components"``: assumed lower bound on
+        ``1 - lambda_{k+1} / lambda_k``; sets the number of iterations
+        (:func:`protocols.tensor.eig.plan_iterations`).
+    min_ratio : float, default=0.01
+        ``reveal="components"``: assumed lower bound on the share of the total
+        variance the k-th component explains; sets the orthonormalization steps.
+    tol : float, default=1e-6
+        ``reveal="components"``: target tangent of the angle between the
+        computed and the true top-k subspace.
 
     Attributes
     ----------
@@ -80,6 +97,9 @@ class PPPCA(SubspaceMixin):
     >>> parts = [rng.normal(size=(50, 4)), rng.normal(size=(30, 4))]
     >>> PPPCA(n_components=2).fit(parts).components_.shape
     (2, 4)
+    >>> secure = PPPCA(n_components=2, reveal="components").fit(parts)
+    >>> bool(np.allclose(secure.explained_variance_, PPPCA(n_components=2).fit(parts).explained_variance_))
+    True
     """
 
     def __init__(
@@ -87,10 +107,18 @@ class PPPCA(SubspaceMixin):
         n_components: int | None = None,
         backend: str | SecureSumBackend = "additive",
         timeout: float = 120.0,
+        reveal: str = "covariance",
+        eigengap: float = 0.1,
+        min_ratio: float = 0.01,
+        tol: float = 1e-6,
     ) -> None:
         self.n_components = n_components
         self.backend = backend
         self.timeout = timeout
+        self.reveal = reveal
+        self.eigengap = eigengap
+        self.min_ratio = min_ratio
+        self.tol = tol
 
     def fit(self, parts: Sequence[ArrayLike], y: None = None) -> PPPCA:
         """Run PPPCA steps 1-8 over the parties' data; no rows leave any party.
@@ -118,8 +146,15 @@ class PPPCA(SubspaceMixin):
 
     def _fit(self, parts: Sequence[ArrayLike], *, with_consumer: bool) -> NDArray[np.float64] | None:
         backend = resolve_backend(self.backend)
+        settings = ComponentsSettings(eigengap=self.eigengap, min_ratio=self.min_ratio, tol=self.tol)
         model, projection, run = run_pppca(
-            parts, self.n_components, backend, with_consumer=with_consumer, timeout=self.timeout
+            parts,
+            self.n_components,
+            backend,
+            with_consumer=with_consumer,
+            timeout=self.timeout,
+            reveal=check_reveal(self.reveal),
+            components=settings,
         )
         self.mean_ = model.mean
         self.n_samples_ = model.n_samples

@@ -29,13 +29,21 @@ learn the mean, N and T; the consumer learns the projected rows.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from mpc_pca.linalg import top_eigenpairs
+from mpc_pca.pppca.components import (
+    ComponentsSettings,
+    check_reveal,
+    check_trace_fits,
+    components_error_bounds,
+    provider_eigensolve,
+    server_eigensolve,
+)
 from mpc_pca.pppca.local_stats import LocalStatistics
 from mpc_pca.roles import CONSUMER, SERVER, provider_names
 from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite
@@ -58,6 +66,8 @@ class PPPCAConfig:
     n_features: int
     n_components: int
     with_consumer: bool = False
+    reveal: str = "covariance"
+    components: ComponentsSettings = field(default_factory=ComponentsSettings)
 
     @property
     def providers(self) -> tuple[str, ...]:
@@ -75,6 +85,8 @@ class PPPCAModel:
     total_variance: float
     variance_error_bound: float
     component_error_bounds: NDArray[np.float64]
+    #: ``reveal="components"`` only: the iteration plan and operation counts used.
+    secure_eigensolve: dict[str, Any] | None = None
 
     @property
     def explained_variance_ratio(self) -> NDArray[np.float64]:
@@ -93,6 +105,7 @@ class PPPCAModel:
             "n_samples": self.n_samples,
             "variance_error_bound": self.variance_error_bound,
             "component_error_bounds": self.component_error_bounds.tolist(),
+            **({} if self.secure_eigensolve is None else {"secure_eigensolve": self.secure_eigensolve}),
         }
 
 
@@ -134,14 +147,24 @@ def provider_role(
         party, stats.sums_and_count(), contributors=config.providers, receiver=SERVER, name=STATS_NAME
     )
     mean = expect_real_array(party.recv(SERVER), SERVER, (config.n_features,), "the mean")
-    secure_sum_symmetric(
-        party,
-        stats.centred_gram(mean),
-        contributors=config.providers,
-        receiver=SERVER,
-        backend=backend,
-        name=GRAM_NAME,
-    )
+    if config.reveal == "components":  # shares of the Gram matrix, eigensolve on shares
+        provider_eigensolve(
+            party,
+            stats.centred_gram(mean),
+            config.providers,
+            config.n_components,
+            config.components,
+            backend.codec.frac_bits,
+        )
+    else:
+        secure_sum_symmetric(
+            party,
+            stats.centred_gram(mean),
+            contributors=config.providers,
+            receiver=SERVER,
+            backend=backend,
+            name=GRAM_NAME,
+        )
     transfer = expect_real_array(party.recv(SERVER), SERVER, (config.n_features, config.n_components), "T")
     if not config.with_consumer:
         return None
@@ -164,6 +187,12 @@ def server_role(party: Party, config: PPPCAConfig, backend: SecureSumBackend) ->
     mean = stats[:d] / n_samples
     for provider in config.providers:
         party.send(provider, mean)
+    if config.reveal == "components":
+        if config.n_components > min(d, n_samples):
+            raise ProtocolError(
+                f"n_components={config.n_components} exceeds min(n_features={d}, n_samples={n_samples})"
+            )
+        return _server_components(party, config, backend, mean, n_samples)
     gram = secure_sum_symmetric(
         party, None, contributors=config.providers, receiver=SERVER, backend=backend, name=GRAM_NAME
     )
@@ -184,6 +213,24 @@ def server_role(party: Party, config: PPPCAConfig, backend: SecureSumBackend) ->
         party.send(provider, transfer)
     eta, bounds = rounding_error_bounds(all_values, config.n_components, config.n_parties, n_samples, backend)
     return PPPCAModel(mean, n_samples, components, values, float(all_values.sum()), eta, bounds)
+
+
+def _server_components(
+    party: Party, config: PPPCAConfig, backend: SecureSumBackend, mean: NDArray[np.float64], n_samples: int
+) -> PPPCAModel:
+    """Step 8 on shares: the server deals, and receives only the top-k eigenpairs and the trace."""
+    f_gram = backend.codec.frac_bits
+    result = server_eigensolve(
+        party, config.providers, config.n_features, config.n_components, config.components, f_gram
+    )
+    components = result.components
+    values = result.eigenvalues / (n_samples - 1)
+    transfer = np.ascontiguousarray(components.T)
+    for provider in config.providers:
+        party.send(provider, transfer)
+    eta, bounds = components_error_bounds(result, n_samples, config.n_parties, f_gram, config.components)
+    solve = {**result.plan.as_dict(), "reveal": "components", "dealer": SERVER}
+    return PPPCAModel(mean, n_samples, components, values, result.trace / (n_samples - 1), eta, bounds, solve)
 
 
 def rounding_error_bounds(
@@ -262,13 +309,15 @@ def check_precision(largest_variance_sum: float, n_parties: int, backend: Secure
 
 
 def preflight(
-    parts: Sequence[ArrayLike], n_components: int | None, backend: SecureSumBackend
+    parts: Sequence[ArrayLike], n_components: int | None, backend: SecureSumBackend, reveal: str = "covariance"
 ) -> tuple[list[NDArray[np.float64]], list[LocalStatistics], int]:
     """Every check a PPPCA run makes before any party sends anything.
 
     Validates the parts and ``n_components``, computes each provider's local
     statistics (side by side), and checks that every payload is finite, fits
-    the ring for the number of providers, and keeps enough precision.
+    the ring for the number of providers, and keeps enough precision. With
+    ``reveal="components"`` it also checks that the pooled Gram matrix's trace
+    fits the secure eigensolver's scaling step.
 
     Returns
     -------
@@ -279,6 +328,7 @@ def preflight(
     k : int
         The number of components.
     """
+    reveal = check_reveal(reveal)
     arrays = check_parts(parts, check_values=False)
     n_samples = sum(a.shape[0] for a in arrays)
     k = check_n_components(n_components, arrays[0].shape[1], n_samples)
@@ -287,7 +337,10 @@ def preflight(
         check_statistics_finite(part, (st.column_sums, st.scatter), i)
     check_ring_range(stats, backend)
     mean = sum(st.column_sums for st in stats) / n_samples
-    check_precision(float(np.max(sum(st.centred_gram_diagonal(mean) for st in stats))), len(stats), backend)
+    diagonal = sum(st.centred_gram_diagonal(mean) for st in stats)
+    check_precision(float(np.max(diagonal)), len(stats), backend)
+    if reveal == "components":
+        check_trace_fits(float(np.sum(diagonal)), backend.codec.frac_bits)
     return arrays, stats, k
 
 
@@ -298,11 +351,15 @@ def run_pppca(
     *,
     with_consumer: bool = False,
     timeout: float = 120.0,
+    reveal: str = "covariance",
+    components: ComponentsSettings | None = None,
 ) -> tuple[PPPCAModel, NDArray[np.float64] | None, RunResult]:
     """Validate the inputs, then run PPPCA in-process with one thread per party.
 
     Every provider's local statistics are computed and every payload is
-    range-checked before any party sends anything.
+    range-checked before any party sends anything. ``reveal="components"``
+    keeps the covariance secret-shared (see :mod:`mpc_pca.pppca.components`);
+    ``components`` holds that mode's public settings.
 
     Returns
     -------
@@ -314,8 +371,11 @@ def run_pppca(
         Outputs and per-party traffic reports.
     """
     check_timeout(timeout)
-    arrays, stats, k = preflight(parts, n_components, backend)
-    config = PPPCAConfig(len(arrays), arrays[0].shape[1], k, with_consumer)
+    arrays, stats, k = preflight(parts, n_components, backend, reveal)
+    settings = ComponentsSettings() if components is None else components
+    if reveal == "components":
+        settings.plan(arrays[0].shape[1], k)  # validates the settings before anything is sent
+    config = PPPCAConfig(len(arrays), arrays[0].shape[1], k, with_consumer, reveal, settings)
     roles: dict[str, Any] = {
         name: (lambda party, data=data, st=st: provider_role(party, data, config, backend, st))
         for name, data, st in zip(config.providers, arrays, stats, strict=True)

@@ -177,7 +177,15 @@ def test_unknown_backend_is_rejected_before_any_party_sends(no_run, wine):
 
 def test_estimator_params_follow_sklearn_conventions():
     model = PPPCA(n_components=3, backend="additive-masks")
-    assert model.get_params() == {"n_components": 3, "backend": "additive-masks", "timeout": 120.0}
+    assert model.get_params() == {
+        "n_components": 3,
+        "backend": "additive-masks",
+        "timeout": 120.0,
+        "reveal": "covariance",
+        "eigengap": 0.1,
+        "min_ratio": 0.01,
+        "tol": 1e-6,
+    }
     assert model.set_params(n_components=2) is model and model.n_components == 2
     assert not hasattr(model, "components_")
 

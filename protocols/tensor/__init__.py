@@ -1,0 +1,49 @@
+"""Secret-shared fixed-point tensors over Z_2^64 with a dealer (no PCA here).
+
+Modules
+-------
+session
+    :class:`TensorSession`: holders, dealer, seeds, the one-time ledger.
+shared
+    :class:`SharedTensor`: a member's handle (its share, or just the shape).
+correlated
+    Beaver triples (elementwise and matrix) and truncation pairs from the dealer.
+ops
+    Collective operations: input sharing, public and secret products,
+    truncation, reveal to named parties.
+eig
+    Top-k eigenvectors of a shared symmetric PSD matrix by subspace iteration.
+"""
+
+from protocols.tensor.ops import (
+    add_public,
+    from_share,
+    matmul,
+    matmul_public,
+    mul,
+    mul_public,
+    mul_public_int,
+    reveal,
+    share_input,
+    share_sum,
+    truncate,
+)
+from protocols.tensor.session import DEFAULT_FRAC_BITS, TensorSession
+from protocols.tensor.shared import SharedTensor
+
+__all__ = [
+    "DEFAULT_FRAC_BITS",
+    "SharedTensor",
+    "TensorSession",
+    "add_public",
+    "from_share",
+    "matmul",
+    "matmul_public",
+    "mul",
+    "mul_public",
+    "mul_public_int",
+    "reveal",
+    "share_input",
+    "share_sum",
+    "truncate",
+]
