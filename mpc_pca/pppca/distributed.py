@@ -44,6 +44,7 @@ from mpc_pca.pppca.protocol import (
     provider_role,
     server_role,
 )
+from mpc_pca.pppca.scaling import agree_exponents, column_exponents
 from mpc_pca.roles import CONSUMER, SERVER, provider_names
 from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite
 from protocols.backends import SecureSumBackend, make_backend
@@ -98,7 +99,7 @@ def model_result(model: PPPCAModel, backend: str) -> dict[str, Any]:
 
 def _agree(views: dict[str, dict[str, Any]], n_parties: int) -> int:
     """Check that every party published the same settings; return the number of features."""
-    shared = ("protocol", "n_parties", "n_components", "backend", "frac_bits", "key_bits")
+    shared = ("protocol", "n_parties", "n_components", "backend", "frac_bits", "key_bits", "standardize")
     for key in shared:
         values = {name: view.get(key) for name, view in views.items()}
         if len(set(map(json.dumps, values.values()))) != 1:
@@ -107,6 +108,18 @@ def _agree(views: dict[str, dict[str, Any]], n_parties: int) -> int:
     if len(set(widths.values())) != 1 or not isinstance(next(iter(widths.values())), int):
         raise InputValidationError(f"the providers' data sets have different numbers of features: {widths}")
     return next(iter(widths.values()))
+
+
+def _agree_columns(views: dict[str, dict[str, Any]], n_parties: int) -> tuple[int, ...]:
+    """Check that the providers' ordered column names match (by hash); agree the column exponents."""
+    providers = provider_names(n_parties)
+    hashes = {name: views[name].get("columns_hash") for name in providers}
+    if len(set(hashes.values())) != 1:
+        raise InputValidationError(
+            "the providers' ordered column names differ (SHA-256 of the names, per provider): "
+            f"{hashes}; give every provider the same columns (--columns NAMES selects and orders them)"
+        )
+    return agree_exponents([views[name].get("column_exponents", []) for name in providers])
 
 
 def run_party(
@@ -125,6 +138,8 @@ def run_party(
     host_store: bool | None = None,
     protocol: str = "pppca-ss",
     backend_factory: Callable[[], SecureSumBackend] | None = None,
+    columns_hash: str | None = None,
+    standardize: bool = False,
 ) -> dict[str, Any]:
     """Run one party of a PPPCA run in this process; return its JSON-ready output.
 
@@ -146,6 +161,12 @@ def run_party(
         Builds this party's backend object instead of ``make_backend(backend)``
         (e.g. a custom subclass); ``backend`` is still the name the parties
         agree on.
+    columns_hash : str, optional
+        Providers: hash of the ordered column names of their data
+        (:func:`mpc_pca.data.columns.names_hash`); every provider must publish
+        the same one.
+    standardize : bool, default=False
+        Standardize the columns (every party must agree).
 
     Returns
     -------
@@ -178,6 +199,7 @@ def run_party(
         "backend": backend,
         "frac_bits": backend_impl.codec.frac_bits,
         "key_bits": key_bits,
+        "standardize": bool(standardize),
     }
     stats = None
     if role == "provider":
@@ -187,6 +209,8 @@ def run_party(
         stats = LocalStatistics.of(data)
         check_statistics_finite(data, (stats.column_sums, stats.scatter), rank)
         public["n_features"] = int(data.shape[1])
+        public["columns_hash"] = columns_hash
+        public["column_exponents"] = column_exponents(data).tolist()
     elif data is not None:
         raise InputValidationError(f"the {role} holds no data; do not pass --data to it")
 
@@ -199,9 +223,11 @@ def run_party(
         host_store=host_store,
     )
     try:
-        n_features = _agree(rdv.exchange_public(public, connect_timeout), n_parties)
+        views = rdv.exchange_public(public, connect_timeout)
+        n_features = _agree(views, n_parties)
         k = check_n_components(n_components, n_features)
-        config = PPPCAConfig(n_parties, n_features, k, with_consumer=True)
+        exponents = _agree_columns(views, n_parties)
+        config = PPPCAConfig(n_parties, n_features, k, True, exponents, bool(standardize))
     except BaseException as exc:
         rdv.record_failure(f"party {name!r} failed: {type(exc).__name__}: {exc}")
         raise
@@ -252,6 +278,7 @@ def launch_local(
     timeout: float = 120.0,
     connect_timeout: float = 60.0,
     protocol: str = "pppca-ss",
+    standardize: bool = False,
 ) -> dict[str, Any]:
     """Run every party of a PPPCA run as a process on this host; return the server's result.
 
@@ -275,7 +302,7 @@ def launch_local(
     # The launcher holds every part, so before any process starts it refuses whatever
     # the in-process run would refuse (repeating the providers' local statistics once).
     backend_impl = make_backend(backend, frac_bits=frac_bits, key_bits=key_bits)
-    arrays, _, _ = preflight(list(parts), n_components, backend_impl)
+    arrays, _, _, _ = preflight(list(parts), n_components, backend_impl, standardize=standardize)
     ranks = pppca_ranks(len(arrays))
     world = len(ranks)
     store, port = host_store(world, connect_timeout)
@@ -297,6 +324,8 @@ def launch_local(
                 command += ["--frac-bits", str(frac_bits)]
             if key_bits is not None:
                 command += ["--key-bits", str(key_bits)]
+            if standardize:
+                command += ["--standardize"]
             if role == "provider":
                 path = workdir / f"{name}.csv"
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
