@@ -24,6 +24,7 @@ surfacing as a malformed message later.
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import sys
@@ -279,6 +280,7 @@ def launch_local(
     connect_timeout: float = 60.0,
     protocol: str = "pppca-ss",
     standardize: bool = False,
+    feature_names: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Run every party of a PPPCA run as a process on this host; return the server's result.
 
@@ -329,9 +331,12 @@ def launch_local(
             if role == "provider":
                 path = workdir / f"{name}.csv"
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-                with os.fdopen(fd, "w") as handle:
+                with os.fdopen(fd, "w", newline="") as handle:
+                    if feature_names is not None:  # the providers agree on the names by hash
+                        csv.writer(handle, lineterminator="\n").writerow(feature_names)
                     np.savetxt(handle, arrays[rank], fmt="%.17g", delimiter=",")
-                command += ["--data", str(path)]
+                command += ["--data", str(path), "--delimiter", ","]
+                command += ["--header" if feature_names is not None else "--no-header"]
             commands[name] = command
         outcomes = launch(commands, timeout=timeout, env=child_environment(), workdir=workdir)
         raise_on_failure(outcomes, store)
