@@ -69,7 +69,7 @@ def test_pppca_layout_and_role_checks():
 
 def test_crypten_backend_is_refused_in_process(capsys):
     code = main(["run", "--protocol", "pppca-ss", "--data", "builtin:iris", "--backend", "crypten"])
-    assert code == 2
+    assert code == 3
     assert "--transport torch" in capsys.readouterr().err
 
 
@@ -162,7 +162,7 @@ def test_cli_torch_transport_gives_the_in_process_result(tmp_path, protocol):
 @pytest.mark.torch
 def test_cli_rejects_protocol_options_before_starting_processes(capsys):
     argv = ["run", "--protocol", "pppca-ss", "--data", "builtin:iris", "--transport", "torch"]
-    assert main([*argv, "--backend", "no-such-backend"]) == 2
+    assert main([*argv, "--backend", "no-such-backend"]) == 3
     assert "unknown backend" in capsys.readouterr().err
 
 
