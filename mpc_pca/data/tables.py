@@ -114,7 +114,7 @@ def read_table(
     ...     _ = open(p, "w").write("age;bmi\\n50;22.5\\n61;30.1\\n")
     ...     t = read_table(p)
     >>> t.names, t.values.tolist(), t.notes
-    (('age', 'bmi'), [[50.0, 22.5], [61.0, 30.1]], ['h.csv: first row taken as the header (no cell of it is a number; --no-header to read it as data)'])
+    (('age', 'bmi'), [[50.0, 22.5], [61.0, 30.1]], ['...h.csv: first row taken as the header (no cell of it is a number; --no-header to read it as data)'])
     """
     path = Path(path)
     if not path.is_file():
@@ -157,11 +157,11 @@ def read_table(
         header = cells.shape[0] > 0 and not any(_parses(c) for c in cells[0])
         if header:
             notes.append(
-                f"{path.name}: first row taken as the header (no cell of it is a number; "
+                f"{path}: first row taken as the header (no cell of it is a number; "
                 "--no-header to read it as data)"
             )
         else:
-            notes.append(f"{path.name}: no header (a cell of the first row is a number; --header to force)")
+            notes.append(f"{path}: no header (a cell of the first row is a number; --header to force)")
     first_line = 1
     if header:
         names = tuple(str(c).strip() for c in cells[0])
@@ -262,7 +262,7 @@ def _finish(
         shown = ", ".join(str(first_line + int(r)) for r in bad_rows[:10]) + (
             " ..." if bad_rows.size > 10 else ""
         )
-        notes.append(f"{path.name}: dropped {bad_rows.size} row(s) with missing values ({where}s {shown})")
+        notes.append(f"{path}: dropped {bad_rows.size} row(s) with missing values ({where}s {shown})")
         values = values[~missing.any(axis=1)]
         if values.shape[0] == 0:
             raise InputValidationError(f"{path}: every row has a missing value; nothing is left")
