@@ -276,7 +276,7 @@ def _run_torch(args: argparse.Namespace, parts: list[np.ndarray], data: Provider
         standardize=bool(args.standardize),
         feature_names=data.names,
     )
-    return result
+    return {"standardize": bool(args.standardize), **result}
 
 
 def party_command(args: argparse.Namespace) -> dict[str, Any]:
