@@ -63,10 +63,10 @@ def test_csv_input_with_header(tmp_path):
 @pytest.mark.parametrize(
     ("content", "match"),
     [
-        ("1,2\n3,x\n", "row 2 has a non-numeric cell"),
-        ("1,2\n3\n", "row 2 has 1 columns"),
+        ("1,2\n3,x\n", r"line 2, column 2 \('x1'\) is not a number: 'x'"),
+        ("1,2\n3\n", r"line 2, column 2 \('x1'\) is missing"),
         ("a,b\n", "no data rows"),
-        ("1,nan\n2,3\n", "non-finite"),
+        ("1,inf\n2,3\n", "non-finite value inf"),
     ],
 )
 def test_bad_csv_files(tmp_path, content, match):
