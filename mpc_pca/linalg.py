@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
+from sklearn.utils.extmath import svd_flip
 
 from protocols.triangle import from_upper_triangle, upper_triangle
 
@@ -13,16 +14,19 @@ __all__ = ["flip_signs", "from_upper_triangle", "top_eigenpairs", "upper_triangl
 def flip_signs(components: NDArray[np.float64]) -> NDArray[np.float64]:
     """Make each row's largest-magnitude entry positive (deterministic eigenvector signs).
 
-    This is the convention scikit-learn's ``PCA`` uses for ``components_``, so
-    results are comparable without re-alignment.
+    This is scikit-learn's ``svd_flip(..., u_based_decision=False)``, the
+    convention its ``PCA`` uses for ``components_``, so results are
+    comparable without re-alignment (an all-zero row stays zero).
+
+    Examples
+    --------
+    >>> flip_signs(np.array([[0.6, -0.8], [0.0, 0.0]])).tolist()
+    [[-0.6, 0.8], [0.0, 0.0]]
     """
     components = np.array(components, dtype=np.float64, copy=True)
     if components.size == 0:
         return components
-    pivots = np.argmax(np.abs(components), axis=1)
-    signs = np.sign(components[np.arange(components.shape[0]), pivots])
-    signs[signs == 0] = 1.0
-    return components * signs[:, None]
+    return svd_flip(None, components, u_based_decision=False)[1]
 
 
 def top_eigenpairs(

@@ -172,3 +172,62 @@ class RowsClippedWarning(UserWarning):
     Emitted by the party that holds the rows, with the count; the count is
     local information and is never sent to another party.
     """
+
+
+def align_columns(
+    names: Sequence[Sequence[str]], owners: Sequence[str] | None = None
+) -> tuple[tuple[str, ...], list[list[int] | None]]:
+    """Agree on one ordered list of column names; find each part's permutation to it.
+
+    The first part's order is the reference. A part whose names are a
+    permutation of it gets the column indices that put its columns in that
+    order (``None`` when already in order); any other difference is refused.
+
+    Parameters
+    ----------
+    names : sequence of sequence of str
+        Each part's ordered column names.
+    owners : sequence of str, optional
+        Each part's name in error messages (default ``part 0``, ``part 1``, ...).
+
+    Returns
+    -------
+    reference : tuple of str
+        The agreed ordered names.
+    orders : list
+        Per part, ``None`` or the column indices to take (``part[:, order]``).
+
+    Raises
+    ------
+    InputValidationError
+        If a part repeats a name or holds different names; the message lists both parts' names.
+
+    Examples
+    --------
+    >>> align_columns([["a", "b", "c"], ["c", "a", "b"]])
+    (('a', 'b', 'c'), [None, [1, 2, 0]])
+    """
+    owners = [f"part {i}" for i in range(len(names))] if owners is None else list(owners)
+    lists = [[str(n) for n in part] for part in names]
+    for owner, part in zip(owners, lists, strict=True):
+        seen: set[str] = set()
+        repeated = sorted({n for n in part if n in seen or seen.add(n)})  # type: ignore[func-returns-value]
+        if repeated:
+            raise InputValidationError(f"{owner} has repeated column names {repeated}: {part}")
+    reference = tuple(lists[0])
+    orders: list[list[int] | None] = []
+    for owner, part in zip(owners, lists, strict=True):
+        if tuple(part) == reference:
+            orders.append(None)
+        elif sorted(part) == sorted(reference):
+            position = {name: i for i, name in enumerate(part)}
+            orders.append([position[name] for name in reference])
+        else:
+            missing = [n for n in reference if n not in part]
+            extra = [n for n in part if n not in reference]
+            raise InputValidationError(
+                f"{owner} has different column names than {owners[0]}: {owners[0]} has {list(reference)}, "
+                f"{owner} has {part} (missing {missing}, unexpected {extra}); select common columns "
+                "with --columns"
+            )
+    return reference, orders

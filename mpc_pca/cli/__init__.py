@@ -7,6 +7,11 @@ main
     processes) and ``party`` (one party of a multi-host run).
 dp
     The DP protocols' options and their rows in the protocol table.
+options
+    Exit codes, which options each protocol uses, the data-reading options,
+    checked and atomic output files.
+plot
+    ``mpc-pca plot``: scree plot and the projected rows by provider.
 """
 
 from mpc_pca.cli.main import build_parser, main, protocol_table

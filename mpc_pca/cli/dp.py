@@ -41,10 +41,10 @@ def add_dp_arguments(run: argparse.ArgumentParser) -> None:
     """Add the differential-privacy options to the ``run`` sub-command."""
     dp = run.add_argument_group("differential privacy (ag, sn, ppm, ppca, local, dispca, capepca, dpdpca)")
     dp.add_argument(
-        "--epsilon", type=float, default=1.0, help="privacy parameter epsilon > 0 (default 1; inf = no noise)"
+        "--epsilon", type=float, default=None, help="privacy parameter epsilon > 0 (default 1; inf = no noise)"
     )
     dp.add_argument(
-        "--delta", type=float, default=1e-5, help="privacy parameter 0 < delta < 1 (default 1e-5)"
+        "--delta", type=float, default=None, help="privacy parameter 0 < delta < 1 (default 1e-5)"
     )
     dp.add_argument(
         "--intermediate-dim", type=int, default=None, help="dispca: R with K <= R <= D (default 2K)"
@@ -52,13 +52,13 @@ def add_dp_arguments(run: argparse.ArgumentParser) -> None:
     dp.add_argument(
         "--neighbour",
         choices=("replace-one", "add-remove"),
-        default="replace-one",
+        default=None,
         help="neighbour relation: sensitivity sqrt(2)/N (replace-one, default) or 1/N (add-remove, the papers')",
     )
     dp.add_argument(
         "--cape-calibration",
         choices=("joint", "paper"),
-        default="joint",
+        default=None,
         help="capepca: joint (default; the aggregator's view of all releases is (epsilon, delta)-DP per "
         "site) or paper (JSTSP 2018 noise, pooled-AG utility, joint view only "
         "(epsilon sqrt(2S/(S+1)), delta)-DP)",
@@ -89,14 +89,14 @@ def add_dp_arguments(run: argparse.ArgumentParser) -> None:
     dp.add_argument(
         "--noise-calibration",
         choices=("analytic", "classical"),
-        default="analytic",
+        default=None,
         help="Gaussian noise calibration: analytic (Balle & Wang 2018, default, any epsilon) or classical "
         "(sqrt(2 ln(1.25/delta))/epsilon, refused for epsilon >= 1)",
     )
     dp.add_argument(
         "--row-norm",
         choices=ROW_NORM_CHOICES,
-        default="clip",
+        default=None,
         help="enforce row norm <= 1: clip (per row, default), error, or scale (centre and divide by the "
         "pooled max row norm, as the papers do; NOT private)",
     )

@@ -18,8 +18,20 @@ from typing import Any
 import numpy as np
 
 from mpc_pca.cli.dp import add_dp_arguments, dp_protocol_specs, summarize_variance
-from mpc_pca.data.datasets import builtin_names, load_data
-from mpc_pca.data.partition import split_rows
+from mpc_pca.cli.options import (
+    EXIT_CODES_HELP,
+    EXIT_INPUT,
+    EXIT_INTERNAL,
+    EXIT_PROTOCOL,
+    OnceAction,
+    add_read_arguments,
+    check_output,
+    check_protocol_options,
+    read_options,
+    write_atomic,
+)
+from mpc_pca.data.datasets import builtin_names
+from mpc_pca.data.inputs import ProviderData, expand_specs, load_table, provider_data
 from protocols.errors import InputValidationError, ProtocolError
 
 Runner = Callable[[argparse.Namespace, list[np.ndarray]], dict[str, Any]]
@@ -32,27 +44,9 @@ class ProtocolSpec:
     name: str
     summary: str
     runner: Runner
-    #: Which of the protocol-specific ``run`` options (``backend``, ``frac_bits``,
-    #: ``key_bits``) the protocol uses; giving any other one is an error.
+    #: The protocol-specific ``run`` options it uses, for a protocol not listed in
+    #: :data:`mpc_pca.cli.options.PROTOCOL_USES` (which takes precedence).
     options: frozenset[str] = frozenset()
-
-
-#: ``run`` options that only some protocols use, with their flag names.
-PROTOCOL_OPTIONS = {
-    "backend": "--backend",
-    "frac_bits": "--frac-bits",
-    "key_bits": "--key-bits",
-    "model": "--model",
-    "sigma": "--sigma",
-    "budget_split": "--budget-split",
-    "reveal": "--reveal",
-    "eigengap": "--eigengap",
-    "min_ratio": "--min-ratio",
-}
-
-
-#: The protocol-specific ``run`` options the two PPPCA protocols accept.
-PPPCA_OPTIONS = frozenset({"backend", "frac_bits", "key_bits", "reveal", "eigengap", "min_ratio"})
 
 
 def _run_pppca(args: argparse.Namespace, parts: list[np.ndarray], default_backend: str) -> dict[str, Any]:
@@ -67,9 +61,22 @@ def _run_pppca(args: argparse.Namespace, parts: list[np.ndarray], default_backen
     }
     if secure and reveal != "components":
         raise InputValidationError("--eigengap and --min-ratio apply only with --reveal components")
-    model = PPPCA(args.n_components, backend=backend, timeout=args.timeout, reveal=reveal, **secure)
-    model.fit_transform(parts)
-    return {"backend": backend_name, **model.model_.result_fields(), "report": model.report_}
+    model = PPPCA(
+        args.n_components,
+        backend=backend,
+        timeout=args.timeout,
+        reveal=reveal,
+        standardize=args.standardize,
+        **secure,
+    )
+    projection = model.fit_transform(parts)
+    return {
+        "backend": backend_name,
+        "standardize": bool(args.standardize),
+        **model.model_.result_fields(),
+        "report": model.report_,
+        "_projection": projection,
+    }
 
 
 def _run_pppca_dp(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
@@ -115,19 +122,16 @@ def protocol_table() -> dict[str, ProtocolSpec]:
             "pppca-ss",
             "PPPCA with secret sharing (Liu et al. 2020, Alg. 2)",
             lambda args, parts: _run_pppca(args, parts, "additive"),
-            PPPCA_OPTIONS,
         ),
         ProtocolSpec(
             "pppca-he",
             "PPPCA with Paillier homomorphic encryption (Liu et al. 2020, Alg. 1)",
             lambda args, parts: _run_pppca(args, parts, "paillier"),
-            PPPCA_OPTIONS,
         ),
         ProtocolSpec(
             "pppca-dp",
             "PPPCA with discrete-Gaussian DP noise added by the providers inside the secure sum",
             _run_pppca_dp,
-            frozenset({"backend", "frac_bits", "key_bits"}),
         ),
     ]
     specs += dp_protocol_specs(ProtocolSpec)
@@ -135,26 +139,58 @@ def protocol_table() -> dict[str, ProtocolSpec]:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        package_version = version("mpc-pca")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
+        package_version = "unknown"
     parser = argparse.ArgumentParser(
         prog="mpc-pca",
         description="Secure multiparty and differentially private PCA over horizontally partitioned data.",
+        epilog=EXIT_CODES_HELP,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version}")
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run a protocol on a data set split among simulated parties")
+    run = sub.add_parser(
+        "run", help="run a protocol on one file per provider, or on one data set split among them",
+        epilog=EXIT_CODES_HELP,
+    )
     run.add_argument("--protocol", required=True, help=f"one of: {', '.join(protocol_table())}")
     run.add_argument(
         "--data",
         required=True,
-        help=f"a CSV file, builtin:NAME with NAME in {{{', '.join(builtin_names())}}}, or "
-        "synthetic:stm|mog[:N[:SEED]] (capeagn)",
+        nargs="+",
+        action=OnceAction,
+        metavar="SPEC",
+        help="one file per provider (h0.csv h1.csv ..., a directory, or a glob), or one CSV/Parquet file, "
+        f"builtin:NAME (NAME in {{{', '.join(builtin_names())}}}) or synthetic:stm|mog[:N[:SEED]] (capeagn) "
+        "split among --parties",
     )
-    run.add_argument("--parties", type=int, default=3, help="number of data providers (default 3)")
+    run.add_argument("--parties", type=int, default=None, help="one data set: number of providers (default 3)")
     run.add_argument("--n-components", type=int, default=2, help="number of components k (default 2)")
-    run.add_argument("--split", choices=("even", "random"), default="even", help="how rows are split")
+    run.add_argument(
+        "--split", choices=("even", "random"), default=None, help="one data set: how rows are split (even)"
+    )
     run.add_argument("--seed", type=int, default=None, help="seed for --split random and for DP noise")
     run.add_argument("--backend", default=None, help="secure-sum backend (protocol default if omitted)")
     run.add_argument("--frac-bits", type=int, default=None, help="fixed-point fractional bits (default 20)")
-    run.add_argument("--output", type=Path, default=None, help="write the JSON result here")
+    run.add_argument(
+        "--output", type=Path, default=None, help="write the JSON result here (checked before the run)"
+    )
+    run.add_argument(
+        "--transform-output",
+        type=Path,
+        default=None,
+        help="pppca: write the consumer's projected rows X_i T here as CSV, with a provider column",
+    )
+    run.add_argument("--force", action="store_true", help="overwrite existing output files")
+    run.add_argument(
+        "--standardize",
+        action="store_true",
+        help="pppca: PCA of the standardized columns (StandardScaler + PCA on the pooled rows)",
+    )
+    add_read_arguments(run)
     run.add_argument(
         "--key-bits", type=int, default=None, help="pppca-he: Paillier modulus bits, 2048 (default) or 3072"
     )
@@ -180,6 +216,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_torch_arguments(run)
     add_dp_arguments(run)
     _add_party_parser(sub)
+    from mpc_pca.cli.plot import add_plot_parser
+
+    add_plot_parser(sub)
     return parser
 
 
@@ -220,17 +259,23 @@ def _add_party_parser(sub: Any) -> None:
     party.add_argument("--ifname", default=None, help="network interface for gloo (GLOO_SOCKET_IFNAME)")
     party.add_argument("--output", type=Path, default=None, help="write this party's JSON result here")
     party.add_argument("--external-store", action="store_true", help=argparse.SUPPRESS)
+    party.add_argument("--standardize", action="store_true", help="standardize the columns (all parties)")
+    add_read_arguments(party)
 
 
 def run_command(args: argparse.Namespace) -> dict[str, Any]:
-    """Execute ``mpc-pca run`` and return the JSON-ready result."""
+    """Execute ``mpc-pca run`` and return the JSON-ready result.
+
+    Every check (protocol, options, data, column names, output paths) is made
+    before any party starts. The consumer's projection, if any, is returned
+    under the private key ``_projection`` and the providers' tables under
+    ``_data`` (neither is part of the JSON).
+    """
     table = protocol_table()
     if args.protocol not in table:
         raise InputValidationError(f"unknown protocol {args.protocol!r}; choose one of {list(table)}")
     spec = table[args.protocol]
-    for option, flag in PROTOCOL_OPTIONS.items():
-        if getattr(args, option, None) is not None and option not in spec.options:
-            raise InputValidationError(f"{flag} does not apply to protocol {args.protocol!r}")
+    check_protocol_options(args, args.protocol, spec.options)
     if args.protocol == "pppca-he" and args.backend not in (None, "paillier"):
         raise InputValidationError(f"pppca-he uses the paillier backend, not --backend {args.backend!r}")
     transport = getattr(args, "transport", "inprocess")
@@ -238,25 +283,50 @@ def run_command(args: argparse.Namespace) -> dict[str, Any]:
         raise InputValidationError(
             "the crypten backend needs each party in its own process; add --transport torch"
         )
-    data = load_data(args.data)
-    parts = split_rows(data, args.parties, args.split, args.seed)
+    if transport == "torch" and args.transform_output is not None:
+        raise InputValidationError("--transform-output needs --transport inprocess")
+    inputs = expand_specs(args.data)
+    check_output(args.output, "--output", inputs, args.force)
+    check_output(args.transform_output, "--transform-output", inputs, args.force, [args.output])
+    data = provider_data(args.data, read_options(args), parties=args.parties, split=args.split, seed=args.seed)
+    for note in data.notes:
+        print(f"mpc-pca: {note}", file=sys.stderr)
+    parts = data.parts
     result = {
         "protocol": args.protocol,
-        "data": args.data,
-        "parties": args.parties,
+        "data": data.sources[0] if len(data.sources) == 1 else data.sources,
+        "parties": len(parts),
         "part_rows": [p.shape[0] for p in parts],
-        "n_features": data.shape[1],
+        "n_features": len(data.names),
+        "feature_names": list(data.names),
         "n_components": args.n_components,
     }
     result["transport"] = transport
+    result["_data"] = data
     if transport == "torch":
-        result.update(_run_torch(args, parts))
+        result.update(_run_torch(args, parts, data))
     else:
         result.update(table[args.protocol].runner(args, parts))
     return result
 
 
-def _run_torch(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
+def projection_csv(projection: np.ndarray, data: ProviderData) -> str:
+    """The consumer's ``X_i T`` as CSV: ``provider``, ``source`` and one column per component."""
+    import csv
+    import io
+
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["provider", "source", *(f"pc{j + 1}" for j in range(projection.shape[1]))])
+    row = 0
+    for i, table in enumerate(data.tables):
+        for values in projection[row : row + table.values.shape[0]]:
+            writer.writerow([f"provider{i}", table.source, *(repr(float(v)) for v in values)])
+        row += table.values.shape[0]
+    return out.getvalue()
+
+
+def _run_torch(args: argparse.Namespace, parts: list[np.ndarray], data: ProviderData) -> dict[str, Any]:
     """``run --transport torch``: every party a process on this host (see mpc_pca.pppca.distributed)."""
     from mpc_pca.pppca.distributed import TORCH_PROTOCOLS, launch_local
 
@@ -277,8 +347,10 @@ def _run_torch(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, A
         connect_timeout=args.connect_timeout,
         protocol=args.protocol,
         reveal=args.reveal or "covariance",
+        standardize=bool(args.standardize),
+        feature_names=data.names,
     )
-    return result
+    return {"standardize": bool(args.standardize), **result}
 
 
 def party_command(args: argparse.Namespace) -> dict[str, Any]:
@@ -295,10 +367,16 @@ def party_command(args: argparse.Namespace) -> dict[str, Any]:
     if args.ifname:
         os.environ["GLOO_SOCKET_IFNAME"] = args.ifname
     data = None
+    columns_hash = None
     if args.data is not None:
         if args.role != "provider":
             raise InputValidationError(f"the {args.role} holds no data; do not pass --data to it")
-        data = load_data(args.data)
+        from mpc_pca.data.columns import names_hash
+
+        table = load_table(args.data, read_options(args))
+        for note in table.notes:
+            print(f"mpc-pca: {note}", file=sys.stderr)
+        data, columns_hash = table.values, names_hash(table.names)
     return run_party(
         role=args.role,
         rank=args.rank,
@@ -314,6 +392,8 @@ def party_command(args: argparse.Namespace) -> dict[str, Any]:
         host_store=False if args.external_store else None,
         protocol=args.protocol,
         reveal=args.reveal,
+        columns_hash=columns_hash,
+        standardize=args.standardize,
     )
 
 
@@ -325,13 +405,14 @@ def _party_main(args: argparse.Namespace) -> int:
         result = party_command(args)
     except (InputValidationError, ProtocolError) as exc:
         print(f"mpc-pca: error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-        os._exit(2)  # do not wait for gloo's teardown: peers must see this party's links close
+        # do not wait for gloo's teardown: peers must see this party's links close
+        os._exit(EXIT_INPUT if isinstance(exc, InputValidationError) else EXIT_PROTOCOL)
     except Exception as exc:  # a bug, not a protocol failure: keep the traceback
         import traceback
 
         traceback.print_exc()
         print(f"mpc-pca: error: internal error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-        os._exit(1)
+        os._exit(EXIT_INTERNAL)
     if args.output is not None:
         args.output.write_text(json.dumps(result, indent=2))
     traffic = result["report"][result["party"]]
@@ -369,20 +450,43 @@ def summarize(result: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``mpc-pca`` console script."""
+    """Entry point of the ``mpc-pca`` console script (exit codes: :data:`EXIT_CODES_HELP`)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "party":
         return _party_main(args)
+    if args.command == "plot":
+        from mpc_pca.cli.plot import plot_command
+
+        return _guarded(lambda: plot_command(args))
+    return _guarded(lambda: _run_main(args))
+
+
+def _guarded(command: Callable[[], int]) -> int:
+    """Run a command; report project errors in one line with their exit code."""
     try:
-        result = run_command(args)
-    except (InputValidationError, ProtocolError) as exc:
+        return command()
+    except InputValidationError as exc:
         print(f"mpc-pca: error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_INPUT
+    except ProtocolError as exc:
+        print(f"mpc-pca: error: protocol failure: {exc}", file=sys.stderr)
+        return EXIT_PROTOCOL
+
+
+def _run_main(args: argparse.Namespace) -> int:
+    result = run_command(args)
+    projection = result.pop("_projection", None)
+    data = result.pop("_data")
     print(summarize(result))
     if args.output is not None:
-        args.output.write_text(json.dumps(result, indent=2))
+        write_atomic(args.output, json.dumps(result, indent=2))
         print(f"result written to {args.output}")
+    if args.transform_output is not None:
+        if projection is None:
+            raise InputValidationError(f"--transform-output does not apply to protocol {args.protocol!r}")
+        write_atomic(args.transform_output, projection_csv(projection, data))
+        print(f"projected rows written to {args.transform_output}")
     return 0
 
 

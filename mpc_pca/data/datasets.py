@@ -6,14 +6,13 @@ data is bundled inside the installed scikit-learn package.
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
-from protocols.encoding import check_finite
+from mpc_pca.data.tables import read_table
 from protocols.errors import InputValidationError
 
 
@@ -40,50 +39,23 @@ def load_builtin(name: str) -> NDArray[np.float64]:
     return _sklearn_loader(name)()
 
 
-def load_csv(path: str | Path, delimiter: str = ",") -> NDArray[np.float64]:
-    """Load a numeric CSV file; a first row that is not numeric is taken as a header.
+def load_csv(path: str | Path, delimiter: str | None = None) -> NDArray[np.float64]:
+    """Load a numeric CSV file with :func:`mpc_pca.data.tables.read_table` (header guessed).
 
     Raises
     ------
     InputValidationError
-        If the file is missing or empty, a cell is not a number, rows have
-        different lengths, or a value is NaN/inf.
+        If the file is missing or empty, a cell is not a number or missing,
+        or a value is NaN/inf (each naming its line and column).
     """
-    path = Path(path)
-    if not path.is_file():
-        raise InputValidationError(f"data file {str(path)!r} does not exist")
-    with path.open(newline="") as handle:
-        rows = [row for row in csv.reader(handle, delimiter=delimiter) if row and any(c.strip() for c in row)]
-    if rows and not _is_numeric_row(rows[0]):
-        rows = rows[1:]
-    if not rows:
-        raise InputValidationError(f"data file {str(path)!r} holds no data rows")
-    width = len(rows[0])
-    values = []
-    for line_no, row in enumerate(rows, start=1):
-        if len(row) != width:
-            raise InputValidationError(
-                f"{path}: data row {line_no} has {len(row)} columns, the first has {width}"
-            )
-        try:
-            values.append([float(cell) for cell in row])
-        except ValueError as exc:
-            raise InputValidationError(f"{path}: data row {line_no} has a non-numeric cell ({exc})") from exc
-    data = np.asarray(values, dtype=np.float64)
-    check_finite(data, str(path))
-    return data
-
-
-def _is_numeric_row(row: list[str]) -> bool:
-    try:
-        [float(cell) for cell in row]
-    except ValueError:
-        return False
-    return True
+    return read_table(path, delimiter=delimiter).values
 
 
 def load_data(spec: str) -> NDArray[np.float64]:
-    """Load ``builtin:NAME``, ``synthetic:stm|mog[:N[:SEED]]`` (:mod:`mpc_pca.data.latent`) or a CSV path."""
+    """Load ``builtin:NAME``, ``synthetic:stm|mog[:N[:SEED]]`` (:mod:`mpc_pca.data.latent`) or a CSV path.
+
+    Column names are dropped; :mod:`mpc_pca.data.inputs` keeps them.
+    """
     if spec.startswith("synthetic:"):
         from mpc_pca.data.latent import load_synthetic
 

@@ -5,6 +5,11 @@ Modules
 local_stats
     Each provider's column sums, row count and centred Gram matrix, computed
     once, before anything is sent.
+scaling
+    The per-column power-of-two fixed-point scaling agreed by all parties.
+standardize
+    The server's matrix (covariance or standardized covariance) and its
+    rounding-error bound.
 protocol
     The role functions (providers, server, consumer), their configuration,
     ring-range and precision checks (:func:`~mpc_pca.pppca.protocol.preflight`),

@@ -24,6 +24,7 @@ surfacing as a malformed message later.
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import sys
@@ -45,6 +46,7 @@ from mpc_pca.pppca.protocol import (
     provider_role,
     server_role,
 )
+from mpc_pca.pppca.scaling import agree_exponents, column_exponents
 from mpc_pca.roles import CONSUMER, SERVER, provider_names
 from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite
 from protocols.backends import SecureSumBackend, make_backend
@@ -99,7 +101,16 @@ def model_result(model: PPPCAModel, backend: str) -> dict[str, Any]:
 
 def _agree(views: dict[str, dict[str, Any]], n_parties: int) -> int:
     """Check that every party published the same settings; return the number of features."""
-    shared = ("protocol", "n_parties", "n_components", "backend", "frac_bits", "key_bits", "reveal")
+    shared = (
+        "protocol",
+        "n_parties",
+        "n_components",
+        "backend",
+        "frac_bits",
+        "key_bits",
+        "reveal",
+        "standardize",
+    )
     for key in shared:
         values = {name: view.get(key) for name, view in views.items()}
         if len(set(map(json.dumps, values.values()))) != 1:
@@ -108,6 +119,18 @@ def _agree(views: dict[str, dict[str, Any]], n_parties: int) -> int:
     if len(set(widths.values())) != 1 or not isinstance(next(iter(widths.values())), int):
         raise InputValidationError(f"the providers' data sets have different numbers of features: {widths}")
     return next(iter(widths.values()))
+
+
+def _agree_columns(views: dict[str, dict[str, Any]], n_parties: int) -> tuple[int, ...]:
+    """Check that the providers' ordered column names match (by hash); agree the column exponents."""
+    providers = provider_names(n_parties)
+    hashes = {name: views[name].get("columns_hash") for name in providers}
+    if len(set(hashes.values())) != 1:
+        raise InputValidationError(
+            "the providers' ordered column names differ (SHA-256 of the names, per provider): "
+            f"{hashes}; give every provider the same columns (--columns NAMES selects and orders them)"
+        )
+    return agree_exponents([views[name].get("column_exponents", []) for name in providers])
 
 
 def run_party(
@@ -127,6 +150,8 @@ def run_party(
     protocol: str = "pppca-ss",
     backend_factory: Callable[[], SecureSumBackend] | None = None,
     reveal: str = "covariance",
+    columns_hash: str | None = None,
+    standardize: bool = False,
 ) -> dict[str, Any]:
     """Run one party of a PPPCA run in this process; return its JSON-ready output.
 
@@ -151,6 +176,12 @@ def run_party(
     reveal : {"covariance", "components"}, default="covariance"
         What the server learns (see :mod:`mpc_pca.pppca.components`); every
         party must pass the same value.
+    columns_hash : str, optional
+        Providers: hash of the ordered column names of their data
+        (:func:`mpc_pca.data.columns.names_hash`); every provider must publish
+        the same one.
+    standardize : bool, default=False
+        Standardize the columns (every party must agree).
 
     Returns
     -------
@@ -166,6 +197,10 @@ def run_party(
             f"protocol {protocol!r} cannot run as processes yet; choose one of {list(TORCH_PROTOCOLS)}"
         )
     reveal = check_reveal(reveal)
+    if reveal == "components" and standardize:
+        raise InputValidationError(
+            "standardize=True needs the pooled variances, which reveal='components' keeps secret"
+        )
     name = party_name(role, rank, world_size)
     n_parties = world_size - 2
     backend_impl = (
@@ -185,6 +220,7 @@ def run_party(
         "frac_bits": backend_impl.codec.frac_bits,
         "key_bits": key_bits,
         "reveal": reveal,
+        "standardize": bool(standardize),
     }
     stats = None
     if role == "provider":
@@ -194,6 +230,8 @@ def run_party(
         stats = LocalStatistics.of(data)
         check_statistics_finite(data, (stats.column_sums, stats.scatter), rank)
         public["n_features"] = int(data.shape[1])
+        public["columns_hash"] = columns_hash
+        public["column_exponents"] = column_exponents(data).tolist()
     elif data is not None:
         raise InputValidationError(f"the {role} holds no data; do not pass --data to it")
 
@@ -206,9 +244,13 @@ def run_party(
         host_store=host_store,
     )
     try:
-        n_features = _agree(rdv.exchange_public(public, connect_timeout), n_parties)
+        views = rdv.exchange_public(public, connect_timeout)
+        n_features = _agree(views, n_parties)
         k = check_n_components(n_components, n_features)
-        config = PPPCAConfig(n_parties, n_features, k, with_consumer=True, reveal=reveal)
+        exponents = _agree_columns(views, n_parties)
+        if reveal == "components":  # no column scaling in that mode (see mpc_pca.pppca.protocol.preflight)
+            exponents = (0,) * n_features
+        config = PPPCAConfig(n_parties, n_features, k, True, exponents, bool(standardize), reveal)
     except BaseException as exc:
         rdv.record_failure(f"party {name!r} failed: {type(exc).__name__}: {exc}")
         raise
@@ -260,6 +302,8 @@ def launch_local(
     connect_timeout: float = 60.0,
     protocol: str = "pppca-ss",
     reveal: str = "covariance",
+    standardize: bool = False,
+    feature_names: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Run every party of a PPPCA run as a process on this host; return the server's result.
 
@@ -283,7 +327,9 @@ def launch_local(
     # The launcher holds every part, so before any process starts it refuses whatever
     # the in-process run would refuse (repeating the providers' local statistics once).
     backend_impl = make_backend(backend, frac_bits=frac_bits, key_bits=key_bits)
-    arrays, _, _ = preflight(list(parts), n_components, backend_impl, reveal)
+    arrays, _, _, _ = preflight(
+        list(parts), n_components, backend_impl, standardize=standardize, reveal=reveal
+    )
     ranks = pppca_ranks(len(arrays))
     world = len(ranks)
     store, port = host_store(world, connect_timeout)
@@ -305,12 +351,17 @@ def launch_local(
                 command += ["--frac-bits", str(frac_bits)]
             if key_bits is not None:
                 command += ["--key-bits", str(key_bits)]
+            if standardize:
+                command += ["--standardize"]
             if role == "provider":
                 path = workdir / f"{name}.csv"
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-                with os.fdopen(fd, "w") as handle:
+                with os.fdopen(fd, "w", newline="") as handle:
+                    if feature_names is not None:  # the providers agree on the names by hash
+                        csv.writer(handle, lineterminator="\n").writerow(feature_names)
                     np.savetxt(handle, arrays[rank], fmt="%.17g", delimiter=",")
-                command += ["--data", str(path)]
+                command += ["--data", str(path), "--delimiter", ","]
+                command += ["--header" if feature_names is not None else "--no-header"]
             commands[name] = command
         outcomes = launch(commands, timeout=timeout, env=child_environment(), workdir=workdir)
         raise_on_failure(outcomes, store)

@@ -1,4 +1,4 @@
-"""The PPPCA estimator: scikit-learn-style front end of :mod:`mpc_pca.pppca.protocol`.
+"""The PPPCA estimator: scikit-learn front end of :mod:`mpc_pca.pppca.protocol`.
 
 Liu et al., "Privacy Preserving PCA for Multiparty Modeling", AAAI 2020,
 Algorithms 1 (Paillier) and 2 (secret sharing): ``fit`` runs steps 1-8,
@@ -7,16 +7,14 @@ Algorithms 1 (Paillier) and 2 (secret sharing): ``fit`` runs steps 1-8,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from mpc_pca.base import SubspaceMixin
+from mpc_pca.base import SubspaceMixin, split_parts
 from mpc_pca.pppca.components import ComponentsSettings, check_reveal
-from mpc_pca.pppca.protocol import (
-    run_pppca,
-)
+from mpc_pca.pppca.protocol import run_pppca
 from protocols.backends import SecureSumBackend, make_backend
 from protocols.errors import InputValidationError
 
@@ -60,21 +58,36 @@ class PPPCA(SubspaceMixin):
     tol : float, default=1e-6
         ``reveal="components"``: target tangent of the angle between the
         computed and the true top-k subspace.
+    standardize : bool, default=False
+        Divide every column by its pooled standard deviation before the
+        eigendecomposition: scikit-learn's ``StandardScaler`` followed by
+        ``PCA`` on the pooled rows. The server takes the variances from the
+        diagonal of the pooled Gram matrix it reconstructs anyway
+        (:mod:`mpc_pca.pppca.standardize`); the providers learn them through
+        the projection they receive. Not with ``reveal="components"``, which
+        keeps that diagonal secret.
 
     Attributes
     ----------
     components_ : ndarray of shape (k, d)
-        Principal axes, largest-magnitude entry of each positive.
+        Principal axes, largest-magnitude entry of each positive
+        (scikit-learn's ``svd_flip`` convention for ``PCA``).
     explained_variance_ : ndarray of shape (k,)
-        Eigenvalues of the sample covariance (denominator ``N - 1``).
+        Eigenvalues of the sample covariance (denominator ``N - 1``), of the
+        standardized columns if ``standardize``.
     explained_variance_ratio_ : ndarray of shape (k,)
         Share of the total variance each component explains.
     mean_ : ndarray of shape (d,)
         Pooled feature means.
+    scale_ : ndarray of shape (d,) or None
+        Pooled standard deviations (population, as ``StandardScaler.scale_``;
+        1 for a constant column) if ``standardize``, else ``None``.
     n_samples_ : int
         Total rows over all parties.
     n_features_in_ : int
         Number of features.
+    feature_names_in_ : ndarray of str
+        Column names, when the data came as DataFrames.
     n_components_ : int
         Number of components kept.
     variance_error_bound_ : float
@@ -82,7 +95,7 @@ class PPPCA(SubspaceMixin):
     component_error_bounds_ : ndarray of shape (k,)
         Largest change rounding can cause in any entry of each component
         (Davis-Kahan; large when eigenvalues are close: see
-        :func:`rounding_error_bounds`).
+        :func:`~mpc_pca.pppca.protocol.rounding_error_bounds`).
     report_ : dict
         Per-role traffic and wall time: bytes and messages sent/received,
         rounds, seconds.
@@ -100,6 +113,9 @@ class PPPCA(SubspaceMixin):
     >>> secure = PPPCA(n_components=2, reveal="components").fit(parts)
     >>> bool(np.allclose(secure.explained_variance_, PPPCA(n_components=2).fit(parts).explained_variance_))
     True
+    >>> X, groups = np.vstack(parts), np.repeat([0, 1], [50, 30])
+    >>> PPPCA(n_components=2, standardize=True).fit(X, groups=groups).scale_.shape
+    (4,)
     """
 
     def __init__(
@@ -111,6 +127,7 @@ class PPPCA(SubspaceMixin):
         eigengap: float = 0.1,
         min_ratio: float = 0.01,
         tol: float = 1e-6,
+        standardize: bool = False,
     ) -> None:
         self.n_components = n_components
         self.backend = backend
@@ -119,34 +136,52 @@ class PPPCA(SubspaceMixin):
         self.eigengap = eigengap
         self.min_ratio = min_ratio
         self.tol = tol
+        self.standardize = standardize
 
-    def fit(self, parts: Sequence[ArrayLike], y: None = None) -> PPPCA:
+    def fit(self, X: Any, y: None = None, groups: ArrayLike | None = None) -> PPPCA:
         """Run PPPCA steps 1-8 over the parties' data; no rows leave any party.
 
         Parameters
         ----------
-        parts : list of array_like
-            One ``(n_i, d)`` array per data provider.
+        X : list of array_like or DataFrame, or array_like of shape (n, d)
+            One ``(n_i, d)`` block per data provider (DataFrames are aligned
+            by column name), or all rows with ``groups``.
         y : None
             Ignored.
+        groups : array_like of shape (n,), optional
+            With a single ``X``: the provider of each row (one provider if omitted).
 
         Returns
         -------
         self
         """
-        self._fit(parts, with_consumer=False)
+        self._fit(X, groups, with_consumer=False)
         return self
 
-    def fit_transform(self, parts: Sequence[ArrayLike], y: None = None) -> NDArray[np.float64]:
+    def fit_transform(self, X: Any, y: None = None, groups: ArrayLike | None = None) -> NDArray[np.float64]:
         """Run the whole protocol (steps 1-10); return the data consumer's ``X T``.
 
-        Rows are stacked in provider order, each provider's rows in their order.
+        Rows are stacked in provider order, each provider's rows in their
+        order; with ``groups``, returned in the rows' original order.
         """
-        return self._fit(parts, with_consumer=True)
+        projection = self._fit(X, groups, with_consumer=True)
+        assert projection is not None  # with_consumer=True always yields the projection
+        if groups is None or getattr(self, "_group_order", None) is None:
+            return projection
+        out = np.empty_like(projection)
+        out[self._group_order] = projection
+        return out
 
-    def _fit(self, parts: Sequence[ArrayLike], *, with_consumer: bool) -> NDArray[np.float64] | None:
+    def _fit(self, X: Any, groups: ArrayLike | None, *, with_consumer: bool) -> NDArray[np.float64] | None:
+        if not isinstance(self.standardize, (bool, np.bool_)):
+            raise InputValidationError(f"standardize must be True or False, got {self.standardize!r}")
         backend = resolve_backend(self.backend)
         settings = ComponentsSettings(eigengap=self.eigengap, min_ratio=self.min_ratio, tol=self.tol)
+        parts, _ = split_parts(self, X, groups)
+        self._group_order = None
+        if groups is not None:
+            labels = np.asarray(groups)
+            self._group_order = np.concatenate([np.flatnonzero(labels == g) for g in np.unique(labels)])
         model, projection, run = run_pppca(
             parts,
             self.n_components,
@@ -155,8 +190,10 @@ class PPPCA(SubspaceMixin):
             timeout=self.timeout,
             reveal=check_reveal(self.reveal),
             components=settings,
+            standardize=bool(self.standardize),
         )
         self.mean_ = model.mean
+        self.scale_ = model.scale
         self.n_samples_ = model.n_samples
         self.components_ = model.components
         self.n_components_ = model.components.shape[0]

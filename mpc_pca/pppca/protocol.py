@@ -45,6 +45,16 @@ from mpc_pca.pppca.components import (
     server_eigensolve,
 )
 from mpc_pca.pppca.local_stats import LocalStatistics
+from mpc_pca.pppca.scaling import (
+    agree_exponents,
+    column_exponents,
+    gram_scale_exponent,
+    normalized,
+    sums_scale_exponent,
+    unscale_gram,
+    unscale_vector,
+)
+from mpc_pca.pppca.standardize import server_matrix
 from mpc_pca.roles import CONSUMER, SERVER, provider_names
 from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite
 from protocols.backends import SecureSumBackend
@@ -66,12 +76,23 @@ class PPPCAConfig:
     n_features: int
     n_components: int
     with_consumer: bool = False
+    #: Agreed per-column binary exponents ``E`` (:mod:`mpc_pca.pppca.scaling`); ``None``: all zero.
+    column_exponents: tuple[int, ...] | None = None
+    #: Eigendecompose the covariance of the standardized rows (:mod:`mpc_pca.pppca.standardize`).
+    standardize: bool = False
+    #: ``"covariance"`` (the paper) or ``"components"`` (eigensolve on shares,
+    #: :mod:`mpc_pca.pppca.components`; no column scaling, no standardization).
     reveal: str = "covariance"
     components: ComponentsSettings = field(default_factory=ComponentsSettings)
 
     @property
     def providers(self) -> tuple[str, ...]:
         return provider_names(self.n_parties)
+
+    @property
+    def exponents(self) -> tuple[int, ...]:
+        """The column exponents, zeros when none were agreed."""
+        return (0,) * self.n_features if self.column_exponents is None else self.column_exponents
 
 
 @dataclass
@@ -85,6 +106,8 @@ class PPPCAModel:
     total_variance: float
     variance_error_bound: float
     component_error_bounds: NDArray[np.float64]
+    #: Pooled standard deviations the columns were divided by (ones unless standardized).
+    scale: NDArray[np.float64] | None = None
     #: ``reveal="components"`` only: the iteration plan and operation counts used.
     secure_eigensolve: dict[str, Any] | None = None
 
@@ -105,6 +128,7 @@ class PPPCAModel:
             "n_samples": self.n_samples,
             "variance_error_bound": self.variance_error_bound,
             "component_error_bounds": self.component_error_bounds.tolist(),
+            **({} if self.scale is None else {"scale": self.scale.tolist()}),
             **({} if self.secure_eigensolve is None else {"secure_eigensolve": self.secure_eigensolve}),
         }
 
@@ -142,9 +166,14 @@ def provider_role(
         raise InputValidationError(
             f"{party.name} holds data of shape {data.shape}, expected (n, {config.n_features})"
         )
-    stats = LocalStatistics.of(data) if stats is None else stats
+    stats = normalized(LocalStatistics.of(data) if stats is None else stats, config.exponents)
+    shift = sums_scale_exponent(config.n_parties, backend.codec.frac_bits)
     backend.secure_sum(
-        party, stats.sums_and_count(), contributors=config.providers, receiver=SERVER, name=STATS_NAME
+        party,
+        np.ldexp(stats.sums_and_count(), shift),
+        contributors=config.providers,
+        receiver=SERVER,
+        name=STATS_NAME,
     )
     mean = expect_real_array(party.recv(SERVER), SERVER, (config.n_features,), "the mean")
     if config.reveal == "components":  # shares of the Gram matrix, eigensolve on shares
@@ -157,9 +186,10 @@ def provider_role(
             backend.codec.frac_bits,
         )
     else:
+        gram_shift = _gram_shift(party.recv(SERVER))
         secure_sum_symmetric(
             party,
-            stats.centred_gram(mean),
+            np.ldexp(stats.centred_gram(mean), gram_shift),
             contributors=config.providers,
             receiver=SERVER,
             backend=backend,
@@ -168,7 +198,7 @@ def provider_role(
     transfer = expect_real_array(party.recv(SERVER), SERVER, (config.n_features, config.n_components), "T")
     if not config.with_consumer:
         return None
-    projected = (data - mean) @ transfer
+    projected = (data - unscale_vector(mean, config.exponents)) @ transfer
     party.send(CONSUMER, projected)
     return projected
 
@@ -176,49 +206,63 @@ def provider_role(
 def server_role(party: Party, config: PPPCAConfig, backend: SecureSumBackend) -> PPPCAModel:
     """Server (Alg. 2 steps 3, 7, 8; Alg. 1 steps 4, 8): reveal mean, eigendecompose."""
     d = config.n_features
+    f = backend.codec.frac_bits
     stats = backend.secure_sum(party, None, contributors=config.providers, receiver=SERVER, name=STATS_NAME)
     if stats.shape != (d + 1,):
         raise ProtocolError(f"the summed {STATS_NAME} have shape {stats.shape}, expected ({d + 1},)")
+    stats = np.ldexp(stats, -sums_scale_exponent(config.n_parties, f))
     n_samples = round(float(stats[-1]))
     if abs(float(stats[-1]) - n_samples) > 1e-3:
         raise ProtocolError(f"the summed row count {float(stats[-1])!r} is not a whole number")
     if n_samples < 2:
         raise ProtocolError(f"the providers hold {n_samples} row(s) in total; PCA needs at least 2")
-    mean = stats[:d] / n_samples
-    for provider in config.providers:
-        party.send(provider, mean)
+    mean_y = stats[:d] / n_samples
     if config.reveal == "components":
+        for provider in config.providers:
+            party.send(provider, mean_y)
         if config.n_components > min(d, n_samples):
             raise ProtocolError(
                 f"n_components={config.n_components} exceeds min(n_features={d}, n_samples={n_samples})"
             )
-        return _server_components(party, config, backend, mean, n_samples)
+        return _server_components(party, config, backend, mean_y, n_samples)
+    gram_shift = gram_scale_exponent(config.n_parties, f, n_samples)
+    for provider in config.providers:
+        party.send(provider, mean_y)
+        party.send(provider, np.array([float(gram_shift)]))
     gram = secure_sum_symmetric(
         party, None, contributors=config.providers, receiver=SERVER, backend=backend, name=GRAM_NAME
     )
     if gram.shape != (d, d):
         raise ProtocolError(f"the summed Gram matrix has shape {gram.shape}, expected {(d, d)}")
+    gram = unscale_gram(np.ldexp(gram, -gram_shift), config.exponents)
+    server = server_matrix(gram, n_samples, gram_entry_error(config, f, n_samples), config.standardize)
     try:
-        check_precision(float(np.max(np.diag(gram))), config.n_parties, backend)
+        check_precision(server.eta, float(np.max(np.diag(server.matrix))), config)
     except InputValidationError as exc:
         raise ProtocolError(str(exc)) from exc
-    covariance = gram / (n_samples - 1)
     if config.n_components > min(d, n_samples):
         raise ProtocolError(
             f"n_components={config.n_components} exceeds min(n_features={d}, n_samples={n_samples})"
         )
-    values, components, all_values = top_eigenpairs(covariance, config.n_components)
-    transfer = np.ascontiguousarray(components.T)
+    values, components, all_values = top_eigenpairs(server.matrix, config.n_components)
+    # Providers project centred raw rows: with standardization T_eff = diag(1/sigma) T.
+    transfer = np.ascontiguousarray(components.T / server.scale[:, None])
     for provider in config.providers:
         party.send(provider, transfer)
-    eta, bounds = rounding_error_bounds(all_values, config.n_components, config.n_parties, n_samples, backend)
-    return PPPCAModel(mean, n_samples, components, values, float(all_values.sum()), eta, bounds)
+    bounds = rounding_error_bounds(all_values, config.n_components, server.eta)
+    mean = unscale_vector(mean_y, config.exponents)
+    scale = server.scale if config.standardize else None
+    return PPPCAModel(mean, n_samples, components, values, float(all_values.sum()), server.eta, bounds, scale)
 
 
 def _server_components(
     party: Party, config: PPPCAConfig, backend: SecureSumBackend, mean: NDArray[np.float64], n_samples: int
 ) -> PPPCAModel:
-    """Step 8 on shares: the server deals, and receives only the top-k eigenpairs and the trace."""
+    """Step 8 on shares: the server deals, and receives only the top-k eigenpairs and the trace.
+
+    The rows are not column-scaled in this mode (``config.column_exponents`` is
+    ``None``), so ``mean`` is already in the data's units.
+    """
     f_gram = backend.codec.frac_bits
     result = server_eigensolve(
         party, config.providers, config.n_features, config.n_components, config.components, f_gram
@@ -230,29 +274,56 @@ def _server_components(
         party.send(provider, transfer)
     eta, bounds = components_error_bounds(result, n_samples, config.n_parties, f_gram, config.components)
     solve = {**result.plan.as_dict(), "reveal": "components", "dealer": SERVER}
-    return PPPCAModel(mean, n_samples, components, values, result.trace / (n_samples - 1), eta, bounds, solve)
+    return PPPCAModel(
+        mean, n_samples, components, values, result.trace / (n_samples - 1), eta, bounds, None, solve
+    )
 
 
-def rounding_error_bounds(
-    eigenvalues: NDArray[np.float64], k: int, n_parties: int, n_samples: int, backend: SecureSumBackend
-) -> tuple[float, NDArray[np.float64]]:
-    """How far fixed-point rounding can move the eigenvalues and the top-k eigenvectors.
+def _gram_shift(message: object) -> int:
+    """Check the server's Gram scale exponent ``B`` (an integer in a sane range)."""
+    value = expect_real_array(message, SERVER, (1,), "the Gram scale exponent")
+    shift = float(value[0])
+    if shift != round(shift) or abs(shift) > 4096:
+        raise ProtocolError(f"the server sent Gram scale exponent {shift!r}; expected an integer")
+    return int(shift)
 
-    Every entry of the summed Gram matrix is off by at most ``M 2^-(f+1)``, so
-    the covariance error ``E`` has spectral norm ``eta <= d M 2^-(f+1) / (N - 1)``.
+
+def gram_shift_of(config: PPPCAConfig, frac_bits: int, n_samples: int) -> int:
+    """``B`` of the run: 0 with ``reveal="components"`` (the eigensolver's own scaling), else as agreed."""
+    if config.reveal == "components":
+        return 0
+    return gram_scale_exponent(config.n_parties, frac_bits, n_samples)
+
+
+def gram_entry_error(config: PPPCAConfig, frac_bits: int, n_samples: int) -> NDArray[np.float64]:
+    """``u`` with ``|rounding error of G_jk| <= u_j u_k`` in the data's units.
+
+    The ring sum of M encodings is off by at most ``M 2^-(f+1)`` per entry; the
+    scaling by ``2^B`` and ``diag(2^E)`` (:mod:`mpc_pca.pppca.scaling`) turns
+    that into ``M 2^-(f+1) 2^-B 2^(E_j + E_k)``.
+    """
+    shift = gram_shift_of(config, frac_bits, n_samples)
+    base = np.sqrt(config.n_parties * 2.0 ** -(frac_bits + 1 + shift))
+    return base * np.ldexp(1.0, np.asarray(config.exponents, dtype=np.int64))
+
+
+def rounding_error_bounds(eigenvalues: NDArray[np.float64], k: int, eta: float) -> NDArray[np.float64]:
+    """How far fixed-point rounding can move the top-k eigenvectors.
+
+    ``eta`` bounds the spectral norm of the error ``E`` of the server's matrix
+    (:func:`mpc_pca.pppca.standardize.server_matrix`; with no scaling and no
+    standardization it is ``d M 2^-(f+1) / (N - 1)``).
     Eigenvalues move by at most ``eta`` (Weyl); eigenvector ``i`` turns by
     ``sin(theta_i) <= 2 eta / gap_i`` (Davis-Kahan, Yu-Wang-Samworth form) with
     ``gap_i`` its distance to the nearest other eigenvalue, so after sign
     alignment its entries differ by at most ``sqrt(2) sin(theta_i)``.
     """
-    d = eigenvalues.shape[0]
-    eta = d * n_parties * backend.codec.resolution / 2 / (n_samples - 1)
     bounds = np.empty(k)
     for i in range(k):
         others = np.delete(eigenvalues, i)
         gap = float(np.min(np.abs(others - eigenvalues[i]))) if others.size else np.inf
         bounds[i] = min(np.sqrt(2.0), np.sqrt(2.0) * 2 * eta / gap) if gap > 0 else np.sqrt(2.0)
-    return eta, bounds
+    return bounds
 
 
 def consumer_role(party: Party, config: PPPCAConfig) -> NDArray[np.float64]:
@@ -266,82 +337,119 @@ def consumer_role(party: Party, config: PPPCAConfig) -> NDArray[np.float64]:
 # -- validation before the run ----------------------------------------------------
 
 
-def check_ring_range(stats: Sequence[LocalStatistics], backend: SecureSumBackend) -> None:
+def check_ring_range(
+    stats: Sequence[LocalStatistics], backend: SecureSumBackend, config: PPPCAConfig
+) -> None:
     """Check, before anything is sent, that no provider's payload can overflow the ring.
 
-    The first payload ``[s_i, n_i]`` is checked exactly. For the centred Gram
-    matrix, ``|G_jk| <= max_j G_jj`` (Cauchy-Schwarz), so its diagonal, which
-    each provider gets from its local statistics in O(d), bounds every entry.
+    ``stats`` are the providers' statistics of the normalized rows ``Y``
+    (:func:`mpc_pca.pppca.scaling.normalized`). The first payload
+    ``2^A [s_i, n_i]`` is checked exactly. For the centred Gram matrix,
+    ``|G_jk| <= max_j G_jj`` (Cauchy-Schwarz), so its diagonal, which each
+    provider gets from its local statistics in O(d), bounds every entry.
     """
     m = len(stats)
+    f = backend.codec.frac_bits
     n_samples = sum(s.n_rows for s in stats)
     mean = sum(s.column_sums for s in stats) / n_samples
+    shift = sums_scale_exponent(m, f)
+    gram_shift = gram_shift_of(config, f, n_samples)
     for i, st in enumerate(stats):
-        backend.check_input(st.sums_and_count(), m, f"{STATS_NAME} of provider{i}")
-        backend.check_input(st.centred_gram_diagonal(mean), m, f"{GRAM_NAME} (diagonal) of provider{i}")
+        backend.check_input(np.ldexp(st.sums_and_count(), shift), m, f"{STATS_NAME} of provider{i}")
+        backend.check_input(
+            np.ldexp(st.centred_gram_diagonal(mean), gram_shift), m, f"{GRAM_NAME} (diagonal) of provider{i}"
+        )
 
 
-#: Significant bits the pooled Gram matrix must keep after fixed-point rounding.
+#: Significant bits the server's matrix must keep after fixed-point rounding.
 MIN_SIGNIFICANT_BITS = 20
 
 
-def check_precision(largest_variance_sum: float, n_parties: int, backend: SecureSumBackend) -> None:
-    """Refuse data so small that fixed-point rounding would swamp the covariance.
+def check_precision(eta: float, largest_diagonal: float, config: PPPCAConfig) -> None:
+    """Refuse data whose covariance fixed-point rounding would swamp.
 
-    Each Gram entry of the pooled sum carries a rounding error of at most
-    ``M 2^-(f+1)``; relative to the largest diagonal entry ``G_max`` of the
-    pooled centred Gram matrix this must stay below ``2^-MIN_SIGNIFICANT_BITS``
-    (about 1e-6), i.e. ``G_max >= M 2^(MIN_SIGNIFICANT_BITS - 1 - f)``.
-    PCA is scale-equivariant, so rescaling the data (or more fractional bits)
-    fixes it.
+    ``eta`` bounds the spectral norm of the rounding error of the server's
+    matrix (:func:`mpc_pca.pppca.standardize.server_matrix`); it must stay
+    below ``2^-MIN_SIGNIFICANT_BITS`` (about 1e-6) of the matrix's largest
+    diagonal entry. With the per-column scaling of :mod:`mpc_pca.pppca.scaling`
+    this fails only when a column's offset dwarfs its spread (e.g. values
+    ``1e12 + noise``: the scale is set by the largest magnitude, the
+    covariance by the spread); subtracting a rough per-column offset from every
+    row first (any constant: components and variances do not change) fixes it.
     """
-    f = backend.codec.frac_bits
-    needed = n_parties * 2.0 ** (MIN_SIGNIFICANT_BITS - 1 - f)
-    if largest_variance_sum >= needed:
+    if largest_diagonal > 0 and eta <= 2.0**-MIN_SIGNIFICANT_BITS * largest_diagonal:
         return
-    suggestion = f + int(np.ceil(np.log2(needed / max(largest_variance_sum, np.finfo(float).tiny))))
+    if largest_diagonal <= 0:
+        raise InputValidationError(
+            "every column is constant over the pooled rows; there is no variance to analyse"
+        )
     raise InputValidationError(
-        f"the pooled centred Gram matrix has largest diagonal entry {largest_variance_sum:.3g}, below "
-        f"{needed:.3g}: with {f} fractional bits and {n_parties} parties the fixed-point rounding would "
-        f"leave fewer than {MIN_SIGNIFICANT_BITS} significant bits. Multiply the data by a constant "
-        f"(components are unchanged) or use about {suggestion} fractional bits if the ring range allows"
+        f"the fixed-point rounding error bound {eta:.3g} of the {config.n_features}x{config.n_features} "
+        f"covariance is not below 2^-{MIN_SIGNIFICANT_BITS} of its largest diagonal entry "
+        f"{largest_diagonal:.3g}: fewer than {MIN_SIGNIFICANT_BITS} significant bits would be left. "
+        "The columns' offsets dwarf their spread; subtract a rough per-column offset (e.g. a typical "
+        "value of each column) from every row before the run: components and variances are unchanged"
     )
 
 
 def preflight(
-    parts: Sequence[ArrayLike], n_components: int | None, backend: SecureSumBackend, reveal: str = "covariance"
-) -> tuple[list[NDArray[np.float64]], list[LocalStatistics], int]:
+    parts: Sequence[ArrayLike],
+    n_components: int | None,
+    backend: SecureSumBackend,
+    *,
+    standardize: bool = False,
+    reveal: str = "covariance",
+) -> tuple[list[NDArray[np.float64]], list[LocalStatistics], int, tuple[int, ...]]:
     """Every check a PPPCA run makes before any party sends anything.
 
     Validates the parts and ``n_components``, computes each provider's local
-    statistics (side by side), and checks that every payload is finite, fits
-    the ring for the number of providers, and keeps enough precision. With
-    ``reveal="components"`` it also checks that the pooled Gram matrix's trace
-    fits the secure eigensolver's scaling step.
+    statistics (side by side), agrees the column exponents
+    (:mod:`mpc_pca.pppca.scaling`), and checks that every payload is finite,
+    fits the ring for the number of providers, and keeps enough precision.
+    With ``reveal="components"`` the columns are not scaled (all exponents 0),
+    standardization is refused (it needs the Gram diagonal, which that mode
+    keeps secret) and the pooled Gram matrix's trace must fit the secure
+    eigensolver's scaling step.
 
     Returns
     -------
     arrays : list of ndarray
         The parts as float64 arrays.
     stats : list of LocalStatistics
-        Each provider's statistics, in part order.
+        Each provider's statistics (of its raw rows), in part order.
     k : int
         The number of components.
+    exponents : tuple of int
+        The agreed column exponents ``E``.
     """
     reveal = check_reveal(reveal)
+    if reveal == "components" and standardize:
+        raise InputValidationError(
+            "standardize=True needs the pooled variances (the Gram diagonal), which reveal='components' "
+            "keeps secret; use reveal='covariance' or standardize before the run"
+        )
     arrays = check_parts(parts, check_values=False)
     n_samples = sum(a.shape[0] for a in arrays)
-    k = check_n_components(n_components, arrays[0].shape[1], n_samples)
+    d = arrays[0].shape[1]
+    k = check_n_components(n_components, d, n_samples)
     stats = map_parties(LocalStatistics.of, arrays)  # each provider's local step, side by side
     for i, (part, st) in enumerate(zip(arrays, stats, strict=True)):
         check_statistics_finite(part, (st.column_sums, st.scatter), i)
-    check_ring_range(stats, backend)
-    mean = sum(st.column_sums for st in stats) / n_samples
-    diagonal = sum(st.centred_gram_diagonal(mean) for st in stats)
-    check_precision(float(np.max(diagonal)), len(stats), backend)
     if reveal == "components":
-        check_trace_fits(float(np.sum(diagonal)), backend.codec.frac_bits)
-    return arrays, stats, k
+        exponents: tuple[int, ...] = (0,) * d
+    else:
+        exponents = agree_exponents([column_exponents(a).tolist() for a in arrays])
+    config = PPPCAConfig(len(arrays), d, k, False, exponents, standardize, reveal)
+    scaled = [normalized(st, exponents) for st in stats]
+    check_ring_range(scaled, backend, config)
+    mean = sum(st.column_sums for st in scaled) / n_samples
+    gram = unscale_gram(sum(st.centred_gram(mean) for st in scaled), exponents)
+    f = backend.codec.frac_bits
+    server = server_matrix(gram, n_samples, gram_entry_error(config, f, n_samples), standardize)
+    check_precision(server.eta, float(np.max(np.diag(server.matrix))), config)
+    if reveal == "components":
+        check_trace_fits(float(np.trace(gram)), f)
+    return arrays, stats, k, exponents
 
 
 def run_pppca(
@@ -351,6 +459,7 @@ def run_pppca(
     *,
     with_consumer: bool = False,
     timeout: float = 120.0,
+    standardize: bool = False,
     reveal: str = "covariance",
     components: ComponentsSettings | None = None,
 ) -> tuple[PPPCAModel, NDArray[np.float64] | None, RunResult]:
@@ -371,11 +480,15 @@ def run_pppca(
         Outputs and per-party traffic reports.
     """
     check_timeout(timeout)
-    arrays, stats, k = preflight(parts, n_components, backend, reveal)
+    arrays, stats, k, exponents = preflight(
+        parts, n_components, backend, standardize=standardize, reveal=reveal
+    )
     settings = ComponentsSettings() if components is None else components
     if reveal == "components":
         settings.plan(arrays[0].shape[1], k)  # validates the settings before anything is sent
-    config = PPPCAConfig(len(arrays), arrays[0].shape[1], k, with_consumer, reveal, settings)
+    config = PPPCAConfig(
+        len(arrays), arrays[0].shape[1], k, with_consumer, exponents, standardize, reveal, settings
+    )
     roles: dict[str, Any] = {
         name: (lambda party, data=data, st=st: provider_role(party, data, config, backend, st))
         for name, data, st in zip(config.providers, arrays, stats, strict=True)

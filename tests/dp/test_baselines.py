@@ -10,6 +10,7 @@ import pytest
 
 import mpc_pca.dp.curator as curator_module
 from mpc_pca.cli import main, protocol_table
+from mpc_pca.cli.options import PROTOCOL_USES
 from mpc_pca.dp.baselines import (
     AnalyzeGaussPCA,
     ExponentialMechanismPCA,
@@ -239,7 +240,10 @@ def test_every_dp_protocol_is_in_the_table():
 def test_cli_runs_each_dp_protocol(tmp_path, protocol):
     out = tmp_path / "result.json"
     argv = ["run", "--protocol", protocol, "--data", "builtin:wine", "--parties", "3", "--n-components", "2"]
-    argv += ["--epsilon", "4", "--delta", "0.01", "--row-norm", "scale", "--seed", "1", "--output", str(out)]
+    argv += ["--row-norm", "scale", "--seed", "1", "--output", str(out)]
+    uses = PROTOCOL_USES[protocol]  # options a protocol does not use are refused
+    argv += ["--epsilon", "4"] if "epsilon" in uses else []
+    argv += ["--delta", "0.01"] if "delta" in uses else []
     if protocol == "sn":
         with pytest.warns(RetractedMechanismWarning):
             assert main(argv) == 0
@@ -247,15 +251,15 @@ def test_cli_runs_each_dp_protocol(tmp_path, protocol):
         assert main(argv) == 0
     result = json.loads(out.read_text())
     assert {"components", "explained_variance", "mean", "report", "epsilon", "delta"} <= set(result)
-    assert result["epsilon"] == 4.0
-    assert result["delta"] == 0.01
+    assert result["epsilon"] == (4.0 if "epsilon" in uses else 1.0)
+    assert result["delta"] == (0.01 if "delta" in uses else 1e-5)
     assert np.asarray(result["components"]).shape == (2, 13)
     assert 0.0 < result["captured_energy_ratio"] <= 1.0 + 1e-12
 
 
 def test_cli_rejects_bad_privacy_parameters(capsys):
     argv = ["run", "--protocol", "capepca", "--data", "builtin:iris", "--epsilon", "0"]
-    assert main(argv) == 2
+    assert main(argv) == 3
     assert "epsilon" in capsys.readouterr().err
     argv = [
         "run",
@@ -268,7 +272,7 @@ def test_cli_rejects_bad_privacy_parameters(capsys):
         "--intermediate-dim",
         "2",
     ]
-    assert main(argv) == 2
+    assert main(argv) == 3
     assert "R=2" in capsys.readouterr().err
 
 

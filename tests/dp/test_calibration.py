@@ -122,15 +122,26 @@ def test_sn_and_ppca_check_epsilon(eps, named):
         RetractedSNPCA(2, epsilon=eps).fit(parts)
 
 
-@pytest.mark.parametrize("protocol", ["sn", "ppca"])
+@pytest.mark.parametrize("protocol", ["ag", "ppm", "capeagn", "pppca-dp"])
 @pytest.mark.parametrize("delta", ["0", "1", "1.5", "-1", "nan"])
-def test_cli_sn_and_ppca_refuse_a_bad_delta(tmp_path, capsys, protocol, delta):
+def test_cli_refuses_a_bad_delta(tmp_path, capsys, protocol, delta):
     from mpc_pca.cli import main
 
     out = tmp_path / "r.json"
     argv = ["run", "--protocol", protocol, "--data", "builtin:wine", "--parties", "2", "--n-components", "2"]
-    assert main([*argv, "--delta", delta, "--output", str(out)]) == 2
+    assert main([*argv, "--delta", delta, "--output", str(out)]) == 3
     assert f"delta={float(delta)!r}" in capsys.readouterr().err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("protocol", ["sn", "ppca"])
+def test_cli_pure_dp_protocols_refuse_delta(tmp_path, capsys, protocol):
+    from mpc_pca.cli import main
+
+    out = tmp_path / "r.json"
+    argv = ["run", "--protocol", protocol, "--data", "builtin:wine", "--parties", "2", "--n-components", "2"]
+    assert main([*argv, "--delta", "1e-5", "--output", str(out)]) == 3
+    assert f"--delta does not apply to protocol {protocol!r}" in capsys.readouterr().err
     assert not out.exists()
 
 

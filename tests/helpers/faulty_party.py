@@ -18,7 +18,9 @@ import time
 from typing import Any
 
 from mpc_pca.cli import build_parser
-from mpc_pca.data.datasets import load_data
+from mpc_pca.cli.options import read_options
+from mpc_pca.data.columns import names_hash
+from mpc_pca.data.inputs import load_table
 from mpc_pca.pppca.distributed import run_party
 from protocols.backends import SecureSumBackend, make_backend
 
@@ -51,13 +53,15 @@ def main() -> int:
     if mode not in ("die", "bad-shape", "stall"):
         raise SystemExit(f"unknown mode {mode!r}")
     args = build_parser().parse_args(["party", *argv])
+    table = load_table(args.data, read_options(args))
     try:
         run_party(
             role=args.role,
             rank=args.rank,
             world_size=args.world_size,
             master=args.master,
-            data=load_data(args.data),
+            data=table.values,
+            columns_hash=names_hash(table.names),
             n_components=args.n_components,
             backend=args.backend,
             timeout=args.timeout,

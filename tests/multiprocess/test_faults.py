@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mpc_pca.cli.options import EXIT_INPUT, EXIT_PROTOCOL
+
 pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[torch]')")
 
 from mpc_pca.pppca.distributed import child_environment
@@ -58,7 +60,7 @@ def check_survivors(outcomes: dict[str, ProcessOutcome], culprit: str, outputs: 
     for name, outcome in outcomes.items():
         if name == culprit:
             continue
-        assert outcome.returncode == 2, (name, outcome.returncode, outcome.stderr[-2000:])
+        assert outcome.returncode == EXIT_PROTOCOL, (name, outcome.returncode, outcome.stderr[-2000:])
         assert not outcome.killed_by_launcher, name
         assert outcome.error_line(), name
         assert not outputs[name].exists(), f"{name} wrote a result"
@@ -94,7 +96,7 @@ def test_provider_sending_a_wrongly_shaped_array(tmp_path, wine, backend):
     outcomes, outputs, recorded = run_faulty(
         tmp_path, wine, faulty={"provider1": "bad-shape"}, backend=backend
     )
-    assert outcomes["provider1"].returncode == 2
+    assert outcomes["provider1"].returncode == 2  # the faulty party's own exit code
     check_survivors(outcomes, "provider1", outputs)
     assert recorded is not None and "shape" in recorded, recorded
     for name, outcome in outcomes.items():
@@ -130,6 +132,6 @@ def test_party_started_with_other_settings_is_reported_by_everyone(tmp_path, win
     commands["provider2"][index + 1] = "3"
     outcomes = launch(commands, timeout=TIMEOUT, env=child_environment(), grace=3.0)
     for name, outcome in outcomes.items():
-        assert outcome.returncode == 2, name
+        assert outcome.returncode == EXIT_INPUT, name
         assert "disagree on n_components" in outcome.error_line() and "'provider2': 3" in outcome.error_line()
     assert not outputs["server"].exists()

@@ -63,10 +63,10 @@ def test_csv_input_with_header(tmp_path):
 @pytest.mark.parametrize(
     ("content", "match"),
     [
-        ("1,2\n3,x\n", "row 2 has a non-numeric cell"),
-        ("1,2\n3\n", "row 2 has 1 columns"),
+        ("1,2\n3,x\n", r"line 2, column 2 \('x1'\) is not a number: 'x'"),
+        ("1,2\n3\n", r"line 2, column 2 \('x1'\) is missing"),
         ("a,b\n", "no data rows"),
-        ("1,nan\n2,3\n", "non-finite"),
+        ("1,inf\n2,3\n", "non-finite value inf"),
     ],
 )
 def test_bad_csv_files(tmp_path, content, match):
@@ -76,26 +76,26 @@ def test_bad_csv_files(tmp_path, content, match):
         load_csv(path)
 
 
-def test_cli_errors_are_clear_and_exit_2(tmp_path, capsys):
-    assert main(["run", "--protocol", "nope", "--data", "builtin:iris"]) == 2
+def test_cli_input_errors_are_clear_and_exit_3(tmp_path, capsys):
+    assert main(["run", "--protocol", "nope", "--data", "builtin:iris"]) == 3
     assert "unknown protocol 'nope'" in capsys.readouterr().err
-    assert main(["run", "--protocol", "pppca-ss", "--data", "builtin:iris", "--n-components", "9"]) == 2
+    assert main(["run", "--protocol", "pppca-ss", "--data", "builtin:iris", "--n-components", "9"]) == 3
     assert "n_components=9" in capsys.readouterr().err
-    assert main(["run", "--protocol", "pppca-ss", "--data", str(tmp_path / "missing.csv")]) == 2
+    assert main(["run", "--protocol", "pppca-ss", "--data", str(tmp_path / "missing.csv")]) == 3
     assert "does not exist" in capsys.readouterr().err
-    assert main(["run", "--protocol", "pppca-ss", "--data", "builtin:iris", "--parties", "0"]) == 2
+    assert main(["run", "--protocol", "pppca-ss", "--data", "builtin:iris", "--parties", "0"]) == 3
     assert "parties=0" in capsys.readouterr().err
-    assert main(["run", "--protocol", "pppca-ss", "--data", "builtin:iris", "--backend", "rot13"]) == 2
+    assert main(["run", "--protocol", "pppca-ss", "--data", "builtin:iris", "--backend", "rot13"]) == 3
     assert "unknown backend 'rot13'" in capsys.readouterr().err
-    assert main(["run", "--protocol", "pppca-ss", "--data", "builtin:iris", "--timeout", "0"]) == 2
+    assert main(["run", "--protocol", "pppca-ss", "--data", "builtin:iris", "--timeout", "0"]) == 3
     assert "timeout=0.0" in capsys.readouterr().err
-    assert main(["run", "--protocol", "pppca-he", "--data", "builtin:iris", "--backend", "additive"]) == 2
+    assert main(["run", "--protocol", "pppca-he", "--data", "builtin:iris", "--backend", "additive"]) == 3
     assert "pppca-he uses the paillier backend" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("option", [["--backend", "additive"], ["--frac-bits", "16"], ["--key-bits", "2048"]])
 def test_options_that_do_not_apply_are_rejected(option, capsys):
-    assert main(["run", "--protocol", "capepca", "--data", "builtin:iris", *option]) == 2
+    assert main(["run", "--protocol", "capepca", "--data", "builtin:iris", *option]) == 3
     assert f"{option[0]} does not apply to protocol 'capepca'" in capsys.readouterr().err
 
 

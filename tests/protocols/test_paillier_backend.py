@@ -402,5 +402,5 @@ def test_cli_runs_pppca_he(tmp_path, capsys):
     assert "pppca-he" in capsys.readouterr().out
     result = json.loads(out.read_text())
     assert result["backend"] == "paillier" and len(result["components"]) == 2
-    assert main(["run", "--protocol", "pppca-he", "--data", "builtin:iris", "--key-bits", "1024"]) == 2
+    assert main(["run", "--protocol", "pppca-he", "--data", "builtin:iris", "--key-bits", "1024"]) == 3
     assert "key_bits=1024" in capsys.readouterr().err

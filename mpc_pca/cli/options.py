@@ -1,0 +1,192 @@
+"""Command-line plumbing shared by ``run``, ``party`` and ``plot``: exit codes, per-protocol
+options, the data-reading options, and checked, atomic output files."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from mpc_pca.data.inputs import ReadOptions
+from protocols.errors import InputValidationError
+
+#: Exit codes of ``mpc-pca`` (listed in ``--help``).
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_USAGE = 2  # argparse's own code for a malformed command line
+EXIT_INPUT = 3
+EXIT_PROTOCOL = 4
+EXIT_CODES_HELP = (
+    "exit codes: 0 success; 1 internal error (a bug: please report the traceback); "
+    "2 usage error (malformed command line); 3 input error (bad data, options or output path, "
+    "found before any party starts); 4 protocol failure (a party failed, timed out or sent bad data)"
+)
+
+#: Protocol-specific ``run`` options and their flags.
+FLAGS = {
+    "backend": "--backend",
+    "frac_bits": "--frac-bits",
+    "key_bits": "--key-bits",
+    "standardize": "--standardize",
+    "transform_output": "--transform-output",
+    "epsilon": "--epsilon",
+    "delta": "--delta",
+    "intermediate_dim": "--intermediate-dim",
+    "neighbour": "--neighbour",
+    "cape_calibration": "--cape-calibration",
+    "row_norm": "--row-norm",
+    "noise_calibration": "--noise-calibration",
+    "min_honest": "--min-honest",
+    "model": "--model",
+    "sigma": "--sigma",
+    "budget_split": "--budget-split",
+    "reveal": "--reveal",
+    "eigengap": "--eigengap",
+    "min_ratio": "--min-ratio",
+}
+#: Defaults of the DP options (the parser leaves them ``None`` so that giving one is visible).
+DP_DEFAULTS: dict[str, Any] = {
+    "epsilon": 1.0,
+    "delta": 1e-5,
+    "neighbour": "replace-one",
+    "cape_calibration": "joint",
+    "row_norm": "clip",
+    "intermediate_dim": None,
+    "noise_calibration": "analytic",
+}
+_PPPCA = frozenset(
+    {"backend", "frac_bits", "key_bits", "standardize", "transform_output", "reveal", "eigengap", "min_ratio"}
+)
+_GAUSS = frozenset({"epsilon", "delta", "neighbour", "row_norm", "noise_calibration"})
+#: Which of :data:`FLAGS` each protocol uses; any other one given is refused.
+PROTOCOL_USES: dict[str, frozenset[str]] = {
+    "pppca-ss": _PPPCA,
+    "pppca-he": _PPPCA,
+    "pppca-dp": frozenset({"backend", "frac_bits", "key_bits", "epsilon", "delta", "noise_calibration", "min_honest"}),
+    "ag": _GAUSS,
+    "sn": frozenset({"epsilon", "neighbour", "row_norm"}),
+    "ppm": _GAUSS - {"noise_calibration"},
+    "ppca": frozenset({"epsilon", "row_norm"}),
+    "pooled": frozenset({"row_norm"}),
+    "local": _GAUSS,
+    "dispca": _GAUSS | {"intermediate_dim"},
+    "dispca-full": _GAUSS,
+    "dpdpca": _GAUSS | {"key_bits"},
+    "capepca": _GAUSS | {"cape_calibration"},
+    "capeagn": _GAUSS | {"cape_calibration", "model", "sigma", "budget_split"},
+}
+
+
+def check_protocol_options(args: argparse.Namespace, protocol: str, spec_options: Iterable[str]) -> None:
+    """Refuse every protocol-specific option the protocol does not use; fill the DP defaults.
+
+    A protocol missing from :data:`PROTOCOL_USES` uses its spec's options and every DP option.
+    """
+    uses = PROTOCOL_USES.get(protocol, frozenset(spec_options) | frozenset(DP_DEFAULTS) | {"min_honest"})
+    for option, flag in FLAGS.items():
+        value = getattr(args, option, None)
+        if value not in (None, False) and option not in uses:
+            raise InputValidationError(f"{flag} does not apply to protocol {protocol!r}")
+    for option, default in DP_DEFAULTS.items():
+        if getattr(args, option, None) is None:
+            setattr(args, option, default)
+
+
+def add_read_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options that say how data files are read (``run`` and ``party``)."""
+    group = parser.add_argument_group("reading data files (CSV, optionally .gz, or Parquet)")
+    group.add_argument(
+        "--header",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="the first row holds column names (--no-header: it is data); default: a header only if "
+        "no cell of the first row is a number, reported on stderr",
+    )
+    group.add_argument("--delimiter", default=None, help="field separator (default: sniffed among , ; TAB |)")
+    group.add_argument(
+        "--encoding", default=None, help="text encoding, e.g. latin-1 (default UTF-8, BOM skipped)"
+    )
+    group.add_argument(
+        "--columns",
+        default=None,
+        help="comma-separated column names to use, in this order (x0,x1,... for files without a header)",
+    )
+    group.add_argument(
+        "--drop-na",
+        action="store_true",
+        help="drop rows with a missing cell (counted on stderr); default: refuse them, naming line and column",
+    )
+
+
+def read_options(args: argparse.Namespace) -> ReadOptions:
+    columns = None
+    if args.columns is not None:
+        columns = tuple(c.strip() for c in args.columns.split(","))
+        if not all(columns):
+            raise InputValidationError(f"--columns has an empty name: {args.columns!r}")
+    return ReadOptions(args.header, args.delimiter, args.encoding, columns, args.drop_na)
+
+
+class OnceAction(argparse.Action):
+    """Store the option's values; giving the option twice is a usage error."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: Any = None
+    ) -> None:
+        if getattr(namespace, self.dest, None) is not None:
+            parser.error(
+                f"{option} given twice; list every file after one {option} (e.g. {option} h0.csv h1.csv h2.csv)"
+            )
+        setattr(namespace, self.dest, values)
+
+
+def check_output(
+    path: Path | None, flag: str, inputs: Iterable[str], force: bool, taken: Iterable[Path] = ()
+) -> None:
+    """Refuse, before any party starts, an output path that cannot or must not be written.
+
+    Raises
+    ------
+    InputValidationError
+        If ``path`` is one of the input files (or another output), a directory,
+        exists without ``--force``, or its directory is missing or not writable.
+    """
+    if path is None:
+        return
+    target = path.resolve()
+    for spec in inputs:
+        if not spec.startswith("builtin:") and Path(spec).resolve() == target:
+            raise InputValidationError(
+                f"{flag} {str(path)!r} is one of the input data files; choose another path"
+            )
+    for other in taken:
+        if other is not None and other.resolve() == target:
+            raise InputValidationError(f"{flag} {str(path)!r} is also another output; choose another path")
+    if target.is_dir():
+        raise InputValidationError(f"{flag} {str(path)!r} is a directory; give a file name")
+    if target.exists() and not force:
+        raise InputValidationError(f"{flag} {str(path)!r} exists; pass --force to overwrite it")
+    parent = target.parent
+    if not parent.is_dir():
+        raise InputValidationError(f"{flag} {str(path)!r}: directory {str(parent)!r} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputValidationError(f"{flag} {str(path)!r}: directory {str(parent)!r} is not writable")
+
+
+def write_atomic(path: Path, content: str | bytes) -> None:
+    """Write ``content`` to a temporary file next to ``path``, then rename it over ``path``."""
+    target = path.resolve()
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    data = content.encode() if isinstance(content, str) else content
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

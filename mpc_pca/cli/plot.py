@@ -1,0 +1,118 @@
+"""``mpc-pca plot result.json [--projection proj.csv] --out fig.png``.
+
+Draws the scree plot (explained variance ratio per component, and its
+running sum) of a ``run`` result and, with the CSV of ``run
+--transform-output``, the rows' first two components coloured by provider.
+Needs matplotlib (``pip install mpc-pca[plots]``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mpc_pca.cli.options import EXIT_CODES_HELP, check_output, write_atomic
+from protocols.errors import InputValidationError
+
+
+def add_plot_parser(sub: Any) -> None:
+    plot = sub.add_parser(
+        "plot",
+        help="scree plot of a result JSON and, with --projection, the rows' first two components",
+        epilog=EXIT_CODES_HELP,
+    )
+    plot.add_argument("result", type=Path, help="JSON written by mpc-pca run --output")
+    plot.add_argument("--projection", type=Path, default=None, help="CSV written by run --transform-output")
+    plot.add_argument("--out", type=Path, required=True, help="PNG file to write")
+    plot.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+
+
+def _load_result(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise InputValidationError(f"result file {str(path)!r} does not exist")
+    try:
+        result = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputValidationError(f"{path} is not a JSON result of mpc-pca run ({exc})") from exc
+    if not isinstance(result, dict) or not isinstance(result.get("explained_variance"), list):
+        raise InputValidationError(f"{path} has no 'explained_variance'; is it a result of mpc-pca run?")
+    return result
+
+
+def _load_projection(path: Path) -> tuple[list[str], np.ndarray]:
+    import pandas as pd
+
+    if not path.is_file():
+        raise InputValidationError(f"projection file {str(path)!r} does not exist")
+    frame = pd.read_csv(path)
+    if "provider" not in frame.columns or not {"pc1", "pc2"} <= set(frame.columns):
+        raise InputValidationError(
+            f"{path} needs the columns provider, pc1 and pc2 (run --transform-output with --n-components >= 2); "
+            f"it has {list(frame.columns)}"
+        )
+    labels = [str(p) for p in frame["provider"]]
+    if "source" in frame.columns:
+        labels = [f"{p} ({Path(str(src)).name})" for p, src in zip(labels, frame["source"], strict=True)]
+    return labels, frame[["pc1", "pc2"]].to_numpy(dtype=float)
+
+
+def plot_command(args: argparse.Namespace) -> int:
+    """Draw the figure; every input is checked before matplotlib is touched."""
+    result = _load_result(args.result)
+    projection = None if args.projection is None else _load_projection(args.projection)
+    check_output(
+        args.out,
+        "--out",
+        [str(args.result), *([] if args.projection is None else [str(args.projection)])],
+        args.force,
+    )
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - matplotlib is in the test extras
+        raise InputValidationError("mpc-pca plot needs matplotlib: pip install 'mpc-pca[plots]'") from exc
+    variance = np.array([np.nan if v is None else v for v in result["explained_variance"]], dtype=float)
+    ratio = result.get("explained_variance_ratio")
+    ratio = np.asarray(ratio, dtype=float) if ratio is not None else variance / np.nansum(variance)
+    panels = 1 if projection is None else 2
+    fig, axes = plt.subplots(1, panels, figsize=(5.5 * panels, 4.2), squeeze=False)
+    ax = axes[0, 0]
+    ks = np.arange(1, ratio.size + 1)
+    ax.bar(ks, 100 * ratio, color="tab:blue", label="component")
+    ax.plot(ks, 100 * np.cumsum(ratio), "o-", color="tab:orange", label="cumulative")
+    ax.set_xticks(ks)
+    ax.set_xlabel("component")
+    ax.set_ylabel("% of variance explained")
+    title = f"{result.get('protocol', '')}: scree"
+    if result.get("standardize"):
+        title += " (standardized)"
+    ax.set_title(title)
+    ax.legend()
+    if projection is not None:
+        providers, points = projection
+        ax = axes[0, 1]
+        for name in dict.fromkeys(providers):
+            mask = np.array([p == name for p in providers])
+            ax.scatter(points[mask, 0], points[mask, 1], s=10, alpha=0.7, label=name)
+        ax.set_xlabel("PC1")
+        ax.set_ylabel("PC2")
+        ax.set_title("rows on the first two components")
+        ax.legend(title="provider")
+    fig.tight_layout()
+    import io
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110)
+    plt.close(fig)
+    write_atomic(args.out, buffer.getvalue())
+    print(f"figure written to {args.out}")
+    return 0
+
+
+__all__ = ["add_plot_parser", "plot_command"]
