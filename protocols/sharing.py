@@ -46,9 +46,9 @@ def split_seeded(secret: NDArray[np.uint64], n_shares: int) -> tuple[NDArray[np.
     if n_shares < 1:
         raise InputValidationError(f"n_shares must be at least 1, got {n_shares}")
     seeds = [secrets.token_bytes(KEY_BYTES) for _ in range(n_shares - 1)]
-    kept = secret.copy()
+    kept = np.array(secret, copy=True, order="C")
     for seed in seeds:
-        kept -= expand_share(seed, secret.shape)
+        RingPRG(seed).accumulate(kept, subtract=True)  # kept -= expand_share(seed), chunk by chunk
     return kept, seeds
 
 

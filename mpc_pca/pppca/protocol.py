@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from mpc_pca.linalg import top_eigenpairs
+from mpc_pca.linalg import leading_eigenpairs
 from mpc_pca.pppca.local_stats import LocalStatistics
 from mpc_pca.roles import CONSUMER, SERVER, provider_names
 from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite
@@ -44,7 +44,7 @@ from protocols.errors import InputValidationError, ProtocolError
 from protocols.messages import expect_real_array
 from protocols.party import Party
 from protocols.runtime import RunResult, check_timeout, map_parties, run_inprocess
-from protocols.secure_sum import secure_sum_symmetric
+from protocols.triangle import from_upper_triangle
 
 STATS_NAME = "column sums and row count"
 GRAM_NAME = "centred Gram matrix X_i^T X_i"
@@ -134,12 +134,13 @@ def provider_role(
         party, stats.sums_and_count(), contributors=config.providers, receiver=SERVER, name=STATS_NAME
     )
     mean = expect_real_array(party.recv(SERVER), SERVER, (config.n_features,), "the mean")
-    secure_sum_symmetric(
+    # Only the upper triangle is summed (as protocols.secure_sum.secure_sum_symmetric
+    # does), built straight from the packed scatter: no d x d temporary.
+    backend.secure_sum(
         party,
-        stats.centred_gram(mean),
+        stats.centred_gram_triangle(mean),
         contributors=config.providers,
         receiver=SERVER,
-        backend=backend,
         name=GRAM_NAME,
     )
     transfer = expect_real_array(party.recv(SERVER), SERVER, (config.n_features, config.n_components), "T")
@@ -164,30 +165,45 @@ def server_role(party: Party, config: PPPCAConfig, backend: SecureSumBackend) ->
     mean = stats[:d] / n_samples
     for provider in config.providers:
         party.send(provider, mean)
-    gram = secure_sum_symmetric(
-        party, None, contributors=config.providers, receiver=SERVER, backend=backend, name=GRAM_NAME
-    )
-    if gram.shape != (d, d):
-        raise ProtocolError(f"the summed Gram matrix has shape {gram.shape}, expected {(d, d)}")
+    packed = backend.secure_sum(party, None, contributors=config.providers, receiver=SERVER, name=GRAM_NAME)
+    if packed.shape != (d * (d + 1) // 2,):
+        raise ProtocolError(
+            f"the summed Gram triangle has shape {packed.shape}, expected ({d * (d + 1) // 2},) for d={d}"
+        )
+    gram = from_upper_triangle(packed, d)
+    del packed
     try:
         check_precision(float(np.max(np.diag(gram))), config.n_parties, backend)
     except InputValidationError as exc:
         raise ProtocolError(str(exc)) from exc
-    covariance = gram / (n_samples - 1)
+    covariance = gram
+    covariance /= n_samples - 1  # in place: the server holds one d x d matrix
     if config.n_components > min(d, n_samples):
         raise ProtocolError(
             f"n_components={config.n_components} exceeds min(n_features={d}, n_samples={n_samples})"
         )
-    values, components, all_values = top_eigenpairs(covariance, config.n_components)
+    # Only the top k + 1 eigenpairs (the (k+1)-th eigenvalue bounds the last gap);
+    # the total variance is the trace. LAPACK overwrites the covariance.
+    values, components, leading, total_variance = leading_eigenpairs(
+        covariance, config.n_components, overwrite=True
+    )
+    del covariance, gram
     transfer = np.ascontiguousarray(components.T)
     for provider in config.providers:
         party.send(provider, transfer)
-    eta, bounds = rounding_error_bounds(all_values, config.n_components, config.n_parties, n_samples, backend)
-    return PPPCAModel(mean, n_samples, components, values, float(all_values.sum()), eta, bounds)
+    eta, bounds = rounding_error_bounds(
+        leading, config.n_components, config.n_parties, n_samples, backend, n_features=d
+    )
+    return PPPCAModel(mean, n_samples, components, values, max(total_variance, 0.0), eta, bounds)
 
 
 def rounding_error_bounds(
-    eigenvalues: NDArray[np.float64], k: int, n_parties: int, n_samples: int, backend: SecureSumBackend
+    eigenvalues: NDArray[np.float64],
+    k: int,
+    n_parties: int,
+    n_samples: int,
+    backend: SecureSumBackend,
+    n_features: int | None = None,
 ) -> tuple[float, NDArray[np.float64]]:
     """How far fixed-point rounding can move the eigenvalues and the top-k eigenvectors.
 
@@ -197,8 +213,12 @@ def rounding_error_bounds(
     ``sin(theta_i) <= 2 eta / gap_i`` (Davis-Kahan, Yu-Wang-Samworth form) with
     ``gap_i`` its distance to the nearest other eigenvalue, so after sign
     alignment its entries differ by at most ``sqrt(2) sin(theta_i)``.
+
+    ``eigenvalues`` (decreasing) may be only the ``k + 1`` largest: the nearest
+    neighbour of each of the top ``k`` is among them. ``n_features`` is ``d``
+    (the length of ``eigenvalues`` when omitted).
     """
-    d = eigenvalues.shape[0]
+    d = eigenvalues.shape[0] if n_features is None else n_features
     eta = d * n_parties * backend.codec.resolution / 2 / (n_samples - 1)
     bounds = np.empty(k)
     for i in range(k):
@@ -284,7 +304,7 @@ def preflight(
     k = check_n_components(n_components, arrays[0].shape[1], n_samples)
     stats = map_parties(LocalStatistics.of, arrays)  # each provider's local step, side by side
     for i, (part, st) in enumerate(zip(arrays, stats, strict=True)):
-        check_statistics_finite(part, (st.column_sums, st.scatter), i)
+        check_statistics_finite(part, (st.column_sums, st.scatter_triangle), i)
     check_ring_range(stats, backend)
     mean = sum(st.column_sums for st in stats) / n_samples
     check_precision(float(np.max(sum(st.centred_gram_diagonal(mean) for st in stats))), len(stats), backend)

@@ -51,7 +51,7 @@ from protocols.errors import InputValidationError, ProtocolError
 from protocols.messages import expect_array
 from protocols.party import Party
 from protocols.prg import KEY_BYTES, RingPRG, nonce_for_counter
-from protocols.sharing import expand_share, split_seeded
+from protocols.sharing import split_seeded
 
 Mode = Literal["shares", "masks", "sparse-masks"]
 _NAMES = {"shares": "additive", "masks": "additive-masks", "sparse-masks": "additive-sparse-masks"}
@@ -193,7 +193,7 @@ def _share_round(
         seed = party.recv(peer)
         if not isinstance(seed, bytes) or len(seed) != KEY_BYTES:
             raise ProtocolError(f"{peer!r} sent a malformed share seed; expected {KEY_BYTES} bytes")
-        mine += expand_share(seed, encoded.shape)
+        RingPRG(seed).accumulate(mine)  # mine += expand_share(seed), chunk by chunk
     return mine
 
 
@@ -263,11 +263,7 @@ def _masked(
     for peer in contributors:
         if peer == party.name:
             continue
-        mask = RingPRG(state["keys"][peer], nonce).ring_elements(encoded.shape)
         # The pair's lexicographically smaller name adds the mask, the larger one
         # subtracts it: both ends agree without relying on any list order.
-        if party.name < peer:
-            masked += mask
-        else:
-            masked -= mask
+        RingPRG(state["keys"][peer], nonce).accumulate(masked, subtract=party.name > peer)
     return masked

@@ -308,9 +308,5 @@ def add_masks(me: str, state: dict, encoded: NDArray[np.uint64]) -> NDArray[np.u
     nonce = nonce_for_counter(state["counter"])
     state["counter"] += 1
     for peer, key in state["keys"].items():
-        mask = RingPRG(key, nonce).ring_elements(encoded.shape)
-        if me < peer:
-            encoded += mask
-        else:
-            encoded -= mask
+        RingPRG(key, nonce).accumulate(encoded, subtract=me > peer)
     return encoded

@@ -142,9 +142,7 @@ def test_ppm_rejects_epsilon_beyond_the_zcdp_limit_before_sending(monkeypatch):
     delta = 1e-3
     limit = power_method_epsilon_limit(delta)
     assert limit == pytest.approx(8 * (1 - 1 / math.sqrt(2)) * math.log(1 / delta), rel=1e-15)
-    monkeypatch.setattr(
-        curator_module, "run_inprocess", lambda *a, **k: pytest.fail("the protocol started")
-    )
+    monkeypatch.setattr(curator_module, "run_inprocess", lambda *a, **k: pytest.fail("the protocol started"))
     too_big = math.nextafter(limit, math.inf)
     with pytest.raises(InputValidationError, match=r"epsilon=16\.18.*limit.*= 16\.18\d*.*delta=0\.001"):
         PrivatePowerMethodPCA(2, epsilon=too_big, delta=delta).fit(make_parts())

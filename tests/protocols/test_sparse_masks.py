@@ -26,7 +26,9 @@ def test_sparse_sum_equals_plain_sum(m):
     values = [rng.normal(scale=100.0, size=(4, 3)) for _ in range(m)]
     codec = FixedPointCodec(20)
     backend = AdditiveBackend("sparse-masks", codec)
-    total, run = run_secure_sum({f"p{i:03d}": v for i, v in enumerate(values)}, receiver="server", backend=backend)
+    total, run = run_secure_sum(
+        {f"p{i:03d}": v for i, v in enumerate(values)}, receiver="server", backend=backend
+    )
     np.testing.assert_array_equal(total, ring_sum_reference(values, codec))
     assert np.allclose(total, np.sum(values, axis=0), atol=m * 2.0**-21)
     if m == 100:  # the point of the mode: far fewer key agreements than the complete graph
