@@ -65,7 +65,6 @@ class RingPRG:
                 raise RuntimeError(f"ChaCha20 produced {written} bytes, expected {size}")
         return out[:count].view(np.uint64).reshape(shape)
 
-
     def accumulate(self, target: NDArray[np.uint64], *, subtract: bool = False) -> NDArray[np.uint64]:
         """Add (or subtract) the next ``target.size`` ring elements to ``target`` in place.
 
