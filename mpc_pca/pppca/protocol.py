@@ -36,6 +36,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from mpc_pca.linalg import leading_eigenpairs
+from mpc_pca.pppca.chunked import ChunkedPart
 from mpc_pca.pppca.local_stats import LocalStatistics
 from mpc_pca.roles import CONSUMER, SERVER, provider_names
 from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite
@@ -101,7 +102,7 @@ class PPPCAModel:
 
 def provider_role(
     party: Party,
-    data: NDArray[np.float64],
+    data: NDArray[np.float64] | ChunkedPart,
     config: PPPCAConfig,
     backend: SecureSumBackend,
     stats: LocalStatistics | None = None,
@@ -125,7 +126,10 @@ def provider_role(
         This provider's projected rows ``(X_i - mean) T`` (also sent to the
         consumer) when a consumer takes part, else ``None``.
     """
-    if data.ndim != 2 or data.shape[1] != config.n_features:
+    if isinstance(data, ChunkedPart):
+        if data.n_features != config.n_features:
+            raise InputValidationError(f"{party.name} holds {data!r}, expected {config.n_features} features")
+    elif data.ndim != 2 or data.shape[1] != config.n_features:
         raise InputValidationError(
             f"{party.name} holds data of shape {data.shape}, expected (n, {config.n_features})"
         )
@@ -146,7 +150,7 @@ def provider_role(
     transfer = expect_real_array(party.recv(SERVER), SERVER, (config.n_features, config.n_components), "T")
     if not config.with_consumer:
         return None
-    projected = (data - mean) @ transfer
+    projected = data.project(mean, transfer) if isinstance(data, ChunkedPart) else (data - mean) @ transfer
     party.send(CONSUMER, projected)
     return projected
 
@@ -290,27 +294,58 @@ def preflight(
     statistics (side by side), and checks that every payload is finite, fits
     the ring for the number of providers, and keeps enough precision.
 
+    A part may also be a :class:`~mpc_pca.pppca.chunked.ChunkedPart` (a file
+    read in chunks, a Dask array): its statistics are accumulated chunk by chunk.
+
     Returns
     -------
-    arrays : list of ndarray
-        The parts as float64 arrays.
+    arrays : list of ndarray or ChunkedPart
+        The in-memory parts as float64 arrays; chunked parts as given.
     stats : list of LocalStatistics
         Each provider's statistics, in part order.
     k : int
         The number of components.
     """
-    arrays = check_parts(parts, check_values=False)
-    n_samples = sum(a.shape[0] for a in arrays)
-    k = check_n_components(n_components, arrays[0].shape[1], n_samples)
-    d = arrays[0].shape[1]
-    # Each provider's local step, side by side (inline when it is only microseconds of numpy).
-    stats = map_parties(LocalStatistics.of, arrays, work=float(n_samples) * d * d)
-    for i, (part, st) in enumerate(zip(arrays, stats, strict=True)):
-        check_statistics_finite(part, (st.column_sums, st.scatter_triangle), i)
+    if isinstance(parts, Sequence) and any(isinstance(p, ChunkedPart) for p in parts):
+        arrays, stats = _chunked_preflight(parts)
+    else:
+        arrays = check_parts(parts, check_values=False)
+        n_rows = sum(a.shape[0] for a in arrays)
+        d = arrays[0].shape[1]
+        # Each provider's local step, side by side (inline when it is only microseconds of numpy).
+        stats = map_parties(LocalStatistics.of, arrays, work=float(n_rows) * d * d)
+        for i, (part, st) in enumerate(zip(arrays, stats, strict=True)):
+            check_statistics_finite(part, (st.column_sums, st.scatter_triangle), i)
+    n_samples = sum(st.n_rows for st in stats)
+    k = check_n_components(n_components, stats[0].n_features, n_samples)
     check_ring_range(stats, backend)
     mean = sum(st.column_sums for st in stats) / n_samples
     check_precision(float(np.max(sum(st.centred_gram_diagonal(mean) for st in stats))), len(stats), backend)
     return arrays, stats, k
+
+
+def _chunked_preflight(parts: Sequence[Any]) -> tuple[list[Any], list[LocalStatistics]]:
+    """Statistics of parts some of which are chunked (read one part after the other)."""
+    out: list[Any] = []
+    stats: list[LocalStatistics] = []
+    for i, part in enumerate(parts):
+        if isinstance(part, ChunkedPart):
+            out.append(part)
+            stats.append(part.statistics())
+        else:
+            (array,) = check_parts([part], min_total_rows=1, check_values=False)
+            st = LocalStatistics.of(array)
+            check_statistics_finite(array, (st.column_sums, st.scatter_triangle), i)
+            out.append(array)
+            stats.append(st)
+    widths = {st.n_features for st in stats}
+    if len(widths) != 1:
+        raise InputValidationError(
+            f"the parts have different feature counts: {[st.n_features for st in stats]}"
+        )
+    if sum(st.n_rows for st in stats) < 2:
+        raise InputValidationError("the parts hold fewer than 2 rows in total; PCA needs at least 2")
+    return out, stats
 
 
 def run_pppca(
@@ -337,7 +372,7 @@ def run_pppca(
     """
     check_timeout(timeout)
     arrays, stats, k = preflight(parts, n_components, backend)
-    config = PPPCAConfig(len(arrays), arrays[0].shape[1], k, with_consumer)
+    config = PPPCAConfig(len(arrays), stats[0].n_features, k, with_consumer)
     roles: dict[str, Any] = {
         name: (lambda party, data=data, st=st: provider_role(party, data, config, backend, st))
         for name, data, st in zip(config.providers, arrays, stats, strict=True)
