@@ -186,7 +186,7 @@ def _share_round(
     the peer expands it. This contributor keeps ``x - sum(shares)``.
     """
     peers = [peer for peer in contributors if peer != party.name]
-    mine, seeds = split_seeded(encoded, len(contributors))
+    mine, seeds = split_seeded(encoded, len(contributors), overwrite=True)  # encoded is ours
     for peer, seed in zip(peers, seeds, strict=True):
         party.send(peer, seed)
     for peer in peers:

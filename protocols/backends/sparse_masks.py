@@ -34,6 +34,7 @@ relays public keys, so it must follow the protocol.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import secrets
@@ -112,6 +113,7 @@ def default_max_colluders(n_contributors: int) -> int:
     return n_contributors // 3
 
 
+@functools.lru_cache(maxsize=256)
 def plan_graph(
     n_contributors: int,
     *,
@@ -224,11 +226,16 @@ def mask_graph(seed: bytes, contributors: tuple[str, ...], p: float) -> dict[str
     else:
         words = RingPRG(digest).ring_elements(rows.shape[0])
         present = words < np.uint64(min(int(p * 2.0**64), 2**64 - 1))
-    neighbours: dict[str, list[str]] = {c: [] for c in contributors}
-    for i, j in zip(rows[present].tolist(), cols[present].tolist(), strict=True):
-        neighbours[contributors[i]].append(contributors[j])
-        neighbours[contributors[j]].append(contributors[i])
-    return {c: tuple(sorted(v)) for c, v in neighbours.items()}
+    left, right = rows[present], cols[present]
+    ends = np.concatenate([left, right])
+    others = np.concatenate([right, left])
+    order = np.lexsort((others, ends))  # group by node, neighbours in contributor order
+    ends, others = ends[order], others[order]
+    bounds = np.searchsorted(ends, np.arange(m + 1))
+    names = np.array(contributors, dtype=object)
+    return {
+        contributors[i]: tuple(sorted(names[others[bounds[i] : bounds[i + 1]]].tolist())) for i in range(m)
+    }
 
 
 def _raw_public(key: X25519PrivateKey) -> bytes:
