@@ -170,9 +170,9 @@ def server_role(party: Party, config: PPPCAConfig, backend: SecureSumBackend) ->
     for provider in config.providers:
         party.send(provider, mean)
     packed = backend.secure_sum(party, None, contributors=config.providers, receiver=SERVER, name=GRAM_NAME)
-    if packed.shape != (d * (d + 1) // 2,):
+    if packed is None or packed.shape != (d * (d + 1) // 2,):
         raise ProtocolError(
-            f"the summed Gram triangle has shape {packed.shape}, expected ({d * (d + 1) // 2},) for d={d}"
+            f"the summed Gram triangle has shape {getattr(packed, 'shape', None)}, expected ({d * (d + 1) // 2},) for d={d}"
         )
     gram = from_upper_triangle(packed, d)
     del packed

@@ -154,7 +154,7 @@ probability up to 2^-4.0, above 2^-40; use neighbours >= 38 or fewer colluders
     """
     m = _positive_int(n_contributors, "n_contributors")
     check_parameters(max_colluders, neighbours, security_bits)
-    t = default_max_colluders(m) if max_colluders is None else int(max_colluders)  # type: ignore[arg-type]
+    t = default_max_colluders(m) if max_colluders is None else int(max_colluders)
     sigma = int(security_bits)
     honest = m - int(t)
     if m >= 2 and honest < 2:
