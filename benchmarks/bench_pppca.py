@@ -1,64 +1,389 @@
-"""Whole-protocol speed: PPPCA (additive backend) vs scikit-learn PCA on the pooled rows.
+"""PPPCA at scale: fit / plain Gram ratio against n, d and M, peak memory, larger-than-memory parts.
 
-Times ``PPPCA(backend="additive").fit`` on 4 parts of a 400,000 x 100 matrix
-and ``sklearn.decomposition.PCA(svd_solver="covariance_eigh").fit`` on the
-pooled matrix, alternating in the same process, and reports the ratio of
-medians (target, issue 2: PPPCA no slower, ratio <= 1). Both compute one
-O(n d^2) Gram matrix; the secure part of PPPCA is O(M d^2).
+Everything is measured in one run, side by side, on one pinned CPU with one
+BLAS thread for every variant (``--cpus`` changes that), each figure the median
+of interleaved repeats (so load drifts hit all variants alike):
 
-Usage: ``python -m benchmarks.bench_pppca [--quick]``
+``plain_gram``
+    What any PCA of the pooled rows must do: every provider's ``X_i^T X_i`` and
+    column sums, added in the clear (the O(n d^2) part).
+``plain_gram_topk``
+    The same plus the top-``k`` eigenpairs of the covariance (LAPACK ``syevr``
+    subset): an insecure pooled PCA with the same solver as the server.
+``pppca_<backend>``
+    ``PPPCA(k, backend=...).fit(parts)``: local statistics, both secure sums,
+    the server's solve, parties as threads of this process.
+
+Sections (``rows_n``, ``rows_d``, ``rows_m``): ratios vs ``n`` (M = 4, d = 100),
+vs ``d`` (M = 2; targets: d = 2000 fit <= 1.3 x plain_gram_topk, d = 5000 runs)
+and vs ``M`` for the three additive modes (target: M = 32 fit <= 1.25 x
+plain_gram). ``secure_sum_m``: one secure sum of a 100 x 100 triangle (5,050
+entries) for M up to 100, by mode. ``memory``: tracemalloc peak of a whole fit
+above its input, in ``d x d`` float64 arrays (target <= 6). ``parquet``: peak
+RSS of a provider's statistics from an ``n x d`` Parquet file read in chunks,
+in a fresh process (target for 1e7 x 100: <= 1 GiB above the d^2 terms).
+``small``: 1000 x 10 (inline local work) against scikit-learn.
+
+Start-up of multi-process runs is measured by the transport's benchmark
+(issue 9), not here.
+
+:func:`scaling` is the entry point for a study driver (``mpc-pca study
+scaling``); ``python -m benchmarks.bench_pppca [--quick]`` runs it and writes
+``benchmarks/results/pppca_scaling.json`` and ``pppca_scaling.png``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import numpy as np
-from sklearn.decomposition import PCA
+from scipy.linalg import eigh
+from threadpoolctl import threadpool_limits
 
-from benchmarks.timing import machine, write_json
+from benchmarks.timing import RESULTS, machine, pyplot, write_json
 from mpc_pca import PPPCA
+from protocols.backends import make_backend
+from protocols.backends.sparse_masks import plan_graph
+from protocols.secure_sum import run_secure_sum
+
+K = 10
+MODES = ("additive", "additive-masks", "additive-sparse-masks")
+
+
+def interleaved(runs: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """Median seconds of each run, the runs alternating within every repeat (one warm-up each)."""
+    for fn in runs.values():
+        fn()
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, fn in runs.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def make_parts(n: int, d: int, m: int, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    mixing = rng.normal(size=(d, d)) / np.sqrt(d)
+    parts = []
+    for rows in np.diff(np.linspace(0, n, m + 1).astype(int)):
+        parts.append(rng.normal(size=(rows, d)) @ mixing + 3.0)
+    return parts
+
+
+def plain_gram(parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, int]:
+    """Pooled column sums and Gram matrix in the clear (the baseline's O(n d^2) work)."""
+    gram = parts[0].T @ parts[0]
+    sums = parts[0].sum(axis=0)
+    for part in parts[1:]:
+        gram += part.T @ part
+        sums += part.sum(axis=0)
+    return sums, gram, sum(p.shape[0] for p in parts)
+
+
+def plain_gram_topk(parts: list[np.ndarray], k: int) -> np.ndarray:
+    sums, gram, n = plain_gram(parts)
+    mean = sums / n
+    gram -= n * np.outer(mean, mean)
+    gram /= n - 1
+    d = gram.shape[0]
+    return eigh(gram, subset_by_index=[d - k, d - 1], driver="evr", overwrite_a=True, check_finite=False)[1]
+
+
+def fit_runs(parts: list[np.ndarray], backends: tuple[str, ...]) -> dict[str, Callable[[], object]]:
+    runs: dict[str, Callable[[], object]] = {
+        "plain_gram": lambda: plain_gram(parts),
+        "plain_gram_topk": lambda: plain_gram_topk(parts, K),
+    }
+    for name in backends:
+        runs[f"pppca_{name}"] = lambda name=name: PPPCA(K, backend=make_backend(name)).fit(parts)
+    return runs
+
+
+def ratios(row: dict[str, Any]) -> dict[str, Any]:
+    for key in [
+        k for k in row if k.startswith("pppca_") and not k.endswith(("_over_gram", "_over_gram_topk"))
+    ]:
+        row[f"{key}_over_gram"] = row[key] / row["plain_gram"]
+        row[f"{key}_over_gram_topk"] = row[key] / row["plain_gram_topk"]
+    return row
+
+
+def peak_memory_dxd(parts: list[np.ndarray], backend: str) -> float:
+    """tracemalloc peak of one fit above its input, in d x d float64 arrays."""
+    d = parts[0].shape[1]
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        PPPCA(K, backend=backend).fit(parts)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    return peak / (8.0 * d * d)
+
+
+def secure_sum_seconds(m: int, repeats: int) -> dict[str, Any]:
+    """One secure sum of a 5,050-entry triangle (d = 100) among M providers, by additive mode."""
+    rng = np.random.default_rng(m)
+    values = {f"p{i:03d}": rng.normal(size=5050) for i in range(m)}
+    runs = {
+        mode: (lambda mode=mode: run_secure_sum(values, receiver="server", backend=make_backend(mode)))
+        for mode in MODES
+    }
+    row: dict[str, Any] = {"M": m, **interleaved(runs, repeats)}
+    row["sparse_neighbours"] = plan_graph(m).neighbours
+    return row
+
+
+# -- larger than memory ------------------------------------------------------------
+
+_PARQUET_CHILD = r"""
+import json, sys, time
+from mpc_pca.pppca.chunked import ParquetPart
+
+def status(field):  # kB, from the kernel's accounting of this process
+    for line in open("/proc/self/status"):
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+
+path, chunk_rows = sys.argv[1], int(sys.argv[2])
+part = ParquetPart(path, chunk_rows=chunk_rows)
+before = status("VmRSS")
+start = time.perf_counter()
+stats = part.statistics()
+seconds = time.perf_counter() - start
+print(json.dumps({"rss_before_kib": before, "rss_peak_kib": status("VmHWM"), "seconds": seconds,
+                  "n_rows": stats.n_rows}))
+"""
+
+
+def write_parquet(path: Path, n: int, d: int, row_group: int) -> None:
+    """An n x d float64 Parquet file written one row group at a time (bounded memory)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(5)
+    schema = pa.schema([(f"f{j}", pa.float64()) for j in range(d)])
+    with pq.ParquetWriter(path, schema, compression="none") as writer:
+        for start in range(0, n, row_group):
+            block = rng.normal(size=(min(row_group, n - start), d))
+            writer.write_table(pa.table({f"f{j}": block[:, j] for j in range(d)}, schema=schema))
+
+
+def parquet_memory(n: int, d: int, chunk_rows: int) -> dict[str, Any]:
+    """Peak RSS of one provider's chunked statistics from an n x d Parquet file, in a fresh process."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "part.parquet"
+        start = time.perf_counter()
+        write_parquet(path, n, d, row_group=chunk_rows)
+        write_seconds = time.perf_counter() - start
+        size = path.stat().st_size
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        out = subprocess.run(
+            [sys.executable, "-c", _PARQUET_CHILD, str(path), str(chunk_rows)],
+            check=True,
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=Path(__file__).resolve().parent.parent,
+        )
+    child = json.loads(out.stdout.strip().splitlines()[-1])
+    above = (child["rss_peak_kib"] - child["rss_before_kib"]) * 1024
+    d2_terms = 8 * d * d * 3  # the chunk's Gram product and two packed triangles
+    chunk_bytes = 8 * chunk_rows * d
+    return {
+        "n": n,
+        "d": d,
+        "chunk_rows": chunk_rows,
+        "file_bytes": size,
+        "write_seconds": write_seconds,
+        "statistics_seconds": child["seconds"],
+        "peak_rss_above_start_bytes": above,
+        "peak_rss_above_start_minus_d2_bytes": above - d2_terms,
+        "stated_bound_bytes": 2 * chunk_bytes + 2 * 8 * d * d,
+        "n_rows_read": child["n_rows"],
+    }
+
+
+# -- driver ---------------------------------------------------------------------
+
+
+def scaling(quick: bool = False, cpus: int = 1) -> dict[str, Any]:
+    """Run every section and return the JSON-ready result (for ``mpc-pca study scaling``)."""
+    if hasattr(os, "sched_setaffinity") and cpus:
+        allowed = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, set(allowed[:cpus]))
+    repeats = 3 if quick else 5
+    ns = [10_000, 100_000] if quick else [10_000, 100_000, 1_000_000]
+    ds = [50, 200] if quick else [100, 500, 1000, 2000]
+    ms = [2, 8] if quick else [2, 4, 8, 16, 32]
+    sum_ms = [2, 8, 32] if quick else [2, 4, 8, 16, 32, 64, 100]
+    result: dict[str, Any] = {"n_components": K, "repeats": repeats}
+    with threadpool_limits(limits=1, user_api="blas"):
+        result["machine"] = machine()
+        rows_n = []
+        for n in ns:
+            row = ratios(
+                {"n": n, "d": 100, "M": 4, **interleaved(fit_runs(make_parts(n, 100, 4), MODES[:2]), repeats)}
+            )
+            rows_n.append(row)
+            print(
+                f"n={n:>9,d}  fit/gram additive {row['pppca_additive_over_gram']:.3f}  masks {row['pppca_additive-masks_over_gram']:.3f}"
+            )
+        rows_d = []
+        for d in ds:
+            parts = make_parts(max(10_000, 5 * d), d, 2)
+            reps = 3 if d >= 1000 else repeats
+            row = ratios(
+                {
+                    "n": max(10_000, 5 * d),
+                    "d": d,
+                    "M": 2,
+                    **interleaved(fit_runs(parts, ("additive-masks",)), reps),
+                }
+            )
+            row["peak_dxd_masks_M2"] = peak_memory_dxd(parts, "additive-masks")
+            row["peak_dxd_shares_M2"] = peak_memory_dxd(parts, "additive")
+            rows_d.append(row)
+            print(
+                f"d={d:5d}  fit/(gram+topk) {row['pppca_additive-masks_over_gram_topk']:.3f}  "
+                f"peak {row['peak_dxd_masks_M2']:.2f} dxd (masks) {row['peak_dxd_shares_M2']:.2f} (shares)"
+            )
+        rows_m = []
+        n_m = 20_000 if quick else 400_000
+        for m in ms:
+            row = ratios(
+                {"n": n_m, "d": 100, "M": m, **interleaved(fit_runs(make_parts(n_m, 100, m), MODES), repeats)}
+            )
+            row["sparse_neighbours"] = plan_graph(m).neighbours
+            rows_m.append(row)
+            print(
+                f"M={m:3d}  fit/gram shares {row['pppca_additive_over_gram']:.3f}  masks "
+                f"{row['pppca_additive-masks_over_gram']:.3f}  sparse {row['pppca_additive-sparse-masks_over_gram']:.3f} "
+                f"(k={row['sparse_neighbours']})"
+            )
+        sums = []
+        for m in sum_ms:
+            row = secure_sum_seconds(m, repeats)
+            sums.append(row)
+            print(
+                f"secure sum M={m:3d}  shares {row['additive'] * 1e3:7.1f} ms  masks {row['additive-masks'] * 1e3:7.1f} ms  "
+                f"sparse {row['additive-sparse-masks'] * 1e3:7.1f} ms (k={row['sparse_neighbours']})"
+            )
+        memory = {}
+        d_mem = 300 if quick else 2000
+        parts = make_parts(3 * d_mem, d_mem, 4)
+        for backend in MODES:
+            memory[f"{backend}_M4_d{d_mem}"] = peak_memory_dxd(parts, backend)
+        if not quick:
+            start = time.perf_counter()
+            parts5000 = make_parts(6000, 5000, 2)
+            memory["masks_M2_d5000"] = peak_memory_dxd(parts5000, "additive-masks")
+            memory["d5000_fit_seconds_traced"] = time.perf_counter() - start
+            del parts5000
+        print("peak memory (d x d arrays above the data):", {k: round(v, 2) for k, v in memory.items()})
+        small_parts = make_parts(1000, 10, 4)
+        pooled = np.vstack(small_parts)
+        from sklearn.decomposition import PCA
+
+        small = interleaved(
+            {
+                "sklearn": lambda: PCA(5, svd_solver="covariance_eigh").fit(pooled),
+                "pppca_additive": lambda: PPPCA(5).fit(small_parts),
+            },
+            5 * repeats,
+        )
+        small["ratio"] = small["pppca_additive"] / small["sklearn"]
+        print(f"1000 x 10: PPPCA / sklearn {small['ratio']:.2f}")
+    n_pq, d_pq, chunk = (200_000, 20, 50_000) if quick else (10_000_000, 100, 250_000)
+    parquet = parquet_memory(n_pq, d_pq, chunk)
+    print(
+        f"parquet {n_pq:,d} x {d_pq}: peak RSS above start {parquet['peak_rss_above_start_bytes'] / 2**20:.0f} MiB, "
+        f"statistics {parquet['statistics_seconds']:.1f} s"
+    )
+    result.update(
+        rows_n=rows_n,
+        rows_d=rows_d,
+        rows_m=rows_m,
+        secure_sum_m=sums,
+        memory=memory,
+        small=small,
+        parquet=parquet,
+    )
+    return result
+
+
+def plot(result: dict[str, Any], path: Path) -> None:
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 4, figsize=(17, 3.8))
+    ax = axes[0]
+    for key, style in (("pppca_additive_over_gram", "b-o"), ("pppca_additive-masks_over_gram", "r-s")):
+        ax.semilogx(
+            [r["n"] for r in result["rows_n"]], [r[key] for r in result["rows_n"]], style, label=key[6:-10]
+        )
+    ax.set(xlabel="n (M = 4, d = 100)", ylabel="fit / plain Gram (median)", title="vs n")
+    ax.legend()
+    ax = axes[1]
+    ds = [r["d"] for r in result["rows_d"]]
+    ax.semilogx(
+        ds,
+        [r["pppca_additive-masks_over_gram_topk"] for r in result["rows_d"]],
+        "r-s",
+        label="fit / (Gram + top-k)",
+    )
+    ax.axhline(1.3, color="grey", ls=":")
+    ax2 = ax.twinx()
+    ax2.semilogx(ds, [r["peak_dxd_masks_M2"] for r in result["rows_d"]], "g--^", label="peak (d x d arrays)")
+    ax.set(xlabel="d (M = 2)", title="vs d")
+    ax.legend(loc="upper left")
+    ax2.legend(loc="lower right")
+    ax = axes[2]
+    for mode, style in zip(MODES, ("b-o", "r-s", "g-^"), strict=True):
+        ax.plot(
+            [r["M"] for r in result["rows_m"]],
+            [r[f"pppca_{mode}_over_gram"] for r in result["rows_m"]],
+            style,
+            label=mode,
+        )
+    ax.axhline(1.25, color="grey", ls=":")
+    ax.set(xlabel=f"M (n = {result['rows_m'][0]['n']}, d = 100)", ylabel="fit / plain Gram", title="vs M")
+    ax.legend()
+    ax = axes[3]
+    for mode, style in zip(MODES, ("b-o", "r-s", "g-^"), strict=True):
+        ax.loglog(
+            [r["M"] for r in result["secure_sum_m"]],
+            [r[mode] for r in result["secure_sum_m"]],
+            style,
+            label=mode,
+        )
+    ax.set(xlabel="M", ylabel="seconds (median)", title="one secure sum, 5,050 entries")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smaller matrix, fewer repeats")
+    parser.add_argument("--quick", action="store_true", help="CI sizes: small matrices, few repeats")
+    parser.add_argument("--cpus", type=int, default=1, help="pin to this many usable CPUs (0: leave as is)")
     args = parser.parse_args()
-    n, d, parties, k = (100_000, 50, 4, 10) if args.quick else (400_000, 100, 4, 10)
-    repeats = 3 if args.quick else 7
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(n, d)) @ rng.normal(size=(d, d)) + rng.normal(size=d) * 5
-    parts = [np.ascontiguousarray(p) for p in np.array_split(X, parties)]
-    timings: dict[str, list[float]] = {"sklearn_covariance_eigh": [], "pppca_additive": [], "pppca_masks": []}
-    runs = {
-        "sklearn_covariance_eigh": lambda: PCA(k, svd_solver="covariance_eigh").fit(X),
-        "pppca_additive": lambda: PPPCA(k, backend="additive").fit(parts),
-        "pppca_masks": lambda: PPPCA(k, backend="additive-masks").fit(parts),
-    }
-    runs["sklearn_covariance_eigh"]()  # warm up BLAS threads
-    for _ in range(repeats):
-        for name, fn in runs.items():  # interleaved so load drifts hit all alike
-            start = time.perf_counter()
-            fn()
-            timings[name].append(time.perf_counter() - start)
-    medians = {name: statistics.median(ts) for name, ts in timings.items()}
-    base = medians["sklearn_covariance_eigh"]
-    result = {
-        "machine": machine(),
-        "n_samples": n,
-        "n_features": d,
-        "parties": parties,
-        "n_components": k,
-        "repeats": repeats,
-        "seconds": timings,
-        "median_seconds": medians,
-        "ratio_to_sklearn": {name: m / base for name, m in medians.items()},
-    }
-    for name, m in medians.items():
-        print(f"{name:26s} median {m:.3f} s   ratio to sklearn {m / base:.3f}")
-    print(f"wrote {write_json('pppca_speed.json', result)}")
+    result = scaling(args.quick, args.cpus)
+    name = "pppca_scaling_quick" if args.quick else "pppca_scaling"
+    path = write_json(f"{name}.json", result)
+    plot(result, RESULTS / f"{name}.png")
+    print(f"wrote {path} and {name}.png")
 
 
 if __name__ == "__main__":

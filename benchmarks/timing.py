@@ -33,11 +33,19 @@ def machine() -> dict[str, Any]:
     import os
 
     import numpy as np
+    from threadpoolctl import threadpool_info
 
+    affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     return {
         "python": platform.python_version(),
         "numpy": np.__version__,
         "cpus": os.cpu_count(),
+        "cpu_affinity": affinity,
+        "blas": [
+            {"library": pool.get("internal_api"), "threads": pool.get("num_threads")}
+            for pool in threadpool_info()
+            if pool.get("user_api") == "blas"
+        ],
         "platform": platform.platform(),
     }
 

@@ -32,11 +32,17 @@ def checked_data(estimator: BaseEstimator, X: Any, *, reset: bool, **kwargs: Any
 
 
 def is_parts(X: object) -> bool:
-    """Whether ``X`` is a list/tuple of per-party blocks (arrays, DataFrames), not a list of rows."""
-    return isinstance(X, (list, tuple)) and all(hasattr(p, "shape") for p in X)
+    """Whether ``X`` is a list/tuple of per-party blocks, not a list of rows.
+
+    A block is an array or DataFrame (it has a ``shape``) or a part read in
+    chunks (it has ``n_features``; :mod:`mpc_pca.pppca.chunked`).
+    """
+    return isinstance(X, (list, tuple)) and all(hasattr(p, "shape") or hasattr(p, "n_features") for p in X)
 
 
 def _names_of(part: object) -> list[str] | None:
+    if hasattr(part, "n_features") and not hasattr(part, "shape"):
+        return None  # a part read in chunks: its columns were chosen when it was opened
     columns = getattr(part, "columns", None)
     if columns is None:
         return None
@@ -90,7 +96,8 @@ def split_parts(
             feature_names = None
             if hasattr(estimator, "feature_names_in_"):
                 del estimator.feature_names_in_
-        shape = np.shape(parts[0])
+        width = getattr(parts[0], "n_features", None)
+        shape = np.shape(parts[0]) if width is None else (None, width)
         if len(shape) == 2:  # otherwise the protocol's check_parts names the problem
             estimator.n_features_in_ = int(shape[1])
         return parts, feature_names

@@ -88,7 +88,7 @@ class FixedPointCodec:
         limit = self.max_abs(n_summands)
         if x.size == 0:
             return
-        peak = float(np.max(np.abs(x)))
+        peak = max(float(np.max(x)), -float(np.min(x)))  # max |x| without a full-size temporary
         if not np.isfinite(peak):  # NaN or infinity somewhere: say where
             check_finite(x, name)
         # ``>=`` because rounding may push a value sitting exactly at the limit over it.
@@ -135,4 +135,6 @@ class FixedPointCodec:
         arr = np.asarray(ring)
         if arr.dtype != np.uint64:
             raise InputValidationError(f"ring elements must have dtype uint64, got {arr.dtype}")
-        return arr.view(np.int64).astype(np.float64) / self.scale
+        out = arr.view(np.int64).astype(np.float64)
+        out /= self.scale  # in place: one output array
+        return out

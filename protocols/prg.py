@@ -65,6 +65,32 @@ class RingPRG:
                 raise RuntimeError(f"ChaCha20 produced {written} bytes, expected {size}")
         return out[:count].view(np.uint64).reshape(shape)
 
+    def accumulate(self, target: NDArray[np.uint64], *, subtract: bool = False) -> NDArray[np.uint64]:
+        """Add (or subtract) the next ``target.size`` ring elements to ``target`` in place.
+
+        Same keystream as ``target += self.ring_elements(target.shape)``, but
+        expanded 64 KiB at a time into one scratch buffer, so a mask or share
+        never exists as a full-size array (``target`` must be C-contiguous).
+        """
+        if target.dtype != np.uint64 or not target.flags.c_contiguous or not target.flags.writeable:
+            raise ValueError("accumulate needs a writable, C-contiguous uint64 array")
+        flat = target.reshape(-1)
+        words = _CHUNK_BYTES // 8
+        scratch = np.empty(min(words, flat.size) + _SLACK_WORDS, dtype="<u8")
+        view = memoryview(scratch.data).cast("B")
+        zeros = bytes(8 * min(words, flat.size))
+        for start in range(0, flat.size, words):
+            size = min(words, flat.size - start)
+            written = self._encryptor.update_into(zeros[: 8 * size], view)
+            if written != 8 * size:
+                raise RuntimeError(f"ChaCha20 produced {written} bytes, expected {8 * size}")
+            chunk = scratch[:size].view(np.uint64)
+            if subtract:
+                flat[start : start + size] -= chunk
+            else:
+                flat[start : start + size] += chunk
+        return target
+
 
 def nonce_for_counter(counter: int) -> bytes:
     """A distinct 16-byte nonce for the ``counter``-th stream under one key."""

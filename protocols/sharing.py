@@ -26,12 +26,15 @@ def expand_share(seed: bytes, shape: tuple[int, ...]) -> NDArray[np.uint64]:
     return RingPRG(seed).ring_elements(shape)
 
 
-def split_seeded(secret: NDArray[np.uint64], n_shares: int) -> tuple[NDArray[np.uint64], list[bytes]]:
+def split_seeded(
+    secret: NDArray[np.uint64], n_shares: int, *, overwrite: bool = False
+) -> tuple[NDArray[np.uint64], list[bytes]]:
     """Split into ``n_shares`` additive shares, all but one given as PRG seeds.
 
     The ``n_shares - 1`` shares ``r_i = PRG(seed_i)`` are pseudo-random (the
     paper's PRG shares) and travel as their 32-byte seeds from :mod:`secrets`;
-    the kept share is ``secret - sum(r_i) mod 2^64``.
+    the kept share is ``secret - sum(r_i) mod 2^64``. With ``overwrite=True``
+    it is computed in ``secret``'s own (C-contiguous) buffer.
 
     Returns
     -------
@@ -46,9 +49,12 @@ def split_seeded(secret: NDArray[np.uint64], n_shares: int) -> tuple[NDArray[np.
     if n_shares < 1:
         raise InputValidationError(f"n_shares must be at least 1, got {n_shares}")
     seeds = [secrets.token_bytes(KEY_BYTES) for _ in range(n_shares - 1)]
-    kept = secret.copy()
+    if overwrite and secret.flags.c_contiguous and secret.flags.writeable:
+        kept = secret
+    else:
+        kept = np.array(secret, copy=True, order="C")
     for seed in seeds:
-        kept -= expand_share(seed, secret.shape)
+        RingPRG(seed).accumulate(kept, subtract=True)  # kept -= expand_share(seed), chunk by chunk
     return kept, seeds
 
 

@@ -3,9 +3,16 @@
 Summing symmetric matrices only needs ``d(d+1)/2`` of their ``d^2`` entries,
 which nearly halves the shares, masks or ciphertexts of every secure sum of a
 Gram or covariance matrix.
+
+Packing and unpacking copy one contiguous row segment at a time, using the
+cached offsets of the rows in the packed vector (``d + 1`` integers per ``d``,
+in a bounded cache) instead of ``np.triu_indices``' two ``d(d+1)/2``-long index
+arrays: at ``d = 5000`` those would be 200 MB, more than the matrix itself.
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 from numpy.typing import NDArray
@@ -13,13 +20,48 @@ from numpy.typing import NDArray
 from protocols.errors import InputValidationError
 
 
-def upper_triangle(matrix: NDArray[np.float64]) -> NDArray[np.float64]:
-    """The ``d(d+1)/2`` entries on and above the diagonal of a square matrix, row by row."""
+@functools.lru_cache(maxsize=16)
+def row_offsets(d: int) -> NDArray[np.int64]:
+    """Start of each row of the packed upper triangle of a ``d x d`` matrix, and its length.
+
+    ``offsets[i]`` is where row ``i`` (entries ``i..d-1``) starts and
+    ``offsets[d] = d(d+1)/2``. Cached (read-only) per ``d``.
+
+    Examples
+    --------
+    >>> row_offsets(3).tolist()
+    [0, 3, 5, 6]
+    """
+    if d < 0:
+        raise InputValidationError(f"a matrix side must be non-negative, got {d}")
+    lengths = np.arange(d, 0, -1, dtype=np.int64)
+    offsets = np.zeros(d + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    offsets.setflags(write=False)
+    return offsets
+
+
+def upper_triangle(matrix: NDArray[np.float64], out: NDArray | None = None) -> NDArray[np.float64]:
+    """The ``d(d+1)/2`` entries on and above the diagonal of a square matrix, row by row.
+
+    Parameters
+    ----------
+    matrix : ndarray of shape (d, d)
+    out : ndarray of shape (d(d+1)/2,), optional
+        Where to write them (a fresh array of ``matrix``'s dtype otherwise).
+    """
     arr = np.asarray(matrix)
     if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
         raise InputValidationError(f"expected a square matrix, got shape {arr.shape}")
-    rows, cols = np.triu_indices(arr.shape[0])
-    return arr[rows, cols]
+    d = arr.shape[0]
+    offsets = row_offsets(d)
+    if out is None:
+        out = np.empty(int(offsets[-1]), dtype=arr.dtype)
+    elif out.shape != (int(offsets[-1]),):
+        raise InputValidationError(f"out has shape {out.shape}, expected ({int(offsets[-1])},)")
+    for i in range(d):
+        out[offsets[i] : offsets[i + 1]] = arr[i, i:]
+    return out
 
 
 def triangle_side(length: int) -> int:
@@ -47,8 +89,15 @@ def from_upper_triangle(packed: NDArray[np.float64], d: int | None = None) -> ND
         raise InputValidationError(
             f"packed triangle has {packed.shape[0]} entries, expected {d * (d + 1) // 2} for d={d}"
         )
-    out = np.zeros((side, side), dtype=np.float64)
-    rows, cols = np.triu_indices(side)
-    out[rows, cols] = packed
-    out[cols, rows] = packed
+    out = np.empty((side, side), dtype=np.float64)
+    offsets = row_offsets(side)
+    for i in range(side):
+        row = packed[offsets[i] : offsets[i + 1]]
+        out[i, i:] = row
+        out[i:, i] = row
     return out
+
+
+def triangle_diagonal(packed: NDArray[np.float64], d: int) -> NDArray[np.float64]:
+    """The diagonal of the matrix a packed triangle stands for (a copy)."""
+    return np.asarray(packed)[row_offsets(d)[:-1]]

@@ -228,7 +228,7 @@ def run_party(
             raise InputValidationError(f"{name} needs its data (--data FILE)")
         (data,) = check_parts([data], min_total_rows=1, check_values=False)
         stats = LocalStatistics.of(data)
-        check_statistics_finite(data, (stats.column_sums, stats.scatter), rank)
+        check_statistics_finite(data, (stats.column_sums, stats.scatter_triangle), rank)
         public["n_features"] = int(data.shape[1])
         public["columns_hash"] = columns_hash
         public["column_exponents"] = column_exponents(data).tolist()

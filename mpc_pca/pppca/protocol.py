@@ -35,7 +35,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from mpc_pca.linalg import top_eigenpairs
+from mpc_pca.linalg import leading_eigenpairs
+from mpc_pca.pppca.chunked import ChunkedPart
 from mpc_pca.pppca.components import (
     ComponentsSettings,
     check_reveal,
@@ -48,13 +49,14 @@ from mpc_pca.pppca.local_stats import LocalStatistics
 from mpc_pca.pppca.scaling import (
     agree_exponents,
     column_exponents,
+    exponents_of_peaks,
     gram_scale_exponent,
     normalized,
     sums_scale_exponent,
     unscale_gram,
     unscale_vector,
 )
-from mpc_pca.pppca.standardize import server_matrix
+from mpc_pca.pppca.standardize import scale_and_error, server_matrix
 from mpc_pca.roles import CONSUMER, SERVER, provider_names
 from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite
 from protocols.backends import SecureSumBackend
@@ -62,7 +64,7 @@ from protocols.errors import InputValidationError, ProtocolError
 from protocols.messages import expect_real_array
 from protocols.party import Party
 from protocols.runtime import RunResult, check_timeout, map_parties, run_inprocess
-from protocols.secure_sum import secure_sum_symmetric
+from protocols.triangle import from_upper_triangle
 
 STATS_NAME = "column sums and row count"
 GRAM_NAME = "centred Gram matrix X_i^T X_i"
@@ -138,7 +140,7 @@ class PPPCAModel:
 
 def provider_role(
     party: Party,
-    data: NDArray[np.float64],
+    data: NDArray[np.float64] | ChunkedPart,
     config: PPPCAConfig,
     backend: SecureSumBackend,
     stats: LocalStatistics | None = None,
@@ -162,11 +164,16 @@ def provider_role(
         This provider's projected rows ``(X_i - mean) T`` (also sent to the
         consumer) when a consumer takes part, else ``None``.
     """
-    if data.ndim != 2 or data.shape[1] != config.n_features:
+    if isinstance(data, ChunkedPart):
+        if data.n_features != config.n_features:
+            raise InputValidationError(f"{party.name} holds {data!r}, expected {config.n_features} features")
+    elif data.ndim != 2 or data.shape[1] != config.n_features:
         raise InputValidationError(
             f"{party.name} holds data of shape {data.shape}, expected (n, {config.n_features})"
         )
-    stats = normalized(LocalStatistics.of(data) if stats is None else stats, config.exponents)
+    if stats is None:
+        stats = data.statistics() if isinstance(data, ChunkedPart) else LocalStatistics.of(data)
+    stats = normalized(stats, config.exponents)
     shift = sums_scale_exponent(config.n_parties, backend.codec.frac_bits)
     backend.secure_sum(
         party,
@@ -187,18 +194,23 @@ def provider_role(
         )
     else:
         gram_shift = _gram_shift(party.recv(SERVER))
-        secure_sum_symmetric(
+        # Only the upper triangle is summed (as protocols.secure_sum.secure_sum_symmetric
+        # does), built straight from the packed scatter: no d x d temporary.
+        triangle = stats.centred_gram_triangle(mean)
+        backend.secure_sum(
             party,
-            np.ldexp(stats.centred_gram(mean), gram_shift),
+            np.ldexp(triangle, gram_shift, out=triangle),
             contributors=config.providers,
             receiver=SERVER,
-            backend=backend,
             name=GRAM_NAME,
         )
     transfer = expect_real_array(party.recv(SERVER), SERVER, (config.n_features, config.n_components), "T")
     if not config.with_consumer:
         return None
-    projected = (data - unscale_vector(mean, config.exponents)) @ transfer
+    raw_mean = unscale_vector(mean, config.exponents)
+    projected = (
+        data.project(raw_mean, transfer) if isinstance(data, ChunkedPart) else (data - raw_mean) @ transfer
+    )
     party.send(CONSUMER, projected)
     return projected
 
@@ -229,13 +241,18 @@ def server_role(party: Party, config: PPPCAConfig, backend: SecureSumBackend) ->
     for provider in config.providers:
         party.send(provider, mean_y)
         party.send(provider, np.array([float(gram_shift)]))
-    gram = secure_sum_symmetric(
-        party, None, contributors=config.providers, receiver=SERVER, backend=backend, name=GRAM_NAME
+    packed = backend.secure_sum(party, None, contributors=config.providers, receiver=SERVER, name=GRAM_NAME)
+    if packed is None or packed.shape != (d * (d + 1) // 2,):
+        raise ProtocolError(
+            f"the summed Gram triangle has shape {getattr(packed, 'shape', None)}, "
+            f"expected ({d * (d + 1) // 2},) for d={d}"
+        )
+    gram = from_upper_triangle(np.ldexp(packed, -gram_shift, out=packed), d)
+    del packed
+    gram = unscale_gram(gram, config.exponents)
+    server = server_matrix(
+        gram, n_samples, gram_entry_error(config, f, n_samples), config.standardize, overwrite=True
     )
-    if gram.shape != (d, d):
-        raise ProtocolError(f"the summed Gram matrix has shape {gram.shape}, expected {(d, d)}")
-    gram = unscale_gram(np.ldexp(gram, -gram_shift), config.exponents)
-    server = server_matrix(gram, n_samples, gram_entry_error(config, f, n_samples), config.standardize)
     try:
         check_precision(server.eta, float(np.max(np.diag(server.matrix))), config)
     except InputValidationError as exc:
@@ -244,15 +261,22 @@ def server_role(party: Party, config: PPPCAConfig, backend: SecureSumBackend) ->
         raise ProtocolError(
             f"n_components={config.n_components} exceeds min(n_features={d}, n_samples={n_samples})"
         )
-    values, components, all_values = top_eigenpairs(server.matrix, config.n_components)
+    del gram
+    # Only the top k + 1 eigenpairs (the (k+1)-th eigenvalue bounds the last gap);
+    # the total variance is the trace. LAPACK overwrites the server's matrix.
+    values, components, leading, total_variance = leading_eigenpairs(
+        server.matrix, config.n_components, overwrite=True
+    )
     # Providers project centred raw rows: with standardization T_eff = diag(1/sigma) T.
     transfer = np.ascontiguousarray(components.T / server.scale[:, None])
     for provider in config.providers:
         party.send(provider, transfer)
-    bounds = rounding_error_bounds(all_values, config.n_components, server.eta)
+    bounds = rounding_error_bounds(leading, config.n_components, server.eta)
     mean = unscale_vector(mean_y, config.exponents)
     scale = server.scale if config.standardize else None
-    return PPPCAModel(mean, n_samples, components, values, float(all_values.sum()), server.eta, bounds, scale)
+    return PPPCAModel(
+        mean, n_samples, components, values, max(total_variance, 0.0), server.eta, bounds, scale
+    )
 
 
 def _server_components(
@@ -317,6 +341,9 @@ def rounding_error_bounds(eigenvalues: NDArray[np.float64], k: int, eta: float) 
     ``sin(theta_i) <= 2 eta / gap_i`` (Davis-Kahan, Yu-Wang-Samworth form) with
     ``gap_i`` its distance to the nearest other eigenvalue, so after sign
     alignment its entries differ by at most ``sqrt(2) sin(theta_i)``.
+
+    ``eigenvalues`` (decreasing) may be only the ``k + 1`` largest: the nearest
+    neighbour of each of the top ``k`` is among them.
     """
     bounds = np.empty(k)
     for i in range(k):
@@ -428,28 +455,67 @@ def preflight(
             "standardize=True needs the pooled variances (the Gram diagonal), which reveal='components' "
             "keeps secret; use reveal='covariance' or standardize before the run"
         )
-    arrays = check_parts(parts, check_values=False)
-    n_samples = sum(a.shape[0] for a in arrays)
-    d = arrays[0].shape[1]
+    if isinstance(parts, Sequence) and any(isinstance(p, ChunkedPart) for p in parts):
+        arrays, stats = _chunked_preflight(parts)
+    else:
+        arrays = check_parts(parts, check_values=False)
+        n_rows = sum(a.shape[0] for a in arrays)
+        # Each provider's local step, side by side (inline when it is only microseconds of numpy).
+        stats = map_parties(LocalStatistics.of, arrays, work=float(n_rows) * arrays[0].shape[1] ** 2)
+        for i, (part, st) in enumerate(zip(arrays, stats, strict=True)):
+            check_statistics_finite(part, (st.column_sums, st.scatter_triangle), i)
+    n_samples = sum(st.n_rows for st in stats)
+    d = stats[0].n_features
     k = check_n_components(n_components, d, n_samples)
-    stats = map_parties(LocalStatistics.of, arrays)  # each provider's local step, side by side
-    for i, (part, st) in enumerate(zip(arrays, stats, strict=True)):
-        check_statistics_finite(part, (st.column_sums, st.scatter), i)
     if reveal == "components":
         exponents: tuple[int, ...] = (0,) * d
     else:
-        exponents = agree_exponents([column_exponents(a).tolist() for a in arrays])
+        exponents = agree_exponents([part_exponents(a).tolist() for a in arrays])
     config = PPPCAConfig(len(arrays), d, k, False, exponents, standardize, reveal)
     scaled = [normalized(st, exponents) for st in stats]
     check_ring_range(scaled, backend, config)
     mean = sum(st.column_sums for st in scaled) / n_samples
-    gram = unscale_gram(sum(st.centred_gram(mean) for st in scaled), exponents)
+    # The diagonal of the pooled Gram matrix is all the checks need (no d x d matrix here).
+    diagonal = np.ldexp(
+        sum(st.centred_gram_diagonal(mean) for st in scaled), 2 * np.asarray(exponents, dtype=np.int64)
+    )
     f = backend.codec.frac_bits
-    server = server_matrix(gram, n_samples, gram_entry_error(config, f, n_samples), standardize)
-    check_precision(server.eta, float(np.max(np.diag(server.matrix))), config)
+    scale, eta = scale_and_error(diagonal, n_samples, gram_entry_error(config, f, n_samples), standardize)
+    check_precision(eta, float(np.max(diagonal / scale**2)) / (n_samples - 1), config)
     if reveal == "components":
-        check_trace_fits(float(np.trace(gram)), f)
+        check_trace_fits(float(np.sum(diagonal)), f)
     return arrays, stats, k, exponents
+
+
+def part_exponents(part: NDArray[np.float64] | ChunkedPart) -> NDArray[np.int64]:
+    """A provider's column exponents (:mod:`mpc_pca.pppca.scaling`); a chunked part reads its peaks."""
+    if isinstance(part, ChunkedPart):
+        return exponents_of_peaks(part.column_peaks())
+    return column_exponents(part)
+
+
+def _chunked_preflight(parts: Sequence[Any]) -> tuple[list[Any], list[LocalStatistics]]:
+    """Statistics of parts some of which are chunked (read one part after the other)."""
+    out: list[Any] = []
+    stats: list[LocalStatistics] = []
+    for i, part in enumerate(parts):
+        if isinstance(part, ChunkedPart):
+            out.append(part)
+            stats.append(part.statistics())
+        else:
+            (array,) = check_parts([part], min_total_rows=1, check_values=False)
+            st = LocalStatistics.of(array)
+            check_statistics_finite(array, (st.column_sums, st.scatter_triangle), i)
+            out.append(array)
+            stats.append(st)
+    widths = {st.n_features for st in stats}
+    if len(widths) != 1:
+        raise InputValidationError(
+            f"the parts have different feature counts: {[st.n_features for st in stats]}"
+        )
+    if sum(st.n_rows for st in stats) < 2:
+        raise InputValidationError("the parts hold fewer than 2 rows in total; PCA needs at least 2")
+    return out, stats
 
 
 def run_pppca(
@@ -484,11 +550,10 @@ def run_pppca(
         parts, n_components, backend, standardize=standardize, reveal=reveal
     )
     settings = ComponentsSettings() if components is None else components
+    d = stats[0].n_features
     if reveal == "components":
-        settings.plan(arrays[0].shape[1], k)  # validates the settings before anything is sent
-    config = PPPCAConfig(
-        len(arrays), arrays[0].shape[1], k, with_consumer, exponents, standardize, reveal, settings
-    )
+        settings.plan(d, k)  # validates the settings before anything is sent
+    config = PPPCAConfig(len(arrays), d, k, with_consumer, exponents, standardize, reveal, settings)
     roles: dict[str, Any] = {
         name: (lambda party, data=data, st=st: provider_role(party, data, config, backend, st))
         for name, data, st in zip(config.providers, arrays, stats, strict=True)

@@ -38,6 +38,7 @@ from numpy.typing import NDArray
 
 from mpc_pca.pppca.local_stats import LocalStatistics
 from protocols.errors import InputValidationError
+from protocols.triangle import row_offsets
 
 #: Each provider may hold at most ``2^ROW_BITS`` rows (first-round headroom).
 ROW_BITS = 32
@@ -56,7 +57,12 @@ def column_exponents(data: NDArray[np.float64]) -> NDArray[np.int64]:
     [0, 2, 0]
     """
     peaks = np.max(np.abs(data), axis=0) if data.shape[0] else np.zeros(data.shape[1])
-    return np.frexp(peaks)[1].astype(np.int64)
+    return exponents_of_peaks(peaks)
+
+
+def exponents_of_peaks(peaks: NDArray[np.float64]) -> NDArray[np.int64]:
+    """``e_j`` with ``peaks_j < 2^e_j`` (0 for a zero peak): :func:`column_exponents` from ``max |x_j|``."""
+    return np.frexp(np.asarray(peaks, dtype=np.float64))[1].astype(np.int64)
 
 
 def agree_exponents(per_provider: Sequence[Sequence[int]]) -> tuple[int, ...]:
@@ -93,9 +99,19 @@ def gram_scale_exponent(n_parties: int, frac_bits: int, n_samples: int) -> int:
 
 
 def normalized(stats: LocalStatistics, exponents: Sequence[int]) -> LocalStatistics:
-    """The statistics of ``Y = X diag(2^-E)`` from those of ``X`` (exact: powers of two)."""
-    factor = np.ldexp(1.0, -np.asarray(exponents, dtype=np.int64))
-    return LocalStatistics(stats.n_rows, stats.column_sums * factor, stats.scatter * np.outer(factor, factor))
+    """The statistics of ``Y = X diag(2^-E)`` from those of ``X`` (exact: powers of two).
+
+    The packed scatter triangle is scaled row by row (no ``d x d`` temporary).
+    """
+    exps = np.asarray(exponents, dtype=np.int64)
+    if not np.any(exps):
+        return stats
+    factor = np.ldexp(1.0, -exps)
+    scatter = stats.scatter_triangle.copy()
+    offsets = row_offsets(factor.shape[0])
+    for i in range(factor.shape[0]):
+        scatter[offsets[i] : offsets[i + 1]] *= factor[i] * factor[i:]
+    return LocalStatistics(stats.n_rows, stats.column_sums * factor, scatter)
 
 
 def unscale_gram(gram: NDArray[np.float64], exponents: Sequence[int]) -> NDArray[np.float64]:

@@ -35,7 +35,12 @@ class ServerMatrix:
 
 
 def server_matrix(
-    gram: NDArray[np.float64], n_samples: int, entry_error: NDArray[np.float64], standardize: bool
+    gram: NDArray[np.float64],
+    n_samples: int,
+    entry_error: NDArray[np.float64],
+    standardize: bool,
+    *,
+    overwrite: bool = False,
 ) -> ServerMatrix:
     """Covariance (or standardized covariance) from the pooled Gram matrix.
 
@@ -50,6 +55,9 @@ def server_matrix(
         ``u_j u_k`` because of fixed-point rounding.
     standardize : bool
         Divide each column by its pooled standard deviation first.
+    overwrite : bool, default=False
+        Scale ``gram`` in place instead of a copy (the server holds one ``d x d``).
+        The result is symmetric up to rounding; eigensolvers read one triangle.
 
     Notes
     -----
@@ -60,8 +68,26 @@ def server_matrix(
     (correlation-like, ``|C_jk| <= N/(N-1)``) matrix then moves by at most
     about ``max_j delta_j`` more, adding ``d max_j delta_j N/(N-1)``.
     """
-    d = gram.shape[0]
-    diag = np.clip(np.diag(gram), 0.0, None)
+    scale, eta = scale_and_error(np.diag(gram), n_samples, entry_error, standardize)
+    matrix = gram if overwrite else gram.copy()
+    if standardize:  # W G W in place, one row and one column factor at a time
+        weights = 1.0 / scale
+        matrix *= weights[:, None]
+        matrix *= weights[None, :]
+    matrix /= n_samples - 1
+    return ServerMatrix(matrix, scale, eta)
+
+
+def scale_and_error(
+    gram_diagonal: NDArray[np.float64], n_samples: int, entry_error: NDArray[np.float64], standardize: bool
+) -> tuple[NDArray[np.float64], float]:
+    """Per-column divisors and the error bound ``eta`` of :func:`server_matrix`, from the diagonal alone.
+
+    Both depend only on ``diag(G)``, so the pre-flight check needs no ``d x d``
+    matrix (see :func:`server_matrix` for the derivation).
+    """
+    d = gram_diagonal.shape[0]
+    diag = np.clip(gram_diagonal, 0.0, None)
     scale = np.ones(d)
     extra = 0.0
     if standardize:
@@ -73,6 +99,5 @@ def server_matrix(
             delta = np.where(constant, 0.0, entry_error**2 / np.where(constant, 1.0, diag))
         extra = d * float(np.max(delta, initial=0.0)) * n_samples / (n_samples - 1)
     weights = 1.0 / scale
-    matrix = gram * np.outer(weights, weights) / (n_samples - 1)
     eta = float(np.sum((weights * entry_error) ** 2)) / (n_samples - 1) + extra
-    return ServerMatrix((matrix + matrix.T) / 2.0, scale, eta)
+    return scale, eta

@@ -35,6 +35,7 @@ from protocols.errors import InputValidationError
 _BACKENDS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "additive": ("protocols.backends.additive", "AdditiveBackend", {"mode": "shares"}),
     "additive-masks": ("protocols.backends.additive", "AdditiveBackend", {"mode": "masks"}),
+    "additive-sparse-masks": ("protocols.backends.additive", "AdditiveBackend", {"mode": "sparse-masks"}),
     "paillier": ("protocols.backends.paillier", "PaillierBackend", {}),
     "crypten": ("protocols.backends.crypten", "CrypTenBackend", {}),
 }
@@ -50,9 +51,10 @@ def make_backend(
 
     Parameters
     ----------
-    name : {"additive", "additive-masks", "paillier", "crypten"}
+    name : {"additive", "additive-masks", "additive-sparse-masks", "paillier", "crypten"}
         ``additive`` is the paper's share distribution, ``additive-masks`` the
-        pairwise-mask mode of the same backend.
+        pairwise-mask mode of the same backend, ``additive-sparse-masks`` its
+        sparse-graph mode.
     frac_bits : int, optional
         Fractional bits of the fixed-point codec (the backend's default if omitted).
     key_bits : int, optional
@@ -73,7 +75,7 @@ def make_backend(
     Traceback (most recent call last):
     ...
     protocols.errors.InputValidationError: unknown backend 'rot13'; choose one of \
-['additive', 'additive-masks', 'paillier', 'crypten']
+['additive', 'additive-masks', 'additive-sparse-masks', 'paillier', 'crypten']
     """
     if name not in _BACKENDS:
         raise InputValidationError(f"unknown backend {name!r}; choose one of {list(BACKEND_NAMES)}")

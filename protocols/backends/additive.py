@@ -21,7 +21,16 @@
     honest-but-curious (a *malicious* relay could substitute keys). No dropout
     recovery: every contributor must deliver, as in ``shares`` mode.
 
-Both modes reveal exactly the sum to the receiver and nothing to the
+``sparse-masks`` (pairwise masks over a sparse random graph, Bell et al. 2020 / SecAgg+)
+    As ``masks``, but pairs share a mask only along the edges of a public
+    random graph of expected degree ``k = O(log M)``, so a sum costs ``M k``
+    instead of ``M (M - 1)`` ChaCha20 streams. Tolerates up to
+    ``max_colluders`` contributors colluding with the receiver except with
+    probability ``2^-security_bits`` over the graph; configurations that cannot
+    meet this are refused before anything is sent. See
+    :mod:`protocols.backends.sparse_masks`.
+
+All modes reveal exactly the sum to the receiver and nothing to the
 contributors; both use the same fixed-point encoding and give identical sums.
 """
 
@@ -35,15 +44,17 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from numpy.typing import NDArray
 
+from protocols.backends import sparse_masks
 from protocols.backends.base import SecureSumBackend
 from protocols.encoding import FixedPointCodec
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.messages import expect_array
 from protocols.party import Party
 from protocols.prg import KEY_BYTES, RingPRG, nonce_for_counter
-from protocols.sharing import expand_share, split_seeded
+from protocols.sharing import split_seeded
 
-Mode = Literal["shares", "masks"]
+Mode = Literal["shares", "masks", "sparse-masks"]
+_NAMES = {"shares": "additive", "masks": "additive-masks", "sparse-masks": "additive-sparse-masks"}
 _RING = np.uint64
 
 
@@ -52,12 +63,25 @@ class AdditiveBackend(SecureSumBackend):
 
     Parameters
     ----------
-    mode : {"shares", "masks"}, default="shares"
+    mode : {"shares", "masks", "sparse-masks"}, default="shares"
         ``shares`` is the paper's share distribution; ``masks`` sends one
-        pairwise-masked array per contributor. See the module docstring for
+        pairwise-masked array per contributor; ``sparse-masks`` masks only
+        along a sparse public random graph. See the module docstring for
         the communication and trust differences.
     codec : FixedPointCodec, optional
         Fixed-point codec; 20 fractional bits by default.
+    max_colluders : int, optional
+        ``sparse-masks`` only: how many contributors may collude with the
+        receiver (default: a third of them, rounded down).
+    neighbours : int, optional
+        ``sparse-masks`` only: expected degree of the mask graph; by default
+        the smallest that meets ``security_bits`` for ``max_colluders``.
+    security_bits : int, default=40
+        ``sparse-masks`` only: the graph may leak with probability at most
+        ``2^-security_bits``.
+    graph_seed : bytes, optional
+        ``sparse-masks`` only: a 32-byte public seed fixing the graph for the
+        run (reproducible runs); by default the receiver draws one per group.
 
     Notes
     -----
@@ -66,15 +90,53 @@ class AdditiveBackend(SecureSumBackend):
     at encoding only).
     """
 
-    def __init__(self, mode: Mode = "shares", codec: FixedPointCodec | None = None) -> None:
+    def __init__(
+        self,
+        mode: Mode = "shares",
+        codec: FixedPointCodec | None = None,
+        *,
+        max_colluders: int | None = None,
+        neighbours: int | None = None,
+        security_bits: int = sparse_masks.DEFAULT_SECURITY_BITS,
+        graph_seed: bytes | None = None,
+    ) -> None:
         super().__init__(codec)
-        if mode not in ("shares", "masks"):
-            raise InputValidationError(f"unknown additive mode {mode!r}; choose 'shares' or 'masks'")
+        if mode not in _NAMES:
+            raise InputValidationError(f"unknown additive mode {mode!r}; choose one of {list(_NAMES)}")
+        sparse = (max_colluders, neighbours, graph_seed) != (None, None, None)
+        if mode != "sparse-masks" and (sparse or security_bits != sparse_masks.DEFAULT_SECURITY_BITS):
+            raise InputValidationError(
+                f"max_colluders, neighbours, security_bits and graph_seed apply to mode='sparse-masks' only, "
+                f"not {mode!r}"
+            )
+        if graph_seed is not None and (not isinstance(graph_seed, bytes) or len(graph_seed) != KEY_BYTES):
+            raise InputValidationError(f"graph_seed must be {KEY_BYTES} bytes, got {graph_seed!r}")
+        # The M-independent checks now; plan() checks the rest for each group.
+        sparse_masks.check_parameters(max_colluders, neighbours, security_bits)
         self.mode = mode
-        self.name = "additive" if mode == "shares" else "additive-masks"
+        self.name = _NAMES[mode]
+        self.max_colluders = max_colluders
+        self.neighbours = neighbours
+        self.security_bits = security_bits
+        self.graph_seed = graph_seed
+
+    def plan(self, n_contributors: int) -> sparse_masks.GraphPlan:
+        """The mask graph a ``sparse-masks`` sum of ``n_contributors`` uses (raises if unsafe)."""
+        return sparse_masks.plan_graph(
+            n_contributors,
+            max_colluders=self.max_colluders,
+            neighbours=self.neighbours,
+            security_bits=self.security_bits,
+        )
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(mode={self.mode!r}, codec={self.codec!r})"
+        extra = ""
+        if self.mode == "sparse-masks":
+            extra = (
+                f", max_colluders={self.max_colluders!r}, neighbours={self.neighbours!r}, "
+                f"security_bits={self.security_bits!r}"
+            )
+        return f"{type(self).__name__}(mode={self.mode!r}, codec={self.codec!r}{extra})"
 
     def _run(
         self,
@@ -83,9 +145,17 @@ class AdditiveBackend(SecureSumBackend):
         contributors: tuple[str, ...],
         receiver: str,
     ) -> NDArray[np.float64] | None:
+        plan = self.plan(len(contributors)) if self.mode == "sparse-masks" else None  # refuse before sending
         encoded = None if value is None else self.codec.encode(value, n_summands=len(contributors))
         if self.mode == "shares":
             message = None if encoded is None else _share_round(party, encoded, contributors)
+        elif plan is not None:
+            key = f"additive-sparse-masks|{receiver}|{'|'.join(contributors)}"
+            state = party.context.get(key)
+            if state is None:
+                state = sparse_masks.agree_sparse_keys(party, contributors, receiver, plan, self.graph_seed)
+                party.context[key] = state
+            message = None if encoded is None else sparse_masks.add_masks(party.name, state, encoded)
         else:
             state = _mask_state(party, contributors, receiver)  # the relay takes part too
             message = None if encoded is None else _masked(party, state, encoded, contributors)
@@ -116,14 +186,14 @@ def _share_round(
     the peer expands it. This contributor keeps ``x - sum(shares)``.
     """
     peers = [peer for peer in contributors if peer != party.name]
-    mine, seeds = split_seeded(encoded, len(contributors))
+    mine, seeds = split_seeded(encoded, len(contributors), overwrite=True)  # encoded is ours
     for peer, seed in zip(peers, seeds, strict=True):
         party.send(peer, seed)
     for peer in peers:
         seed = party.recv(peer)
         if not isinstance(seed, bytes) or len(seed) != KEY_BYTES:
             raise ProtocolError(f"{peer!r} sent a malformed share seed; expected {KEY_BYTES} bytes")
-        mine += expand_share(seed, encoded.shape)
+        RingPRG(seed).accumulate(mine)  # mine += expand_share(seed), chunk by chunk
     return mine
 
 
@@ -193,11 +263,7 @@ def _masked(
     for peer in contributors:
         if peer == party.name:
             continue
-        mask = RingPRG(state["keys"][peer], nonce).ring_elements(encoded.shape)
         # The pair's lexicographically smaller name adds the mask, the larger one
         # subtracts it: both ends agree without relying on any list order.
-        if party.name < peer:
-            masked += mask
-        else:
-            masked -= mask
+        RingPRG(state["keys"][peer], nonce).accumulate(masked, subtract=party.name > peer)
     return masked

@@ -44,7 +44,13 @@ from numpy.typing import NDArray
 from protocols.backends.base import SecureSumBackend
 from protocols.encoding import FixedPointCodec
 from protocols.errors import InputValidationError, ProtocolError
-from protocols.paillier.arrays import EncryptedArray, decrypt_ring, encrypt_ring, sum_encrypted
+from protocols.paillier.arrays import (
+    EncryptedArray,
+    ciphertext_count,
+    decrypt_ring,
+    encrypt_ring,
+    sum_encrypted,
+)
 from protocols.paillier.cipher import RandomnessSource, StandardRandomness
 from protocols.paillier.keys import (
     DEFAULT_KEY_BITS,
@@ -53,11 +59,13 @@ from protocols.paillier.keys import (
     check_key_bits,
     generate_keypair,
 )
+from protocols.paillier.offline import ObfuscatorPool
 from protocols.paillier.packing import PackingLayout, PackingOverflowError
 from protocols.paillier.parallel import check_workers
 from protocols.paillier.precompute import DEFAULT_WINDOW_BITS, FixedBaseRandomness
 from protocols.paillier.serialize import public_key_from_bytes
 from protocols.party import Party
+from protocols.runtime.threads import usable_cpus
 
 _MESSAGE_FIELDS = frozenset({"shape", "layout", "weight", "ciphertexts"})
 _KEY_FIELD = "paillier_public_key"
@@ -75,7 +83,8 @@ class PaillierBackend(SecureSumBackend):
         ``n``'s length (:mod:`protocols.paillier.precompute`). ~15x faster
         encryption, but rests on a short-exponent assumption beyond DCR. The
         default is textbook ``r^n``.
-    workers : int, default=1
+    workers : int, optional
+        Default: the CPUs this process may use (``os.sched_getaffinity``).
         Cores each party uses to encrypt (and the receiver to decrypt) large
         arrays: threads for ``r^n`` and CRT decryption, worker processes for
         fixed-base encryption (:mod:`protocols.paillier.parallel`).
@@ -91,6 +100,12 @@ class PaillierBackend(SecureSumBackend):
         the channel.
     allow_insecure_key_size : bool, default=False
         **Tests only**: accept moduli smaller than 2048 bits (even, >= 256).
+    offline : bool, default=False
+        Offline/online split with textbook randomness (DCR only,
+        :mod:`protocols.paillier.offline`): each encrypting party first
+        precomputes one ``r^n mod n^2`` per ciphertext it will send (this
+        depends on the array's shape only, not its values), then encrypts with
+        one modular multiplication each. Ignored with ``precompute=True``.
     exponent_bits : int, optional
         Fixed-base exponent length (default and minimum: ``key_bits // 2``).
     window_bits : int, default=8
@@ -118,13 +133,14 @@ class PaillierBackend(SecureSumBackend):
         key_bits: int | None = None,
         *,
         precompute: bool = False,
-        workers: int = 1,
+        workers: int | None = None,
         packing: bool = True,
         codec: FixedPointCodec | None = None,
         keypair: PaillierKeyPair | tuple[Any, Any] | None = None,
         allow_insecure_key_size: bool = False,
         exponent_bits: int | None = None,
         window_bits: int = DEFAULT_WINDOW_BITS,
+        offline: bool = False,
     ) -> None:
         super().__init__(codec)
         if keypair is not None:
@@ -142,7 +158,7 @@ class PaillierBackend(SecureSumBackend):
         self.allow_insecure_key_size = bool(allow_insecure_key_size)
         self.keypair = keypair
         self.precompute = bool(precompute)
-        self.workers = check_workers(workers)
+        self.workers = usable_cpus() if workers is None else check_workers(workers)
         self.packing = bool(packing)
         minimum = self.key_bits // 2
         if exponent_bits is not None and not minimum <= exponent_bits <= 2 * self.key_bits:
@@ -154,6 +170,7 @@ class PaillierBackend(SecureSumBackend):
             raise InputValidationError(f"window_bits must be between 1 and 16, got {window_bits}")
         self.exponent_bits = exponent_bits
         self.window_bits = int(window_bits)
+        self.offline = bool(offline)
 
     def __repr__(self) -> str:
         return (
@@ -186,6 +203,9 @@ class PaillierBackend(SecureSumBackend):
         if ring is None:
             raise ProtocolError(f"{party.name!r} is neither the receiver nor a contributor")
         public_key = self._public_key_from(party, receiver)
+        if self.offline and not self.precompute:  # offline phase: depends on the shape only
+            pool = self._pool(party, public_key)
+            pool.precompute(max(0, ciphertext_count(ring.size, layout) - pool.available))
         mine = encrypt_ring(
             public_key,
             ring,
@@ -256,9 +276,18 @@ class PaillierBackend(SecureSumBackend):
             party.context[key] = public_key
         return public_key
 
+    def _pool(self, party: Party, public_key: PaillierPublicKey) -> ObfuscatorPool:
+        """This party's stock of offline ``r^n`` obfuscators for ``public_key`` (kept for the run)."""
+        key = f"paillier|offline|{public_key.to_bytes().hex()}"
+        pool = party.context.get(key)
+        if pool is None:
+            pool = ObfuscatorPool(public_key, workers=self.workers)
+            party.context[key] = pool
+        return pool
+
     def _randomness(self, party: Party, public_key: PaillierPublicKey) -> RandomnessSource:
         if not self.precompute:
-            return StandardRandomness(public_key)
+            return self._pool(party, public_key) if self.offline else StandardRandomness(public_key)
         key = f"paillier|fixed-base|{public_key.to_bytes().hex()}|{self.exponent_bits}|{self.window_bits}"
         source = party.context.get(key)
         if source is None:

@@ -23,9 +23,10 @@ from protocols.runtime.runner import (
     make_report,
     run_inprocess,
 )
-from protocols.runtime.threads import map_parties, single_threaded_blas
+from protocols.runtime.threads import INLINE_WORK, map_parties, single_threaded_blas, usable_cpus
 
 __all__ = [
+    "INLINE_WORK",
     "ChannelWrapper",
     "PartyReport",
     "Role",
@@ -35,4 +36,5 @@ __all__ = [
     "map_parties",
     "run_inprocess",
     "single_threaded_blas",
+    "usable_cpus",
 ]

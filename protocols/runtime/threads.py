@@ -36,14 +36,39 @@ def single_threaded_blas() -> Iterator[None]:
         yield
 
 
-def map_parties(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
-    """``[fn(x) for x in items]`` with one thread per core and single-threaded BLAS.
+#: Below this many floating-point operations in total, local work runs inline:
+#: starting a thread pool (a few milliseconds) would cost more than the work.
+INLINE_WORK = 2e7
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask), not the machine's count.
+
+    Pinned with ``taskset -c 0`` this is 1 even on a 64-core machine, where
+    ``os.cpu_count()`` would still say 64 and side-by-side threads would thrash.
+    """
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
+
+
+def map_parties(fn: Callable[[T], R], items: Sequence[T], *, work: float | None = None) -> list[R]:
+    """``[fn(x) for x in items]`` with one thread per usable core and single-threaded BLAS.
 
     For each party's purely local computation before a protocol starts (no
     messages are involved); results keep the order of ``items``.
+
+    Parameters
+    ----------
+    fn : callable
+    items : sequence
+    work : float, optional
+        Estimated floating-point operations of all calls together; below
+        :data:`INLINE_WORK` the calls run inline, in this thread.
     """
-    workers = min(len(items), os.cpu_count() or 1)
-    if workers <= 1:
+    workers = min(len(items), usable_cpus())
+    if workers <= 1 or (work is not None and work < INLINE_WORK):
         return [fn(item) for item in items]
     with single_threaded_blas(), ThreadPoolExecutor(workers) as pool:
         return list(pool.map(fn, items))
