@@ -154,7 +154,7 @@ def run_party(
         output: the model for the server, the projected rows for the consumer,
         the number of rows for a provider.
     """
-    from protocols.transport import torch_dist
+    from protocols.transport import torch_store as torch_dist
 
     if protocol not in TORCH_PROTOCOLS:
         raise InputValidationError(
@@ -230,7 +230,7 @@ def run_party(
 
 def child_environment() -> dict[str, str]:
     """Environment of launched parties: this package importable, gloo on loopback, 1 thread."""
-    from protocols.transport.torch_dist import loopback_interface
+    from protocols.transport.torch_store import loopback_interface
 
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parent.parent)
@@ -266,7 +266,7 @@ def launch_local(
         If any party failed; the message gives the first recorded failure and
         how each failed party ended.
     """
-    from protocols.transport.torch_launch import host_store, launch, raise_on_failure
+    from protocols.transport.launcher import host_store, launch, raise_on_failure
 
     if protocol not in TORCH_PROTOCOLS:
         raise InputValidationError(

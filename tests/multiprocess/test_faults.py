@@ -18,7 +18,7 @@ pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[t
 
 from mpc_pca.pppca.distributed import child_environment
 from protocols.backends.crypten_compat import crypten_available
-from protocols.transport.torch_launch import ProcessOutcome, host_store, launch
+from protocols.transport.launcher import ProcessOutcome, host_store, launch
 from tests.helpers.torch_helpers import party_commands
 
 pytestmark = pytest.mark.torch
@@ -49,7 +49,7 @@ def run_faulty(
     for name in missing:
         del commands[name]
     outcomes = launch(commands, timeout=TIMEOUT, env=child_environment(), grace=3.0)
-    from protocols.transport.torch_launch import recorded_failure
+    from protocols.transport.launcher import recorded_failure
 
     return outcomes, outputs, recorded_failure(store)
 

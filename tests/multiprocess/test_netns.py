@@ -29,7 +29,7 @@ pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[t
 from mpc_pca.pppca.distributed import child_environment
 from mpc_pca.pppca.protocol import run_pppca
 from protocols.backends.additive import AdditiveBackend
-from protocols.transport.torch_launch import launch, raise_on_failure
+from protocols.transport.launcher import launch, raise_on_failure
 from tests.helpers.torch_helpers import party_commands
 
 pytestmark = [pytest.mark.torch, pytest.mark.netns]

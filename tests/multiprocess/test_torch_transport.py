@@ -17,8 +17,8 @@ torch = pytest.importorskip("torch", reason="torch is not installed (pip install
 
 from mpc_pca.pppca.distributed import child_environment  # noqa: E402
 from protocols.runtime import run_inprocess  # noqa: E402
-from protocols.transport.torch_dist import check_ranks, parse_master  # noqa: E402
-from protocols.transport.torch_launch import host_store, launch, raise_on_failure  # noqa: E402
+from protocols.transport.torch_store import check_ranks, parse_master  # noqa: E402
+from protocols.transport.launcher import host_store, launch, raise_on_failure  # noqa: E402
 from tests.helpers.torch_worker import RANKS, _jsonable, echo_roles  # noqa: E402
 
 WORKER = Path(__file__).resolve().parents[1] / "helpers" / "torch_worker.py"
@@ -105,7 +105,7 @@ def test_channel_carries_every_message_type_and_meters_like_in_process(tmp_path)
     assert outputs["r"]["output"]["big_ok"] is True
     assert outputs["r"]["output"]["mid_ok"] is True
     assert [ok for _, ok in outputs["r"]["output"]["edges"]] == [True, True]
-    from protocols.transport.torch_dist import DEFAULT_FRAME_BYTES
+    from protocols.transport.torch_channel import DEFAULT_FRAME_BYTES
     from tests.helpers.torch_worker import DEFAULT_FRAME_BYTES as WORKER_FRAME
 
     assert WORKER_FRAME == DEFAULT_FRAME_BYTES
@@ -171,7 +171,7 @@ def test_cli_rejects_protocol_options_before_starting_processes(capsys):
     [(1e-6, 2, "fewer than 20 significant bits"), (1.0, 99, "n_components=99")],
 )
 def test_launcher_refuses_bad_input_before_any_process_starts(monkeypatch, wine, scale, n_components, match):
-    import protocols.transport.torch_launch as torch_launch
+    import protocols.transport.launcher as torch_launch
     from mpc_pca.pppca.distributed import launch_local
 
     def no_rendezvous(*args, **kwargs):
