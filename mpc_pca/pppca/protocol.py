@@ -98,6 +98,11 @@ class PPPCAModel:
 
 # -- role functions -------------------------------------------------------------
 
+#: Phases of a run, as parties log them and announce them to their peers.
+PHASE_MEAN = "mean secure sum"
+PHASE_GRAM = "Gram secure sum"
+PHASE_PROJECTION = "projection"
+
 
 def provider_role(
     party: Party,
@@ -130,30 +135,34 @@ def provider_role(
             f"{party.name} holds data of shape {data.shape}, expected (n, {config.n_features})"
         )
     stats = LocalStatistics.of(data) if stats is None else stats
-    backend.secure_sum(
-        party, stats.sums_and_count(), contributors=config.providers, receiver=SERVER, name=STATS_NAME
-    )
-    mean = expect_real_array(party.recv(SERVER), SERVER, (config.n_features,), "the mean")
-    secure_sum_symmetric(
-        party,
-        stats.centred_gram(mean),
-        contributors=config.providers,
-        receiver=SERVER,
-        backend=backend,
-        name=GRAM_NAME,
-    )
-    transfer = expect_real_array(party.recv(SERVER), SERVER, (config.n_features, config.n_components), "T")
+    with party.phase(PHASE_MEAN):
+        backend.secure_sum(
+            party, stats.sums_and_count(), contributors=config.providers, receiver=SERVER, name=STATS_NAME
+        )
+        mean = expect_real_array(party.recv(SERVER), SERVER, (config.n_features,), "the mean")
+    with party.phase(PHASE_GRAM):
+        secure_sum_symmetric(
+            party,
+            stats.centred_gram(mean),
+            contributors=config.providers,
+            receiver=SERVER,
+            backend=backend,
+            name=GRAM_NAME,
+        )
+        transfer = expect_real_array(party.recv(SERVER), SERVER, (config.n_features, config.n_components), "T")
     if not config.with_consumer:
         return None
-    projected = (data - mean) @ transfer
-    party.send(CONSUMER, projected)
+    with party.phase(PHASE_PROJECTION):
+        projected = (data - mean) @ transfer
+        party.send(CONSUMER, projected)
     return projected
 
 
 def server_role(party: Party, config: PPPCAConfig, backend: SecureSumBackend) -> PPPCAModel:
     """Server (Alg. 2 steps 3, 7, 8; Alg. 1 steps 4, 8): reveal mean, eigendecompose."""
     d = config.n_features
-    stats = backend.secure_sum(party, None, contributors=config.providers, receiver=SERVER, name=STATS_NAME)
+    with party.phase(PHASE_MEAN):
+        stats = backend.secure_sum(party, None, contributors=config.providers, receiver=SERVER, name=STATS_NAME)
     if stats.shape != (d + 1,):
         raise ProtocolError(f"the summed {STATS_NAME} have shape {stats.shape}, expected ({d + 1},)")
     n_samples = round(float(stats[-1]))
@@ -164,9 +173,10 @@ def server_role(party: Party, config: PPPCAConfig, backend: SecureSumBackend) ->
     mean = stats[:d] / n_samples
     for provider in config.providers:
         party.send(provider, mean)
-    gram = secure_sum_symmetric(
-        party, None, contributors=config.providers, receiver=SERVER, backend=backend, name=GRAM_NAME
-    )
+    with party.phase(PHASE_GRAM):
+        gram = secure_sum_symmetric(
+            party, None, contributors=config.providers, receiver=SERVER, backend=backend, name=GRAM_NAME
+        )
     if gram.shape != (d, d):
         raise ProtocolError(f"the summed Gram matrix has shape {gram.shape}, expected {(d, d)}")
     try:
@@ -211,8 +221,9 @@ def rounding_error_bounds(
 def consumer_role(party: Party, config: PPPCAConfig) -> NDArray[np.float64]:
     """Data consumer (steps 10): stack the providers' projected rows in provider order."""
     blocks = []
-    for provider in config.providers:
-        blocks.append(expect_real_array(party.recv(provider), provider, (None, config.n_components), "X_i T"))
+    with party.phase(PHASE_PROJECTION):
+        for provider in config.providers:
+            blocks.append(expect_real_array(party.recv(provider), provider, (None, config.n_components), "X_i T"))
     return np.vstack(blocks)
 
 

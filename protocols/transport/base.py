@@ -95,6 +95,13 @@ class Channel(ABC):
         self.meter.record_recv(frm, len(payload))
         return decode_message(payload, copy_arrays=not self.private_payloads)
 
+    #: Label of the protocol phase this party is in (see :meth:`enter_phase`).
+    phase_label: str | None = None
+
+    def enter_phase(self, label: str | None) -> None:
+        """Record that this party entered phase ``label``; networked channels tell their peers."""
+        self.phase_label = label
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release transport resources; the default does nothing."""
 

@@ -117,8 +117,8 @@ class TlsStream(Stream):
                     pending = self._out.pending
                 except ssl.SSLWantReadError:
                     n, pending = -1, self._out.pending
-                except ssl.SSLZeroReturnError:
-                    return 0
+                except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
+                    return 0  # close_notify, or the TCP connection ended without one
                 except ssl.SSLError as exc:
                     reason = str(exc.reason or exc)
                     if "ALERT" in reason or "CERTIFICATE" in reason:

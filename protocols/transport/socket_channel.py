@@ -87,7 +87,6 @@ class SocketChannel(Channel):
         self._aborts: dict[str, str] = {}
         self._status: dict[str, dict[str, Any]] = {p: {} for p in self.peers}
         self._progress = now()
-        self._phase: str | None = None
         self._aborted = False
         self._readers = [
             threading.Thread(target=self._read_loop, args=(p,), name=f"recv-{me}-{p}", daemon=True)
@@ -141,6 +140,8 @@ class SocketChannel(Channel):
                 if self._deliver(peer, kind, payload):
                     return
         except ProtocolError as exc:
+            if repr(peer) not in str(exc):
+                exc = type(exc)(f"the link to {self.where(peer)} failed: {exc}")
             with self._cond:
                 self._failed.setdefault(peer, exc)
                 self._cond.notify_all()
@@ -249,17 +250,17 @@ class SocketChannel(Channel):
                         announced = True
                         self._cond.release()
                         try:
-                            self._broadcast(STATUS, {"phase": self._phase, "waiting": frm})
+                            self._broadcast(STATUS, {"phase": self.phase_label, "waiting": frm})
                         finally:
                             self._cond.acquire()
                         continue
                     if t >= next_log:
                         next_log = t + _LOG_EVERY
-                        log.info("%s: waiting for %s (%s) %.0f s", self.me, frm, self._phase or "protocol", t - started)
+                        log.info("%s: waiting for %s (%s) %.0f s", self.me, frm, self.phase_label or "protocol", t - started)
                     self._cond.wait(min(1.0, max(0.01, max(started, self._progress) + limit - t)))
         finally:
             if announced:
-                self._broadcast(STATUS, {"phase": self._phase, "waiting": None})
+                self._broadcast(STATUS, {"phase": self.phase_label, "waiting": None})
 
     def _blame(self, frm: str, limit: float) -> str:
         """The timeout message: follow who waits for whom to the party that is not waiting."""
@@ -270,7 +271,7 @@ class SocketChannel(Channel):
                 break
             chain.append(nxt)
         culprit = chain[-1]
-        phase = self._phase or "protocol"
+        phase = self.phase_label or "protocol"
         via = "".join(f"; {a!r} is itself waiting for {b!r}" for a, b in itertools.pairwise(chain))
         return (
             f"{self.me!r} waited {limit:g} s in phase {phase!r} for {frm!r} with no progress of the run"
@@ -281,7 +282,7 @@ class SocketChannel(Channel):
 
     def enter_phase(self, label: str | None) -> None:
         """Tell every peer this party entered phase ``label`` (restarts everybody's deadline)."""
-        self._phase = label
+        super().enter_phase(label)
         with self._cond:
             self._progress = now()
         self._broadcast(STATUS, {"phase": label, "waiting": None})

@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 from mpc_pca.cli import build_parser
+from mpc_pca.cli.party import credentials_of
 from mpc_pca.data.datasets import load_data
 from mpc_pca.pppca.distributed import run_party
 from protocols.backends import SecureSumBackend, make_backend
@@ -62,8 +63,10 @@ def main() -> int:
             backend=args.backend,
             timeout=args.timeout,
             connect_timeout=args.connect_timeout,
-            host_store=False if args.external_store else None,
+            host_rendezvous=False if args.external_rendezvous else None,
             backend_factory=lambda: faulty_backend(mode, args.backend),
+            credentials=None if args.insecure else credentials_of(args, f"provider{args.rank}"),
+            insecure=args.insecure,
         )
     except Exception as exc:
         print(f"mpc-pca: error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
