@@ -67,6 +67,11 @@ class Stream:
             got += k
         return buf
 
+    def close_write(self) -> None:
+        """Half-close: everything sent so far is delivered, then the peer reads end-of-stream."""
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_WR)
+
     def close(self) -> None:
         with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)
@@ -149,11 +154,16 @@ class TlsStream(Stream):
                         self._obj.write(view[start : start + _CHUNK])
                     self._flush_locked()
 
-    def close(self) -> None:
-        with contextlib.suppress(OSError, ssl.SSLError, ValueError), self._send_lock:
-            with self._ssl_lock:
-                self._obj.unwrap()
+    def close_write(self) -> None:
+        """Send TLS close_notify, then half-close the TCP connection."""
+        with contextlib.suppress(OSError, ValueError), self._send_lock:
+            with self._ssl_lock, contextlib.suppress(ssl.SSLError):
+                self._obj.unwrap()  # queues close_notify; the peer's answer is not awaited
             self._flush_locked()
+        super().close_write()
+
+    def close(self) -> None:
+        self.close_write()
         super().close()
 
 

@@ -147,7 +147,10 @@ class SocketChannel(Channel):
                 self._cond.notify_all()
         except (OSError, ValueError) as exc:
             with self._cond:
-                self._failed.setdefault(peer, PeerFailureError(f"lost the link to {self.where(peer)}: {exc}"))
+                self._failed.setdefault(
+                    peer,
+                    PeerFailureError(f"{self.where(peer)} closed the connection (its process ended or reset the link: {exc})"),
+                )
                 self._cond.notify_all()
 
     def _deliver(self, peer: str, kind: int, payload: memoryview) -> bool:
@@ -184,7 +187,9 @@ class SocketChannel(Channel):
             self.streams[to].send_parts([HEADER.pack(kind, size), *parts])
         except (OSError, ValueError) as exc:
             self._raise_run_failure()
-            raise PeerFailureError(f"{self.me!r} lost the link to {self.where(to)} while sending: {exc}") from None
+            raise PeerFailureError(
+                f"{self.me!r}: {self.where(to)} closed the connection (sending to it failed: {exc})"
+            ) from None
 
     def send(self, to: str, obj: Any) -> None:
         """Serialise ``obj`` and send it to ``to`` as one ``DATA`` frame (metered)."""
@@ -305,8 +310,18 @@ class SocketChannel(Channel):
         for stream in self.streams.values():
             stream.close()
 
-    def shutdown(self) -> None:
-        """Close every link at once (after a failure)."""
+    def shutdown(self, linger: float = 1.0) -> None:
+        """Close every link after a failure.
+
+        The write sides are half-closed first and the peers get up to
+        ``linger`` seconds to read what was sent (the ``ABORT``) and hang up,
+        so that no reset of the connection can destroy that message.
+        """
+        for stream in self.streams.values():
+            stream.close_write()
+        deadline = now() + linger
+        for thread in self._readers:
+            thread.join(max(0.0, deadline - now()))
         for stream in self.streams.values():
             stream.close()
 
