@@ -109,7 +109,8 @@ def launch_local(
     world = len(ranks)
     with tempfile.TemporaryDirectory(prefix="mpc-pca-run-") as tmp:
         workdir = Path(tmp)
-        keep_alive, port = host_rendezvous(ranks, workdir, insecure, crypten, connect_timeout)
+        # The parties count connect_timeout from their own start, a few seconds later.
+        keep_alive, port = host_rendezvous(ranks, workdir, insecure, crypten, connect_timeout + 3)
         outputs = {name: workdir / f"{name}.json" for name in ranks}
         commands = {}
         for name, rank in ranks.items():
