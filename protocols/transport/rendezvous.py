@@ -100,6 +100,8 @@ def read_message(stream: Stream, who: str, kind: int = _KIND_HELLO) -> dict[str,
         raise ProtocolError(f"{who} closed the connection during set-up ({exc})") from None
     except WireFormatError as exc:
         raise ProtocolError(f"{who} sent a malformed set-up message: {exc}") from None
+    except OSError as exc:  # includes the socket timeout
+        raise ProtocolError(f"{who} did not complete the set-up: {exc or type(exc).__name__}") from None
     if not isinstance(value, dict):
         raise ProtocolError(f"{who} sent a malformed set-up message")
     return value
@@ -162,6 +164,7 @@ class Introducer:
 
     def _admit(self, conn: socket.socket, addr: Any, joined: dict, timeout: float) -> None:
         who = f"a connection from {addr[0]}:{addr[1]}"
+        stream = None
         try:
             stream, cert_name = handshake(
                 conn, self._ctx, server=True, expected=None, me=INTRODUCER_NAME, where=who, timeout=timeout
@@ -186,6 +189,9 @@ class Introducer:
         except ProtocolError as exc:
             self.refused.append(str(exc))
             log.warning("rendezvous refused %s", exc)
+            if stream is not None:  # authenticated, but not as what it claimed: say why
+                with contextlib.suppress(OSError, ValueError, ProtocolError):
+                    send_message(stream, {"refused": str(exc)})
             with contextlib.suppress(OSError):
                 conn.close()
 
@@ -227,6 +233,8 @@ def register(
         raise PeerTimeoutError(f"{name!r} got no address table from {where} within {timeout:g} s") from None
     finally:
         stream.close()
+    if "refused" in reply:
+        raise AuthenticationError(f"{name!r}: the rendezvous refused this party: {reply['refused']}")
     if "error" in reply:
         raise PeerTimeoutError(f"{name!r} could not start: {reply['error']}")
     table = reply.get("table")
