@@ -24,7 +24,7 @@ def test_torchrun_variables_fill_in_missing_flags():
 
 def test_role_follows_from_rank_and_a_mismatch_is_an_error(tmp_path):
     env = {"RANK": "3", "WORLD_SIZE": "5", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}
-    with pytest.raises(InputValidationError, match="the consumer runs at rank 4 .*got rank 3"):
+    with pytest.raises(InputValidationError, match=r"the consumer runs at rank 4 .*got rank 3"):
         party_command(parse("--role", "consumer"), env)
     with pytest.raises(InputValidationError, match="the server holds no data"):
         party_command(parse("--data", "builtin:iris"), env)
@@ -32,7 +32,7 @@ def test_role_follows_from_rank_and_a_mismatch_is_an_error(tmp_path):
 
 def test_party_refuses_to_start_without_credentials():
     env = {"RANK": "3", "WORLD_SIZE": "5", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}
-    with pytest.raises(InputValidationError, match="no TLS credentials.*--insecure"):
+    with pytest.raises(InputValidationError, match=r"no TLS credentials.*--insecure"):
         party_command(parse(), env)
     with pytest.raises(InputValidationError, match="--key is missing"):
         party_command(parse("--ca", "ca.pem", "--cert", "server.pem"), env)
