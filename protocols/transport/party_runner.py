@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from protocols.errors import InputValidationError, ProtocolError
+from protocols.identity import exchange_identity
 from protocols.party import Party
 from protocols.runtime import PartyReport, make_report
 from protocols.transport.base import now
@@ -114,7 +115,15 @@ def open_links(
         if introducer is not None:
             introducer.join(connect_timeout)
     log.info("%s: connected to %d peers in %.2f s", name, len(streams), now() - start)
-    return SocketChannel(name, table, streams, timeout)
+    channel = SocketChannel(name, table, streams, timeout)
+    try:
+        channel.identity = exchange_identity(
+            name, channel.peers, channel.send_control, lambda peer: channel.recv_control(peer, connect_timeout)
+        )
+    except BaseException as exc:
+        fail(channel, exc)
+        raise
+    return channel
 
 
 def agree(channel: SocketChannel, public: Mapping[str, Any], timeout: float) -> dict[str, dict[str, Any]]:

@@ -38,6 +38,7 @@ from typing import Any
 import torch.distributed as dist
 
 from protocols.errors import InputValidationError, PeerFailureError, PeerTimeoutError, WireFormatError
+from protocols.identity import exchange_identity
 from protocols.party import Party
 from protocols.runtime import PartyReport, make_report
 from protocols.transport.base import now
@@ -273,6 +274,9 @@ def run_role(rdv: Rendezvous, role: Role, *, timeout: float) -> tuple[Any, Party
     from protocols.transport.torch_channel import TorchChannel
 
     channel = TorchChannel(rdv.name, rdv.ranks, timeout, rendezvous=rdv)
+    channel.identity = exchange_identity(
+        rdv.name, channel.peers, channel._send_bytes, lambda peer: bytes(channel._recv_bytes(peer, timeout))
+    )  # over the gloo links, unmetered; as unauthenticated as everything on this path
     party = Party(rdv.name, channel)
     start = now()
     try:
