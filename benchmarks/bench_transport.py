@@ -17,7 +17,12 @@ transfer and decoding. The JSON gives medians and the traffic of one sum.
 
 Target (issue 4): ``additive <= crypten`` at every point.
 
-Usage: ``python -m benchmarks.bench_transport [--quick]``
+Secure links (issue 9, :mod:`benchmarks.bench_links`): the same kind of sum
+with the ``additive`` backend over the socket transport, TLS 1.3 links vs
+plaintext links, and each party's start-up time (process start to its first
+protocol message) with and without TLS; written to ``links.json``.
+
+Usage: ``python -m benchmarks.bench_transport [--quick] [--part gloo|links|all]``
 """
 
 from __future__ import annotations
@@ -122,7 +127,13 @@ def main() -> None:
     parser.add_argument(
         "--repeats", type=int, default=None, help="timed sums per backend and point (default 31/15/7 by d)"
     )
+    parser.add_argument(
+        "--part", choices=("gloo", "links", "all"), default="all",
+        help="gloo: additive vs masks vs crypten over gloo; links: TLS vs plaintext socket links",
+    )  # fmt: skip
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--links-worker", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--tls-dir", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--contributors", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--d", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--master", default=None, help=argparse.SUPPRESS)
@@ -130,6 +141,19 @@ def main() -> None:
     args = parser.parse_args()
     if args.worker is not None:
         worker(args.worker, args.contributors, args.d, args.repeats, args.master, args.out)
+        return
+    if args.links_worker is not None:
+        from benchmarks.bench_links import worker as links_worker
+
+        args.worker = args.links_worker
+        links_worker(args)
+        return
+    if args.part in ("links", "all"):
+        from benchmarks.bench_links import run_all
+
+        links = run_all(args.quick, args.repeats)
+        print(f"wrote {write_json('links.json' if not args.quick else 'links_quick.json', links)}", flush=True)
+    if args.part == "links":
         return
     ds = [100, 300] if args.quick else [100, 300, 1000]
     ms = [2, 3] if args.quick else [2, 3, 5]
