@@ -117,7 +117,7 @@ class Channel(ABC):
         """Deliver ``payload`` to ``to``."""
 
     @abstractmethod
-    def _recv_bytes(self, frm: str, timeout: float) -> bytes:
+    def _recv_bytes(self, frm: str, timeout: float) -> bytes | memoryview:
         """Return the next payload from ``frm`` or raise after ``timeout`` seconds."""
 
 

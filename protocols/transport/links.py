@@ -118,7 +118,7 @@ class TlsStream(Stream):
         while True:
             with self._ssl_lock:
                 try:
-                    n = self._obj.read(len(view), view)
+                    n = int(self._obj.read(len(view), view))  # with a buffer, read returns a count
                     pending = self._out.pending
                 except ssl.SSLWantReadError:
                     n, pending = -1, self._out.pending

@@ -176,7 +176,7 @@ class TorchChannel(Channel):
         self._posted: dict[str, tuple[Any, torch.Tensor]] = {}
         # The default group's ProcessGroup: its send/recv are what dist.isend/irecv
         # call after argument checks that cost more than a small message.
-        self._group = dist.group.WORLD
+        self._group: Any = dist.group.WORLD
         for peer in self.peers:
             self._post_frame(peer)
 
@@ -201,7 +201,7 @@ class TorchChannel(Channel):
         parts = encode_message_parts(obj)
         size = sum(len(part) for part in parts)
         buffer = _new_buffer(_LENGTH_BYTES + size)
-        out = memoryview(buffer)
+        out = buffer.data
         out[:_LENGTH_BYTES] = size.to_bytes(_LENGTH_BYTES, "little")
         pos = _LENGTH_BYTES
         small: list[bytes] = []  # runs of short header fields are joined before copying
@@ -224,7 +224,7 @@ class TorchChannel(Channel):
 
     def _send_bytes(self, to: str, payload: bytes) -> None:
         buffer = _new_buffer(_LENGTH_BYTES + len(payload))
-        out = memoryview(buffer)
+        out = buffer.data
         out[:_LENGTH_BYTES] = len(payload).to_bytes(_LENGTH_BYTES, "little")
         out[_LENGTH_BYTES:] = payload
         self._post_send(to, buffer)
@@ -286,7 +286,7 @@ class TorchChannel(Channel):
             )
         first_len = min(size, self.frame_bytes - _LENGTH_BYTES)
         if size == first_len:
-            payload = memoryview(head)[_LENGTH_BYTES : _LENGTH_BYTES + size]
+            payload = head.data[_LENGTH_BYTES : _LENGTH_BYTES + size]
         else:
             body = torch.from_numpy(_new_buffer(size))
             body[:first_len] = frame[_LENGTH_BYTES:]
@@ -295,7 +295,7 @@ class TorchChannel(Channel):
             except RuntimeError as exc:
                 raise self._link_error(frm, exc, "receiving from") from None
             self._wait(work, frm, timeout)
-            payload = memoryview(body.numpy())
+            payload = body.numpy().data
         self._post_frame(frm)
         return payload
 
