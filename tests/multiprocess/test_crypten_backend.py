@@ -114,7 +114,9 @@ def pppca_error_bound(X: np.ndarray, n_parties: int, frac_bits: tuple[int, ...],
 
 def test_pppca_with_crypten_matches_in_process_within_the_derived_bound(tmp_path, wine):
     reference = _run(tmp_path, "inprocess")
-    crypten_run = _run(tmp_path, "crypten", "--transport", "torch", "--backend", "crypten", "--timeout", "30")
+    crypten_run = _run(
+        tmp_path, "crypten", "--transport", "torch", "--backend", "crypten", "--insecure", "--timeout", "30"
+    )
     assert set(crypten_run) == set(reference)
     assert crypten_run["backend"] == "crypten"
     bound = pppca_error_bound(wine, 3, (16, 20), 3)

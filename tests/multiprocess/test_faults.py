@@ -1,7 +1,7 @@
 """Faults in a PPPCA run whose parties are processes: every survivor stops with a clear error.
 
 Each test starts the five parties of a 3-provider run on loopback (the test
-hosts the rendezvous store, as ``mpc-pca run --transport torch`` does), lets
+hosts the rendezvous, as ``mpc-pca run --transport torch`` does; TLS links, gloo for crypten), lets
 one provider misbehave, and checks that every other party exits non-zero by
 itself (the launcher never has to kill it), with a message that names what went
 wrong, and that the server writes no result.
