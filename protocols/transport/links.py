@@ -182,7 +182,8 @@ def handshake(
     With ``ctx=None`` (``--insecure``) the socket is returned as a plain
     :class:`Stream`. With ``expected`` the peer's certificate must name that
     party; otherwise (an accepting end that learns who dialled) the first
-    certificate name is returned for the caller to check.
+    certificate name is returned for the caller to check. On failure the
+    socket is closed, so the peer learns of the refusal at once.
 
     Raises
     ------
@@ -191,6 +192,25 @@ def handshake(
     PeerTimeoutError
         The handshake did not finish within ``timeout`` seconds.
     """
+    try:
+        return _handshake(sock, ctx, server=server, expected=expected, me=me, where=where, timeout=timeout)
+    except ProtocolError:
+        with contextlib.suppress(OSError):
+            sock.close()
+        raise
+
+
+def _handshake(
+    sock: socket.socket,
+    ctx: ssl.SSLContext | None,
+    *,
+    server: bool,
+    expected: str | None,
+    me: str,
+    where: str,
+    timeout: float,
+) -> tuple[Stream, str | None]:
+    """See :func:`handshake`."""
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     if ctx is None:
         return Stream(sock), None
