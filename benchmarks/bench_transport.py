@@ -17,7 +17,12 @@ transfer and decoding. The JSON gives medians and the traffic of one sum.
 
 Target (issue 4): ``additive <= crypten`` at every point.
 
-Usage: ``python -m benchmarks.bench_transport [--quick]``
+Secure links (issue 9, :mod:`benchmarks.bench_links`): the same kind of sum
+with the ``additive`` backend over the socket transport, TLS 1.3 links vs
+plaintext links, and each party's start-up time (process start to its first
+protocol message) with and without TLS; written to ``links.json``.
+
+Usage: ``python -m benchmarks.bench_transport [--quick] [--part gloo|links|all]``
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ def worker(name: str, n_contributors: int, d: int, repeats: int, master: str, ou
 
     from protocols.backends import make_backend
     from protocols.backends.crypten_compat import import_crypten
-    from protocols.transport.torch_dist import run_torch_party
+    from protocols.transport.torch_store import run_torch_party
 
     import_crypten()
     contributors = tuple(f"c{i}" for i in range(n_contributors))
@@ -90,8 +95,8 @@ def _worker_command(name: str, m: int, d: int, repeats: int, port: int, out: Pat
 
 def run_world(d: int, m: int, repeats: int) -> dict[str, Any]:
     """Start the M + 1 processes of one (d, M) point and collect their timings."""
-    from mpc_pca.pppca.distributed import child_environment
-    from protocols.transport.torch_launch import host_store, launch, raise_on_failure
+    from mpc_pca.pppca.launch import child_environment
+    from protocols.transport.launcher import host_store, launch, raise_on_failure
 
     names = [f"c{i}" for i in range(m)] + [RECEIVER]
     store, port = host_store(m + 1, 120)
@@ -122,7 +127,13 @@ def main() -> None:
     parser.add_argument(
         "--repeats", type=int, default=None, help="timed sums per backend and point (default 31/15/7 by d)"
     )
+    parser.add_argument(
+        "--part", choices=("gloo", "links", "all"), default="all",
+        help="gloo: additive vs masks vs crypten over gloo; links: TLS vs plaintext socket links",
+    )  # fmt: skip
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--links-worker", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--tls-dir", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--contributors", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--d", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--master", default=None, help=argparse.SUPPRESS)
@@ -130,6 +141,19 @@ def main() -> None:
     args = parser.parse_args()
     if args.worker is not None:
         worker(args.worker, args.contributors, args.d, args.repeats, args.master, args.out)
+        return
+    if args.links_worker is not None:
+        from benchmarks.bench_links import worker as links_worker
+
+        args.worker = args.links_worker
+        links_worker(args)
+        return
+    if args.part in ("links", "all"):
+        from benchmarks.bench_links import run_all
+
+        links = run_all(args.quick, args.repeats)
+        print(f"wrote {write_json('links.json' if not args.quick else 'links_quick.json', links)}", flush=True)
+    if args.part == "links":
         return
     ds = [100, 300] if args.quick else [100, 300, 1000]
     ms = [2, 3] if args.quick else [2, 3, 5]

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocols.transport.base import Channel
+from protocols.transport.base import Channel, now
+
+log = logging.getLogger("mpc_pca.protocol")
 
 
 @dataclass
@@ -36,3 +41,19 @@ class Party:
     def recv(self, frm: str, timeout: float | None = None) -> Any:
         """Receive the next message from ``frm``."""
         return self.channel.recv(frm, timeout)
+
+    @contextlib.contextmanager
+    def phase(self, label: str) -> Iterator[None]:
+        """Mark a protocol phase (e.g. ``"Gram secure sum"``).
+
+        The channel is told (a networked channel announces it to the peers and
+        restarts the phase deadline), and a log line gives the phase's
+        elapsed time.
+        """
+        start = now()
+        previous = getattr(self.channel, "phase_label", None)
+        log.info("%s: %s ...", self.name, label)
+        self.channel.enter_phase(label)
+        yield
+        log.info("%s: %s done in %.2f s", self.name, label, now() - start)
+        self.channel.enter_phase(previous)

@@ -21,7 +21,6 @@ from mpc_pca.cli.dp import add_dp_arguments, dp_protocol_specs, summarize_varian
 from mpc_pca.cli.options import (
     EXIT_CODES_HELP,
     EXIT_INPUT,
-    EXIT_INTERNAL,
     EXIT_PROTOCOL,
     OnceAction,
     add_read_arguments,
@@ -30,8 +29,9 @@ from mpc_pca.cli.options import (
     read_options,
     write_atomic,
 )
+from mpc_pca.cli.party import add_party_parser, add_verbosity, certs_main, configure_logging, party_main
 from mpc_pca.data.datasets import builtin_names
-from mpc_pca.data.inputs import ProviderData, expand_specs, load_table, provider_data
+from mpc_pca.data.inputs import ProviderData, expand_specs, provider_data
 from protocols.errors import InputValidationError, ProtocolError
 
 Runner = Callable[[argparse.Namespace, list[np.ndarray]], dict[str, Any]]
@@ -215,7 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_torch_arguments(run)
     add_dp_arguments(run)
-    _add_party_parser(sub)
+    add_party_parser(sub)
     from mpc_pca.cli.plot import add_plot_parser
 
     add_plot_parser(sub)
@@ -225,42 +225,23 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_torch_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--transport",
-        choices=("inprocess", "torch"),
+        choices=("inprocess", "torch", "processes"),
         default="inprocess",
-        help="inprocess: parties as threads (default); torch: each party its own process over "
-        "torch.distributed (gloo) on this host",
+        help="inprocess: parties as threads (default); torch (alias processes): each party its own "
+        "process on this host, linked by TLS 1.3 with throw-away credentials made for the run",
     )
-    run.add_argument("--timeout", type=float, default=120.0, help="receive timeout per message, s")
+    run.add_argument(
+        "--timeout", type=float, default=None,
+        help="inprocess: receive timeout per message (default 120 s); torch: phase deadline (default 600 s)",
+    )  # fmt: skip
     run.add_argument(
         "--connect-timeout", type=float, default=60.0, help="--transport torch: rendezvous timeout, s"
     )
-
-
-def _add_party_parser(sub: Any) -> None:
-    party = sub.add_parser(
-        "party",
-        help="run one party of a protocol as this process, over torch.distributed (one per host)",
-    )
-    party.add_argument("--protocol", required=True, help="protocol name, e.g. pppca-ss")
-    party.add_argument("--role", required=True, choices=("provider", "server", "consumer"))
-    party.add_argument("--rank", type=int, required=True, help="providers 0..M-1, server M, consumer M+1")
-    party.add_argument("--world-size", type=int, required=True, help="number of parties, M + 2")
-    party.add_argument("--master", required=True, help="ADDR:PORT of the rendezvous (hosted by rank 0)")
-    party.add_argument("--data", default=None, help="providers: this party's rows (CSV or builtin:NAME)")
-    party.add_argument("--n-components", type=int, default=2, help="number of components k (default 2)")
-    party.add_argument("--backend", default=None, help="secure-sum backend (protocol default if omitted)")
-    party.add_argument("--frac-bits", type=int, default=None, help="fixed-point fractional bits")
-    party.add_argument("--key-bits", type=int, default=None, help="paillier backend: modulus bits")
-    party.add_argument("--timeout", type=float, default=120.0, help="receive timeout per message, s")
-    party.add_argument(
-        "--reveal", choices=("covariance", "components"), default="covariance", help="what the server learns"
-    )
-    party.add_argument("--connect-timeout", type=float, default=60.0, help="rendezvous timeout, s")
-    party.add_argument("--ifname", default=None, help="network interface for gloo (GLOO_SOCKET_IFNAME)")
-    party.add_argument("--output", type=Path, default=None, help="write this party's JSON result here")
-    party.add_argument("--external-store", action="store_true", help=argparse.SUPPRESS)
-    party.add_argument("--standardize", action="store_true", help="standardize the columns (all parties)")
-    add_read_arguments(party)
+    run.add_argument(
+        "--insecure", action="store_true",
+        help="--transport torch: plain TCP links (required by --backend crypten)",
+    )  # fmt: skip
+    add_verbosity(run)
 
 
 def run_command(args: argparse.Namespace) -> dict[str, Any]:
@@ -279,6 +260,11 @@ def run_command(args: argparse.Namespace) -> dict[str, Any]:
     if args.protocol == "pppca-he" and args.backend not in (None, "paillier"):
         raise InputValidationError(f"pppca-he uses the paillier backend, not --backend {args.backend!r}")
     transport = getattr(args, "transport", "inprocess")
+    transport = "torch" if transport == "processes" else transport
+    if getattr(args, "timeout", None) is None:
+        args.timeout = 600.0 if transport == "torch" else 120.0
+    if transport == "inprocess" and getattr(args, "insecure", False):
+        raise InputValidationError("--insecure only applies to --transport torch")
     if transport == "inprocess" and args.backend == "crypten":
         raise InputValidationError(
             "the crypten backend needs each party in its own process; add --transport torch"
@@ -327,8 +313,9 @@ def projection_csv(projection: np.ndarray, data: ProviderData) -> str:
 
 
 def _run_torch(args: argparse.Namespace, parts: list[np.ndarray], data: ProviderData) -> dict[str, Any]:
-    """``run --transport torch``: every party a process on this host (see mpc_pca.pppca.distributed)."""
-    from mpc_pca.pppca.distributed import TORCH_PROTOCOLS, launch_local
+    """``run --transport torch``: every party a process on this host (see mpc_pca.pppca.launch)."""
+    from mpc_pca.pppca.distributed import TORCH_PROTOCOLS
+    from mpc_pca.pppca.launch import launch_local
 
     if args.protocol not in TORCH_PROTOCOLS:
         raise InputValidationError(
@@ -346,82 +333,13 @@ def _run_torch(args: argparse.Namespace, parts: list[np.ndarray], data: Provider
         timeout=args.timeout,
         connect_timeout=args.connect_timeout,
         protocol=args.protocol,
+        insecure=args.insecure,
+        verbosity=args.verbose - args.quiet,
         reveal=args.reveal or "covariance",
         standardize=bool(args.standardize),
         feature_names=data.names,
     )
     return {"standardize": bool(args.standardize), **result}
-
-
-def party_command(args: argparse.Namespace) -> dict[str, Any]:
-    """Execute ``mpc-pca party``: one party of a run, in this process."""
-    import os
-
-    from mpc_pca.pppca.distributed import TORCH_PROTOCOLS, run_party
-
-    if args.protocol not in TORCH_PROTOCOLS:
-        raise InputValidationError(
-            f"protocol {args.protocol!r} cannot run as separate parties yet; choose one of "
-            f"{list(TORCH_PROTOCOLS)}"
-        )
-    if args.ifname:
-        os.environ["GLOO_SOCKET_IFNAME"] = args.ifname
-    data = None
-    columns_hash = None
-    if args.data is not None:
-        if args.role != "provider":
-            raise InputValidationError(f"the {args.role} holds no data; do not pass --data to it")
-        from mpc_pca.data.columns import names_hash
-
-        table = load_table(args.data, read_options(args))
-        for note in table.notes:
-            print(f"mpc-pca: {note}", file=sys.stderr)
-        data, columns_hash = table.values, names_hash(table.names)
-    return run_party(
-        role=args.role,
-        rank=args.rank,
-        world_size=args.world_size,
-        master=args.master,
-        data=data,
-        n_components=args.n_components,
-        backend=args.backend or TORCH_PROTOCOLS[args.protocol],
-        frac_bits=args.frac_bits,
-        key_bits=args.key_bits,
-        timeout=args.timeout,
-        connect_timeout=args.connect_timeout,
-        host_store=False if args.external_store else None,
-        protocol=args.protocol,
-        reveal=args.reveal,
-        columns_hash=columns_hash,
-        standardize=args.standardize,
-    )
-
-
-def _party_main(args: argparse.Namespace) -> int:
-    """Run one party; on failure end the process at once so that its links close."""
-    import os
-
-    try:
-        result = party_command(args)
-    except (InputValidationError, ProtocolError) as exc:
-        print(f"mpc-pca: error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-        # do not wait for gloo's teardown: peers must see this party's links close
-        os._exit(EXIT_INPUT if isinstance(exc, InputValidationError) else EXIT_PROTOCOL)
-    except Exception as exc:  # a bug, not a protocol failure: keep the traceback
-        import traceback
-
-        traceback.print_exc()
-        print(f"mpc-pca: error: internal error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-        os._exit(EXIT_INTERNAL)
-    if args.output is not None:
-        args.output.write_text(json.dumps(result, indent=2))
-    traffic = result["report"][result["party"]]
-    print(
-        f"{result['party']} (rank {result['rank']}) done: sent {traffic['bytes_sent']:,} B, "
-        f"received {traffic['bytes_received']:,} B, rounds {traffic['rounds']}, {traffic['seconds']:.3f} s"
-        + (f"; result written to {args.output}" if args.output is not None else "")
-    )
-    return 0
 
 
 def summarize(result: dict[str, Any]) -> str:
@@ -454,7 +372,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "party":
-        return _party_main(args)
+        return party_main(args)
+    if args.command == "certs":
+        return certs_main(args)
+    configure_logging(args)
     if args.command == "plot":
         from mpc_pca.cli.plot import plot_command
 

@@ -1,36 +1,31 @@
-"""PCA protocols with every party in its own OS process, over torch.distributed.
+"""PPPCA with every party in its own OS process: one party (``mpc-pca party``).
 
-Two entry points, both running the *same* role functions as the in-process
-runtime (:mod:`mpc_pca.pppca`):
+:func:`run_party` runs the *same* role functions as the in-process runtime
+(:mod:`mpc_pca.pppca.protocol`) as one party, on any host; each provider
+loads only its own data file. :mod:`mpc_pca.pppca.launch` starts every party
+of a run on this host (``mpc-pca run ... --transport torch``).
 
-* :func:`run_party` - one party, on any host (``mpc-pca party ...``). Each
-  provider loads only its own data file.
-* :func:`launch_local` - every party of a run as a process on this host
-  (``mpc-pca run ... --transport torch``): the rows are split as the
-  in-process run splits them, each provider's rows are written to its own
-  temporary CSV file (mode 0600, exact float64 round trip), and the server's
-  result is merged with every party's traffic report.
+Links are mutually authenticated TLS 1.3 (:mod:`protocols.transport.party_runner`)
+unless ``insecure=True``; the crypten backend runs over gloo
+(:mod:`protocols.transport.torch_store`) and therefore requires ``insecure``.
 
 Rank layout for PPPCA with ``M`` providers (world size ``M + 2``):
 ``provider0 .. provider{M-1}`` are ranks ``0 .. M-1``, ``server`` is rank
 ``M``, ``consumer`` is rank ``M + 1``.
 
-Before the protocol starts, the parties publish their public parameters
+Before the protocol starts, the parties exchange their public parameters
 (protocol, number of providers, ``k``, backend, fractional bits and, for
-providers, the number of features) through the rendezvous store and check
-that they agree, so a misconfigured party is reported by name instead of
-surfacing as a malformed message later.
+providers, the number of features and rows) over the authenticated links and
+check that they agree, so a misconfigured party is reported by name instead
+of surfacing as a malformed message later. The agreed settings also bound
+the size of every message a party accepts (:func:`message_cap`).
 """
 
 from __future__ import annotations
 
-import csv
 import json
-import os
-import sys
-import tempfile
-from collections.abc import Callable, Sequence
-from pathlib import Path
+import logging
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -42,7 +37,6 @@ from mpc_pca.pppca.protocol import (
     PPPCAConfig,
     PPPCAModel,
     consumer_role,
-    preflight,
     provider_role,
     server_role,
 )
@@ -51,6 +45,9 @@ from mpc_pca.roles import CONSUMER, SERVER, provider_names
 from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite
 from protocols.backends import SecureSumBackend, make_backend
 from protocols.errors import InputValidationError
+from protocols.transport.tls import Credentials
+
+log = logging.getLogger("mpc_pca.party")
 
 #: Protocols that can run with ``--transport torch``, with their default backend.
 TORCH_PROTOCOLS = {"pppca-ss": "additive", "pppca-he": "paillier"}
@@ -67,8 +64,20 @@ def pppca_ranks(n_parties: int) -> dict[str, int]:
     return ranks
 
 
-def party_name(role: str, rank: int, world_size: int) -> str:
-    """The party name that ``role`` has at ``rank`` in a PPPCA world of ``world_size``."""
+def role_of(rank: int, world_size: int) -> str:
+    """The role at ``rank`` in a PPPCA world of ``world_size`` (providers first, then server, consumer)."""
+    if not 0 <= rank < world_size:
+        raise InputValidationError(f"rank {rank} is out of range; it must be between 0 and {world_size - 1}")
+    if rank < world_size - 2:
+        return "provider"
+    return SERVER if rank == world_size - 2 else CONSUMER
+
+
+def party_name(role: str | None, rank: int, world_size: int) -> str:
+    """The party name that ``role`` has at ``rank`` in a PPPCA world of ``world_size``.
+
+    ``role=None`` derives the role from the rank; a given role must match it.
+    """
     if world_size < 3:
         raise InputValidationError(
             f"world size {world_size} is too small; PPPCA needs at least 1 provider, a server and a "
@@ -77,6 +86,7 @@ def party_name(role: str, rank: int, world_size: int) -> str:
     if not 0 <= rank < world_size:
         raise InputValidationError(f"rank {rank} is out of range; it must be between 0 and {world_size - 1}")
     ranks = pppca_ranks(world_size - 2)
+    role = role_of(rank, world_size) if role is None else role
     if role == "provider":
         if rank >= world_size - 2:
             raise InputValidationError(
@@ -101,20 +111,14 @@ def model_result(model: PPPCAModel, backend: str) -> dict[str, Any]:
 
 def _agree(views: dict[str, dict[str, Any]], n_parties: int) -> int:
     """Check that every party published the same settings; return the number of features."""
-    shared = (
-        "protocol",
-        "n_parties",
-        "n_components",
-        "backend",
-        "frac_bits",
-        "key_bits",
-        "reveal",
-        "standardize",
-    )
+    shared = ("protocol", "n_parties", "n_components", "backend", "frac_bits", "key_bits", "reveal", "standardize")
     for key in shared:
         values = {name: view.get(key) for name, view in views.items()}
         if len(set(map(json.dumps, values.values()))) != 1:
             raise InputValidationError(f"the parties disagree on {key}: {values}")
+    rows = {name: views[name].get("n_rows") for name in provider_names(n_parties)}
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in rows.values()):
+        raise InputValidationError(f"every provider must announce a positive number of rows: {rows}")
     widths = {name: views[name].get("n_features") for name in provider_names(n_parties)}
     if len(set(widths.values())) != 1 or not isinstance(next(iter(widths.values())), int):
         raise InputValidationError(f"the providers' data sets have different numbers of features: {widths}")
@@ -133,22 +137,56 @@ def _agree_columns(views: dict[str, dict[str, Any]], n_parties: int) -> tuple[in
     return agree_exponents([views[name].get("column_exponents", []) for name in providers])
 
 
+def agreed_config(views: dict[str, dict[str, Any]], n_parties: int, n_components: int) -> PPPCAConfig:
+    """The run's :class:`PPPCAConfig` from the settings every party published (checked to match)."""
+    n_features = _agree(views, n_parties)
+    k = check_n_components(n_components, n_features)
+    view = next(iter(views.values()))
+    reveal = check_reveal(view.get("reveal", "covariance"))
+    exponents = _agree_columns(views, n_parties)
+    if reveal == "components":  # no column scaling in that mode (see mpc_pca.pppca.protocol.preflight)
+        exponents = (0,) * n_features
+    return PPPCAConfig(n_parties, n_features, k, True, exponents, bool(view.get("standardize")), reveal)
+
+
+def message_cap(views: Mapping[str, Mapping[str, Any]], n_features: int) -> int:
+    """Largest message (bytes) any party of this run may send, from the agreed settings.
+
+    The largest payloads are the Gram matrix's secure sum (at most ``d^2 + d + 1``
+    ring elements, or that many Paillier ciphertexts of ``2 * key_bits`` bits
+    when nothing is packed), ``T`` (``d x k`` floats) and a provider's projected
+    rows (``n_i x k`` floats); 1 MiB covers headers and key exchanges.
+    """
+    view = next(iter(views.values()))
+    d, k = n_features, int(view["n_components"])
+    per_entry = 8
+    if view.get("backend") == "paillier":
+        per_entry = 2 * int(view.get("key_bits") or 3072) // 8 + 8
+    rows = max(int(v["n_rows"]) for v in views.values() if "n_rows" in v)
+    return (d * d + d + 1) * per_entry + (d + rows) * k * 8 + (1 << 20)
+
+
+
+
 def run_party(
     *,
-    role: str,
     rank: int,
     world_size: int,
     master: str,
+    role: str | None = None,
     data: NDArray[np.float64] | None = None,
     n_components: int = 2,
     backend: str = "additive",
     frac_bits: int | None = None,
     key_bits: int | None = None,
-    timeout: float = 120.0,
+    timeout: float = 600.0,
     connect_timeout: float = 60.0,
-    host_store: bool | None = None,
+    host_rendezvous: bool | None = None,
     protocol: str = "pppca-ss",
     backend_factory: Callable[[], SecureSumBackend] | None = None,
+    credentials: Credentials | None = None,
+    insecure: bool = False,
+    listen_host: str | None = None,
     reveal: str = "covariance",
     columns_hash: str | None = None,
     standardize: bool = False,
@@ -157,22 +195,32 @@ def run_party(
 
     Parameters
     ----------
-    role : {"provider", "server", "consumer"}
     rank, world_size : int
         This party's rank and the number of parties (providers + 2).
     master : str
-        ``ADDR:PORT`` of the rendezvous store (hosted by rank 0 unless ``host_store=False``).
+        ``ADDR:PORT`` of the rendezvous (hosted by rank 0 unless ``host_rendezvous=False``).
+    role : {"provider", "server", "consumer"}, optional
+        Derived from the rank when omitted; a role that does not match the rank is an error.
     data : ndarray of shape (n_i, d), optional
         The provider's own rows; required for providers, refused for the others.
     n_components, backend, frac_bits, key_bits
         Protocol settings; every party must pass the same values
         (``key_bits``: Paillier modulus size, paillier backend only).
-    timeout, connect_timeout : float
-        Receive timeout and rendezvous timeout, in seconds.
+    timeout : float
+        Phase deadline: seconds a party waits while no party of the run makes progress.
+    connect_timeout : float
+        Seconds for the rendezvous and for connecting the links.
     backend_factory : callable, optional
         Builds this party's backend object instead of ``make_backend(backend)``
         (e.g. a custom subclass); ``backend`` is still the name the parties
         agree on.
+    credentials : Credentials, optional
+        CA, certificate and key of this party: every link is TLS 1.3 with both
+        ends authenticated by party name. Required unless ``insecure``.
+    insecure : bool
+        Plain TCP (or gloo for crypten): nothing encrypted or authenticated.
+    listen_host : str, optional
+        Interface of this party's listening socket (default: the one routing to the master).
     reveal : {"covariance", "components"}, default="covariance"
         What the server learns (see :mod:`mpc_pca.pppca.components`); every
         party must pass the same value.
@@ -190,8 +238,6 @@ def run_party(
         output: the model for the server, the projected rows for the consumer,
         the number of rows for a provider.
     """
-    from protocols.transport import torch_dist
-
     if protocol not in TORCH_PROTOCOLS:
         raise InputValidationError(
             f"protocol {protocol!r} cannot run as processes yet; choose one of {list(TORCH_PROTOCOLS)}"
@@ -202,16 +248,25 @@ def run_party(
             "standardize=True needs the pooled variances, which reveal='components' keeps secret"
         )
     name = party_name(role, rank, world_size)
+    role = role_of(rank, world_size)
+    if backend == "crypten" and not insecure:
+        raise InputValidationError(
+            "the crypten backend's own traffic runs over gloo, which cannot be wrapped in TLS; "
+            "it needs --insecure (see the README's trust model)"
+        )
+    if credentials is None and not insecure:
+        raise InputValidationError(
+            f"{name} has no TLS credentials: pass --tls-dir DIR (or --ca/--cert/--key), or --insecure to "
+            "run with links that are neither encrypted nor authenticated"
+        )
+    if insecure:
+        log.warning("%s: --insecure: the links are neither encrypted nor authenticated", name)
     n_parties = world_size - 2
     backend_impl = (
         make_backend(backend, frac_bits=frac_bits, key_bits=key_bits)
         if backend_factory is None
         else backend_factory()
     )
-    if backend == "crypten":
-        from protocols.backends.crypten_compat import import_crypten
-
-        import_crypten()  # import before the clock starts, and fail before joining if missing
     public: dict[str, Any] = {
         "protocol": protocol,
         "n_parties": n_parties,
@@ -230,41 +285,37 @@ def run_party(
         stats = LocalStatistics.of(data)
         check_statistics_finite(data, (stats.column_sums, stats.scatter_triangle), rank)
         public["n_features"] = int(data.shape[1])
+        public["n_rows"] = int(data.shape[0])
         public["columns_hash"] = columns_hash
         public["column_exponents"] = column_exponents(data).tolist()
     elif data is not None:
         raise InputValidationError(f"the {role} holds no data; do not pass --data to it")
 
-    rdv = torch_dist.connect(
-        name,
-        pppca_ranks(n_parties),
-        master,
-        connect_timeout=connect_timeout,
-        timeout=timeout,
-        host_store=host_store,
-    )
-    try:
-        views = rdv.exchange_public(public, connect_timeout)
-        n_features = _agree(views, n_parties)
-        k = check_n_components(n_components, n_features)
-        exponents = _agree_columns(views, n_parties)
-        if reveal == "components":  # no column scaling in that mode (see mpc_pca.pppca.protocol.preflight)
-            exponents = (0,) * n_features
-        config = PPPCAConfig(n_parties, n_features, k, True, exponents, bool(standardize), reveal)
-    except BaseException as exc:
-        rdv.record_failure(f"party {name!r} failed: {type(exc).__name__}: {exc}")
-        raise
-    if role == "provider":
-        output, report = torch_dist.run_role(
-            rdv, lambda party: provider_role(party, data, config, backend_impl, stats), timeout=timeout
-        )
-    elif role == SERVER:
-        output, report = torch_dist.run_role(
-            rdv, lambda party: server_role(party, config, backend_impl), timeout=timeout
-        )
+    def make_role(config: PPPCAConfig) -> Callable[[Any], Any]:
+        if role == "provider":
+            return lambda party: provider_role(party, data, config, backend_impl, stats)
+        if role == SERVER:
+            return lambda party: server_role(party, config, backend_impl)
+        return lambda party: consumer_role(party, config)
+
+    ranks = pppca_ranks(n_parties)
+    if backend == "crypten":
+        output, report = _run_over_gloo(name, ranks, master, public, make_role, timeout, connect_timeout, host_rendezvous)
     else:
-        output, report = torch_dist.run_role(rdv, lambda party: consumer_role(party, config), timeout=timeout)
-    torch_dist.shutdown(rdv, timeout=timeout)
+        from protocols.transport import party_runner
+
+        channel = party_runner.open_links(
+            name, ranks, master, credentials=None if insecure else credentials, listen_host=listen_host,
+            timeout=timeout, connect_timeout=connect_timeout, host_rendezvous=host_rendezvous,
+        )  # fmt: skip
+        try:
+            views = party_runner.agree(channel, public, connect_timeout)
+            config = agreed_config(views, n_parties, n_components)
+            channel.set_message_cap(message_cap(views, config.n_features))
+        except BaseException as exc:
+            party_runner.fail(channel, exc)
+            raise
+        output, report = party_runner.run_role(channel, make_role(config))
 
     result: dict[str, Any] = {"party": name, "rank": rank, "protocol": protocol}
     if role == SERVER:
@@ -277,95 +328,30 @@ def run_party(
     return result
 
 
-def child_environment() -> dict[str, str]:
-    """Environment of launched parties: this package importable, gloo on loopback, 1 thread."""
-    from protocols.transport.torch_dist import loopback_interface
+def _run_over_gloo(
+    name: str,
+    ranks: dict[str, int],
+    master: str,
+    public: dict[str, Any],
+    make_role: Callable[[PPPCAConfig], Callable[[Any], Any]],
+    timeout: float,
+    connect_timeout: float,
+    host_store: bool | None,
+) -> tuple[Any, Any]:
+    """The crypten backend's path: TCPStore rendezvous and gloo links (``--insecure`` only)."""
+    from protocols.backends.crypten_compat import import_crypten
+    from protocols.transport import torch_store
 
-    env = dict(os.environ)
-    root = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-    lo = loopback_interface()
-    if lo is not None:
-        env.setdefault("GLOO_SOCKET_IFNAME", lo)
-    env.setdefault("OMP_NUM_THREADS", "1")
-    return env
-
-
-def launch_local(
-    parts: Sequence[NDArray[np.float64]],
-    *,
-    n_components: int = 2,
-    backend: str = "additive",
-    frac_bits: int | None = None,
-    key_bits: int | None = None,
-    timeout: float = 120.0,
-    connect_timeout: float = 60.0,
-    protocol: str = "pppca-ss",
-    reveal: str = "covariance",
-    standardize: bool = False,
-    feature_names: Sequence[str] | None = None,
-) -> dict[str, Any]:
-    """Run every party of a PPPCA run as a process on this host; return the server's result.
-
-    The result has the keys of the in-process ``mpc-pca run`` result produced by
-    the protocol runner (``backend``, ``components``, ``explained_variance``,
-    ``explained_variance_ratio``, ``mean``, ``n_samples``) and ``report`` with
-    every party's traffic.
-
-    Raises
-    ------
-    ProtocolError
-        If any party failed; the message gives the first recorded failure and
-        how each failed party ended.
-    """
-    from protocols.transport.torch_launch import host_store, launch, raise_on_failure
-
-    if protocol not in TORCH_PROTOCOLS:
-        raise InputValidationError(
-            f"protocol {protocol!r} cannot run as processes yet; choose one of {list(TORCH_PROTOCOLS)}"
-        )
-    # The launcher holds every part, so before any process starts it refuses whatever
-    # the in-process run would refuse (repeating the providers' local statistics once).
-    backend_impl = make_backend(backend, frac_bits=frac_bits, key_bits=key_bits)
-    arrays, _, _, _ = preflight(
-        list(parts), n_components, backend_impl, standardize=standardize, reveal=reveal
+    import_crypten()  # import before the clock starts, and fail before joining if missing
+    n_parties = public["n_parties"]
+    rdv = torch_store.connect(
+        name, ranks, master, connect_timeout=connect_timeout, timeout=timeout, host_store=host_store
     )
-    ranks = pppca_ranks(len(arrays))
-    world = len(ranks)
-    store, port = host_store(world, connect_timeout)
-    with tempfile.TemporaryDirectory(prefix="mpc-pca-run-") as tmp:
-        workdir = Path(tmp)
-        outputs = {name: workdir / f"{name}.json" for name in ranks}
-        commands = {}
-        for name, rank in ranks.items():
-            role = "provider" if name.startswith("provider") else name
-            command = [
-                sys.executable, "-m", "mpc_pca.cli", "party",
-                "--protocol", protocol, "--role", role, "--rank", str(rank),
-                "--world-size", str(world), "--master", f"127.0.0.1:{port}",
-                "--n-components", str(n_components), "--backend", backend,
-                "--timeout", str(timeout), "--connect-timeout", str(connect_timeout),
-                "--external-store", "--output", str(outputs[name]), "--reveal", reveal,
-            ]  # fmt: skip
-            if frac_bits is not None:
-                command += ["--frac-bits", str(frac_bits)]
-            if key_bits is not None:
-                command += ["--key-bits", str(key_bits)]
-            if standardize:
-                command += ["--standardize"]
-            if role == "provider":
-                path = workdir / f"{name}.csv"
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-                with os.fdopen(fd, "w", newline="") as handle:
-                    if feature_names is not None:  # the providers agree on the names by hash
-                        csv.writer(handle, lineterminator="\n").writerow(feature_names)
-                    np.savetxt(handle, arrays[rank], fmt="%.17g", delimiter=",")
-                command += ["--data", str(path), "--delimiter", ","]
-                command += ["--header" if feature_names is not None else "--no-header"]
-            commands[name] = command
-        outcomes = launch(commands, timeout=timeout, env=child_environment(), workdir=workdir)
-        raise_on_failure(outcomes, store)
-        results = {name: json.loads(path.read_text()) for name, path in outputs.items()}
-    result = {key: value for key, value in results[SERVER].items() if key not in ("party", "rank", "report")}
-    result["report"] = {name: results[name]["report"][name] for name in ranks}
-    return result
+    try:
+        config = agreed_config(rdv.exchange_public(public, connect_timeout), n_parties, public["n_components"])
+    except BaseException as exc:
+        rdv.record_failure(f"party {name!r} failed: {type(exc).__name__}: {exc}")
+        raise
+    output, report = torch_store.run_role(rdv, make_role(config), timeout=timeout)
+    torch_store.shutdown(rdv, timeout=timeout)
+    return output, report

@@ -137,6 +137,12 @@ class PPPCAModel:
 
 # -- role functions -------------------------------------------------------------
 
+#: Phases of a run, as parties log them and announce them to their peers.
+PHASE_MEAN = "mean secure sum"
+PHASE_GRAM = "Gram secure sum"
+PHASE_EIGENSOLVE = "eigensolve on shares"
+PHASE_PROJECTION = "projection"
+
 
 def provider_role(
     party: Party,
@@ -175,43 +181,54 @@ def provider_role(
         stats = data.statistics() if isinstance(data, ChunkedPart) else LocalStatistics.of(data)
     stats = normalized(stats, config.exponents)
     shift = sums_scale_exponent(config.n_parties, backend.codec.frac_bits)
-    backend.secure_sum(
-        party,
-        np.ldexp(stats.sums_and_count(), shift),
-        contributors=config.providers,
-        receiver=SERVER,
-        name=STATS_NAME,
-    )
-    mean = expect_real_array(party.recv(SERVER), SERVER, (config.n_features,), "the mean")
-    if config.reveal == "components":  # shares of the Gram matrix, eigensolve on shares
-        provider_eigensolve(
-            party,
-            stats.centred_gram(mean),
-            config.providers,
-            config.n_components,
-            config.components,
-            backend.codec.frac_bits,
-        )
-    else:
-        gram_shift = _gram_shift(party.recv(SERVER))
-        # Only the upper triangle is summed (as protocols.secure_sum.secure_sum_symmetric
-        # does), built straight from the packed scatter: no d x d temporary.
-        triangle = stats.centred_gram_triangle(mean)
+    with party.phase(PHASE_MEAN):
         backend.secure_sum(
             party,
-            np.ldexp(triangle, gram_shift, out=triangle),
+            np.ldexp(stats.sums_and_count(), shift),
             contributors=config.providers,
             receiver=SERVER,
-            name=GRAM_NAME,
+            name=STATS_NAME,
         )
-    transfer = expect_real_array(party.recv(SERVER), SERVER, (config.n_features, config.n_components), "T")
+        mean = expect_real_array(party.recv(SERVER), SERVER, (config.n_features,), "the mean")
+    if config.reveal == "components":  # shares of the Gram matrix, eigensolve on shares
+        with party.phase(PHASE_EIGENSOLVE):
+            provider_eigensolve(
+                party,
+                stats.centred_gram(mean),
+                config.providers,
+                config.n_components,
+                config.components,
+                backend.codec.frac_bits,
+            )
+            transfer = expect_real_array(
+                party.recv(SERVER), SERVER, (config.n_features, config.n_components), "T"
+            )
+    else:
+        with party.phase(PHASE_GRAM):
+            gram_shift = _gram_shift(party.recv(SERVER))
+            # Only the upper triangle is summed (as protocols.secure_sum.secure_sum_symmetric
+            # does), built straight from the packed scatter: no d x d temporary.
+            triangle = stats.centred_gram_triangle(mean)
+            backend.secure_sum(
+                party,
+                np.ldexp(triangle, gram_shift, out=triangle),
+                contributors=config.providers,
+                receiver=SERVER,
+                name=GRAM_NAME,
+            )
+            transfer = expect_real_array(
+                party.recv(SERVER), SERVER, (config.n_features, config.n_components), "T"
+            )
     if not config.with_consumer:
         return None
     raw_mean = unscale_vector(mean, config.exponents)
-    projected = (
-        data.project(raw_mean, transfer) if isinstance(data, ChunkedPart) else (data - raw_mean) @ transfer
-    )
-    party.send(CONSUMER, projected)
+    with party.phase(PHASE_PROJECTION):
+        projected = (
+            data.project(raw_mean, transfer)
+            if isinstance(data, ChunkedPart)
+            else (data - raw_mean) @ transfer
+        )
+        party.send(CONSUMER, projected)
     return projected
 
 
@@ -219,7 +236,10 @@ def server_role(party: Party, config: PPPCAConfig, backend: SecureSumBackend) ->
     """Server (Alg. 2 steps 3, 7, 8; Alg. 1 steps 4, 8): reveal mean, eigendecompose."""
     d = config.n_features
     f = backend.codec.frac_bits
-    stats = backend.secure_sum(party, None, contributors=config.providers, receiver=SERVER, name=STATS_NAME)
+    with party.phase(PHASE_MEAN):
+        stats = backend.secure_sum(
+            party, None, contributors=config.providers, receiver=SERVER, name=STATS_NAME
+        )
     if stats.shape != (d + 1,):
         raise ProtocolError(f"the summed {STATS_NAME} have shape {stats.shape}, expected ({d + 1},)")
     stats = np.ldexp(stats, -sums_scale_exponent(config.n_parties, f))
@@ -236,12 +256,16 @@ def server_role(party: Party, config: PPPCAConfig, backend: SecureSumBackend) ->
             raise ProtocolError(
                 f"n_components={config.n_components} exceeds min(n_features={d}, n_samples={n_samples})"
             )
-        return _server_components(party, config, backend, mean_y, n_samples)
+        with party.phase(PHASE_EIGENSOLVE):
+            return _server_components(party, config, backend, mean_y, n_samples)
     gram_shift = gram_scale_exponent(config.n_parties, f, n_samples)
     for provider in config.providers:
         party.send(provider, mean_y)
         party.send(provider, np.array([float(gram_shift)]))
-    packed = backend.secure_sum(party, None, contributors=config.providers, receiver=SERVER, name=GRAM_NAME)
+    with party.phase(PHASE_GRAM):
+        packed = backend.secure_sum(
+            party, None, contributors=config.providers, receiver=SERVER, name=GRAM_NAME
+        )
     if packed is None or packed.shape != (d * (d + 1) // 2,):
         raise ProtocolError(
             f"the summed Gram triangle has shape {getattr(packed, 'shape', None)}, "
@@ -356,8 +380,11 @@ def rounding_error_bounds(eigenvalues: NDArray[np.float64], k: int, eta: float) 
 def consumer_role(party: Party, config: PPPCAConfig) -> NDArray[np.float64]:
     """Data consumer (steps 10): stack the providers' projected rows in provider order."""
     blocks = []
-    for provider in config.providers:
-        blocks.append(expect_real_array(party.recv(provider), provider, (None, config.n_components), "X_i T"))
+    with party.phase(PHASE_PROJECTION):
+        for provider in config.providers:
+            blocks.append(
+                expect_real_array(party.recv(provider), provider, (None, config.n_components), "X_i T")
+            )
     return np.vstack(blocks)
 
 

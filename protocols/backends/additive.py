@@ -12,14 +12,19 @@
     and against any coalition of up to ``M - 1`` curious contributors.
 
 ``masks`` (pairwise masking, in the style of Bonawitz et al.'s secure aggregation)
-    Once per run, every contributor sends an X25519 public key to the receiver,
-    who relays the list to all contributors; each pair derives a shared key
-    (HKDF-SHA256). For every sum, contributor ``i`` adds
+    Once per run, every contributor sends an X25519 public key, signed with its
+    per-run identity key (:mod:`protocols.identity`), to the receiver, who
+    relays the list to all contributors; each contributor checks every
+    signature against the signer's verification key, which it got over its
+    direct link to the signer, never through the relay, and each pair derives
+    a shared key (HKDF-SHA256). For every sum, contributor ``i`` adds
     ``sum_{j>i} PRG(k_ij) - sum_{j<i} PRG(k_ij)`` (ordered by name) to its encoded array and sends
     that single masked array to the receiver; the masks cancel in the total.
-    One array per contributor per sum, but the relay means the receiver must be
-    honest-but-curious (a *malicious* relay could substitute keys). No dropout
-    recovery: every contributor must deliver, as in ``shares`` mode.
+    One array per contributor per sum. The signatures bind each key to its
+    owner, the receiver and the contributor set, so a relay that substitutes
+    or swaps keys is caught (:class:`~protocols.errors.ProtocolError` naming
+    it). No dropout recovery: every contributor must deliver, as in
+    ``shares`` mode.
 
 ``sparse-masks`` (pairwise masks over a sparse random graph, Bell et al. 2020 / SecAgg+)
     As ``masks``, but pairs share a mask only along the edges of a public
@@ -216,36 +221,55 @@ def _raw_public(key: X25519PrivateKey) -> bytes:
     return key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
 
 
+def _key_statement(owner: str, public: bytes, contributors: tuple[str, ...], receiver: str) -> bytes:
+    """What a contributor signs: its X25519 key, bound to itself, the relay and the group."""
+    group = "|".join(contributors).encode()
+    return b"|".join([_HKDF_INFO, b"key", owner.encode(), receiver.encode(), group, public])
+
+
 def _agree_pairwise_keys(party: Party, contributors: tuple[str, ...], receiver: str) -> dict:
-    """X25519 key agreement relayed by the receiver; returns per-peer PRG keys."""
+    """Signed X25519 key agreement relayed by the receiver; returns per-peer PRG keys."""
     if party.name not in contributors:
-        # Pure relay: collect every contributor's public key, send the list back.
+        # Pure relay: collect every contributor's signed public key, send the list back.
         publics = {c: party.recv(c) for c in contributors}
         for c in contributors:
             party.send(c, publics)
         return {"keys": {}, "counter": 0}
+    identity = party.channel.identity
+    if identity is None:
+        raise ProtocolError(
+            f"{party.name!r}: masks mode needs party identities to sign its keys, but this channel has none"
+        )
     private = X25519PrivateKey.generate()
     own_public = _raw_public(private)
+    signed = {"key": own_public, "sig": identity.sign(_key_statement(party.name, own_public, contributors, receiver))}
     if party.name == receiver:
-        publics = {party.name: own_public}
+        publics = {party.name: signed}
         publics.update({c: party.recv(c) for c in contributors if c != party.name})
         for c in contributors:
             if c != party.name:
                 party.send(c, publics)
     else:
-        party.send(receiver, own_public)
+        party.send(receiver, signed)
         publics = party.recv(receiver)
     if not isinstance(publics, dict) or set(publics) != set(contributors):
         raise ProtocolError(f"{party.name!r} got a malformed public-key list from {receiver!r}")
-    if publics[party.name] != own_public:
-        raise ProtocolError(f"the relay {receiver!r} returned a different public key for {party.name!r}")
     keys = {}
     for peer in contributors:
-        if peer == party.name:
-            continue
-        peer_public = publics[peer]
+        entry = publics[peer]
+        peer_public = entry.get("key") if isinstance(entry, dict) else None
         if not isinstance(peer_public, bytes) or len(peer_public) != 32:
-            raise ProtocolError(f"public key of {peer!r} is malformed")
+            raise ProtocolError(f"public key of {peer!r} relayed by {receiver!r} is malformed")
+        statement = _key_statement(peer, peer_public, contributors, receiver)
+        if not identity.verify(peer, statement, entry.get("sig")):
+            raise ProtocolError(
+                f"{party.name!r}: the public key of {peer!r} relayed by {receiver!r} does not carry "
+                f"{peer!r}'s signature; the relay altered or substituted it"
+            )
+        if peer == party.name:
+            if peer_public != own_public:
+                raise ProtocolError(f"the relay {receiver!r} returned a different public key for {party.name!r}")
+            continue
         shared = private.exchange(X25519PublicKey.from_public_bytes(peer_public))
         low, high = sorted((party.name, peer))
         info = _HKDF_INFO + b"|" + low.encode() + b"|" + high.encode()

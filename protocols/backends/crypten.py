@@ -14,7 +14,7 @@ Protocol (group = contributors, plus the receiver if it is not one; group rank
    a PRZS share plus, at ``c``, its own encoded array. No communication.
    The member adds these ``M`` shares.
 4. Every member other than the receiver sends its summed share (int64) to the
-   receiver over the run's :class:`~protocols.transport.torch_dist.TorchChannel`;
+   receiver over the run's :class:`~protocols.transport.torch_channel.TorchChannel`;
    the receiver adds all shares (mod 2^64) and decodes.
 
 Revealed to the receiver only
@@ -73,7 +73,7 @@ from protocols.party import Party
 
 if TYPE_CHECKING:
     from protocols.backends.crypten_compat import CrypTenGroupSession
-    from protocols.transport.torch_dist import TorchChannel
+    from protocols.transport.torch_channel import TorchChannel
 
 #: CrypTen's default number of fractional bits (``cfg.encoder.precision_bits``).
 CRYPTEN_FRAC_BITS = 16
@@ -91,7 +91,7 @@ class CrypTenBackend(SecureSumBackend):
     Notes
     -----
     Needs parties that are processes over torch.distributed (``--transport
-    torch`` / :func:`~protocols.transport.torch_dist.run_torch_party`); it
+    torch`` / :func:`~protocols.transport.torch_store.run_torch_party`); it
     raises :class:`~protocols.errors.ProtocolError` on any other channel.
     The decoded sum differs from the float sum by at most ``M * 2^-(f+1)`` per
     entry (rounding at encoding; the ring sum is exact).
@@ -110,7 +110,7 @@ class CrypTenBackend(SecureSumBackend):
         receiver: str,
     ) -> NDArray[np.float64] | None:
         try:
-            from protocols.transport.torch_dist import TorchChannel
+            from protocols.transport.torch_channel import TorchChannel
         except ImportError as exc:
             raise ProtocolError(f"the crypten backend needs torch and crypten: {exc}") from exc
         channel = party.channel
@@ -118,7 +118,7 @@ class CrypTenBackend(SecureSumBackend):
             raise ProtocolError(
                 f"the crypten backend needs parties that are processes over torch.distributed, but "
                 f"{party.name!r} runs on a {type(channel).__name__}; use --transport torch "
-                "(or protocols.transport.torch_dist.run_torch_party)"
+                "(or protocols.transport.torch_store.run_torch_party)"
             )
         members = contributors if receiver in contributors else (*contributors, receiver)
         session = _session(party, channel, members)

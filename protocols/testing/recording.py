@@ -70,6 +70,7 @@ class RecordingChannel(Channel):
         self.timeout = inner.timeout
         self.meter = inner.meter
         self.private_payloads = inner.private_payloads
+        self.identity = inner.identity
 
     def send(self, to: str, obj: Any) -> None:
         if self._fault is not None:
@@ -86,7 +87,7 @@ class RecordingChannel(Channel):
     def _send_bytes(self, to: str, payload: bytes) -> None:
         self._inner._send_bytes(to, payload)
 
-    def _recv_bytes(self, frm: str, timeout: float) -> bytes:
+    def _recv_bytes(self, frm: str, timeout: float) -> bytes | memoryview:
         return self._inner._recv_bytes(frm, timeout)
 
 

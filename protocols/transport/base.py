@@ -13,10 +13,13 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocols.errors import ProtocolError
 from protocols.transport.wire import decode_message, encode_message
+
+if TYPE_CHECKING:
+    from protocols.identity import Identity
 
 
 @dataclass
@@ -95,6 +98,17 @@ class Channel(ABC):
         self.meter.record_recv(frm, len(payload))
         return decode_message(payload, copy_arrays=not self.private_payloads)
 
+    #: This party's per-run signing key and its peers' verification keys
+    #: (:mod:`protocols.identity`), set by the runtime or transport that made the channel.
+    identity: Identity | None = None
+
+    #: Label of the protocol phase this party is in (see :meth:`enter_phase`).
+    phase_label: str | None = None
+
+    def enter_phase(self, label: str | None) -> None:
+        """Record that this party entered phase ``label``; networked channels tell their peers."""
+        self.phase_label = label
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release transport resources; the default does nothing."""
 
@@ -103,7 +117,7 @@ class Channel(ABC):
         """Deliver ``payload`` to ``to``."""
 
     @abstractmethod
-    def _recv_bytes(self, frm: str, timeout: float) -> bytes:
+    def _recv_bytes(self, frm: str, timeout: float) -> bytes | memoryview:
         """Return the next payload from ``frm`` or raise after ``timeout`` seconds."""
 
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any, cast
 
 from protocols.errors import PeerFailureError, PeerTimeoutError
+from protocols.identity import group_identities
 from protocols.transport.base import Channel
 from protocols.transport.wire import encode_message_parts
 
@@ -37,6 +38,7 @@ class InProcessNetwork:
         self._queues: dict[tuple[str, str], queue.SimpleQueue[object]] = {
             (src, dst): queue.SimpleQueue() for src in self.names for dst in self.names if src != dst
         }
+        self._identities = group_identities(self.names)
         self._aborted = threading.Event()
         self._abort_reason = ""
 
@@ -75,6 +77,7 @@ class InProcessChannel(Channel):
     def __init__(self, network: InProcessNetwork, me: str) -> None:
         super().__init__(me, network.names, network.timeout)
         self._network = network
+        self.identity = network._identities[me]
 
     def _send_bytes(self, to: str, payload: bytes | bytearray) -> None:
         if self._network._aborted.is_set():

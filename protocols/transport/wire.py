@@ -11,6 +11,7 @@ structured or non-numeric dtypes, so hostile bytes can at worst raise
 
 from __future__ import annotations
 
+import re
 import struct
 from typing import Any
 
@@ -22,6 +23,9 @@ _ALLOWED_DTYPE_KINDS = frozenset("biufc")
 _MAX_NDIM = 32
 _MAX_DEPTH = 64
 _ALIGN = 8
+
+# What a dtype string on the wire may look like: byte order, kind, item size.
+_DTYPE_TEXT = re.compile(r"[<>|=]?[biufc][0-9]{1,2}")
 
 _LEN = struct.Struct("<Q")
 _F64 = struct.Struct("<d")
@@ -187,9 +191,12 @@ def _decode(view: memoryview, pos: int, depth: int, copy: bool) -> tuple[Any, in
 def _decode_array(view: memoryview, pos: int, copy: bool) -> tuple[np.ndarray, int]:
     n, pos = _take(view, pos, 1)
     dtype_raw, pos = _take(view, pos, n[0])
+    text = bytes(dtype_raw).decode("latin-1")
+    if not _DTYPE_TEXT.fullmatch(text):
+        raise WireFormatError(f"invalid array dtype {bytes(dtype_raw)!r}")
     try:
-        dtype = np.dtype(bytes(dtype_raw).decode("ascii"))
-    except (TypeError, ValueError, UnicodeDecodeError) as exc:
+        dtype = np.dtype(text)
+    except (TypeError, ValueError) as exc:
         raise WireFormatError(f"invalid array dtype {bytes(dtype_raw)!r}") from exc
     if dtype.kind not in _ALLOWED_DTYPE_KINDS or dtype.fields is not None or dtype.hasobject:
         raise WireFormatError(f"refusing array of dtype {dtype}")
@@ -200,8 +207,13 @@ def _decode_array(view: memoryview, pos: int, copy: bool) -> tuple[np.ndarray, i
     shape = []
     for _ in range(ndim):
         dim, pos = _length(view, pos)
+        if dim > len(view):
+            # No array we send has an axis longer than its whole message is bytes.
+            raise WireFormatError(f"array claims an axis of length {dim} in a message of {len(view)} bytes")
         shape.append(dim)
     nbytes, pos = _length(view, pos)
+    if nbytes > len(view) - pos:
+        raise WireFormatError(f"array claims {nbytes} payload bytes but only {len(view) - pos} remain")
     expected = dtype.itemsize * int(np.prod(shape, dtype=object))
     if nbytes != expected:
         raise WireFormatError(

@@ -6,19 +6,27 @@ Gram matrix, after the mean was revealed), either
 
 * ``die``: kills its own process with SIGKILL before sending anything, or
 * ``bad-shape``: contributes an array with one entry too few, or
-* ``stall``: stops responding (sleeps far longer than any timeout).
+* ``stall``: stops responding (sleeps far longer than any timeout);
+
+or, as its very first protocol message (first secure sum), writes raw frames
+on its authenticated links (a malicious insider):
+
+* ``oversized``: a data frame header announcing 1 TiB, then silence;
+* ``truncated``: a header announcing 4096 bytes, 100 of them, then it exits.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import sys
 import time
 from typing import Any
 
 from mpc_pca.cli import build_parser
 from mpc_pca.cli.options import read_options
+from mpc_pca.cli.party import credentials_of
 from mpc_pca.data.columns import names_hash
 from mpc_pca.data.inputs import load_table
 from mpc_pca.pppca.distributed import run_party
@@ -34,6 +42,8 @@ def faulty_backend(mode: str, name: str) -> SecureSumBackend:
 
         def secure_sum(self, party: Any, value: Any, **kwargs: Any) -> Any:
             Faulty.calls += 1
+            if Faulty.calls == 1 and mode in ("oversized", "truncated"):
+                _raw_frames(party, mode)
             if Faulty.calls == 2:
                 if mode == "die":
                     os.kill(os.getpid(), signal.SIGKILL)
@@ -48,9 +58,26 @@ def faulty_backend(mode: str, name: str) -> SecureSumBackend:
     return instance
 
 
+def _raw_frames(party: Any, mode: str) -> None:
+    from protocols.transport.links import HEADER
+    from protocols.transport.socket_channel import DATA
+
+    for stream in party.channel.streams.values():
+        if mode == "oversized":
+            stream.send_parts([HEADER.pack(DATA, 1 << 40)])
+        else:
+            stream.send_parts([HEADER.pack(DATA, 4096), bytes(100)])
+    if mode == "truncated":
+        for stream in party.channel.streams.values():
+            stream.sock.shutdown(socket.SHUT_WR)  # FIN after the partial frame, no TLS close_notify
+        time.sleep(1.0)
+        os._exit(3)
+    time.sleep(3600)
+
+
 def main() -> int:
     mode, argv = sys.argv[1], sys.argv[2:]
-    if mode not in ("die", "bad-shape", "stall"):
+    if mode not in ("die", "bad-shape", "stall", "oversized", "truncated"):
         raise SystemExit(f"unknown mode {mode!r}")
     args = build_parser().parse_args(["party", *argv])
     table = load_table(args.data, read_options(args))
@@ -66,8 +93,10 @@ def main() -> int:
             backend=args.backend,
             timeout=args.timeout,
             connect_timeout=args.connect_timeout,
-            host_store=False if args.external_store else None,
+            host_rendezvous=False if args.external_rendezvous else None,
             backend_factory=lambda: faulty_backend(mode, args.backend),
+            credentials=None if args.insecure else credentials_of(args, f"provider{args.rank}"),
+            insecure=args.insecure,
         )
     except Exception as exc:
         print(f"mpc-pca: error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)

@@ -32,12 +32,14 @@ def party_commands(
     connect_timeout: float = 20.0,
     n_components: int = 2,
     external_store: bool = True,
+    tls_dir: Path | None = None,
     faulty: dict[str, str] | None = None,
     python: tuple[str, ...] = (sys.executable,),
 ) -> tuple[dict[str, list[str]], dict[str, Path]]:
     """Command lines (``mpc-pca party``) of every party of a PPPCA run, and their output files.
 
-    ``faulty`` maps a provider's name to a mode of ``tests/faulty_party.py``.
+    ``faulty`` maps a provider's name to a mode of ``tests/faulty_party.py``;
+    ``tls_dir`` holds the parties' credentials (``None``: ``--insecure``).
     """
     faulty = faulty or {}
     ranks = pppca_ranks(len(parts))
@@ -54,9 +56,10 @@ def party_commands(
             "--output", str(outputs[name]),
         ]  # fmt: skip
         if external_store:
-            options.append("--external-store")
+            options.append("--external-rendezvous")
+        options += ["--insecure"] if tls_dir is None else ["--tls-dir", str(tls_dir)]
         if role == "provider":
-            options += ["--data", str(data[rank])]
+            options += ["--data", str(data[rank]), "--no-header"]
         if name in faulty:
             commands[name] = [*python, str(FAULTY_PARTY), faulty[name], *options]
         else:

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-#: Mirrors protocols.transport.torch_dist.DEFAULT_FRAME_BYTES (checked by the tests).
+#: Mirrors protocols.transport.torch_channel.DEFAULT_FRAME_BYTES (checked by the tests).
 DEFAULT_FRAME_BYTES = 1 << 20
 RANKS = {"a0": 0, "a1": 1, "a2": 2, "r": 3}
 CONTRIBUTORS = ("a0", "a1", "a2")
@@ -97,7 +97,7 @@ def main() -> int:
     task, name, master, workdir = sys.argv[1:5]
     backend_name = sys.argv[5] if len(sys.argv) > 5 else "additive"
     workdir_path = Path(workdir)
-    from protocols.transport import torch_dist
+    from protocols.transport import torch_store as torch_dist
 
     if task == "echo":
         role = echo_roles()[name]

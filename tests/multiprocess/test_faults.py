@@ -1,7 +1,7 @@
 """Faults in a PPPCA run whose parties are processes: every survivor stops with a clear error.
 
 Each test starts the five parties of a 3-provider run on loopback (the test
-hosts the rendezvous store, as ``mpc-pca run --transport torch`` does), lets
+hosts the rendezvous, as ``mpc-pca run --transport torch`` does; TLS links, gloo for crypten), lets
 one provider misbehave, and checks that every other party exits non-zero by
 itself (the launcher never has to kill it), with a message that names what went
 wrong, and that the server writes no result.
@@ -18,9 +18,10 @@ from mpc_pca.cli.options import EXIT_INPUT, EXIT_PROTOCOL
 
 pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[torch]')")
 
-from mpc_pca.pppca.distributed import child_environment
+from mpc_pca.pppca.distributed import pppca_ranks
+from mpc_pca.pppca.launch import child_environment, host_rendezvous
 from protocols.backends.crypten_compat import crypten_available
-from protocols.transport.torch_launch import ProcessOutcome, host_store, launch
+from protocols.transport.launcher import ProcessOutcome, launch
 from tests.helpers.torch_helpers import party_commands
 
 pytestmark = pytest.mark.torch
@@ -36,9 +37,12 @@ def run_faulty(
     missing: tuple[str, ...] = (),
     backend: str = "additive",
     connect_timeout: float = 30.0,
-) -> tuple[dict[str, ProcessOutcome], dict[str, Path], str | None]:
+    edit: dict[str, tuple[str, str]] | None = None,
+) -> tuple[dict[str, ProcessOutcome], dict[str, Path]]:
+    """Run the five parties (TLS links, crypten: gloo) with the launcher's rendezvous."""
     parts = np.array_split(wine, 3)
-    store, port = host_store(5, connect_timeout)
+    crypten = backend == "crypten"
+    _keep, port = host_rendezvous(pppca_ranks(3), tmp_path, insecure=crypten, crypten=crypten, timeout=connect_timeout)
     commands, outputs = party_commands(
         tmp_path,
         parts,
@@ -47,13 +51,14 @@ def run_faulty(
         timeout=TIMEOUT,
         connect_timeout=connect_timeout,
         faulty=faulty,
+        tls_dir=None if crypten else tmp_path / "tls",
     )
+    for name, (flag, value) in (edit or {}).items():
+        commands[name][commands[name].index(flag) + 1] = value
     for name in missing:
         del commands[name]
     outcomes = launch(commands, timeout=TIMEOUT, env=child_environment(), grace=3.0)
-    from protocols.transport.torch_launch import recorded_failure
-
-    return outcomes, outputs, recorded_failure(store)
+    return outcomes, outputs
 
 
 def check_survivors(outcomes: dict[str, ProcessOutcome], culprit: str, outputs: dict[str, Path]) -> None:
@@ -68,14 +73,12 @@ def check_survivors(outcomes: dict[str, ProcessOutcome], culprit: str, outputs: 
 
 
 def test_provider_killed_mid_protocol(tmp_path, wine):
-    outcomes, outputs, _ = run_faulty(tmp_path, wine, faulty={"provider1": "die"})
+    outcomes, outputs = run_faulty(tmp_path, wine, faulty={"provider1": "die"})
     assert outcomes["provider1"].returncode == -9
     check_survivors(outcomes, "provider1", outputs)
-    for name in ("provider0", "provider2"):
-        assert "lost the link to 'provider1'" in outcomes[name].error_line()
-    for name in ("server", "consumer"):
+    for name in ("provider0", "provider2", "server", "consumer"):
         line = outcomes[name].error_line()
-        assert "PeerFailureError" in line and "'provider1'" in line, line
+        assert "PeerFailureError" in line and "'provider1' (rank 1) closed the connection" in line, line
 
 
 @pytest.mark.parametrize(
@@ -93,29 +96,27 @@ def test_provider_killed_mid_protocol(tmp_path, wine):
     ],
 )
 def test_provider_sending_a_wrongly_shaped_array(tmp_path, wine, backend):
-    outcomes, outputs, recorded = run_faulty(
-        tmp_path, wine, faulty={"provider1": "bad-shape"}, backend=backend
-    )
-    assert outcomes["provider1"].returncode == 2  # the faulty party's own exit code
+    outcomes, outputs = run_faulty(tmp_path, wine, faulty={"provider1": "bad-shape"}, backend=backend)
+    assert outcomes["provider1"].returncode == 2
     check_survivors(outcomes, "provider1", outputs)
-    assert recorded is not None and "shape" in recorded, recorded
     for name, outcome in outcomes.items():
         assert "shape" in outcome.error_line(), (name, outcome.error_line())
 
 
-def test_provider_that_stops_responding_makes_everyone_time_out(tmp_path, wine):
-    outcomes, outputs, recorded = run_faulty(tmp_path, wine, faulty={"provider1": "stall"})
+def test_provider_that_stops_responding_is_blamed_by_everyone(tmp_path, wine):
+    outcomes, outputs = run_faulty(tmp_path, wine, faulty={"provider1": "stall"})
     assert outcomes["provider1"].killed_by_launcher  # it never ends by itself
     check_survivors(outcomes, "provider1", outputs)
-    for name in ("provider0", "provider2"):
+    # The server and the consumer wait for provider0, which waits for provider1:
+    # the chain of "waiting for" reports leads every party to the stalled one.
+    for name in ("provider0", "provider2", "server", "consumer"):
         line = outcomes[name].error_line()
-        assert line.startswith("PeerTimeoutError") and "'provider1' (rank 1)" in line, line
-    # Whoever times out first is recorded (the consumer waits on provider0 all along).
-    assert recorded is not None and "PeerTimeoutError" in recorded, recorded
+        assert "PeerTimeoutError" in line and "'provider1' (rank 1) did not send within the deadline" in line, line
+        assert "'provider0' (rank 0) did not send" not in line, line
 
 
 def test_provider_that_never_connects(tmp_path, wine):
-    outcomes, outputs, _ = run_faulty(tmp_path, wine, missing=("provider2",), connect_timeout=4.0)
+    outcomes, outputs = run_faulty(tmp_path, wine, missing=("provider2",), connect_timeout=4.0)
     assert set(outcomes) == {"provider0", "provider1", "server", "consumer"}
     check_survivors(outcomes, "provider2", outputs)
     for outcome in outcomes.values():
@@ -124,14 +125,11 @@ def test_provider_that_never_connects(tmp_path, wine):
 
 
 def test_party_started_with_other_settings_is_reported_by_everyone(tmp_path, wine):
-    _store, port = host_store(5, 30)  # keep a reference: the store lives as long as this object
-    commands, outputs = party_commands(
-        tmp_path, np.array_split(wine, 3), f"127.0.0.1:{port}", timeout=TIMEOUT
-    )
-    index = commands["provider2"].index("--n-components")
-    commands["provider2"][index + 1] = "3"
-    outcomes = launch(commands, timeout=TIMEOUT, env=child_environment(), grace=3.0)
-    for name, outcome in outcomes.items():
-        assert outcome.returncode == EXIT_INPUT, name
+    outcomes, outputs = run_faulty(tmp_path, wine, edit={"provider2": ("--n-components", "3")})
+    # a party that finds the mismatch itself exits with the input-error code; one stopped first by a
+    # peer's failure report exits with the protocol-failure code; every one names the mismatch
+    codes = {name: outcome.returncode for name, outcome in outcomes.items()}
+    assert set(codes.values()) <= {EXIT_INPUT, EXIT_PROTOCOL} and EXIT_INPUT in codes.values(), codes
+    for outcome in outcomes.values():
         assert "disagree on n_components" in outcome.error_line() and "'provider2': 3" in outcome.error_line()
     assert not outputs["server"].exists()

@@ -4,8 +4,8 @@ The test builds a small private network on this machine: a "switch"
 namespace holding a Linux bridge, and one namespace per party, each joined to
 the bridge by a veth pair and given its own address in a private /24 that
 exists only inside these namespaces. Every party is started with ``mpc-pca
-party`` inside its namespace (``GLOO_SOCKET_IFNAME`` set to its veth end via
-``--ifname``); rank 0 hosts the rendezvous store, exactly as on real hosts.
+party --tls-dir`` inside its namespace (its links listen on the address that
+routes to the master); rank 0 hosts the rendezvous, exactly as on real hosts.
 Everything is torn down afterwards, also on failure. The test is skipped,
 with the reason, where namespaces cannot be created (not root, no iproute2,
 or a sandbox that forbids them).
@@ -26,10 +26,12 @@ import pytest
 
 pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[torch]')")
 
-from mpc_pca.pppca.distributed import child_environment
+from mpc_pca.pppca.distributed import pppca_ranks
+from mpc_pca.pppca.launch import child_environment
 from mpc_pca.pppca.protocol import run_pppca
 from protocols.backends.additive import AdditiveBackend
-from protocols.transport.torch_launch import launch, raise_on_failure
+from protocols.transport.certs import write_credentials
+from protocols.transport.launcher import launch, raise_on_failure
 from tests.helpers.torch_helpers import party_commands
 
 pytestmark = [pytest.mark.torch, pytest.mark.netns]
@@ -126,12 +128,13 @@ def topology():
 def test_pppca_with_one_party_per_network_namespace(tmp_path: Path, topology: Topology, wine):
     parts = np.array_split(wine, 3)
     master = f"{topology.addresses[0]}:{topology.free_port(0)}"
+    write_credentials(list(pppca_ranks(3)), tmp_path / "tls")
     commands, outputs = party_commands(
-        tmp_path, parts, master, timeout=20, connect_timeout=60, external_store=False
+        tmp_path, parts, master, timeout=20, connect_timeout=60, external_store=False, tls_dir=tmp_path / "tls"
     )
     placed = {}
     for i, (name, command) in enumerate(commands.items()):  # ranks 0..4 in order
-        placed[name] = ["ip", "netns", "exec", topology.hosts[i], *command, "--ifname", topology.ifnames[i]]
+        placed[name] = ["ip", "netns", "exec", topology.hosts[i], *command]
     outcomes = launch(placed, timeout=20, env=child_environment())
     raise_on_failure(outcomes)
 

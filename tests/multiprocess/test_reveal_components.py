@@ -1,4 +1,4 @@
-"""PPPCA(reveal="components") with every party a process over torch.distributed (gloo, loopback)."""
+"""PPPCA(reveal="components") with every party a process over TLS socket links on loopback."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[t
 @pytest.mark.torch
 @pytest.mark.slow
 def test_components_mode_over_processes_matches_sklearn():
-    from mpc_pca.pppca.distributed import launch_local
+    from mpc_pca.pppca.launch import launch_local
 
     data = StandardScaler().fit_transform(load_iris().data)
     result = launch_local(np.array_split(data, 2), n_components=2, reveal="components", timeout=120)

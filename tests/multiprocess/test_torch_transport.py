@@ -15,10 +15,10 @@ from protocols.errors import InputValidationError, ProtocolError
 
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[torch]')")
 
-from mpc_pca.pppca.distributed import child_environment  # noqa: E402
+from mpc_pca.pppca.launch import child_environment  # noqa: E402
 from protocols.runtime import run_inprocess  # noqa: E402
-from protocols.transport.torch_dist import check_ranks, parse_master  # noqa: E402
-from protocols.transport.torch_launch import host_store, launch, raise_on_failure  # noqa: E402
+from protocols.transport.launcher import host_store, launch, raise_on_failure  # noqa: E402
+from protocols.transport.torch_store import check_ranks, parse_master  # noqa: E402
 from tests.helpers.torch_worker import RANKS, _jsonable, echo_roles  # noqa: E402
 
 WORKER = Path(__file__).resolve().parents[1] / "helpers" / "torch_worker.py"
@@ -105,7 +105,7 @@ def test_channel_carries_every_message_type_and_meters_like_in_process(tmp_path)
     assert outputs["r"]["output"]["big_ok"] is True
     assert outputs["r"]["output"]["mid_ok"] is True
     assert [ok for _, ok in outputs["r"]["output"]["edges"]] == [True, True]
-    from protocols.transport.torch_dist import DEFAULT_FRAME_BYTES
+    from protocols.transport.torch_channel import DEFAULT_FRAME_BYTES
     from tests.helpers.torch_worker import DEFAULT_FRAME_BYTES as WORKER_FRAME
 
     assert WORKER_FRAME == DEFAULT_FRAME_BYTES
@@ -172,12 +172,12 @@ def test_cli_rejects_protocol_options_before_starting_processes(capsys):
 )
 def test_launcher_refuses_bad_input_before_any_process_starts(monkeypatch, wine, scale, n_components, match):
     wine = wine + 1e12 / scale  # an offset that dwarfs the spread: the one case scaling cannot fix
-    import protocols.transport.torch_launch as torch_launch
-    from mpc_pca.pppca.distributed import launch_local
+    import mpc_pca.pppca.launch as launch_module
+    from mpc_pca.pppca.launch import launch_local
 
     def no_rendezvous(*args, **kwargs):
         raise AssertionError("the launcher opened a rendezvous although the input is invalid")
 
-    monkeypatch.setattr(torch_launch, "host_store", no_rendezvous)
+    monkeypatch.setattr(launch_module, "host_rendezvous", no_rendezvous)
     with pytest.raises(InputValidationError, match=match):
         launch_local(np.array_split(wine * scale, 3), n_components=n_components)

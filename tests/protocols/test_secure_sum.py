@@ -300,3 +300,36 @@ def test_scalar_values_can_be_summed():
     for mode in MODES:
         total, _ = run_secure_sum({"a": 1.5, "b": -0.25}, receiver="s", backend=AdditiveBackend(mode))
         assert total.shape == () and float(total) == pytest.approx(1.25, abs=1e-6)
+
+
+@pytest.mark.parametrize("attack", ["substitute", "swap"])
+def test_masks_mode_catches_a_relay_that_tampers_with_public_keys(attack):
+    """A malicious relay replaces p1's X25519 key by its own, or swaps p0's and p1's signed entries."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+    from protocols.runtime import run_inprocess
+
+    backend = AdditiveBackend("masks")
+    contributors = ["p0", "p1", "p2"]
+
+    def provider(party):
+        return secure_sum(party, np.ones(4), contributors=contributors, receiver="server", backend=backend)
+
+    def relay(party):
+        publics = {c: party.recv(c) for c in contributors}
+        if attack == "substitute":
+            mine = X25519PrivateKey.generate().public_key()
+            raw = mine.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+            publics["p1"] = {"key": raw, "sig": party.channel.identity.sign(raw)}
+        else:
+            publics["p0"], publics["p1"] = publics["p1"], publics["p0"]
+        for c in contributors:
+            party.send(c, publics)
+        return [party.recv(c) for c in contributors]
+
+    roles = {c: provider for c in contributors}
+    roles["server"] = relay
+    with pytest.raises(ProtocolError, match="relayed by 'server' does not carry") as info:
+        run_inprocess(roles, timeout=5)
+    assert "'p1'" in str(info.value) or "'p0'" in str(info.value)

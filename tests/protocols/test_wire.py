@@ -132,3 +132,34 @@ def test_padding_longer_than_alignment_is_rejected():
     raw[header] = 9
     with pytest.raises(WireFormatError, match="padding"):
         decode_message(bytes(raw))
+
+
+@given(messages, st.data())
+def test_corrupted_encodings_only_raise_wire_errors(message, data):
+    """Valid messages with bytes overwritten, inserted or cut: decoding never raises anything else."""
+    raw = bytearray(encode_message(message))
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(raw)))
+        patch = data.draw(st.binary(min_size=1, max_size=9))
+        if data.draw(st.booleans()):
+            raw[at : at + len(patch)] = patch
+        else:
+            raw[at:at] = patch
+    with contextlib.suppress(WireFormatError):
+        decode_message(bytes(raw))
+
+
+@pytest.mark.parametrize(
+    ("raw", "match"),
+    [
+        (b"A\x03<,8", "invalid array dtype"),  # a comma dtype string: numpy raised SyntaxError
+        (b"A\x03<f8\x02" + (2**62).to_bytes(8, "little") + bytes(8) + bytes(8) + b"\x00", "axis of length"),
+        (b"A\x03<f8\x01" + (10**6).to_bytes(8, "little") + (8 * 10**6).to_bytes(8, "little"), "axis of length"),
+        (b"B" + (32_000).to_bytes(8, "little") + bytes(8), "truncated"),  # announces more than it holds
+        (b"I" + (2**63).to_bytes(8, "little"), "truncated"),
+        (b"A\x02O8\x00", "invalid array dtype"),
+    ],
+)
+def test_hostile_headers_are_wire_errors_before_any_allocation(raw, match):
+    with pytest.raises(WireFormatError, match=match):
+        decode_message(raw)

@@ -19,7 +19,6 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -57,12 +56,13 @@ class ProcessOutcome:
 
 
 def host_store(world_size: int, timeout: float) -> tuple[Any, int]:
-    """Start a TCPStore server on 127.0.0.1 at a free port; return it and its port."""
-    import torch.distributed as dist
+    """Start a TCPStore server on 127.0.0.1 (only) at a free port; return it and its port.
 
-    store = dist.TCPStore(
-        "127.0.0.1", 0, world_size, True, timedelta(seconds=timeout), wait_for_workers=False
-    )
+    Only the ``--backend crypten --insecure`` runs use it.
+    """
+    from protocols.transport.torch_store import store_server
+
+    store = store_server("127.0.0.1", 0, world_size, timeout)
     return store, int(store.port)
 
 

@@ -1,0 +1,212 @@
+"""``mpc-pca party`` (one party of a multi-host run) and ``mpc-pca certs`` (party identities).
+
+``party`` follows torchrun's conventions: ``RANK``, ``WORLD_SIZE``,
+``MASTER_ADDR`` and ``MASTER_PORT`` are read from the environment when the
+flags are absent, and the role follows from the rank (a ``--role`` that does
+not match it is an error). It refuses to start without TLS credentials
+(``--tls-dir`` or ``--ca/--cert/--key``) unless ``--insecure`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from mpc_pca.cli.options import EXIT_INPUT, EXIT_INTERNAL, EXIT_PROTOCOL, add_read_arguments, read_options
+from protocols.errors import InputValidationError, ProtocolError
+
+
+def add_verbosity(parser: argparse.ArgumentParser) -> None:
+    """``-v`` (phase and link details) and ``-q`` (errors only)."""
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv: debug)")
+    parser.add_argument("-q", "--quiet", action="count", default=0, help="less log output")
+
+
+def configure_logging(args: argparse.Namespace) -> None:
+    """Log to stderr at WARNING, INFO with -v, DEBUG with -vv, ERROR with -q."""
+    level = logging.WARNING - 10 * getattr(args, "verbose", 0) + 10 * getattr(args, "quiet", 0)
+    logging.basicConfig(
+        level=max(logging.DEBUG, min(logging.ERROR, level)),
+        format="%(asctime)s %(levelname)s %(message)s",
+        datefmt="%H:%M:%S",
+        stream=sys.stderr,
+    )
+
+
+def add_party_parser(sub: Any) -> None:
+    party = sub.add_parser(
+        "party",
+        help="run one party of a protocol as this process (one per organisation), over TLS links",
+    )
+    party.add_argument("--protocol", required=True, help="protocol name, e.g. pppca-ss")
+    party.add_argument(
+        "--role", default=None, choices=("provider", "server", "consumer"),
+        help="optional: follows from --rank (providers 0..M-1, server M, consumer M+1)",
+    )  # fmt: skip
+    party.add_argument("--rank", type=int, default=None, help="this party's rank (default: $RANK)")
+    party.add_argument("--world-size", type=int, default=None, help="M + 2 parties (default: $WORLD_SIZE)")
+    party.add_argument(
+        "--master", default=None,
+        help="ADDR:PORT of the rendezvous, hosted by rank 0 on that interface "
+        "(default: $MASTER_ADDR:$MASTER_PORT)",
+    )  # fmt: skip
+    party.add_argument("--listen", default=None, help="interface for this party's links (default: route to master)")
+    party.add_argument("--data", default=None, help="providers: this party's rows (CSV or builtin:NAME)")
+    party.add_argument("--n-components", type=int, default=2, help="number of components k (default 2)")
+    party.add_argument("--backend", default=None, help="secure-sum backend (protocol default if omitted)")
+    party.add_argument("--frac-bits", type=int, default=None, help="fixed-point fractional bits")
+    party.add_argument("--key-bits", type=int, default=None, help="paillier backend: modulus bits")
+    party.add_argument(
+        "--timeout", type=float, default=600.0,
+        help="phase deadline: seconds a party waits while no party makes progress (default 600)",
+    )  # fmt: skip
+    party.add_argument("--connect-timeout", type=float, default=60.0, help="rendezvous and link set-up, s")
+    party.add_argument("--tls-dir", type=Path, default=None, help="DIR with ca.pem, NAME.pem, NAME.key")
+    party.add_argument("--ca", type=Path, default=None, help="consortium CA certificate (PEM)")
+    party.add_argument("--cert", type=Path, default=None, help="this party's certificate (PEM)")
+    party.add_argument("--key", type=Path, default=None, help="this party's private key (PEM)")
+    party.add_argument(
+        "--insecure", action="store_true",
+        help="plain TCP links: nothing encrypted or authenticated (required by --backend crypten)",
+    )  # fmt: skip
+    party.add_argument("--ifname", default=None, help="crypten only: network interface for gloo")
+    party.add_argument("--output", type=Path, default=None, help="write this party's JSON result here")
+    party.add_argument("--external-rendezvous", "--external-store", action="store_true", help=argparse.SUPPRESS)
+    party.add_argument(
+        "--reveal", choices=("covariance", "components"), default="covariance", help="what the server learns"
+    )
+    party.add_argument("--standardize", action="store_true", help="standardize the columns (all parties)")
+    add_read_arguments(party)
+    add_verbosity(party)
+
+    certs = sub.add_parser("certs", help="make a consortium CA and a key + certificate per party")
+    certs.add_argument("--parties", required=True, help="comma-separated party names, e.g. provider0,server")
+    certs.add_argument("--out", type=Path, required=True, help="directory to write ca.pem, NAME.pem, NAME.key")
+    certs.add_argument("--days", type=int, default=30, help="certificate lifetime in days (default 30)")
+
+
+def _from_env(value: Any, variable: str, env: Mapping[str, str], flag: str) -> str:
+    if value is not None:
+        return str(value)
+    if variable in env:
+        return env[variable]
+    raise InputValidationError(f"{flag} is required (or set ${variable}, as torchrun does)")
+
+
+def resolve_layout(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[int, int, str]:
+    """Rank, world size and master address from the flags, else torchrun's environment variables."""
+    try:
+        rank = int(_from_env(args.rank, "RANK", env, "--rank"))
+        world = int(_from_env(args.world_size, "WORLD_SIZE", env, "--world-size"))
+    except ValueError as exc:
+        raise InputValidationError(f"rank and world size must be integers: {exc}") from None
+    if args.master is not None:
+        master = args.master
+    else:
+        addr = _from_env(None, "MASTER_ADDR", env, "--master")
+        master = f"[{addr}]:{_from_env(None, 'MASTER_PORT', env, '--master')}" if ":" in addr else (
+            f"{addr}:{_from_env(None, 'MASTER_PORT', env, '--master')}"
+        )
+    return rank, world, master
+
+
+def credentials_of(args: argparse.Namespace, name: str) -> Any:
+    """The party's TLS credentials from ``--tls-dir`` and/or ``--ca/--cert/--key`` (None if none given)."""
+    from protocols.transport.tls import Credentials
+
+    if args.tls_dir is None and not (args.ca or args.cert or args.key):
+        return None
+    base = Credentials.from_dir(args.tls_dir, name) if args.tls_dir is not None else None
+    parts = {"ca": args.ca, "cert": args.cert, "key": args.key}
+    for field, value in parts.items():
+        if value is None:
+            if base is None:
+                raise InputValidationError(f"--{field} is missing (give --tls-dir, or all of --ca, --cert, --key)")
+            parts[field] = getattr(base, field)
+    creds = Credentials(**parts)
+    creds.check()
+    return creds
+
+
+def party_command(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Execute ``mpc-pca party``: one party of a run, in this process."""
+    from mpc_pca.pppca.distributed import TORCH_PROTOCOLS, party_name, role_of, run_party
+
+    if args.protocol not in TORCH_PROTOCOLS:
+        raise InputValidationError(
+            f"protocol {args.protocol!r} cannot run as separate parties yet; choose one of {list(TORCH_PROTOCOLS)}"
+        )
+    rank, world, master = resolve_layout(args, os.environ if env is None else env)
+    name = party_name(args.role, rank, world)
+    role = role_of(rank, world)
+    if args.ifname:
+        os.environ["GLOO_SOCKET_IFNAME"] = args.ifname
+    data = None
+    columns_hash = None
+    if args.data is not None:
+        if role != "provider":
+            raise InputValidationError(f"the {role} holds no data; do not pass --data to it")
+        from mpc_pca.data.columns import names_hash
+        from mpc_pca.data.inputs import load_table
+
+        table = load_table(args.data, read_options(args))
+        for note in table.notes:
+            print(f"mpc-pca: {note}", file=sys.stderr)
+        data, columns_hash = table.values, names_hash(table.names)
+    credentials = None if args.insecure else credentials_of(args, name)
+    if args.insecure:
+        print(f"mpc-pca: warning: {name}: --insecure: links are neither encrypted nor authenticated", file=sys.stderr)
+    return run_party(
+        role=role, rank=rank, world_size=world, master=master, data=data,
+        n_components=args.n_components, backend=args.backend or TORCH_PROTOCOLS[args.protocol],
+        frac_bits=args.frac_bits, key_bits=args.key_bits, timeout=args.timeout,
+        connect_timeout=args.connect_timeout, host_rendezvous=False if args.external_rendezvous else None,
+        protocol=args.protocol, credentials=credentials, insecure=args.insecure, listen_host=args.listen,
+        reveal=args.reveal, columns_hash=columns_hash, standardize=args.standardize,
+    )  # fmt: skip
+
+
+def party_main(args: argparse.Namespace) -> int:
+    """Run one party; on failure end the process at once so that its links close."""
+    configure_logging(args)
+    try:
+        result = party_command(args)
+    except (InputValidationError, ProtocolError) as exc:
+        print(f"mpc-pca: error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        # do not wait for any teardown: peers must see this party's links close
+        os._exit(EXIT_INPUT if isinstance(exc, InputValidationError) else EXIT_PROTOCOL)
+    except Exception as exc:  # a bug, not a protocol failure: keep the traceback
+        import traceback
+
+        traceback.print_exc()
+        print(f"mpc-pca: error: internal error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        os._exit(EXIT_INTERNAL)
+    if args.output is not None:
+        args.output.write_text(json.dumps(result, indent=2))
+    traffic = result["report"][result["party"]]
+    print(
+        f"{result['party']} (rank {result['rank']}) done: sent {traffic['bytes_sent']:,} B, "
+        f"received {traffic['bytes_received']:,} B, rounds {traffic['rounds']}, {traffic['seconds']:.3f} s"
+        + (f"; result written to {args.output}" if args.output is not None else "")
+    )
+    return 0
+
+
+def certs_main(args: argparse.Namespace) -> int:
+    """``mpc-pca certs``: write a CA and one key + certificate per party."""
+    from protocols.transport.certs import write_credentials
+
+    try:
+        files = write_credentials([n for n in args.parties.split(",") if n.strip()], args.out, days=args.days)
+    except InputValidationError as exc:
+        print(f"mpc-pca: error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    print(f"wrote {len(files)} files to {args.out}: give each party ca.pem and its own NAME.pem + NAME.key;")
+    print(f"keep {args.out / 'ca.key'} with whoever admits parties (never ship it)")
+    return 0

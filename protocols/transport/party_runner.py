@@ -1,0 +1,177 @@
+"""Run one party of a protocol in this process over the socket transport (TLS by default).
+
+The steps, each with its own deadline: open a listening socket, register at
+the rendezvous (rank 0 hosts it unless a launcher does), connect one
+authenticated link per peer (:mod:`protocols.transport.mesh`), agree on the
+run's settings over those links (:func:`agree`), run the role, then end
+cleanly (``BYE`` to and from every peer). On any failure the reason is sent to
+every peer over the authenticated links and the exception re-raised; the
+caller should end the process.
+
+Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from protocols.errors import InputValidationError, ProtocolError
+from protocols.identity import exchange_identity
+from protocols.party import Party
+from protocols.runtime import PartyReport, make_report
+from protocols.transport.base import now
+from protocols.transport.mesh import connect_mesh
+from protocols.transport.rendezvous import (
+    INTRODUCER_NAME,
+    Introducer,
+    listen,
+    local_address_towards,
+    parse_address,
+    register,
+)
+from protocols.transport.socket_channel import SocketChannel
+from protocols.transport.tls import Credentials, client_context, server_context
+
+log = logging.getLogger("mpc_pca.transport")
+
+Role = Callable[[Party], Any]
+
+
+def check_ranks(ranks: Mapping[str, int]) -> dict[str, int]:
+    """Validate a ``{party name: rank}`` map: ranks must be exactly ``0 .. W-1``."""
+    table = dict(ranks)
+    values = sorted(table.values())
+    if not table or values != list(range(len(table))):
+        raise InputValidationError(f"ranks must be 0 .. {len(table) - 1}, one per party; got {table}")
+    return table
+
+
+def open_links(
+    name: str,
+    ranks: Mapping[str, int],
+    master: str,
+    *,
+    credentials: Credentials | None,
+    listen_host: str | None = None,
+    timeout: float = 600.0,
+    connect_timeout: float = 60.0,
+    host_rendezvous: bool | None = None,
+) -> SocketChannel:
+    """Join the run and connect to every peer; return this party's channel.
+
+    Parameters
+    ----------
+    name : str
+        This party's name; ``ranks[name]`` is its rank.
+    ranks : mapping of str to int
+        Every party's rank ``0 .. W-1``.
+    master : str
+        ``HOST:PORT`` of the rendezvous. Rank 0 listens there (on that
+        interface only) unless ``host_rendezvous=False``.
+    credentials : Credentials or None
+        This party's CA, certificate and key; ``None`` means ``--insecure``
+        (plain TCP, nothing authenticated).
+    listen_host : str, optional
+        Interface for this party's own listening socket (port 0); defaults to
+        the local address that routes to the master host.
+    timeout : float
+        Phase deadline of the channel (seconds without progress).
+    connect_timeout : float
+        Seconds for the rendezvous and for connecting the links.
+    host_rendezvous : bool, optional
+        Host the rendezvous here; defaults to ``True`` at rank 0.
+    """
+    table = check_ranks(ranks)
+    if name not in table:
+        raise InputValidationError(f"party {name!r} has no rank; ranks are {table}")
+    rank = table[name]
+    master_host, master_port = parse_address(master)
+    hosting = rank == 0 if host_rendezvous is None else bool(host_rendezvous)
+    if hosting and master_port == 0:
+        raise InputValidationError(f"the rendezvous host needs an explicit port in --master, got {master!r}")
+    client_ctx = server_ctx = None
+    if credentials is not None:
+        client_ctx, server_ctx = client_context(credentials), server_context(credentials)
+    start = now()
+    introducer = Introducer(master, table, server_ctx, connect_timeout) if hosting else None
+    host = listen_host or local_address_towards(master_host)
+    listener = listen(host, 0)
+    address = (host, listener.getsockname()[1])
+    log.info("%s: rank %d listening on %s:%d (%s)", name, rank, *address, "TLS 1.3" if credentials else "INSECURE")
+    rank0 = next(n for n, r in table.items() if r == 0)
+    introducer_name = rank0 if host_rendezvous is None or hosting else INTRODUCER_NAME
+    try:
+        addresses = register(master, name, rank, address, client_ctx, introducer_name, connect_timeout)
+        streams = connect_mesh(
+            name, table, addresses, listener, client_ctx=client_ctx, server_ctx=server_ctx, timeout=connect_timeout
+        )
+    except BaseException:
+        listener.close()
+        raise
+    finally:
+        if introducer is not None:
+            introducer.join(connect_timeout)
+    log.info("%s: connected to %d peers in %.2f s", name, len(streams), now() - start)
+    channel = SocketChannel(name, table, streams, timeout)
+    try:
+        channel.identity = exchange_identity(
+            name, channel.peers, channel.send_control, lambda peer: channel.recv_control(peer, connect_timeout)
+        )
+    except BaseException as exc:
+        fail(channel, exc)
+        raise
+    return channel
+
+
+def agree(channel: SocketChannel, public: Mapping[str, Any], timeout: float) -> dict[str, dict[str, Any]]:
+    """Send this party's public settings to every peer over the links; return everybody's.
+
+    Only data every party may know belongs here (protocol settings, array
+    sizes). The messages are not metered.
+    """
+    mine = dict(public)
+    for peer in channel.peers:
+        channel.send_control(peer, mine)
+    views = {channel.me: mine}
+    for peer in channel.peers:
+        value = channel.recv_control(peer, timeout)
+        if not isinstance(value, dict):
+            raise ProtocolError(f"{peer!r} sent settings that are not a mapping")
+        views[peer] = value
+    return views
+
+
+def check_agreement(views: Mapping[str, Mapping[str, Any]], keys: tuple[str, ...]) -> None:
+    """Raise :class:`InputValidationError` naming every party's value of the first key they disagree on."""
+    for key in keys:
+        values = {name: view.get(key) for name, view in views.items()}
+        if len({json.dumps(v, sort_keys=True) for v in values.values()}) != 1:
+            raise InputValidationError(f"the parties disagree on {key}: {values}")
+
+
+def run_role(channel: SocketChannel, role: Role) -> tuple[Any, PartyReport]:
+    """Run ``role`` over ``channel``; on failure tell every peer why and re-raise."""
+    party = Party(channel.me, channel)
+    start = now()
+    try:
+        output = role(party)
+    except BaseException as exc:
+        fail(channel, exc)
+        raise
+    seconds = now() - start
+    report = make_report(party, seconds)
+    channel.close()
+    log.info("%s: done in %.2f s", channel.me, seconds)
+    return output, report
+
+
+def fail(channel: SocketChannel, exc: BaseException) -> None:
+    """Send the failure to every peer and close the links."""
+    channel.abort(f"party {channel.me!r} failed: {type(exc).__name__}: {exc}")
+    channel.shutdown()
+
+
+__all__ = ["agree", "check_agreement", "check_ranks", "fail", "open_links", "run_role"]

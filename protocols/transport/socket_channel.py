@@ -1,0 +1,329 @@
+"""A :class:`~protocols.transport.base.Channel` over one TLS (or plain TCP) stream per peer.
+
+Frames
+    Every frame is a 1-byte kind and an 8-byte length, then the payload
+    (:data:`protocols.transport.links.HEADER`). ``DATA`` frames carry protocol
+    messages in the wire format of :mod:`protocols.transport.wire`, metered
+    exactly as the in-process transport meters them. ``CONTROL`` frames carry
+    the settings agreement, ``ABORT`` a failing party's reason, ``STATUS`` the
+    phase a party entered and whom it waits for, ``BYE`` a clean end. None of
+    these control frames is metered.
+
+Reader threads
+    One thread per peer reads frames as they arrive, so a sender never blocks
+    on a receiver that is busy computing. A frame that announces more than
+    the cap (``max_message_bytes`` for ``DATA``, agreed from the run's
+    settings; :data:`CONTROL_CAP` otherwise) is refused before anything is
+    allocated; a frame cut short, an unknown kind or a connection closed
+    without ``BYE`` end the link with a :class:`~protocols.errors.ProtocolError`
+    that names the peer.
+
+Deadlines and blame
+    A receive waits until ``timeout`` seconds have passed without progress of
+    the run: the deadline restarts when this party enters a phase and whenever
+    a peer announces a new phase or delivers data. A party that has waited a
+    second tells its peers whom it waits for; when a deadline passes, the
+    waiting party follows that chain to the party that is not waiting for
+    anyone, and blames it. Every failure is broadcast to all peers over the
+    authenticated links, so each survivor quotes the root cause.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import logging
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from protocols.errors import PeerFailureError, PeerTimeoutError, ProtocolError, WireFormatError
+from protocols.transport.base import Channel, now
+from protocols.transport.links import HEADER, ClosedError, Stream
+from protocols.transport.wire import decode_message, encode_message, encode_message_parts
+
+log = logging.getLogger("mpc_pca.transport")
+
+DATA, CONTROL, ABORT, STATUS, BYE = 1, 2, 3, 4, 5
+_KINDS = {DATA: "data", CONTROL: "control", ABORT: "abort", STATUS: "status", BYE: "bye"}
+#: Largest control, abort or status frame accepted (bytes).
+CONTROL_CAP = 1 << 20
+_WAIT_ANNOUNCE = 1.0
+_LOG_EVERY = 10.0
+
+
+class SocketChannel(Channel):
+    """Message passing over one :class:`~protocols.transport.links.Stream` per peer.
+
+    Parameters
+    ----------
+    me : str
+        This party's name.
+    ranks : mapping of str to int
+        Every party's rank (used in messages).
+    streams : mapping of str to Stream
+        The connected, authenticated stream to each peer.
+    timeout : float
+        Seconds a receive may wait without any progress of the run.
+    """
+
+    private_payloads = True
+
+    def __init__(self, me: str, ranks: Mapping[str, int], streams: Mapping[str, Stream], timeout: float):
+        super().__init__(me, list(ranks), timeout)
+        self.ranks = dict(ranks)
+        self.streams = dict(streams)
+        missing = set(self.peers) - set(self.streams)
+        if missing:
+            raise ProtocolError(f"{me!r} has no link to {sorted(missing)}")
+        self.secure = all(s.secure for s in self.streams.values())
+        self.max_message_bytes: int | None = None
+        self._cap_set = threading.Event()
+        self._cond = threading.Condition()
+        self._data: dict[str, collections.deque] = {p: collections.deque() for p in self.peers}
+        self._control: dict[str, collections.deque] = {p: collections.deque() for p in self.peers}
+        self._failed: dict[str, ProtocolError] = {}
+        self._bye: set[str] = set()
+        self._aborts: dict[str, str] = {}
+        self._status: dict[str, dict[str, Any]] = {p: {} for p in self.peers}
+        self._progress = now()
+        self._aborted = False
+        self._readers = [
+            threading.Thread(target=self._read_loop, args=(p,), name=f"recv-{me}-{p}", daemon=True)
+            for p in self.peers
+        ]
+        for thread in self._readers:
+            thread.start()
+
+    def where(self, peer: str) -> str:
+        return f"{peer!r} (rank {self.ranks[peer]})"
+
+    def set_message_cap(self, nbytes: int) -> None:
+        """Largest ``DATA`` payload accepted from a peer; until it is set, data frames wait."""
+        self.max_message_bytes = int(nbytes)
+        self._cap_set.set()
+
+    # -- the reader threads ------------------------------------------------------------
+
+    def _read_loop(self, peer: str) -> None:
+        stream = self.streams[peer]
+        try:
+            while True:
+                try:
+                    header = stream.read_exact(HEADER.size)
+                except ClosedError as exc:
+                    if exc.truncated:
+                        raise ProtocolError(f"{self.where(peer)} sent a truncated frame header") from None
+                    if peer in self._bye:
+                        return
+                    raise PeerFailureError(
+                        f"{self.where(peer)} closed the connection (its process ended or dropped the link)"
+                    ) from None
+                kind, size = HEADER.unpack(header)
+                if kind not in _KINDS:
+                    raise ProtocolError(f"{self.where(peer)} sent a frame of unknown kind {kind}")
+                if kind == DATA:
+                    self._cap_set.wait()
+                cap = self.max_message_bytes if kind == DATA else CONTROL_CAP
+                if cap is None or size > cap:
+                    raise ProtocolError(
+                        f"{self.where(peer)} announced a {_KINDS[kind]} frame of {size} bytes; at most "
+                        f"{cap} are allowed for these settings"
+                    )
+                try:
+                    payload = stream.read_exact(size)
+                except ClosedError as exc:
+                    raise ProtocolError(
+                        f"{self.where(peer)} sent a truncated frame: it announced {size} bytes, then "
+                        f"closed the connection ({exc})"
+                    ) from None
+                if self._deliver(peer, kind, payload):
+                    return
+        except ProtocolError as exc:
+            if repr(peer) not in str(exc):
+                exc = type(exc)(f"the link to {self.where(peer)} failed: {exc}")
+            with self._cond:
+                self._failed.setdefault(peer, exc)
+                self._cond.notify_all()
+        except (OSError, ValueError) as exc:
+            with self._cond:
+                self._failed.setdefault(
+                    peer,
+                    PeerFailureError(f"{self.where(peer)} closed the connection (its process ended or reset the link: {exc})"),
+                )
+                self._cond.notify_all()
+
+    def _deliver(self, peer: str, kind: int, payload: memoryview) -> bool:
+        """File a frame; return True after ``BYE`` (the peer sends nothing more)."""
+        if kind in (ABORT, STATUS):
+            try:
+                value = decode_message(payload)
+            except WireFormatError as exc:
+                raise ProtocolError(f"{self.where(peer)} sent a malformed {_KINDS[kind]} frame: {exc}") from None
+            if not isinstance(value, dict):
+                raise ProtocolError(f"{self.where(peer)} sent a malformed {_KINDS[kind]} frame")
+        with self._cond:
+            if kind == DATA:
+                self._data[peer].append(payload)
+                self._progress = now()
+            elif kind == CONTROL:
+                self._control[peer].append(payload)
+            elif kind == ABORT:
+                self._aborts.setdefault(peer, str(value.get("reason", "no reason given")))
+            elif kind == STATUS:
+                if value.get("phase") != self._status[peer].get("phase"):
+                    self._progress = now()
+                self._status[peer] = value
+            else:
+                self._bye.add(peer)
+            self._cond.notify_all()
+        return kind == BYE
+
+    # -- sending -----------------------------------------------------------------------------
+
+    def _send_frame(self, to: str, kind: int, parts: list[Any]) -> None:
+        size = sum(len(p) for p in parts)
+        try:
+            self.streams[to].send_parts([HEADER.pack(kind, size), *parts])
+        except (OSError, ValueError) as exc:
+            self._raise_run_failure()
+            raise PeerFailureError(
+                f"{self.me!r}: {self.where(to)} closed the connection (sending to it failed: {exc})"
+            ) from None
+
+    def send(self, to: str, obj: Any) -> None:
+        """Serialise ``obj`` and send it to ``to`` as one ``DATA`` frame (metered)."""
+        self._check_peer(to)
+        self._raise_run_failure()
+        parts = encode_message_parts(obj)
+        self._send_frame(to, DATA, parts)
+        self.meter.record_send(to, sum(len(p) for p in parts))
+
+    def _send_bytes(self, to: str, payload: bytes) -> None:
+        self._send_frame(to, DATA, [payload])
+
+    def send_control(self, to: str, obj: Any) -> None:
+        """Send a settings-agreement message (not metered)."""
+        self._send_frame(to, CONTROL, [encode_message(obj)])
+
+    def recv_control(self, frm: str, timeout: float | None = None) -> Any:
+        """Receive a settings-agreement message from ``frm`` (not metered)."""
+        return decode_message(self._wait_for(frm, self._control, timeout))
+
+    def _broadcast(self, kind: int, obj: Any) -> None:
+        payload = encode_message(obj)
+        for peer in self.peers:
+            if peer in self._failed:
+                continue
+            try:
+                self.streams[peer].send_parts([HEADER.pack(kind, len(payload)), payload])
+            except (OSError, ValueError):
+                continue
+
+    # -- receiving ------------------------------------------------------------------------------
+
+    def _recv_bytes(self, frm: str, timeout: float) -> memoryview:
+        return self._wait_for(frm, self._data, timeout)
+
+    def _raise_run_failure(self) -> None:
+        """Raise if any peer reported a failure or any link broke (caller may hold the lock)."""
+        if self._aborts:
+            peer, reason = next(iter(self._aborts.items()))
+            raise PeerFailureError(f"{self.me!r} stopped: {self.where(peer)} reported: {reason}")
+        if self._failed:
+            peer, exc = next(iter(self._failed.items()))
+            raise type(exc)(f"{self.me!r}: {exc}")
+
+    def _wait_for(self, frm: str, queues: dict[str, collections.deque], timeout: float | None) -> memoryview:
+        self._check_peer(frm)
+        limit = self.timeout if timeout is None else float(timeout)
+        started = now()
+        announced = False
+        next_log = started + _LOG_EVERY
+        try:
+            with self._cond:
+                while True:
+                    if queues[frm]:
+                        return queues[frm].popleft()
+                    self._raise_run_failure()
+                    if frm in self._bye:
+                        raise ProtocolError(f"{self.me!r} expected a message from {self.where(frm)}, which has finished")
+                    t = now()
+                    if t >= max(started, self._progress) + limit:
+                        raise PeerTimeoutError(self._blame(frm, limit))
+                    if not announced and t - started >= _WAIT_ANNOUNCE:
+                        announced = True
+                        self._cond.release()
+                        try:
+                            self._broadcast(STATUS, {"phase": self.phase_label, "waiting": frm})
+                        finally:
+                            self._cond.acquire()
+                        continue
+                    if t >= next_log:
+                        next_log = t + _LOG_EVERY
+                        log.info("%s: waiting for %s (%s) %.0f s", self.me, frm, self.phase_label or "protocol", t - started)
+                    self._cond.wait(min(1.0, max(0.01, max(started, self._progress) + limit - t)))
+        finally:
+            if announced:
+                self._broadcast(STATUS, {"phase": self.phase_label, "waiting": None})
+
+    def _blame(self, frm: str, limit: float) -> str:
+        """The timeout message: follow who waits for whom to the party that is not waiting."""
+        chain = [frm]
+        while True:
+            nxt = self._status.get(chain[-1], {}).get("waiting")
+            if not isinstance(nxt, str) or nxt not in self.ranks or nxt == self.me or nxt in chain:
+                break
+            chain.append(nxt)
+        culprit = chain[-1]
+        phase = self.phase_label or "protocol"
+        via = "".join(f"; {a!r} is itself waiting for {b!r}" for a, b in itertools.pairwise(chain))
+        return (
+            f"{self.me!r} waited {limit:g} s in phase {phase!r} for {frm!r} with no progress of the run"
+            f"{via}; {self.where(culprit)} did not send within the deadline"
+        )
+
+    # -- phases, failure, end -----------------------------------------------------------------
+
+    def enter_phase(self, label: str | None) -> None:
+        """Tell every peer this party entered phase ``label`` (restarts everybody's deadline)."""
+        super().enter_phase(label)
+        with self._cond:
+            self._progress = now()
+        self._broadcast(STATUS, {"phase": label, "waiting": None})
+
+    def abort(self, reason: str) -> None:
+        """Send ``reason`` to every peer (once); they stop and quote it."""
+        if self._aborted:
+            return
+        self._aborted = True
+        self._broadcast(ABORT, {"reason": reason})
+
+    def close(self, timeout: float | None = None) -> None:
+        """End cleanly: ``BYE`` to every peer, wait for theirs (or their failure), close the links."""
+        self._broadcast(BYE, {})
+        limit = self.timeout if timeout is None else timeout
+        deadline = now() + limit
+        with self._cond:
+            while set(self.peers) - self._bye - set(self._failed) and now() < deadline:
+                self._cond.wait(0.5)
+        for stream in self.streams.values():
+            stream.close()
+
+    def shutdown(self, linger: float = 1.0) -> None:
+        """Close every link after a failure.
+
+        The write sides are half-closed first and the peers get up to
+        ``linger`` seconds to read what was sent (the ``ABORT``) and hang up,
+        so that no reset of the connection can destroy that message.
+        """
+        for stream in self.streams.values():
+            stream.close_write()
+        deadline = now() + linger
+        for thread in self._readers:
+            thread.join(max(0.0, deadline - now()))
+        for stream in self.streams.values():
+            stream.close()
+
+
+__all__ = ["CONTROL_CAP", "SocketChannel"]

@@ -1,0 +1,370 @@
+"""Parties over ``torch.distributed`` (gloo): the TCPStore rendezvous and the party runner.
+
+Only ``--backend crypten`` runs this way, and only with ``--insecure``
+(see :mod:`protocols.transport.torch_channel`); nothing here is
+authenticated, so nothing read from the store is believed beyond "the run
+failed": failure records only decorate error messages.
+
+Rendezvous (env:// style, explicit)
+    A ``torch.distributed.TCPStore`` listens at ``MASTER_ADDR:MASTER_PORT``;
+    rank 0 hosts it unless a launcher already does. Every party connects,
+    announces itself under ``mpc/joined/<rank>`` and waits for all the others,
+    so a party that never connects is *named* in the error every other party
+    raises after ``connect_timeout``. Then the gloo process group is created on
+    the same store (keys under ``gloo/``). Set ``GLOO_SOCKET_IFNAME`` to choose
+    the network interface gloo binds (needed on multi-homed hosts and in
+    network namespaces).
+
+Failures
+    gloo closes a link after a timeout, and a process that dies closes all of
+    its links, so any party waiting on it gets an error at once; parties that
+    then fail close theirs in turn. A failing party also records its reason
+    under ``mpc/abort`` in the store (first writer wins), and a party that
+    loses a link quotes that reason, so every survivor's error names the root
+    cause. No party ever waits longer than its timeout for one message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import torch.distributed as dist
+
+from protocols.errors import InputValidationError, PeerFailureError, PeerTimeoutError, WireFormatError
+from protocols.identity import exchange_identity
+from protocols.party import Party
+from protocols.runtime import PartyReport, make_report
+from protocols.transport.base import now
+from protocols.transport.party_runner import check_ranks
+
+_ABORT_KEY = "mpc/abort"
+_ABORT_COUNT_KEY = "mpc/abort-count"
+_STORE_POLL_SECONDS = 0.05
+
+Role = Callable[[Party], Any]
+
+
+def parse_master(master: str) -> tuple[str, int]:
+    """Split ``ADDR:PORT`` (``[v6addr]:PORT`` for IPv6) into host and port."""
+    host, sep, port_text = master.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host:
+        raise InputValidationError(f"master address {master!r} must look like ADDR:PORT")
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise InputValidationError(f"master port {port_text!r} in {master!r} is not an integer") from None
+    if not 0 < port < 65536:
+        raise InputValidationError(f"master port {port} is out of range; it must be between 1 and 65535")
+    return host, port
+
+
+# -- the store: rendezvous and failure reasons -------------------------------------
+
+
+@dataclass
+class Rendezvous:
+    """This party's connection to the run's key-value store.
+
+    Attributes
+    ----------
+    store : torch.distributed.Store
+        The TCPStore (client, or server if this party hosts it).
+    name : str
+        This party's name.
+    ranks : dict of str to int
+        Every party's rank.
+    hosts_store : bool
+        Whether this process is the store server.
+    """
+
+    store: Any
+    name: str
+    ranks: dict[str, int]
+    hosts_store: bool
+
+    def record_failure(self, reason: str) -> None:
+        """Record why the run failed; only the first reason recorded is kept."""
+        try:
+            if self.store.add(_ABORT_COUNT_KEY, 1) == 1:
+                self.store.set(_ABORT_KEY, reason)
+        except (RuntimeError, OSError):
+            pass  # the store is gone; peers still see our links close
+
+    def failure_reason(self, wait: float = 0.0) -> str | None:
+        """The first recorded failure reason, waiting up to ``wait`` seconds for one."""
+        deadline = now() + wait
+        try:
+            while True:
+                if self.store.check([_ABORT_KEY]):
+                    return self.store.get(_ABORT_KEY).decode("utf-8", "replace")
+                if now() >= deadline:
+                    return None
+                threading.Event().wait(_STORE_POLL_SECONDS)
+        except (RuntimeError, OSError):
+            return None
+
+    def exchange_public(self, mine: Mapping[str, Any], timeout: float) -> dict[str, dict[str, Any]]:
+        """Publish this party's public parameters (JSON) and read everybody's.
+
+        Only data every party may know belongs here (protocol settings, array
+        sizes). Values are parsed with :func:`json.loads`, never unpickled.
+        """
+        self.store.set(f"mpc/public/{self.name}", json.dumps(dict(mine)))
+        keys = {name: f"mpc/public/{name}" for name in self.ranks}
+        _wait_for_keys(self, keys, timeout, "publish its parameters")
+        views = {}
+        for name, key in keys.items():
+            try:
+                value = json.loads(self.store.get(key).decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise WireFormatError(f"{name!r} published parameters that are not JSON: {exc}") from None
+            if not isinstance(value, dict):
+                raise WireFormatError(f"{name!r} published {type(value).__name__}, expected an object")
+            views[name] = value
+        return views
+
+    def mark_done(self) -> None:
+        """Tell the store host that this party is finished with the store."""
+        with contextlib.suppress(RuntimeError, OSError):
+            self.store.set(f"mpc/done/{self.name}", "1")
+
+    def linger(self, timeout: float) -> None:
+        """As the store host, keep the store up until every party is done or failed."""
+        if not self.hosts_store:
+            return
+        deadline = now() + timeout
+        keys = [f"mpc/done/{name}" for name in self.ranks]
+        while now() < deadline:
+            if self.store.check(keys) or self.store.check([_ABORT_KEY]):
+                return
+            threading.Event().wait(_STORE_POLL_SECONDS)
+
+
+def _wait_for_keys(rdv: Rendezvous, keys: Mapping[str, str], timeout: float, what: str) -> None:
+    """Wait until every key exists; on timeout name the parties that did not write theirs."""
+    deadline = now() + timeout
+    while True:
+        missing = [name for name, key in keys.items() if not rdv.store.check([key])]
+        if not missing:
+            return
+        reason = rdv.failure_reason()
+        if reason is not None:
+            raise PeerFailureError(f"{rdv.name!r} stopped before the run started: {reason}")
+        if now() >= deadline:
+            described = ", ".join(f"{name!r} (rank {rdv.ranks[name]})" for name in missing)
+            raise PeerTimeoutError(
+                f"{rdv.name!r} waited {timeout:g} s at the rendezvous, but {described} did not "
+                f"{what}; check that every party was started with the same --master and world size"
+            )
+        threading.Event().wait(_STORE_POLL_SECONDS)
+
+
+def store_server(host: str, port: int, world_size: int, timeout: float) -> Any:
+    """A TCPStore server listening on ``host:port`` only (``port`` 0: the kernel picks).
+
+    TCPStore on its own binds every interface; handing it a socket bound to
+    the ``--master`` interface keeps the store off the others.
+    """
+    from protocols.transport.rendezvous import listen
+
+    sock = listen(host, port)
+    bound = sock.getsockname()[1]
+    fd = sock.detach()  # the store owns the descriptor from now on
+    return dist.TCPStore(
+        host, bound, world_size, True, timedelta(seconds=timeout),
+        wait_for_workers=False, master_listen_fd=fd, use_libuv=False,
+    )  # fmt: skip
+
+
+def connect(
+    name: str,
+    ranks: Mapping[str, int],
+    master: str,
+    *,
+    connect_timeout: float = 60.0,
+    timeout: float = 120.0,
+    host_store: bool | None = None,
+) -> Rendezvous:
+    """Join the run: connect to (or host) the store, wait for every party, create the gloo group.
+
+    Parameters
+    ----------
+    name : str
+        This party's name; ``ranks[name]`` is its rank.
+    ranks : mapping of str to int
+        Every party's rank, ``0 .. W-1``.
+    master : str
+        ``ADDR:PORT`` of the store.
+    connect_timeout : float
+        Seconds to wait for the store and for every other party.
+    timeout : float
+        Default timeout of the gloo process group's collectives, in seconds.
+    host_store : bool, optional
+        Host the store here; defaults to ``True`` at rank 0. Pass ``False``
+        when a launcher hosts it.
+
+    Raises
+    ------
+    PeerTimeoutError
+        If the store is unreachable or some party did not join in time.
+    """
+    table = check_ranks(ranks)
+    if name not in table:
+        raise InputValidationError(f"party {name!r} has no rank; ranks are {table}")
+    rank = table[name]
+    world = len(table)
+    host, port = parse_master(master)
+    hosting = rank == 0 if host_store is None else bool(host_store)
+    try:
+        if hosting:
+            store = store_server(host, port, world, connect_timeout)
+        else:
+            store = dist.TCPStore(host, port, None, False, timedelta(seconds=connect_timeout))
+    except (RuntimeError, OSError) as exc:
+        role = "host" if hosting else "reach"
+        raise PeerTimeoutError(
+            f"{name!r} (rank {rank}) could not {role} the rendezvous store at {host}:{port} "
+            f"within {connect_timeout:g} s: {_first_line(exc)}"
+        ) from None
+    rdv = Rendezvous(store, name, table, hosting)
+    store.set(f"mpc/joined/{rank}", name)
+    _wait_for_keys(rdv, {n: f"mpc/joined/{r}" for n, r in table.items()}, connect_timeout, "join")
+    for other, r in table.items():
+        announced = store.get(f"mpc/joined/{r}").decode("utf-8", "replace")
+        if announced != other:
+            raise InputValidationError(
+                f"rank {r} joined as {announced!r} but {name!r} expects {other!r} there; "
+                "every party must use the same role layout"
+            )
+    try:
+        dist.init_process_group(
+            "gloo",
+            store=dist.PrefixStore("gloo", store),
+            rank=rank,
+            world_size=world,
+            timeout=timedelta(seconds=max(timeout, connect_timeout)),
+        )
+    except (RuntimeError, OSError) as exc:
+        raise PeerFailureError(f"{name!r} could not connect to its peers: {_first_line(exc)}") from None
+    return rdv
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+# -- running one party -------------------------------------------------------------------
+
+
+def run_role(rdv: Rendezvous, role: Role, *, timeout: float) -> tuple[Any, PartyReport]:
+    """Run ``role`` as this party over the process group joined by :func:`connect`.
+
+    On failure the reason is recorded for the other parties and the exception
+    re-raised; the caller should then end the process (which closes its links).
+    """
+    from protocols.transport.torch_channel import TorchChannel
+
+    channel = TorchChannel(rdv.name, rdv.ranks, timeout, rendezvous=rdv)
+    channel.identity = exchange_identity(
+        rdv.name, channel.peers, channel._send_bytes, lambda peer: bytes(channel._recv_bytes(peer, timeout))
+    )  # over the gloo links, unmetered; as unauthenticated as everything on this path
+    party = Party(rdv.name, channel)
+    start = now()
+    try:
+        output = role(party)
+        channel.close()
+    except BaseException as exc:
+        channel.abort(f"party {rdv.name!r} failed: {type(exc).__name__}: {exc}")
+        raise
+    seconds = now() - start
+    return output, make_report(party, seconds)
+
+
+def shutdown(rdv: Rendezvous, *, timeout: float) -> None:
+    """Leave the run after success: release the store (hosts wait for the others)."""
+    rdv.mark_done()
+    rdv.linger(timeout)
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def run_torch_party(
+    role: Role,
+    name: str,
+    ranks: Mapping[str, int],
+    master: str,
+    *,
+    timeout: float = 120.0,
+    connect_timeout: float = 60.0,
+    host_store: bool | None = None,
+) -> tuple[Any, PartyReport]:
+    """Run one party of a protocol in this process, over torch.distributed (gloo).
+
+    Parameters
+    ----------
+    role : callable
+        The role function ``f(party) -> output``, the same one the in-process
+        runtime runs.
+    name : str
+        This party's name.
+    ranks : mapping of str to int
+        Every party's rank ``0 .. W-1``; all parties must pass the same map.
+    master : str
+        ``ADDR:PORT`` of the rendezvous store (hosted by rank 0 by default).
+    timeout : float
+        Seconds any single receive (or a send's delivery) may take.
+    connect_timeout : float
+        Seconds to wait for every other party at the rendezvous.
+    host_store : bool, optional
+        See :func:`connect`.
+
+    Returns
+    -------
+    output : object
+        What the role returned.
+    report : PartyReport
+        Bytes, messages and rounds this party sent/received, and its wall time.
+
+    Raises
+    ------
+    ProtocolError
+        :class:`PeerTimeoutError` if a peer never joined or went silent,
+        :class:`PeerFailureError` if a peer failed (the message quotes the
+        first failure recorded), or the role's own error. After an error the
+        process should exit so its peers see its links close.
+    """
+    rdv = connect(
+        name, ranks, master, connect_timeout=connect_timeout, timeout=timeout, host_store=host_store
+    )
+    output, report = run_role(rdv, role, timeout=timeout)
+    shutdown(rdv, timeout=timeout)
+    return output, report
+
+
+def loopback_interface() -> str | None:
+    """Name of the loopback interface (``lo`` on Linux), for ``GLOO_SOCKET_IFNAME``."""
+    for _, ifname in socket.if_nameindex():
+        if ifname in ("lo", "lo0"):
+            return ifname
+    return None
+
+
+__all__ = [
+    "Rendezvous",
+    "check_ranks",
+    "connect",
+    "loopback_interface",
+    "parse_master",
+    "run_role",
+    "run_torch_party",
+    "shutdown",
+]

@@ -1,0 +1,53 @@
+"""``mpc-pca party`` and ``mpc-pca certs`` argument handling (no network)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mpc_pca.cli import build_parser, main
+from mpc_pca.cli.party import party_command, resolve_layout
+from protocols.errors import InputValidationError
+
+
+def parse(*argv: str):
+    return build_parser().parse_args(["party", "--protocol", "pppca-ss", *argv])
+
+
+def test_torchrun_variables_fill_in_missing_flags():
+    env = {"RANK": "3", "WORLD_SIZE": "5", "MASTER_ADDR": "10.0.0.7", "MASTER_PORT": "29500"}
+    assert resolve_layout(parse(), env) == (3, 5, "10.0.0.7:29500")
+    assert resolve_layout(parse("--rank", "1", "--master", "h:1"), env) == (1, 5, "h:1")
+    assert resolve_layout(parse(), {**env, "MASTER_ADDR": "::1"})[2] == "[::1]:29500"
+    with pytest.raises(InputValidationError, match=r"--world-size is required \(or set \$WORLD_SIZE"):
+        resolve_layout(parse("--rank", "0", "--master", "h:1"), {})
+
+
+def test_role_follows_from_rank_and_a_mismatch_is_an_error(tmp_path):
+    env = {"RANK": "3", "WORLD_SIZE": "5", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}
+    with pytest.raises(InputValidationError, match=r"the consumer runs at rank 4 .*got rank 3"):
+        party_command(parse("--role", "consumer"), env)
+    with pytest.raises(InputValidationError, match="the server holds no data"):
+        party_command(parse("--data", "builtin:iris"), env)
+
+
+def test_party_refuses_to_start_without_credentials():
+    env = {"RANK": "3", "WORLD_SIZE": "5", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}
+    with pytest.raises(InputValidationError, match=r"no TLS credentials.*--insecure"):
+        party_command(parse(), env)
+    with pytest.raises(InputValidationError, match="--key is missing"):
+        party_command(parse("--ca", "ca.pem", "--cert", "server.pem"), env)
+
+
+def test_crypten_requires_insecure(tmp_path):
+    env = {"RANK": "3", "WORLD_SIZE": "5", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}
+    main(["certs", "--parties", "server", "--out", str(tmp_path)])
+    with pytest.raises(InputValidationError, match="cannot be wrapped in TLS"):
+        party_command(parse("--backend", "crypten", "--tls-dir", str(tmp_path)), env)
+
+
+def test_certs_command_writes_one_pair_per_party(tmp_path, capsys):
+    assert main(["certs", "--parties", "provider0,provider1,server", "--out", str(tmp_path)]) == 0
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == sorted(["ca.pem", "ca.key"] + [f"{n}.{e}" for n in ("provider0", "provider1", "server") for e in ("pem", "key")])
+    assert main(["certs", "--parties", "x", "--out", str(tmp_path)]) == 3
+    assert "already exists" in capsys.readouterr().err

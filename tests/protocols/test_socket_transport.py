@@ -1,0 +1,139 @@
+"""The TLS socket transport with parties as threads: metering, identities, hostile frames."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+from cryptography import x509
+
+from protocols.errors import InputValidationError, PeerTimeoutError, ProtocolError
+from protocols.runtime import run_inprocess
+from protocols.transport.certs import write_credentials
+from protocols.transport.links import HEADER
+from protocols.transport.socket_channel import DATA
+from protocols.transport.tls import AuthenticationError, Credentials
+from tests.helpers.socket_helpers import run_socket_world
+from tests.helpers.torch_worker import echo_roles
+
+
+@pytest.fixture(scope="module")
+def tls_dir(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("tls")
+    write_credentials(["a0", "a1", "a2", "r", "x"], directory)
+    return directory
+
+
+def test_certs_name_each_party_and_keep_keys_private(tls_dir):
+    cert = x509.load_pem_x509_certificate((tls_dir / "a1.pem").read_bytes())
+    san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert san.get_values_for_type(x509.DNSName) == ["a1"]
+    for name in ("a1.key", "ca.key"):
+        assert stat.S_IMODE(os.stat(tls_dir / name).st_mode) == 0o600
+    with pytest.raises(InputValidationError, match="already exists"):
+        write_credentials(["a0"], tls_dir)
+    with pytest.raises(InputValidationError, match="cannot go in a certificate"):
+        write_credentials(["bad name"], tls_dir / "sub")
+    with pytest.raises(InputValidationError, match="without repeats"):
+        write_credentials(["a", "a"], tls_dir / "sub2")
+
+
+@pytest.mark.parametrize("secure", [True, False])
+def test_socket_channel_delivers_and_meters_like_in_process(tls_dir, secure):
+    results = run_socket_world(echo_roles(), tls_dir if secure else None)
+    reference = run_inprocess(echo_roles(), timeout=10)
+    for name, (_output, report) in results.items():
+        got, expected = report.as_dict(), reference.reports[name].as_dict()
+        for key in ("bytes_sent", "bytes_received", "messages_sent", "messages_received", "rounds"):
+            assert got[key] == expected[key], (name, key)
+    assert results["r"][0]["big_ok"] and results["r"][0]["mid_ok"]
+    assert results["a1"][0] == {"reply": "thanks a1"}
+
+
+def test_rendezvous_refuses_a_certificate_of_another_name(tls_dir):
+    def idle(party):
+        return None
+
+    stolen = Credentials(tls_dir / "ca.pem", tls_dir / "x.pem", tls_dir / "x.key")
+    results = run_socket_world({"a0": idle, "a1": idle}, tls_dir, timeout=3, credentials={"a1": stolen})
+    assert isinstance(results["a1"], AuthenticationError), results["a1"]
+    assert isinstance(results["a0"], PeerTimeoutError), results["a0"]
+    for error in results.values():
+        assert "authentication failed" in str(error) and "claiming to be 'a1' (rank 1)" in str(error)
+        assert "certificate is issued to 'x'" in str(error)
+
+
+def test_links_check_the_party_name_at_both_ends(tls_dir):
+    """Past the rendezvous: the dialler refuses an acceptor whose certificate names another party."""
+    import threading
+
+    from protocols.transport.mesh import connect_mesh
+    from protocols.transport.rendezvous import listen
+    from protocols.transport.tls import client_context, server_context
+
+    ranks = {"a0": 0, "a1": 1}
+    creds = {"a0": Credentials.from_dir(tls_dir, "a0"), "a1": Credentials.from_dir(tls_dir, "x")}
+    listeners = {name: listen("127.0.0.1", 0) for name in ranks}
+    table = {name: ("127.0.0.1", sock.getsockname()[1]) for name, sock in listeners.items()}
+    errors = {}
+
+    def party(name):
+        try:
+            connect_mesh(
+                name, ranks, table, listeners[name], client_ctx=client_context(creds[name]),
+                server_ctx=server_context(creds[name]), timeout=3,
+            )  # fmt: skip
+        except ProtocolError as exc:
+            errors[name] = exc
+
+    threads = [threading.Thread(target=party, args=(n,)) for n in ranks]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(20)
+    assert isinstance(errors["a0"], AuthenticationError)
+    assert "expected party 'a1', but the certificate is issued to ['x']" in str(errors["a0"])
+    assert "'a0' (rank 0) did not connect" in str(errors["a1"])
+
+
+def test_oversized_and_short_frames_are_protocol_errors_naming_the_sender(tls_dir):
+    def liar(party):
+        party.channel.streams["r"].send_parts([HEADER.pack(DATA, (1 << 26) + 1)])
+        party.recv("r")
+
+    def receiver(party):
+        return party.recv("a0")
+
+    results = run_socket_world({"a0": liar, "r": receiver}, tls_dir, timeout=5)
+    assert isinstance(results["r"], ProtocolError)
+    assert "'a0' (rank 0) announced a data frame of 67108865 bytes" in str(results["r"])
+    assert "67108864" in str(results["r"])
+    assert isinstance(results["a0"], ProtocolError)  # it gets the receiver's abort
+
+
+def test_deadline_blames_the_end_of_the_waiting_chain(tls_dir):
+    """r waits for a0, a0 waits for a1, a1 never sends: both blame a1."""
+    import threading
+
+    release = threading.Event()
+
+    def a1(party):
+        release.wait(20)
+
+    def a0(party):
+        return party.recv("a1")
+
+    def r(party):
+        return party.recv("a0")
+
+    results = run_socket_world({"a0": a0, "a1": a1, "r": r}, tls_dir, timeout=3)
+    release.set()
+    for name in ("a0", "r"):
+        assert isinstance(results[name], (PeerTimeoutError, ProtocolError)), results[name]
+        assert "'a1' (rank 1) did not send within the deadline" in str(results[name]), results[name]
+
+
+def test_tls_material_errors_are_clear(tmp_path):
+    with pytest.raises(InputValidationError, match="does not exist"):
+        Credentials.from_dir(tmp_path, "nobody").check()
