@@ -263,6 +263,11 @@ class SocketChannel(Channel):
                         next_log = t + _LOG_EVERY
                         log.info("%s: waiting for %s (%s) %.0f s", self.me, frm, self.phase_label or "protocol", t - started)
                     self._cond.wait(min(1.0, max(0.01, max(started, self._progress) + limit - t)))
+        except PeerTimeoutError:
+            # Still true: this party was waiting for ``frm``. Leave that announced, so that a peer
+            # whose own deadline fires a moment later blames along the chain, not this party.
+            announced = False
+            raise
         finally:
             if announced:
                 self._broadcast(STATUS, {"phase": self.phase_label, "waiting": None})
