@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from mpc_pca.cli.dp import add_dp_arguments, dp_protocol_specs, summarize_variance
+from mpc_pca.cli.studies import add_study_parsers, report_command, study_command
 from mpc_pca.data.datasets import builtin_names, load_data
 from mpc_pca.data.partition import split_rows
 from protocols.errors import InputValidationError, ProtocolError
@@ -98,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_torch_arguments(run)
     add_dp_arguments(run)
     _add_party_parser(sub)
+    add_study_parsers(sub)
     return parser
 
 
@@ -284,6 +286,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "party":
         return _party_main(args)
     try:
+        if args.command in ("study", "report"):
+            return (study_command if args.command == "study" else report_command)(args)
         result = run_command(args)
     except (InputValidationError, ProtocolError) as exc:
         print(f"mpc-pca: error: {exc}", file=sys.stderr)
