@@ -31,6 +31,14 @@ def add_study_parsers(sub: Any) -> None:
         help="results folder (default: a new mpc-pca-studies-<time> folder in the current directory); "
         "give an existing one to resume a stopped run",
     )
+    study.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a study-specific option (repeatable), e.g. lossless: --option csv=winequality.csv "
+        "--option target=quality --option task=regression",
+    )
     study.add_argument("--no-progress", action="store_true", help="no progress bar")
     study.add_argument("--no-report", action="store_true", help="do not write REPORT.md/html afterwards")
     report = sub.add_parser("report", help="write REPORT.md and REPORT.html from a results folder")
@@ -46,11 +54,20 @@ def study_command(args: argparse.Namespace) -> int:
         if not args.list:
             raise InputValidationError("give a study name or --list")
         for name in study_table():
-            print(f"{name:16s} {load_study(name).summary}")
+            study = load_study(name)
+            print(f"{name:16s} {study.summary}")
+            for key, text in study.options.items():
+                print(f"{'':16s}   --option {key}=...  {text}")
         return 0
     study = load_study(args.name)
+    options = {}
+    for item in args.option:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InputValidationError(f"--option {item!r} is not KEY=VALUE")
+        options[key] = value
     out = args.out if args.out is not None else default_out_dir()
-    summary = run_study(study, out, quick=args.quick, progress=not args.no_progress)
+    summary = run_study(study, out, quick=args.quick, options=options, progress=not args.no_progress)
     print(
         f"{study.name}: measured {summary.measured}, kept {summary.skipped} stored points, "
         f"{summary.seconds:.0f} s; results in {summary.results}"

@@ -51,7 +51,7 @@ PROCESS_BACKENDS = {
 }
 
 
-def _grid(quick: bool) -> list[Point]:
+def _grid(quick: bool, options: dict[str, str]) -> list[Point]:
     points: list[Point] = []
     all_inproc = ["ss_shares", "ss_masks", "he_default", "he_precompute", "he_workers2"]
     if quick:

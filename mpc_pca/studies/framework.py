@@ -14,7 +14,7 @@ Writing a new study (and registering it in one line in
     STUDY = Study(
         name="my-study",
         summary="what is measured, against which paper figure",
-        points=lambda quick: [{"key": f"n={n}", "n": n} for n in ((10, 20) if quick else (10, 20, 40))],
+        points=lambda quick, options: [{"key": f"n={n}", "n": n} for n in ((10, 20) if quick else (10, 20, 40))],
         measure=lambda point: {"seconds": ...},
         plot=my_plot,            # (records, out_dir, suffix) -> list of PNG paths
         tables=my_tables,        # records -> list of Table
@@ -87,8 +87,9 @@ class Study:
     summary : str
         One line: what is measured, and which paper figure or table it reproduces.
     points : callable
-        ``points(quick) -> list of dict``; every dict has a unique ``"key"``.
-        The order is the order of measurement.
+        ``points(quick, options) -> list of dict``; every dict has a unique
+        ``"key"``; ``options`` are the ``--option KEY=VALUE`` pairs of the
+        command line. The order is the order of measurement.
     measure : callable
         ``measure(point) -> dict``: the measurement of one point (JSON-ready).
     plot : callable, optional
@@ -97,17 +98,19 @@ class Study:
         ``tables(records) -> list of Table``, ``claims(records) -> list of Claim``.
     description : str
         Longer text for the report (methods, data, stand-ins).
+    options : dict of str to str
+        The ``--option`` keys the study understands, with their help text.
     """
 
     name: str
     summary: str
-    points: Callable[[bool], list[Point]]
+    points: Callable[[bool, dict[str, str]], list[Point]]
     measure: Callable[[Point], dict[str, Any]]
     plot: Callable[[list[Record], Path, str], list[Path]] | None = None
     tables: Callable[[list[Record]], list[Table]] | None = None
     claims: Callable[[list[Record]], list[Claim]] | None = None
     description: str = ""
-    extras: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, str] = field(default_factory=dict)
 
 
 def results_path(out_dir: Path, name: str, quick: bool) -> Path:
@@ -221,6 +224,7 @@ def run_study(
     out_dir: Path,
     *,
     quick: bool = False,
+    options: dict[str, str] | None = None,
     progress: bool = True,
     log: Callable[[str], None] = print,
 ) -> RunSummary:
@@ -248,7 +252,13 @@ def run_study(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = results_path(out_dir, study.name, quick)
-    points = check_points(study, study.points(quick))
+    options = dict(options or {})
+    unknown = sorted(set(options) - set(study.options))
+    if unknown:
+        raise InputValidationError(
+            f"study {study.name!r} has no option {unknown}; it understands {sorted(study.options) or 'none'}"
+        )
+    points = check_points(study, study.points(quick, options))
     done = {r["key"] for r in load_records(path, repair=True)}
     todo = [p for p in points if p["key"] not in done]
     meta_file = meta_path(out_dir, study.name, quick)
@@ -256,6 +266,7 @@ def run_study(
     session = {
         "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "quick": quick,
+        "options": options,
         "points_total": len(points),
         "points_already_stored": len(points) - len(todo),
         "machine": describe_machine(),

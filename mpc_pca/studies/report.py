@@ -63,7 +63,9 @@ def study_blocks(folder: Path, name: str, quick: bool) -> list[Block]:
     records = load_records(results_path(folder, name, quick))
     meta_file = meta_path(folder, name, quick)
     meta = json.loads(meta_file.read_text()) if meta_file.exists() else {}
-    expected = len(study.points(quick))
+    sessions = meta.get("sessions", [])
+    options = sessions[-1].get("options", {}) if sessions else {}
+    expected = len(study.points(quick, options))
     blocks: list[Block] = [
         ("h2", f"{name}{' (quick size)' if quick else ''}"),
         ("p", study.summary),
