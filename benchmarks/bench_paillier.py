@@ -21,8 +21,9 @@ with d in {100, 300}: ``additive`` (PPPCA-SS) vs ``paillier``
 with defaults (PPPCA-HE, key generation included) and with
 ``precompute=True, workers=2``.
 
-Writes ``benchmarks/results/paillier.json`` and ``paillier.png``.
-Usage: ``python -m benchmarks.bench_paillier [--quick]``
+Writes ``paillier.json`` and ``paillier.png`` to ``benchmarks/results/`` (or
+``--out DIR``; ``--quick`` defaults to ``benchmarks/results/quick/``).
+Usage: ``python -m benchmarks.bench_paillier [--quick] [--out DIR]``
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import numpy as np
 from phe import paillier as phe_paillier
 from sklearn.datasets import load_wine
 
-from benchmarks.timing import RESULTS, machine, pyplot, write_json
+from benchmarks.timing import add_out_argument, machine, output_dir, pyplot, write_json
 from mpc_pca import PPPCA
 from protocols.backends.paillier import PaillierBackend
 from protocols.encoding import FixedPointCodec
@@ -284,7 +285,9 @@ def plot(result: dict[str, Any], path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer values, fewer repeats, d <= 100")
+    add_out_argument(parser)
     args = parser.parse_args()
+    folder = output_dir(args.out, args.quick)
     start = time.perf_counter()
     tp = throughput(args.quick)
     for name, row in tp["values_per_second"].items():
@@ -301,9 +304,9 @@ def main() -> None:
     result["total_seconds"] = time.perf_counter() - start
     name = "paillier_quick" if args.quick else "paillier"
     print(f"targets: {tp['targets']}")
-    print(f"wrote {write_json(f'{name}.json', result)}")
-    plot(result, RESULTS / f"{name}.png")
-    print(f"wrote {RESULTS / f'{name}.png'}")
+    print(f"wrote {write_json(f'{name}.json', result, folder)}")
+    plot(result, folder / f"{name}.png")
+    print(f"wrote {folder / f'{name}.png'}")
 
 
 if __name__ == "__main__":

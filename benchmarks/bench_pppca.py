@@ -18,14 +18,16 @@ import time
 import numpy as np
 from sklearn.decomposition import PCA
 
-from benchmarks.timing import machine, write_json
+from benchmarks.timing import add_out_argument, machine, output_dir, write_json
 from mpc_pca import PPPCA
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller matrix, fewer repeats")
+    add_out_argument(parser)
     args = parser.parse_args()
+    folder = output_dir(args.out, args.quick)
     n, d, parties, k = (100_000, 50, 4, 10) if args.quick else (400_000, 100, 4, 10)
     repeats = 3 if args.quick else 7
     rng = np.random.default_rng(0)
@@ -58,7 +60,7 @@ def main() -> None:
     }
     for name, m in medians.items():
         print(f"{name:26s} median {m:.3f} s   ratio to sklearn {m / base:.3f}")
-    print(f"wrote {write_json('pppca_speed.json', result)}")
+    print(f"wrote {write_json('pppca_speed.json', result, folder)}")
 
 
 if __name__ == "__main__":
