@@ -105,42 +105,49 @@ def measure(point: Point) -> dict[str, Any]:
 
 
 def plot(records: list[Record], out: Any, suffix: str) -> list[Any]:
-    """Wall time vs owners (left), and DPDPCA's time split by role (right)."""
+    """Wall time vs owners (left), DPDPCA's time (middle) and bytes sent (right) per role."""
     plt = pyplot()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 5))
+    fig, (left, middle, right) = plt.subplots(1, 3, figsize=(16, 5))
+    dp_label = "DPDPCA (2048-bit Paillier, owners as threads)"
+    chain_label = "PrivateLocalPCA chain (sequential, file hand-over)"
     errorbar_series(
         left,
         {
-            "DPDPCA (2048-bit Paillier, owners as threads)": [
-                (r["owners"], r["dpdpca_seconds"]) for r in records
-            ],
-            "PrivateLocalPCA chain (sequential, file hand-over)": [
-                (r["owners"], r["chain_seconds"]) for r in records
-            ],
+            dp_label: [(r["owners"], r["dpdpca_seconds"]) for r in records],
+            chain_label: [(r["owners"], r["chain_seconds"]) for r in records],
         },
-        {"PrivateLocalPCA chain (sequential, file hand-over)": {"linestyle": "--"}},
+        {dp_label: {"color": "tab:blue"}, chain_label: {"color": "tab:gray", "linestyle": "--"}},
     )
     left.set_yscale("log")
-    left.set_xlabel("number of data owners")
-    left.set_ylabel("protocol wall time (s)")
+    left.set_ylabel("protocol wall time (s, mean ± sd)")
     left.set_title(
-        f"Wang & Chang Fig. 3: time vs owners (eps={EPSILON}, D={N_FEATURES}, {ROWS_PER_OWNER} rows/owner)"
+        f"Wang & Chang Fig. 3: time vs owners\n(eps={EPSILON}, D={N_FEATURES}, {ROWS_PER_OWNER} rows/owner)"
     )
-    left.grid(alpha=0.3, which="both")
-    roles: dict[str, list] = {}
+    seconds: dict[str, list] = {}
+    sent: dict[str, list] = {}
     for r in records:
-        groups: dict[str, float] = {}
+        groups: dict[str, tuple[float, float]] = {}
         for role, v in r["dpdpca_roles"].items():
-            kind = "owners (slowest)" if role.startswith("owner") else role
-            groups[kind] = max(groups.get(kind, 0.0), v["seconds"])
-        for kind, secs in groups.items():
-            roles.setdefault(f"DPDPCA {kind}", []).append((r["owners"], [secs]))
-    errorbar_series(right, roles)
-    right.set_xlabel("number of data owners")
-    right.set_ylabel("seconds each role was busy in the run (s)")
-    right.set_title("DPDPCA time per role")
-    right.grid(alpha=0.3)
-    legend_outside(fig, [left, right], ncol=2)
+            kind = "owner (slowest / largest)" if role.startswith("owner") else role
+            old = groups.get(kind, (0.0, 0.0))
+            groups[kind] = (max(old[0], v["seconds"]), max(old[1], v["bytes_sent"]))
+        for kind, (secs, nbytes) in groups.items():
+            seconds.setdefault(f"DPDPCA {kind}", []).append((r["owners"], [secs]))
+            sent.setdefault(f"DPDPCA {kind}", []).append((r["owners"], [nbytes / 1024]))
+    palette = ("tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
+    styles = {label: {"color": palette[i % len(palette)]} for i, label in enumerate(sorted(seconds))}
+    errorbar_series(middle, seconds, styles)
+    middle.set_ylabel("seconds the role was busy (s)")
+    middle.set_title("DPDPCA time per role")
+    errorbar_series(right, sent, styles)
+    right.set_ylabel("bytes sent by the role (KiB)")
+    right.set_title("DPDPCA bytes sent per role")
+    owners = sorted({r["owners"] for r in records})
+    for ax in (left, middle, right):
+        ax.set_xlabel("number of data owners")
+        ax.set_xticks(owners)
+        ax.grid(alpha=0.3, which="both")
+    legend_outside(fig, [left, middle, right], ncol=3)
     return [save(fig, Path(out) / f"dpdpca-runtime{suffix}.png")]
 
 
