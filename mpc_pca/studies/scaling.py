@@ -131,6 +131,11 @@ def plot(records: list[Record], out: Any, suffix: str) -> list[Any]:
         ax2.set_ylabel("peak traced allocation (MiB)")
         ax2.set_title(f"Peak memory vs {axis}")
         ax2.grid(alpha=0.3, which="both")
+        if axis == "M":  # few small integers: label each measured M plainly
+            for a in (ax, ax2):
+                a.set_xscale("log", base=2)
+                a.set_xticks([r["M"] for r in rows], [str(r["M"]) for r in rows])
+                a.tick_params(axis="x", which="minor", bottom=False, labelbottom=False)
     fig.suptitle("PPPCA-SS scaling beside scikit-learn PCA on the pooled rows (k = 10, parties as threads)")
     legend_outside(fig, [a for row in axes for a in row], ncol=2)
     return [save(fig, Path(out) / f"scaling{suffix}.png")]
