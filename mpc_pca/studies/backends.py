@@ -231,7 +231,9 @@ def plot(records: list[Record], out: Any, suffix: str) -> list[Any]:
             ax2.set_yscale("log")
             ax2.set_xlabel("number of data providers M")
             ax2.set_ylabel("kB sent by each provider")
-            ax2.set_title(f"Bytes each provider sends, d = {d}")
+            ax2.set_title(
+                f"Bytes each provider sends, d = {d} (the Paillier variants send identical bytes: one line)"
+            )
             ax2.grid(alpha=0.3, which="both")
         fig.suptitle(f"PPPCA fit time and traffic by secure-sum backend\n{title}")
         legend_outside(fig, [a for row in axes for a in row], ncol=2)
