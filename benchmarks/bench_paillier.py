@@ -26,9 +26,10 @@ textbook encryption (:mod:`protocols.paillier.offline`), offline and online
 times reported separately, against SecretFlow HEU's encryptor when ``sf-heu``
 is installed (optional).
 
-Writes ``benchmarks/results/paillier.json`` and ``paillier.png``
-(``paillier_offline_online.json`` for part 3).
-Usage: ``python -m benchmarks.bench_paillier [--quick] [--offline-online]``
+Writes ``paillier.json`` and ``paillier.png`` (``paillier_offline_online.json``
+for part 3) to ``benchmarks/results/`` (or ``--out DIR``; ``--quick`` defaults
+to ``benchmarks/results/quick/``).
+Usage: ``python -m benchmarks.bench_paillier [--quick] [--offline-online] [--out DIR]``
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ import numpy as np
 from phe import paillier as phe_paillier
 from sklearn.datasets import load_wine
 
-from benchmarks.timing import RESULTS, machine, pyplot, write_json
+from benchmarks.timing import add_out_argument, machine, output_dir, pyplot, write_json
 from mpc_pca import PPPCA
 from protocols.backends.paillier import PaillierBackend
 from protocols.encoding import FixedPointCodec
@@ -380,13 +381,14 @@ def main() -> None:
     parser.add_argument(
         "--offline-online", action="store_true", help="only the offline/online (and HEU) comparison"
     )
+    add_out_argument(parser)
     args = parser.parse_args()
+    folder = output_dir(args.out, args.quick)
     if args.offline_online:
         result = {"machine": machine(), "quick": args.quick, "offline_online": offline_online(args.quick)}
         for key, value in result["offline_online"].items():
             print(f"{key}: {value}")
-        name = "paillier_offline_online_quick" if args.quick else "paillier_offline_online"
-        print(f"wrote {write_json(f'{name}.json', result)}")
+        print(f"wrote {write_json('paillier_offline_online.json', result, folder)}")
         return
     start = time.perf_counter()
     tp = throughput(args.quick)
@@ -404,9 +406,9 @@ def main() -> None:
     result["total_seconds"] = time.perf_counter() - start
     name = "paillier_quick" if args.quick else "paillier"
     print(f"targets: {tp['targets']}")
-    print(f"wrote {write_json(f'{name}.json', result)}")
-    plot(result, RESULTS / f"{name}.png")
-    print(f"wrote {RESULTS / f'{name}.png'}")
+    print(f"wrote {write_json(f'{name}.json', result, folder)}")
+    plot(result, folder / f"{name}.png")
+    print(f"wrote {folder / f'{name}.png'}")
 
 
 if __name__ == "__main__":

@@ -51,7 +51,7 @@ import numpy as np
 from scipy.linalg import eigh
 from threadpoolctl import threadpool_limits
 
-from benchmarks.timing import RESULTS, machine, pyplot, write_json
+from benchmarks.timing import add_out_argument, machine, output_dir, pyplot, write_json
 from mpc_pca import PPPCA
 from protocols.backends import make_backend
 from protocols.backends.sparse_masks import plan_graph
@@ -378,12 +378,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="CI sizes: small matrices, few repeats")
     parser.add_argument("--cpus", type=int, default=1, help="pin to this many usable CPUs (0: leave as is)")
+    add_out_argument(parser)
     args = parser.parse_args()
+    folder = output_dir(args.out, args.quick)
     result = scaling(args.quick, args.cpus)
-    name = "pppca_scaling_quick" if args.quick else "pppca_scaling"
-    path = write_json(f"{name}.json", result)
-    plot(result, RESULTS / f"{name}.png")
-    print(f"wrote {path} and {name}.png")
+    path = write_json("pppca_scaling.json", result, folder)
+    plot(result, folder / "pppca_scaling.png")
+    print(f"wrote {path} and pppca_scaling.png")
 
 
 if __name__ == "__main__":

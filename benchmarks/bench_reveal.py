@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.timing import RESULTS, machine, pyplot, write_json
+from benchmarks.timing import add_out_argument, machine, output_dir, pyplot, write_json
 from mpc_pca import PPPCA
 
 K = 5
@@ -93,7 +93,9 @@ def plot(rows: list[dict[str, Any]], path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="d in (10, 30), M in (2, 3), one repeat (CI)")
+    add_out_argument(parser)
     args = parser.parse_args()
+    folder = output_dir(args.out, args.quick)
     dims, parties, n, repeats = (
         ((10, 30), (2, 3), 2_000, 1) if args.quick else ((10, 30, 100), (2, 3, 5), 20_000, 2)
     )
@@ -111,8 +113,8 @@ def main() -> None:
                 f"max |diff| {row['max_component_difference']:.2e}"
             )
     name = "reveal_quick" if args.quick else "reveal"
-    path = write_json(f"{name}.json", {"machine": machine(), "k": K, "quick": args.quick, "rows": rows})
-    plot(rows, RESULTS / f"{name}.png")
+    path = write_json(f"{name}.json", {"machine": machine(), "k": K, "quick": args.quick, "rows": rows}, folder)
+    plot(rows, folder / f"{name}.png")
     print(f"wrote {path} and {name}.png")
 
 

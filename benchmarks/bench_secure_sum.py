@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from benchmarks.timing import RESULTS, machine, plot_seconds_by_contributors, write_json
+from benchmarks.timing import add_out_argument, machine, output_dir, plot_seconds_by_contributors, write_json
 from protocols import AdditiveBackend
 from protocols.prg import RingPRG
 from protocols.secure_sum import run_secure_sum
@@ -55,7 +55,9 @@ def measure(m: int, d: int, repeats: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer sizes and repeats")
+    add_out_argument(parser)
     args = parser.parse_args()
+    folder = output_dir(args.out, args.quick)
     ms = [2, 3] if args.quick else [2, 3, 5, 10]
     ds = [10, 100] if args.quick else [10, 100, 300, 1000]
     repeats = 3 if args.quick else 11
@@ -69,12 +71,12 @@ def main() -> None:
                 f"shares {row['shares'] * 1e3:8.2f} ms  masks {row['masks'] * 1e3:8.2f} ms  "
                 f"masks/(plain+csprng) {row['masks_over_plain_plus_csprng']:.2f}"
             )
-    path = write_json("secure_sum.json", {"machine": machine(), "repeats": repeats, "rows": rows})
+    path = write_json("secure_sum.json", {"machine": machine(), "repeats": repeats, "rows": rows}, folder)
     plot_seconds_by_contributors(
         rows,
         {"plain": "k:", "csprng": "g--", "shares": "b-o", "masks": "r-s"},
         lambda row, name: row[name],
-        RESULTS / "secure_sum.png",
+        folder / "secure_sum.png",
     )
     print(f"wrote {path} and secure_sum.png")
 

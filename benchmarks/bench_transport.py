@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.timing import RESULTS, machine, plot_seconds_by_contributors, write_json
+from benchmarks.timing import add_out_argument, machine, output_dir, plot_seconds_by_contributors, write_json
 
 BACKENDS = ("additive", "additive-masks", "crypten")
 RECEIVER = "receiver"
@@ -90,7 +90,7 @@ def worker(name: str, n_contributors: int, d: int, repeats: int, master: str, ou
 def _worker_command(name: str, m: int, d: int, repeats: int, port: int, out: Path) -> list[str]:
     command = [sys.executable, "-m", "benchmarks.bench_transport", "--worker", name]
     command += ["--contributors", str(m), "--d", str(d), "--repeats", str(repeats)]
-    return [*command, "--master", f"127.0.0.1:{port}", "--out", str(out)]
+    return [*command, "--master", f"127.0.0.1:{port}", "--worker-out", str(out)]
 
 
 def run_world(d: int, m: int, repeats: int) -> dict[str, Any]:
@@ -137,11 +137,13 @@ def main() -> None:
     parser.add_argument("--contributors", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--d", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--master", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--out", type=Path, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--worker-out", type=Path, default=None, help=argparse.SUPPRESS)
+    add_out_argument(parser)
     args = parser.parse_args()
     if args.worker is not None:
-        worker(args.worker, args.contributors, args.d, args.repeats, args.master, args.out)
+        worker(args.worker, args.contributors, args.d, args.repeats, args.master, args.worker_out)
         return
+    folder = output_dir(args.out, args.quick)
     if args.links_worker is not None:
         from benchmarks.bench_links import worker as links_worker
 
@@ -152,7 +154,7 @@ def main() -> None:
         from benchmarks.bench_links import run_all
 
         links = run_all(args.quick, args.repeats)
-        print(f"wrote {write_json('links.json' if not args.quick else 'links_quick.json', links)}", flush=True)
+        print(f"wrote {write_json('links.json', links, folder)}", flush=True)
     if args.part == "links":
         return
     ds = [100, 300] if args.quick else [100, 300, 1000]
@@ -178,12 +180,12 @@ def main() -> None:
         "additive_no_slower_than_crypten_everywhere": all(r["crypten_over_additive"] >= 1.0 for r in rows),
         "masks_no_slower_than_crypten_everywhere": all(r["crypten_over_masks"] >= 1.0 for r in rows),
     }
-    path = write_json("transport.json" if not args.quick else "transport_quick.json", payload)
+    path = write_json("transport.json" if not args.quick else "transport_quick.json", payload, folder)
     plot_seconds_by_contributors(
         rows,
         {"additive": "b-o", "additive-masks": "r-s", "crypten": "k--^"},
         lambda row, name: row[name]["median_seconds"],
-        RESULTS / ("transport.png" if not args.quick else "transport_quick.png"),
+        folder / ("transport.png" if not args.quick else "transport_quick.png"),
         title="M = {m} contributors, gloo processes",
         ylabel="seconds per secure sum (median)",
     )

@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from benchmarks.timing import RESULTS, machine, pyplot
+from benchmarks.timing import add_out_argument, machine, output_dir, pyplot
 from mpc_pca.data.latent import LatentSample, make_gaussian_mixture, make_topic_model
 from mpc_pca.dp.agn_baselines import fit_agn_baseline
 from mpc_pca.dp.capeagn import run_capeagn
@@ -272,12 +272,11 @@ def conclusions(results: dict[str, Any]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small grid for a CI smoke test (< 1 min)")
-    parser.add_argument(
-        "--out", type=Path, default=RESULTS, help="output directory (default benchmarks/results)"
-    )
+    add_out_argument(parser)
     parser.add_argument("--reps", type=int, default=None, help="repetitions per point (default 20; quick 2)")
     parser.add_argument("--seed", type=int, default=0, help="base seed")
     args = parser.parse_args(argv)
+    args.out = output_dir(args.out, args.quick)
     g = grid(args.quick, args.reps)
     stem = "capeagn_study_quick" if args.quick else "capeagn_study"
     json_path = args.out / f"{stem}.json"

@@ -32,12 +32,13 @@ diagonal covariance with ``linspace(10, 1, K)`` on the first ``K`` axes and
 (``D = 64``, ``N = 1797``; ``K = 10``), in place of MNIST/COVTYPE, which would
 need a download.
 
-Writes ``benchmarks/results/dispca_study.json`` and
+Writes (to ``benchmarks/results/``, or ``--out DIR``; ``--quick`` to
+``benchmarks/results/quick/``) ``dispca_study.json`` and
 ``dispca_study_<dataset>.png``; the JSON's ``conclusions`` say whether
 capePCA (paper calibration) matches pooled AG, how far the joint calibration
 falls behind it, and whether DPdisPCA beats local PCA.
 
-Usage: ``python -m benchmarks.study_dispca [--quick] [--reps N] [--seed S]``
+Usage: ``python -m benchmarks.study_dispca [--quick] [--reps N] [--seed S] [--out DIR]``
 """
 
 from __future__ import annotations
@@ -46,12 +47,13 @@ import argparse
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from scipy import stats
 
-from benchmarks.timing import RESULTS, machine, pyplot, write_json
+from benchmarks.timing import RESULTS, add_out_argument, machine, output_dir, pyplot, write_json
 from mpc_pca.dp.baselines import AnalyzeGaussPCA, LocalPCA
 from mpc_pca.dp.cape import CapePCA
 from mpc_pca.dp.dispca import DPdisPCA
@@ -253,7 +255,7 @@ def closing_note(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def plot(name: str, panels: dict[str, Any], setting: Setting, suffix: str) -> None:
+def plot(name: str, panels: dict[str, Any], setting: Setting, suffix: str, folder: Path = RESULTS) -> None:
     plt = pyplot()
     fig, axes = plt.subplots(1, 4, figsize=(20, 4.6))
     titles = {
@@ -280,8 +282,8 @@ def plot(name: str, panels: dict[str, Any], setting: Setting, suffix: str) -> No
     axes[0].legend(loc="upper left", fontsize=8)
     fig.suptitle(f"ICASSP 2018 Fig. 1 reproduction, {name} (delta={setting.delta}, K={setting.k}, mean ± sd)")
     fig.tight_layout()
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    fig.savefig(RESULTS / f"dispca_study_{name}{suffix}.png", dpi=110)
+    folder.mkdir(parents=True, exist_ok=True)
+    fig.savefig(folder / f"dispca_study_{name}{suffix}.png", dpi=110)
     plt.close(fig)
 
 
@@ -349,12 +351,12 @@ def settings(quick: bool, rng: np.random.Generator) -> list[Setting]:
     ]
 
 
-def replot(quick: bool) -> dict[str, Any]:
+def replot(quick: bool, folder: Path = RESULTS) -> dict[str, Any]:
     """Redraw the figures from a saved ``dispca_study[_quick].json``."""
     import json
 
     suffix = "_quick" if quick else ""
-    payload = json.loads((RESULTS / f"dispca_study{suffix}.json").read_text())
+    payload = json.loads((folder / f"dispca_study{suffix}.json").read_text())
     for name, panels in payload["results"].items():
         meta = payload["settings"][name]
         setting = Setting(
@@ -371,7 +373,7 @@ def replot(quick: bool) -> dict[str, Any]:
             r_over_k=[],
             delta=meta["delta"],
         )
-        plot(name, panels, setting, suffix)
+        plot(name, panels, setting, suffix, folder)
     return payload
 
 
@@ -381,9 +383,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--reps", type=int, default=None, help="repetitions per point (default 10, quick 3)")
     parser.add_argument("--seed", type=int, default=2018, help="master seed of data draws and DP noise")
     parser.add_argument("--plot-only", action="store_true", help="redraw the PNGs from the saved JSON")
+    add_out_argument(parser)
     args = parser.parse_args(argv)
+    folder = output_dir(args.out, args.quick)
     if args.plot_only:
-        return replot(args.quick)
+        return replot(args.quick, folder)
     reps = args.reps or (3 if args.quick else 10)
     rng = np.random.default_rng(args.seed)
     started = time.perf_counter()
@@ -409,7 +413,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "total_n_for_sites_sweep": setting.total_n,
             "delta": setting.delta,
         }
-        plot(setting.name, panels, setting, "_quick" if args.quick else "")
+        plot(setting.name, panels, setting, "_quick" if args.quick else "", folder)
     summary = conclusions(results, reps)
     note = closing_note(summary)
     payload = {
@@ -427,9 +431,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "conclusions": summary,
         "closing_note": note,
     }
-    path = write_json("dispca_study_quick.json" if args.quick else "dispca_study.json", payload)
+    path = write_json("dispca_study_quick.json" if args.quick else "dispca_study.json", payload, folder)
     print(note)
-    print(f"wrote {path} and {RESULTS}/dispca_study_*.png in {payload['seconds']:.0f} s")
+    print(f"wrote {path} and {folder}/dispca_study_*.png in {payload['seconds']:.0f} s")
     return payload
 
 

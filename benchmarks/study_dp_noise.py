@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.timing import RESULTS, machine, pyplot
+from benchmarks.timing import add_out_argument, machine, output_dir, pyplot
 from mpc_pca import PPPCADP, AnalyzeGaussPCA, CapePCA, DPdisPCA
 from mpc_pca.dp.metrics import captured_energy_ratio, second_moment
 from mpc_pca.dp.preprocessing import center_and_scale_non_private
@@ -220,9 +220,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small grid, under a minute")
-    parser.add_argument(
-        "--out", type=Path, default=RESULTS, help="output directory (default benchmarks/results)"
-    )
+    add_out_argument(parser)
     parser.add_argument("--reps", type=int, default=None, help="runs per point (default 3 quick, 40 full)")
     parser.add_argument(
         "--confirm-reps",
@@ -234,6 +232,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "--seed", type=int, default=0, help="seed of the data and of the seeded float samplers"
     )
     args = parser.parse_args(argv)
+    args.out = output_dir(args.out, args.quick)
     reps = args.reps or (3 if args.quick else 40)
     if args.confirm_reps is None:
         args.confirm_reps = 0 if args.quick else 150

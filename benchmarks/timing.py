@@ -7,6 +7,7 @@ of several repeats.
 
 from __future__ import annotations
 
+import argparse
 import json
 import platform
 import statistics
@@ -50,10 +51,40 @@ def machine() -> dict[str, Any]:
     }
 
 
-def write_json(name: str, payload: dict[str, Any]) -> Path:
-    """Write ``payload`` to ``benchmarks/results/NAME`` and return the path."""
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / name
+#: Default folder of ``--quick`` runs: they never overwrite the published results in :data:`RESULTS`.
+QUICK_RESULTS = RESULTS / "quick"
+
+
+def add_out_argument(parser: argparse.ArgumentParser) -> None:
+    """The ``--out DIR`` option every benchmark shares."""
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="folder for the JSON and PNG files (default benchmarks/results/, with --quick "
+        "benchmarks/results/quick/: a quick run never overwrites the published results)",
+    )
+
+
+def output_dir(out: Path | None, quick: bool) -> Path:
+    """The folder a run writes to (created): ``out``, else the published or the quick results folder.
+
+    Raises
+    ------
+    SystemExit
+        When a ``--quick`` run is pointed at the published results folder.
+    """
+    folder = Path(out) if out is not None else (QUICK_RESULTS if quick else RESULTS)
+    if quick and folder.resolve() == RESULTS.resolve():
+        raise SystemExit(f"--quick never writes into the published results {RESULTS}; choose another --out")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def write_json(name: str, payload: dict[str, Any], folder: Path = RESULTS) -> Path:
+    """Write ``payload`` to ``FOLDER/NAME`` (default ``benchmarks/results/NAME``) and return the path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
     path.write_text(json.dumps(payload, indent=2))
     return path
 

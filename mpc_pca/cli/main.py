@@ -30,6 +30,7 @@ from mpc_pca.cli.options import (
     write_atomic,
 )
 from mpc_pca.cli.party import add_party_parser, add_verbosity, certs_main, configure_logging, party_main
+from mpc_pca.cli.studies import add_study_parsers, report_command, study_command
 from mpc_pca.data.datasets import builtin_names
 from mpc_pca.data.inputs import ProviderData, expand_specs, provider_data
 from protocols.errors import InputValidationError, ProtocolError
@@ -219,6 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     from mpc_pca.cli.plot import add_plot_parser
 
     add_plot_parser(sub)
+    add_study_parsers(sub)
     return parser
 
 
@@ -380,6 +382,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from mpc_pca.cli.plot import plot_command
 
         return _guarded(lambda: plot_command(args))
+    if args.command in ("study", "report"):
+        return _guarded(lambda: (study_command if args.command == "study" else report_command)(args))
     return _guarded(lambda: _run_main(args))
 
 

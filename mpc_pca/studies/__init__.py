@@ -1,0 +1,20 @@
+"""Reproducible studies: ``mpc-pca study NAME`` measures, ``mpc-pca report DIR`` writes the report.
+
+Modules
+-------
+framework
+    :class:`Study`, :func:`run_study` (resumable JSON Lines results), claims and tables.
+registry
+    Study names and where each :class:`Study` lives.
+report
+    ``REPORT.md`` and ``REPORT.html`` from a results folder.
+machine, plotting, timing
+    Machine description, plot helpers, timing and memory helpers.
+backends, lossless, dp_utility, dpdpca_runtime, scaling
+    The studies.
+"""
+
+from mpc_pca.studies.framework import Claim, Study, Table, run_study
+from mpc_pca.studies.registry import load_study, study_table
+
+__all__ = ["Claim", "Study", "Table", "load_study", "run_study", "study_table"]

@@ -1,0 +1,38 @@
+"""Every study ``mpc-pca study`` knows, by name, as ``"module:attribute"`` (imported on demand).
+
+To register a study, add one line to :func:`study_table`: its command-line name
+and the import path of a module-level :class:`~mpc_pca.studies.framework.Study`
+object. A script under ``benchmarks/`` (only importable from a checkout) is
+registered the same way once it defines ``STUDY``; to ship it with the
+package, move it into ``mpc_pca/studies/`` first.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from mpc_pca.studies.framework import Study
+from protocols.errors import InputValidationError
+
+
+def study_table() -> dict[str, str]:
+    """Study name -> ``"module:attribute"`` of its :class:`Study` (built on each call)."""
+    return {
+        "backends": "mpc_pca.studies.backends:STUDY",
+        "lossless": "mpc_pca.studies.lossless:STUDY",
+        "dp-utility": "mpc_pca.studies.dp_utility:STUDY",
+        "dpdpca-runtime": "mpc_pca.studies.dpdpca_runtime:STUDY",
+        "scaling": "mpc_pca.studies.scaling:STUDY",
+    }
+
+
+def load_study(name: str) -> Study:
+    """Import and return the study registered as ``name``."""
+    table = study_table()
+    if name not in table:
+        raise InputValidationError(f"unknown study {name!r}; choose one of {sorted(table)}")
+    module_name, _, attribute = table[name].partition(":")
+    study = getattr(importlib.import_module(module_name), attribute)
+    if not isinstance(study, Study) or study.name != name:
+        raise InputValidationError(f"{table[name]} is not a Study named {name!r}")
+    return study

@@ -1,0 +1,39 @@
+"""benchmarks/*: ``--out`` chooses the folder and ``--quick`` never overwrites the published results."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from benchmarks import bench_secure_sum, timing
+
+
+@pytest.fixture
+def published(tmp_path, monkeypatch):
+    """Point the benchmarks' published-results folder at a temporary copy holding one result."""
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "secure_sum.json").write_text('{"published": true}')
+    monkeypatch.setattr(timing, "RESULTS", results)
+    monkeypatch.setattr(timing, "QUICK_RESULTS", results / "quick")
+    return results
+
+
+def test_output_dir_rules(published, tmp_path):
+    assert timing.output_dir(None, quick=False) == published
+    assert timing.output_dir(None, quick=True) == published / "quick"
+    assert timing.output_dir(tmp_path / "mine", quick=True) == tmp_path / "mine"
+    assert (tmp_path / "mine").is_dir()
+    with pytest.raises(SystemExit, match="--quick never writes into the published results"):
+        timing.output_dir(published, quick=True)
+
+
+def test_quick_secure_sum_leaves_published_results_alone(published, tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["bench_secure_sum", "--quick"])
+    bench_secure_sum.main()
+    assert (published / "secure_sum.json").read_text() == '{"published": true}'
+    assert {p.name for p in (published / "quick").iterdir()} == {"secure_sum.json", "secure_sum.png"}
+    monkeypatch.setattr(sys, "argv", ["bench_secure_sum", "--quick", "--out", str(tmp_path / "elsewhere")])
+    bench_secure_sum.main()
+    assert (tmp_path / "elsewhere" / "secure_sum.json").exists()
