@@ -91,6 +91,7 @@ def test_fit_transform_projects_with_the_secure_components(wine):
         ({"reveal": "components", "n_components": 0}, "n_components"),
         ({"reveal": "components", "eigengap": 0.0}, "eigengap"),
         ({"reveal": "components", "min_ratio": 0.9}, "min_ratio"),
+        ({"reveal": "components", "standardize": True}, "standardize=True needs the pooled variances"),
     ],
 )
 def test_bad_options_are_refused_before_anything_is_sent(wine, kwargs, match):
