@@ -127,7 +127,7 @@ def read_table(
     except LookupError as exc:
         raise InputValidationError(f"unknown encoding {encoding!r} (--encoding)") from exc
     if delimiter is None:
-        delimiter = _sniff_delimiter(path, encoding)
+        delimiter = sniff_delimiter(path, encoding)
     elif len(delimiter) != 1:
         raise InputValidationError(f"--delimiter must be one character, got {delimiter!r}")
     try:
@@ -183,7 +183,7 @@ def _parses(cell: object) -> bool:
     return True
 
 
-def _sniff_delimiter(path: Path, encoding: str) -> str:
+def sniff_delimiter(path: Path, encoding: str) -> str:
     """The delimiter of the first lines (``,`` if nothing else is consistent)."""
     import gzip
 

