@@ -217,6 +217,12 @@ def parquet_memory(n: int, d: int, chunk_rows: int) -> dict[str, Any]:
     }
 
 
+def parquet_section(quick: bool) -> dict[str, Any]:
+    """The Parquet peak-RSS measurement at CI size or at 1e7 x 100 (issue 15's target: <= 1 GiB)."""
+    n_pq, d_pq, chunk = (200_000, 20, 50_000) if quick else (10_000_000, 100, 250_000)
+    return parquet_memory(n_pq, d_pq, chunk)
+
+
 # -- driver ---------------------------------------------------------------------
 
 
@@ -307,10 +313,9 @@ def scaling(quick: bool = False, cpus: int = 1) -> dict[str, Any]:
         )
         small["ratio"] = small["pppca_additive"] / small["sklearn"]
         print(f"1000 x 10: PPPCA / sklearn {small['ratio']:.2f}")
-    n_pq, d_pq, chunk = (200_000, 20, 50_000) if quick else (10_000_000, 100, 250_000)
-    parquet = parquet_memory(n_pq, d_pq, chunk)
+    parquet = parquet_section(quick)
     print(
-        f"parquet {n_pq:,d} x {d_pq}: peak RSS above start {parquet['peak_rss_above_start_bytes'] / 2**20:.0f} MiB, "
+        f"parquet {parquet['n']:,d} x {parquet['d']}: peak RSS above start {parquet['peak_rss_above_start_bytes'] / 2**20:.0f} MiB, "
         f"statistics {parquet['statistics_seconds']:.1f} s"
     )
     result.update(
@@ -379,8 +384,18 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="CI sizes: small matrices, few repeats")
     parser.add_argument("--cpus", type=int, default=1, help="pin to this many usable CPUs (0: leave as is)")
     add_out_argument(parser)
+    parser.add_argument(
+        "--parquet-only",
+        action="store_true",
+        help="only the Parquet peak-RSS measurement (writes parquet_memory.json)",
+    )
     args = parser.parse_args()
     folder = output_dir(args.out, args.quick)
+    if args.parquet_only:
+        measured = {"machine": machine(), **parquet_section(args.quick)}
+        path = write_json("parquet_memory.json", measured, folder)
+        print(f"peak RSS above start {measured['peak_rss_above_start_bytes'] / 2**30:.2f} GiB; wrote {path}")
+        return
     result = scaling(args.quick, args.cpus)
     path = write_json("pppca_scaling.json", result, folder)
     plot(result, folder / "pppca_scaling.png")

@@ -21,19 +21,44 @@ base, validation, linalg
     and ``dp``.
 """
 
-from mpc_pca.dp import (
-    DPDPCA,
-    AnalyzeGaussPCA,
-    CapeAGN,
-    CapePCA,
-    DPdisPCA,
-    ExponentialMechanismPCA,
-    LocalPCA,
-    PooledPCA,
-    PrivatePowerMethodPCA,
-    RetractedSNPCA,
-)
-from mpc_pca.pppca import PPPCA, PPPCADP
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mpc_pca.dp.baselines import (
+        AnalyzeGaussPCA,
+        ExponentialMechanismPCA,
+        LocalPCA,
+        PooledPCA,
+        PrivatePowerMethodPCA,
+        RetractedSNPCA,
+    )
+    from mpc_pca.dp.cape import CapePCA
+    from mpc_pca.dp.capeagn import CapeAGN
+    from mpc_pca.dp.dispca import DPdisPCA
+    from mpc_pca.dp.dpdpca import DPDPCA
+    from mpc_pca.pppca.dp_estimator import PPPCADP
+    from mpc_pca.pppca.estimator import PPPCA
+
+#: Public name -> the module that defines it. Imported on first use (PEP 562),
+#: so that importing one submodule (e.g. a party process's transport) does not
+#: import every estimator and scikit-learn with it.
+_EXPORTS = {
+    "DPDPCA": "mpc_pca.dp.dpdpca",
+    "AnalyzeGaussPCA": "mpc_pca.dp.baselines",
+    "CapeAGN": "mpc_pca.dp.capeagn",
+    "CapePCA": "mpc_pca.dp.cape",
+    "DPdisPCA": "mpc_pca.dp.dispca",
+    "ExponentialMechanismPCA": "mpc_pca.dp.baselines",
+    "LocalPCA": "mpc_pca.dp.baselines",
+    "PooledPCA": "mpc_pca.dp.baselines",
+    "PrivatePowerMethodPCA": "mpc_pca.dp.baselines",
+    "RetractedSNPCA": "mpc_pca.dp.baselines",
+    "PPPCA": "mpc_pca.pppca.estimator",
+    "PPPCADP": "mpc_pca.pppca.dp_estimator",
+}
 
 __all__ = [
     "DPDPCA",
@@ -49,3 +74,15 @@ __all__ = [
     "PrivatePowerMethodPCA",
     "RetractedSNPCA",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

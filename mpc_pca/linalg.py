@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
-from sklearn.utils.extmath import svd_flip
 
 from protocols.triangle import from_upper_triangle, upper_triangle
 
@@ -14,9 +13,11 @@ __all__ = ["flip_signs", "from_upper_triangle", "leading_eigenpairs", "top_eigen
 def flip_signs(components: NDArray[np.float64]) -> NDArray[np.float64]:
     """Make each row's largest-magnitude entry positive (deterministic eigenvector signs).
 
-    This is scikit-learn's ``svd_flip(..., u_based_decision=False)``, the
-    convention its ``PCA`` uses for ``components_``, so results are
-    comparable without re-alignment (an all-zero row stays zero).
+    This is the convention of scikit-learn's ``svd_flip(..., u_based_decision=False)``,
+    which its ``PCA`` uses for ``components_``, so results are comparable
+    without re-alignment (an all-zero row stays zero; ties go to the first
+    largest entry, as ``argmax`` breaks them). Written here so that a party
+    process does not import scikit-learn.
 
     Examples
     --------
@@ -26,7 +27,10 @@ def flip_signs(components: NDArray[np.float64]) -> NDArray[np.float64]:
     components = np.array(components, dtype=np.float64, copy=True)
     if components.size == 0:
         return components
-    return svd_flip(None, components, u_based_decision=False)[1]
+    pivots = np.argmax(np.abs(components), axis=1)
+    signs = np.sign(components[np.arange(components.shape[0]), pivots])
+    signs[signs == 0] = 1.0
+    return components * signs[:, np.newaxis]
 
 
 def top_eigenpairs(

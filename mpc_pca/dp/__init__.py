@@ -23,18 +23,40 @@ common, preprocessing, metrics
     metrics.
 """
 
-from mpc_pca.dp.baselines import (
-    AnalyzeGaussPCA,
-    ExponentialMechanismPCA,
-    LocalPCA,
-    PooledPCA,
-    PrivatePowerMethodPCA,
-    RetractedSNPCA,
-)
-from mpc_pca.dp.cape import CapePCA
-from mpc_pca.dp.capeagn import CapeAGN
-from mpc_pca.dp.dispca import DPdisPCA
-from mpc_pca.dp.dpdpca import DPDPCA
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mpc_pca.dp.baselines import (
+        AnalyzeGaussPCA,
+        ExponentialMechanismPCA,
+        LocalPCA,
+        PooledPCA,
+        PrivatePowerMethodPCA,
+        RetractedSNPCA,
+    )
+    from mpc_pca.dp.cape import CapePCA
+    from mpc_pca.dp.capeagn import CapeAGN
+    from mpc_pca.dp.dispca import DPdisPCA
+    from mpc_pca.dp.dpdpca import DPDPCA
+
+#: Public name -> the module that defines it. Imported on first use (PEP 562),
+#: so that importing one submodule (e.g. a party process's transport) does not
+#: import every estimator and scikit-learn with it.
+_EXPORTS = {
+    "AnalyzeGaussPCA": "mpc_pca.dp.baselines",
+    "ExponentialMechanismPCA": "mpc_pca.dp.baselines",
+    "LocalPCA": "mpc_pca.dp.baselines",
+    "PooledPCA": "mpc_pca.dp.baselines",
+    "PrivatePowerMethodPCA": "mpc_pca.dp.baselines",
+    "RetractedSNPCA": "mpc_pca.dp.baselines",
+    "CapePCA": "mpc_pca.dp.cape",
+    "CapeAGN": "mpc_pca.dp.capeagn",
+    "DPdisPCA": "mpc_pca.dp.dispca",
+    "DPDPCA": "mpc_pca.dp.dpdpca",
+}
 
 __all__ = [
     "DPDPCA",
@@ -48,3 +70,15 @@ __all__ = [
     "PrivatePowerMethodPCA",
     "RetractedSNPCA",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

@@ -24,18 +24,41 @@ distributed
     --transport torch``); imported only when used.
 """
 
-from mpc_pca.pppca.dp_estimator import PPPCADP
-from mpc_pca.pppca.estimator import PPPCA, resolve_backend
-from mpc_pca.pppca.protocol import (
-    PPPCAConfig,
-    PPPCAModel,
-    consumer_role,
-    preflight,
-    provider_role,
-    rounding_error_bounds,
-    run_pppca,
-    server_role,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mpc_pca.pppca.dp_estimator import PPPCADP
+    from mpc_pca.pppca.estimator import PPPCA, resolve_backend
+    from mpc_pca.pppca.protocol import (
+        PPPCAConfig,
+        PPPCAModel,
+        consumer_role,
+        preflight,
+        provider_role,
+        rounding_error_bounds,
+        run_pppca,
+        server_role,
+    )
+
+#: Public name -> the module that defines it. Imported on first use (PEP 562),
+#: so that importing one submodule (e.g. a party process's transport) does not
+#: import every estimator and scikit-learn with it.
+_EXPORTS = {
+    "PPPCADP": "mpc_pca.pppca.dp_estimator",
+    "PPPCA": "mpc_pca.pppca.estimator",
+    "resolve_backend": "mpc_pca.pppca.estimator",
+    "PPPCAConfig": "mpc_pca.pppca.protocol",
+    "PPPCAModel": "mpc_pca.pppca.protocol",
+    "consumer_role": "mpc_pca.pppca.protocol",
+    "preflight": "mpc_pca.pppca.protocol",
+    "provider_role": "mpc_pca.pppca.protocol",
+    "rounding_error_bounds": "mpc_pca.pppca.protocol",
+    "run_pppca": "mpc_pca.pppca.protocol",
+    "server_role": "mpc_pca.pppca.protocol",
+}
 
 __all__ = [
     "PPPCA",
@@ -50,3 +73,15 @@ __all__ = [
     "run_pppca",
     "server_role",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

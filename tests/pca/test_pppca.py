@@ -248,3 +248,17 @@ def test_rounding_error_bounds_hold(wine, scale, frac_bits):
     assert np.all(deviation <= model.component_error_bounds_ + 1e-12)
     variance_gap = np.max(np.abs(model.explained_variance_ - reference.explained_variance_))
     assert variance_gap <= model.variance_error_bound_ + 1e-9 * reference.explained_variance_[0]
+
+
+def test_flip_signs_is_sklearns_svd_flip_convention():
+    from sklearn.utils.extmath import svd_flip
+
+    rng = np.random.default_rng(11)
+    for shape in ((1, 1), (3, 5), (5, 5), (2, 40)):
+        v = rng.normal(size=shape)
+        v[0, :] *= -1
+        ours = flip_signs(v)
+        assert np.array_equal(ours, svd_flip(None, v.copy(), u_based_decision=False)[1])
+        assert np.all(ours[np.arange(shape[0]), np.argmax(np.abs(ours), axis=1)] > 0)
+    # ties go to the first largest entry; an all-zero row stays zero
+    assert flip_signs(np.array([[0.5, -0.5], [0.0, 0.0]])).tolist() == [[0.5, -0.5], [0.0, 0.0]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
@@ -37,3 +38,21 @@ def test_quick_secure_sum_leaves_published_results_alone(published, tmp_path, mo
     monkeypatch.setattr(sys, "argv", ["bench_secure_sum", "--quick", "--out", str(tmp_path / "elsewhere")])
     bench_secure_sum.main()
     assert (tmp_path / "elsewhere" / "secure_sum.json").exists()
+
+
+@pytest.mark.slow
+def test_startup_benchmark_times_both_commands_and_reads_the_runs_report(tmp_path, monkeypatch):
+    pytest.importorskip("torch", reason="the baseline is `import torch.distributed`")
+    from benchmarks import bench_startup
+
+    monkeypatch.setattr(sys, "argv", ["bench_startup", "--quick", "--parties", "2", "--out", str(tmp_path)])
+    bench_startup.main()
+    result = json.loads((tmp_path / "startup.json").read_text())
+    assert len(result["run_seconds"]) == len(result["import_torch_distributed_seconds"]) == 2
+    # the protocol work is a small part of the run: the rest is start-up, which is what is measured
+    assert all(
+        0 < p < r for p, r in zip(result["protocol_seconds_slowest_role"], result["run_seconds"], strict=True)
+    )
+    assert result["run_over_import"] == pytest.approx(
+        result["median_run_seconds"] / result["median_import_seconds"]
+    )

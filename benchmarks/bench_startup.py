@@ -1,0 +1,107 @@
+"""Start-up of a multi-process run against one ``import torch.distributed``, in the same run (issue 15).
+
+Issue 15's target: ``mpc-pca run --transport processes`` on Wine (one process
+per party, TLS links, throw-away certificates) takes at most twice the wall
+time of a fresh interpreter that only runs ``import torch.distributed``. Both
+are timed here as subprocesses, interleaved (import, run, import, run, ...) so
+that machine load hits them alike, and the ratio of the medians is reported.
+The run's own report gives, per party, the seconds of protocol work, which
+shows how much of the wall time is start-up.
+
+Usage: ``python -m benchmarks.bench_startup [--quick] [--out DIR] [--parties M]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.timing import add_out_argument, machine, output_dir, write_json
+
+IMPORT_TORCH = [sys.executable, "-c", "import torch.distributed"]
+
+
+def run_command(parties: int, output: Path) -> list[str]:
+    """The timed PPPCA run: Wine, ``parties`` providers, every party its own process."""
+    return [
+        sys.executable,
+        "-m",
+        "mpc_pca",
+        "run",
+        "--protocol",
+        "pppca-ss",
+        "--data",
+        "builtin:wine",
+        "--parties",
+        str(parties),
+        "--transport",
+        "processes",
+        "--output",
+        str(output),
+        "-q",
+    ]
+
+
+def timed(command: list[str]) -> float:
+    """Wall seconds of one subprocess (it must succeed)."""
+    start = time.perf_counter()
+    subprocess.run(command, check=True, capture_output=True, text=True)
+    return time.perf_counter() - start
+
+
+def measure(parties: int, repeats: int) -> dict[str, Any]:
+    """Interleaved medians of ``import torch.distributed`` and of the run, and their ratio."""
+    imports: list[float] = []
+    runs: list[float] = []
+    protocol: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
+        for i in range(repeats):
+            output = Path(tmp) / f"run{i}.json"
+            imports.append(timed(IMPORT_TORCH))
+            runs.append(timed(run_command(parties, output)))
+            report = json.loads(output.read_text())["report"]
+            protocol.append(max(float(role["seconds"]) for role in report.values()))
+            print(
+                f"repeat {i + 1}/{repeats}: import torch.distributed {imports[-1]:.2f} s, run {runs[-1]:.2f} s"
+            )
+    median_import, median_run = statistics.median(imports), statistics.median(runs)
+    return {
+        "parties": parties,
+        "repeats": repeats,
+        "import_torch_distributed_seconds": imports,
+        "run_seconds": runs,
+        "protocol_seconds_slowest_role": protocol,
+        "median_import_seconds": median_import,
+        "median_run_seconds": median_run,
+        "run_over_import": median_run / median_import,
+        "target_run_over_import": 2.0,
+        "command": " ".join(run_command(parties, Path("OUT.json"))[1:]),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="CI size: 2 repeats instead of 7")
+    parser.add_argument(
+        "--parties", type=int, default=3, help="number of providers (default 3, as in issue 15)"
+    )
+    add_out_argument(parser)
+    args = parser.parse_args()
+    folder = output_dir(args.out, args.quick)
+    result = {"machine": machine(), **measure(args.parties, 2 if args.quick else 7)}
+    path = write_json("startup.json", result, folder)
+    print(
+        f"median run {result['median_run_seconds']:.2f} s / import torch.distributed "
+        f"{result['median_import_seconds']:.2f} s = {result['run_over_import']:.2f} (target <= 2); wrote {path}"
+    )
+
+
+if __name__ == "__main__":
+    main()
