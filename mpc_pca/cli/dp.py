@@ -24,6 +24,7 @@ run with a known seed is not private. Leave it unset for a private run.
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 from collections.abc import Callable
 from typing import Any
@@ -41,7 +42,10 @@ def add_dp_arguments(run: argparse.ArgumentParser) -> None:
     """Add the differential-privacy options to the ``run`` sub-command."""
     dp = run.add_argument_group("differential privacy (ag, sn, ppm, ppca, local, dispca, capepca, dpdpca)")
     dp.add_argument(
-        "--epsilon", type=float, default=None, help="privacy parameter epsilon > 0 (default 1; inf = no noise)"
+        "--epsilon",
+        type=float,
+        default=None,
+        help="privacy parameter epsilon > 0 (default 1; inf = no noise)",
     )
     dp.add_argument(
         "--delta", type=float, default=None, help="privacy parameter 0 < delta < 1 (default 1e-5)"
@@ -227,23 +231,32 @@ def _gaussian(args: argparse.Namespace) -> dict[str, Any]:
     return {**_privacy(args), "noise_calibration": getattr(args, "noise_calibration", "analytic")}
 
 
+def _lazy_class(module: str, name: str) -> Callable[..., Any]:
+    """A constructor of ``mpc_pca.dp.<module>.<name>`` that imports the module on first call."""
+
+    def construct(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(f"mpc_pca.dp.{module}"), name)(*args, **kwargs)
+
+    return construct
+
+
 def dp_protocol_specs(spec_type: Callable[..., Any]) -> list[Any]:
     """The DP protocols as ``spec_type(name, summary, runner[, options])`` entries for ``protocol_table()``.
 
     ``options`` names the protocol-specific ``run`` options a protocol uses
     (only ``dpdpca`` takes one, ``--key-bits``); the others reject them.
     """
-    from mpc_pca.dp.baselines import (
-        AnalyzeGaussPCA,
-        ExponentialMechanismPCA,
-        LocalPCA,
-        PooledPCA,
-        PrivatePowerMethodPCA,
-        RetractedSNPCA,
-    )
-    from mpc_pca.dp.cape import CapePCA
-    from mpc_pca.dp.dispca import DPdisPCA
-    from mpc_pca.dp.dpdpca import DPDPCA
+    # The estimators (and scikit-learn with them) are imported when a protocol runs, not
+    # when the table is built: every command, a party process's included, builds it.
+    AnalyzeGaussPCA = _lazy_class("baselines", "AnalyzeGaussPCA")
+    ExponentialMechanismPCA = _lazy_class("baselines", "ExponentialMechanismPCA")
+    LocalPCA = _lazy_class("baselines", "LocalPCA")
+    PooledPCA = _lazy_class("baselines", "PooledPCA")
+    PrivatePowerMethodPCA = _lazy_class("baselines", "PrivatePowerMethodPCA")
+    RetractedSNPCA = _lazy_class("baselines", "RetractedSNPCA")
+    CapePCA = _lazy_class("cape", "CapePCA")
+    DPdisPCA = _lazy_class("dispca", "DPdisPCA")
+    DPDPCA = _lazy_class("dpdpca", "DPDPCA")
 
     def sn(args: argparse.Namespace, mode: str) -> Any:
         return RetractedSNPCA(epsilon=args.epsilon, neighbour=args.neighbour, **_common(args, mode))

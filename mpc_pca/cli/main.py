@@ -276,6 +276,10 @@ def run_command(args: argparse.Namespace) -> dict[str, Any]:
     inputs = expand_specs(args.data)
     check_output(args.output, "--output", inputs, args.force)
     check_output(args.transform_output, "--transform-output", inputs, args.force, [args.output])
+    if transport == "torch" and args.backend != "crypten":
+        from mpc_pca.pppca.launch import start_party_server
+
+        start_party_server()  # its imports overlap the reading of the data
     data = provider_data(args.data, read_options(args), parties=args.parties, split=args.split, seed=args.seed)
     for note in data.notes:
         print(f"mpc-pca: {note}", file=sys.stderr)

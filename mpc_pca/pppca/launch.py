@@ -9,6 +9,13 @@ certificate per party, in the run's temporary directory, deleted afterwards)
 and hosts the rendezvous on ``127.0.0.1`` at a port the kernel picks, so every
 link is TLS 1.3 between authenticated party names as in a real deployment.
 With ``insecure=True`` (required by the crypten backend) the links are plain.
+
+Start-up: except with CrypTen, the parties are not new interpreters but
+children of a fork server that imported the party code once
+(:class:`protocols.transport.launcher.PythonEntry`, :data:`PARTY_PRELOAD`), so a
+run pays the imports once instead of once per party
+(``python -m benchmarks.bench_startup``). CrypTen parties stay separate
+interpreters: torch and gloo are not fork-safe once initialised.
 """
 
 from __future__ import annotations
@@ -31,6 +38,25 @@ from mpc_pca.roles import SERVER
 from protocols.backends import make_backend
 from protocols.errors import InputValidationError
 
+#: What the fork server imports once for every party of a non-CrypTen run: a party
+#: forked from it starts without re-importing numpy, pandas, the command line and
+#: the TLS transport (issue 15).
+PARTY_PRELOAD = (
+    "mpc_pca.cli.main",
+    "mpc_pca.data.inputs",
+    "mpc_pca.data.columns",
+    "mpc_pca.pppca.distributed",
+    "protocols.transport.party_runner",
+    "protocols.transport.tls",
+)
+
+
+def start_party_server() -> None:
+    """Start the fork server of non-CrypTen parties early, so its imports overlap the caller's."""
+    from protocols.transport.launcher import start_fork_server
+
+    start_fork_server(PARTY_PRELOAD)
+
 
 def child_environment() -> dict[str, str]:
     """Environment of launched parties: this package importable, gloo on loopback, 1 thread."""
@@ -46,7 +72,9 @@ def child_environment() -> dict[str, str]:
     return env
 
 
-def host_rendezvous(ranks: dict[str, int], workdir: Path, insecure: bool, crypten: bool, timeout: float) -> tuple[Any, int]:
+def host_rendezvous(
+    ranks: dict[str, int], workdir: Path, insecure: bool, crypten: bool, timeout: float
+) -> tuple[Any, int]:
     """Host the run's rendezvous on 127.0.0.1; return the object to keep alive and its port."""
     if crypten:
         from protocols.transport.launcher import host_store
@@ -94,13 +122,15 @@ def launch_local(
         If any party failed; the message gives the first failure and how each
         failed party ended.
     """
-    from protocols.transport.launcher import launch, raise_on_failure
+    from protocols.transport.launcher import PythonEntry, launch, raise_on_failure
 
     if protocol not in TORCH_PROTOCOLS:
         raise InputValidationError(
             f"protocol {protocol!r} cannot run as processes yet; choose one of {list(TORCH_PROTOCOLS)}"
         )
     crypten = backend == "crypten"
+    if not crypten:
+        start_party_server()  # its imports overlap the checks and the credentials below
     if crypten and not insecure:
         raise InputValidationError(
             "the crypten backend's own traffic runs over gloo, which cannot be wrapped in TLS; add --insecure"
@@ -108,7 +138,9 @@ def launch_local(
     # The launcher holds every part, so before any process starts it refuses whatever
     # the in-process run would refuse (repeating the providers' local statistics once).
     backend_impl = make_backend(backend, frac_bits=frac_bits, key_bits=key_bits)
-    arrays, _, _, _ = preflight(list(parts), n_components, backend_impl, standardize=standardize, reveal=reveal)
+    arrays, _, _, _ = preflight(
+        list(parts), n_components, backend_impl, standardize=standardize, reveal=reveal
+    )
     ranks = pppca_ranks(len(arrays))
     world = len(ranks)
     with tempfile.TemporaryDirectory(prefix="mpc-pca-run-") as tmp:
@@ -143,8 +175,12 @@ def launch_local(
                     np.savetxt(handle, arrays[rank], fmt="%.17g", delimiter=",")
                 command += ["--data", str(path), "--delimiter", ","]
                 command += ["--header" if feature_names is not None else "--no-header"]
-            commands[name] = command
-        outcomes = launch(commands, timeout=timeout, env=child_environment(), workdir=workdir)
+            commands[name] = (
+                command if crypten else PythonEntry("mpc_pca.cli.main", "main", tuple(command[3:]))
+            )
+        outcomes = launch(
+            commands, timeout=timeout, env=child_environment(), workdir=workdir, preload=PARTY_PRELOAD
+        )
         raise_on_failure(outcomes, keep_alive if crypten else None)
         results = {name: json.loads(path.read_text()) for name, path in outputs.items()}
     result = {key: value for key, value in results[SERVER].items() if key not in ("party", "rank", "report")}

@@ -4,7 +4,13 @@ The launcher hosts the run's rendezvous store itself on a port the kernel
 picks (port 0), so no fixed port is used and the store outlives any party: a
 party that dies can not take the failure record down with it. Each party is a
 command line (typically ``python -m mpc_pca.cli party ... --external-store``)
-that connects to ``127.0.0.1:<port>``.
+that connects to ``127.0.0.1:<port>``, or a :class:`PythonEntry`: the same
+entry point called in a child of a fork server that imported the given modules
+once, so the parties of a run do not each pay the interpreter's and the
+packages' start-up (issue 15). The fork server (:mod:`multiprocessing`'s
+``forkserver``: a clean single-threaded process started on first use, never
+this launcher forking itself with its threads) lives as long as the launcher
+process and serves later launches too.
 
 When one party fails, the others normally stop within moments (their links
 close); the launcher still gives them ``timeout + grace`` seconds and then
@@ -13,8 +19,11 @@ kills the stragglers, so a launch always ends.
 
 from __future__ import annotations
 
+import importlib
+import multiprocessing
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -55,6 +64,74 @@ class ProcessOutcome:
         return f"exited with status {self.returncode}: {tail[0]}"
 
 
+@dataclass(frozen=True)
+class PythonEntry:
+    """A party run as ``module.function(argv)`` (returning its exit code) in a forked child.
+
+    ``env`` holds variables set in the child before the call; variables read
+    when a module is first imported (e.g. thread counts of numeric libraries)
+    come from the launcher's environment when the fork server started.
+    """
+
+    module: str
+    function: str
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()
+
+
+def _run_entry(entry: PythonEntry, stderr_path: str) -> None:
+    """Body of a forked party: stderr to its log, stdout discarded, then the entry point."""
+    log = os.open(stderr_path, os.O_WRONLY | os.O_APPEND)
+    os.dup2(log, 2)
+    os.close(log)
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.close(null)
+    os.environ.update(dict(entry.env))
+    try:
+        code = getattr(importlib.import_module(entry.module), entry.function)(list(entry.argv))
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    sys.exit(code)
+
+
+def start_fork_server(preload: Sequence[str]) -> None:
+    """Start the fork server now (if not running) so that its imports overlap the caller's work.
+
+    Idempotent; ``preload`` takes effect only if this call starts the server.
+    """
+    import multiprocessing.forkserver
+
+    multiprocessing.get_context("forkserver").set_forkserver_preload(list(preload))
+    multiprocessing.forkserver.ensure_running()
+
+
+class _ForkedParty:
+    """The :class:`subprocess.Popen` calls :func:`launch` uses, for a fork-server child."""
+
+    def __init__(self, entry: PythonEntry, stderr_path: Path, preload: Sequence[str]) -> None:
+        start_fork_server(preload)
+        self._process = multiprocessing.get_context("forkserver").Process(
+            target=_run_entry, args=(entry, str(stderr_path)), daemon=False
+        )
+        self._process.start()
+
+    @property
+    def returncode(self) -> int | None:
+        return self._process.exitcode
+
+    def poll(self) -> int | None:
+        return self._process.exitcode
+
+    def kill(self) -> None:
+        self._process.kill()
+
+    def wait(self) -> int | None:
+        self._process.join()
+        return self._process.exitcode
+
+
 def host_store(world_size: int, timeout: float) -> tuple[Any, int]:
     """Start a TCPStore server on 127.0.0.1 (only) at a free port; return it and its port.
 
@@ -77,19 +154,21 @@ def recorded_failure(store: Any) -> str | None:
 
 
 def launch(
-    commands: Mapping[str, Sequence[str]],
+    commands: Mapping[str, Sequence[str] | PythonEntry],
     *,
     timeout: float,
     env: Mapping[str, str] | None = None,
     grace: float = 10.0,
     workdir: Path | None = None,
+    preload: Sequence[str] = (),
 ) -> dict[str, ProcessOutcome]:
     """Run one process per party and wait until all have ended.
 
     Parameters
     ----------
-    commands : mapping of str to sequence of str
-        Party name to its command line.
+    commands : mapping of str to (sequence of str or PythonEntry)
+        Party name to its command line, or to the entry point to call in a
+        child of the fork server.
     timeout : float
         The parties' receive timeout; after the first failure the others get
         ``timeout + grace`` seconds to end by themselves before being killed.
@@ -97,18 +176,24 @@ def launch(
         Environment of the children (defaults to this process's).
     workdir : Path, optional
         Where the children's stderr is captured (a temporary directory by default).
+    preload : sequence of str
+        Modules the fork server imports once before forking :class:`PythonEntry`
+        parties (used only when the fork server starts).
     """
     environment = dict(os.environ if env is None else env)
     with tempfile.TemporaryDirectory(prefix="mpc-pca-launch-", dir=workdir) as tmp:
         logs = {name: Path(tmp) / f"{name}.stderr" for name in commands}
         handles = {name: logs[name].open("wb") for name in commands}
         start = time.monotonic()
-        procs = {}
+        procs: dict[str, Any] = {}
         try:
             for name, command in commands.items():
-                procs[name] = subprocess.Popen(
-                    list(command), stdout=subprocess.DEVNULL, stderr=handles[name], env=environment
-                )
+                if isinstance(command, PythonEntry):
+                    procs[name] = _ForkedParty(command, logs[name], preload)
+                else:
+                    procs[name] = subprocess.Popen(
+                        list(command), stdout=subprocess.DEVNULL, stderr=handles[name], env=environment
+                    )
             ended: dict[str, float] = {}
             killed: set[str] = set()
             kill_at = None
