@@ -23,8 +23,9 @@ base, validation, linalg
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mpc_pca.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mpc_pca.dp.baselines import (
@@ -42,9 +43,7 @@ if TYPE_CHECKING:
     from mpc_pca.pppca.dp_estimator import PPPCADP
     from mpc_pca.pppca.estimator import PPPCA
 
-#: Public name -> the module that defines it. Imported on first use (PEP 562),
-#: so that importing one submodule (e.g. a party process's transport) does not
-#: import every estimator and scikit-learn with it.
+#: Public name -> the module that defines it, imported on first use (mpc_pca.lazy).
 _EXPORTS = {
     "DPDPCA": "mpc_pca.dp.dpdpca",
     "AnalyzeGaussPCA": "mpc_pca.dp.baselines",
@@ -76,13 +75,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

@@ -26,8 +26,9 @@ distributed
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mpc_pca.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mpc_pca.pppca.dp_estimator import PPPCADP
@@ -43,9 +44,7 @@ if TYPE_CHECKING:
         server_role,
     )
 
-#: Public name -> the module that defines it. Imported on first use (PEP 562),
-#: so that importing one submodule (e.g. a party process's transport) does not
-#: import every estimator and scikit-learn with it.
+#: Public name -> the module that defines it, imported on first use (mpc_pca.lazy).
 _EXPORTS = {
     "PPPCADP": "mpc_pca.pppca.dp_estimator",
     "PPPCA": "mpc_pca.pppca.estimator",
@@ -75,13 +74,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

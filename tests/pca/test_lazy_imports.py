@@ -1,0 +1,29 @@
+"""A party process imports only what it uses: no estimator, no scikit-learn (issue 15 start-up)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import mpc_pca
+
+
+def test_party_code_and_the_parser_do_not_import_scikit_learn():
+    code = (
+        "import sys\n"
+        "from mpc_pca.cli.main import build_parser\n"
+        "import mpc_pca.pppca.distributed, protocols.transport.party_runner\n"
+        "build_parser()\n"
+        "print(sorted(m for m in ('sklearn', 'mpc_pca.dp.baselines', 'mpc_pca.pppca.estimator') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_package_exports_resolve_on_first_use():
+    from mpc_pca.pppca.estimator import PPPCA
+
+    assert mpc_pca.PPPCA is PPPCA and "PPPCA" in dir(mpc_pca)
+    assert set(mpc_pca.__all__) <= set(dir(mpc_pca))
+    for name in mpc_pca.__all__:
+        assert getattr(mpc_pca, name).__name__ == name
