@@ -19,6 +19,9 @@ roles
 base, validation, linalg
     Estimator plumbing, input checks and linear algebra shared by ``pppca``
     and ``dp``.
+lazy
+    The packages' exports are imported on first use, so a party process
+    imports no estimator and no scikit-learn.
 """
 
 from __future__ import annotations
