@@ -73,5 +73,5 @@ def test_run_secure_sum_defaults_and_names_the_bad_contributor():
     np.testing.assert_allclose(total, [1.75, 1.0], atol=1e-6)
     with pytest.raises(InputValidationError, match="bob"):
         run_secure_sum({"alice": [1.0], "bob": [np.nan]}, receiver="carol")
-    with pytest.raises(InputValidationError, match="^run_secure_sum needs at least one contributor$"):
+    with pytest.raises(InputValidationError, match=r"^run_secure_sum needs at least one contributor$"):
         run_secure_sum({}, receiver="carol")
