@@ -99,6 +99,10 @@ def crypten_available() -> bool:
     return True
 
 
+#: Point-to-point tag of the openings in :meth:`_GroupCommunicator.all_reduce` (sub-group only).
+OPEN_TAG = 0x6F70656E
+
+
 class _GroupCommunicator:
     """The part of CrypTen's communicator interface that sharing and seed setup use.
 
@@ -147,16 +151,33 @@ class _GroupCommunicator:
         """Sum over the group (CrypTen's openings); a list of tensors with ``batched=True``.
 
         Only the sum is supported; every member learns it (it is an opening).
+        Every member sends its (masked) shares to every other member in one
+        step and adds what it receives, as the native engine's openings do:
+        one communication step instead of the ``2 (M - 1)`` sequential steps
+        of gloo's ring all-reduce, and nobody sees a partial sum it would not
+        see in the ring. The tensors of a batch travel as one message.
         """
+        import torch
         import torch.distributed as dist
 
         if op is not None and op != dist.ReduceOp.SUM:
             raise NotImplementedError("only sums are used")
         tensors = list(input) if batched else [input]
-        results = [t.data.clone() for t in tensors]
-        works = [dist.all_reduce(r, group=self._group, async_op=True) for r in results]
-        for work in works:
+        flat = torch.cat([t.data.reshape(-1) for t in tensors])
+        peers = [r for r in range(len(self._global)) if r != self._rank]
+        buffers = {peer: torch.empty_like(flat) for peer in peers}
+        ops = [dist.P2POp(dist.isend, flat, self._global[p], self._group, OPEN_TAG) for p in peers]
+        ops += [dist.P2POp(dist.irecv, buffers[p], self._global[p], self._group, OPEN_TAG) for p in peers]
+        for work in dist.batch_isend_irecv(ops):
             work.wait()
+        total = flat.clone()
+        for peer in peers:
+            total += buffers[peer]
+        results, start = [], 0
+        for t in tensors:
+            n = t.data.numel()
+            results.append(total[start : start + n].reshape(t.data.shape))
+            start += n
         return results if batched else results[0]
 
     # CrypTen's object paths pickle what a peer sent (``pickle.loads`` on

@@ -26,8 +26,13 @@ Products (:meth:`CrypTenEngine.product`)
     triple) and its TTP provider (requests and replies pickled through
     ``send_obj``/``recv_obj``) are never used.
 Openings (:meth:`CrypTenEngine.open`)
-    CrypTen's ``ArithmeticSharedTensor.reveal_batch`` (an all-reduce among the
-    holders only; the dealer and the consumer are not in the sub-group).
+    CrypTen's ``ArithmeticSharedTensor.reveal_batch``, i.e. its communicator's
+    ``all_reduce`` among the holders only (the dealer and the consumer are not
+    in the sub-group). The group communicator
+    (:meth:`protocols.backends.crypten_compat._GroupCommunicator.all_reduce`)
+    implements it in one step: every holder sends its masked shares to every
+    other holder and adds what it receives, exactly the native engine's
+    opening, instead of gloo's ring (``2 (M - 1)`` sequential steps).
 Truncation
     :func:`protocols.tensor.ops.truncate` unchanged: the dealer deals a
     truncation pair (``r``, shares of ``r >> f`` and ``msb(r) 2^(64-f)``;
@@ -64,8 +69,9 @@ Traffic accounting
     The gloo all-reduces do not pass through the metered channel; each opening
     is recorded in the channel's meter as the native engine's opening would be
     (one send to and one receive from every other holder of the opened words),
-    so the reported rounds are comparable. On the wire gloo's ring all-reduce
-    takes ``2 (M - 1)`` steps per opening.
+    so the reported rounds and bytes are those of the native engine's
+    openings (the CrypTen engine opens ``Ĉ - A`` again in every product by
+    ``Ĉ``, see *Fixed left operands*).
 
 Security (honest-but-curious, as the native engine): the holders' links of
 the CrypTen sub-group are plain gloo TCP, neither encrypted nor authenticated
