@@ -77,6 +77,12 @@ def _random_cases(rng: np.random.Generator) -> list[dict]:
                 "bits": int(rng.integers(1, FRAC + 1)),
             }
         )
+    # products of equal shapes in a row: each must get its own triple (one-time ledger)
+    shape = np.array(cases[0]["x"]).shape
+    cases += [
+        {"op": "mul", "x": rng.normal(size=shape).tolist(), "y": rng.normal(size=shape).tolist()}
+        for _ in range(2)
+    ]
     return cases
 
 
