@@ -265,3 +265,36 @@ def test_components_on_the_crypten_engine_match_sklearn(dataset, k, providers, r
     d = X.shape[1]
     assert result["report"]["server"]["bytes_received"] < providers * 8 * (d * k + k * k + 2 * d + 16) + 2_000
     assert min(rounds[f"provider{i}"] for i in range(providers)) > 4_000
+
+
+@pytest.mark.slow
+def test_cli_runs_components_on_the_crypten_engine(tmp_path):
+    """`mpc-pca run --reveal components --backend crypten --transport torch --insecure` (the README's command)."""
+    from sklearn.datasets import load_iris
+    from sklearn.decomposition import PCA
+
+    from mpc_pca.cli import main
+
+    out = tmp_path / "result.json"
+    argv = [
+        "run",
+        "--protocol",
+        "pppca-ss",
+        "--data",
+        "builtin:iris",
+        "--parties",
+        "3",
+        "--n-components",
+        "2",
+    ]
+    argv += ["--reveal", "components", "--backend", "crypten", "--transport", "torch", "--insecure"]
+    assert main([*argv, "--output", str(out), "-q"]) == 0
+    result = json.loads(out.read_text())
+    assert result["backend"] == "crypten" and result["secure_eigensolve"]["engine"] == "crypten"
+    ref = PCA(2).fit(load_iris().data).components_
+    got = np.array(result["components"])
+    assert np.max(np.abs(align_signs(got, ref) - ref)) < 1e-4
+    # in-process, the same request is refused as an input error before anything runs
+    from mpc_pca.cli.options import EXIT_INPUT
+
+    assert main(argv[:-3]) == EXIT_INPUT
