@@ -265,6 +265,7 @@ class CrypTenEngine:
             return SharedTensor(session, None, shape, bits)
         if x.share is None or y.share is None:
             raise ProtocolError("a holder's handle has no share")
+        session.stats.openings += 1
         self._meter_opening(int(x.share.size + y.share.size))
         with self.active() as crypten:
             from crypten.mpc.primitives import beaver
