@@ -32,6 +32,9 @@ from protocols.tensor import TensorSession, share_sum
 from protocols.tensor.eig import EigResult, IterationPlan, plan_iterations, top_eigenvectors
 
 REVEAL_MODES = ("covariance", "components")
+#: Tensor engines of the eigensolve: this project's (:mod:`protocols.tensor`) or
+#: CrypTen's (:mod:`protocols.tensor.crypten_engine`, processes only).
+ENGINES = ("native", "crypten")
 #: Largest trace of the pooled Gram matrix the scaling step accepts, for ``f`` fractional bits.
 _SCALE_HEADROOM_BITS = 61 - 8
 
@@ -73,7 +76,20 @@ def check_trace_fits(gram_trace: float, gram_frac_bits: int) -> None:
         )
 
 
-def _session(party: Party, providers: tuple[str, ...], settings: ComponentsSettings) -> TensorSession:
+def engine_for(backend_name: str) -> str:
+    """The tensor engine of a run: ``"crypten"`` with the crypten backend, else ``"native"``."""
+    return "crypten" if backend_name == "crypten" else "native"
+
+
+def _session(
+    party: Party, providers: tuple[str, ...], settings: ComponentsSettings, engine: str
+) -> TensorSession:
+    if engine not in ENGINES:
+        raise InputValidationError(f"engine={engine!r} is not one of {ENGINES}")
+    if engine == "crypten":
+        from protocols.tensor.crypten_engine import CrypTenTensorSession
+
+        return CrypTenTensorSession(party, holders=providers, dealer=SERVER, frac_bits=settings.frac_bits)
     return TensorSession(party, holders=providers, dealer=SERVER, frac_bits=settings.frac_bits)
 
 
@@ -84,9 +100,14 @@ def provider_eigensolve(
     n_components: int,
     settings: ComponentsSettings,
     gram_frac_bits: int,
+    engine: str = "native",
 ) -> None:
-    """Provider side of the modified steps 5-8: share ``X_i^T X_i`` and take part in the solve."""
-    session = _session(party, providers, settings)
+    """Provider side of the modified steps 5-8: share ``X_i^T X_i`` and take part in the solve.
+
+    ``engine="crypten"`` computes the products with CrypTen's Beaver code (the
+    server still deals every triple and truncation pair).
+    """
+    session = _session(party, providers, settings, engine)
     d = gram.shape[0]
     shared = share_sum(session, gram, shape=(d, d), frac_bits=gram_frac_bits, name="centred Gram matrix")
     top_eigenvectors(shared, n_components, to=SERVER, plan=settings.plan(d, n_components))
@@ -99,9 +120,10 @@ def server_eigensolve(
     n_components: int,
     settings: ComponentsSettings,
     gram_frac_bits: int,
+    engine: str = "native",
 ) -> EigResult:
     """Server side: deal triples and masks, receive the top-k eigenpairs of ``G`` (not ``G``)."""
-    session = _session(party, providers, settings)
+    session = _session(party, providers, settings, engine)
     d = n_features
     shared = share_sum(session, None, shape=(d, d), frac_bits=gram_frac_bits)
     result = top_eigenvectors(shared, n_components, to=SERVER, plan=settings.plan(d, n_components))

@@ -42,6 +42,7 @@ from mpc_pca.pppca.components import (
     check_reveal,
     check_trace_fits,
     components_error_bounds,
+    engine_for,
     provider_eigensolve,
     server_eigensolve,
 )
@@ -60,6 +61,7 @@ from mpc_pca.pppca.standardize import scale_and_error, server_matrix
 from mpc_pca.roles import CONSUMER, SERVER, provider_names
 from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite
 from protocols.backends import SecureSumBackend
+from protocols.encoding import FixedPointCodec
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.messages import expect_real_array
 from protocols.party import Party
@@ -198,7 +200,8 @@ def provider_role(
                 config.providers,
                 config.n_components,
                 config.components,
-                backend.codec.frac_bits,
+                components_gram_bits(backend),
+                engine_for(backend.name),
             )
             transfer = expect_real_array(
                 party.recv(SERVER), SERVER, (config.n_features, config.n_components), "T"
@@ -311,9 +314,10 @@ def _server_components(
     The rows are not column-scaled in this mode (``config.column_exponents`` is
     ``None``), so ``mean`` is already in the data's units.
     """
-    f_gram = backend.codec.frac_bits
+    f_gram = components_gram_bits(backend)
+    engine = engine_for(backend.name)
     result = server_eigensolve(
-        party, config.providers, config.n_features, config.n_components, config.components, f_gram
+        party, config.providers, config.n_features, config.n_components, config.components, f_gram, engine
     )
     components = result.components
     values = result.eigenvalues / (n_samples - 1)
@@ -321,7 +325,7 @@ def _server_components(
     for provider in config.providers:
         party.send(provider, transfer)
     eta, bounds = components_error_bounds(result, n_samples, config.n_parties, f_gram, config.components)
-    solve = {**result.plan.as_dict(), "reveal": "components", "dealer": SERVER}
+    solve = {**result.plan.as_dict(), "reveal": "components", "dealer": SERVER, "engine": engine}
     return PPPCAModel(
         mean, n_samples, components, values, result.trace / (n_samples - 1), eta, bounds, None, solve
     )
@@ -334,6 +338,21 @@ def _gram_shift(message: object) -> int:
     if shift != round(shift) or abs(shift) > 4096:
         raise ProtocolError(f"the server sent Gram scale exponent {shift!r}; expected an integer")
     return int(shift)
+
+
+def components_gram_bits(backend: SecureSumBackend) -> int:
+    """Fractional bits of the Gram shares with ``reveal="components"``.
+
+    The backend's own with the native engine. With the CrypTen engine the Gram
+    matrix is shared by :func:`protocols.tensor.share_sum` in Z_2^64 (not by the
+    crypten secure-sum backend), with at least the project's default 20 bits:
+    CrypTen's 16 would leave fewer than 20 significant bits of the unscaled
+    covariance of e.g. standardized wine (this mode has no column scaling).
+    """
+    f = backend.codec.frac_bits
+    if engine_for(backend.name) == "crypten":
+        return max(f, FixedPointCodec().frac_bits)
+    return f
 
 
 def gram_shift_of(config: PPPCAConfig, frac_bits: int, n_samples: int) -> int:
@@ -506,7 +525,7 @@ def preflight(
     diagonal = np.ldexp(
         sum(st.centred_gram_diagonal(mean) for st in scaled), 2 * np.asarray(exponents, dtype=np.int64)
     )
-    f = backend.codec.frac_bits
+    f = components_gram_bits(backend) if reveal == "components" else backend.codec.frac_bits
     scale, eta = scale_and_error(diagonal, n_samples, gram_entry_error(config, f, n_samples), standardize)
     check_precision(eta, float(np.max(diagonal / scale**2)) / (n_samples - 1), config)
     if reveal == "components":
@@ -578,6 +597,14 @@ def run_pppca(
     )
     settings = ComponentsSettings() if components is None else components
     d = stats[0].n_features
+    if reveal == "components" and engine_for(backend.name) == "crypten":
+        raise InputValidationError(
+            "reveal='components' with backend='crypten' runs the CrypTen tensor engine, whose parties must be "
+            "processes over torch.distributed; it cannot run in-process. Use `mpc-pca run --reveal components "
+            "--backend crypten --transport torch --insecure` or "
+            "mpc_pca.pppca.launch.launch_local(parts, reveal='components', backend='crypten', insecure=True), "
+            "or backend='additive' for the in-process engine"
+        )
     if reveal == "components":
         settings.plan(d, k)  # validates the settings before anything is sent
     config = PPPCAConfig(len(arrays), d, k, with_consumer, exponents, standardize, reveal, settings)

@@ -99,6 +99,10 @@ def crypten_available() -> bool:
     return True
 
 
+#: Point-to-point tag of the openings in :meth:`_GroupCommunicator.all_reduce` (sub-group only).
+OPEN_TAG = 0x6F70656E
+
+
 class _GroupCommunicator:
     """The part of CrypTen's communicator interface that sharing and seed setup use.
 
@@ -142,6 +146,102 @@ class _GroupCommunicator:
             raise NotImplementedError("only single-tensor broadcasts within the session group are used")
         dist.broadcast(tensor.data, self._global[src], group=self._group)
         return tensor
+
+    def all_reduce(self, input: Any, op: Any = None, batched: bool = False) -> Any:
+        """Sum over the group (CrypTen's openings); a list of tensors with ``batched=True``.
+
+        Only the sum is supported; every member learns it (it is an opening).
+        Every member sends its (masked) shares to every other member in one
+        step and adds what it receives, as the native engine's openings do:
+        one communication step instead of the ``2 (M - 1)`` sequential steps
+        of gloo's ring all-reduce, and nobody sees a partial sum it would not
+        see in the ring. The tensors of a batch travel as one message.
+        """
+        import torch
+        import torch.distributed as dist
+
+        if op is not None and op != dist.ReduceOp.SUM:
+            raise NotImplementedError("only sums are used")
+        tensors = list(input) if batched else [input]
+        flat = torch.cat([t.data.reshape(-1) for t in tensors])
+        peers = [r for r in range(len(self._global)) if r != self._rank]
+        buffers = {peer: torch.empty_like(flat) for peer in peers}
+        ops = [dist.P2POp(dist.isend, flat, self._global[p], self._group, OPEN_TAG) for p in peers]
+        ops += [dist.P2POp(dist.irecv, buffers[p], self._global[p], self._group, OPEN_TAG) for p in peers]
+        for work in dist.batch_isend_irecv(ops):
+            work.wait()
+        total = flat.clone()
+        for peer in peers:
+            total += buffers[peer]
+        results, start = [], 0
+        for t in tensors:
+            n = t.data.numel()
+            results.append(total[start : start + n].reshape(t.data.shape))
+            start += n
+        return results if batched else results[0]
+
+    # CrypTen's object paths pickle what a peer sent (``pickle.loads`` on
+    # ``recv_obj``): a hostile peer would run code here. None of them is ever
+    # needed by what this project computes, so every one refuses.
+
+    def send_obj(self, obj: Any, dst: int, group: Any = None) -> None:
+        refuse_pickle("send_obj")
+
+    def recv_obj(self, src: int, group: Any = None) -> Any:
+        refuse_pickle("recv_obj")
+
+    def broadcast_obj(self, obj: Any, src: int, group: Any = None) -> Any:
+        refuse_pickle("broadcast_obj")
+
+    def all_gather_obj(self, obj: Any) -> Any:
+        refuse_pickle("all_gather_obj")
+
+
+#: torch.distributed collectives that pickle their payload (``_object_to_tensor``/``pickle.loads``).
+OBJECT_COLLECTIVES = (
+    "send_object_list",
+    "recv_object_list",
+    "broadcast_object_list",
+    "all_gather_object",
+    "gather_object",
+    "scatter_object_list",
+)
+
+
+def refuse_pickle(what: str) -> Any:
+    """Raise :class:`~protocols.errors.ProtocolError`: ``what`` would unpickle a peer's bytes."""
+    from protocols.errors import ProtocolError
+
+    raise ProtocolError(
+        f"{what} pickles what a peer sends and is refused in this project's CrypTen runs; "
+        "only int64 tensors and the run's own message codec are accepted"
+    )
+
+
+@contextlib.contextmanager
+def no_object_collectives() -> Iterator[None]:
+    """Replace torch.distributed's ``*_object*`` collectives by functions that raise, then restore them.
+
+    Inside the block nothing CrypTen (or anything else in this process) calls
+    can reach a pickle of a peer's bytes through torch.distributed.
+    """
+    import torch.distributed as dist
+
+    saved = {name: getattr(dist, name) for name in OBJECT_COLLECTIVES if hasattr(dist, name)}
+
+    def refuser(name: str) -> Any:
+        def refuse(*args: Any, **kwargs: Any) -> Any:
+            return refuse_pickle(f"torch.distributed.{name}")
+
+        return refuse
+
+    try:
+        for name in saved:
+            setattr(dist, name, refuser(name))
+        yield
+    finally:
+        for name, function in saved.items():
+            setattr(dist, name, function)
 
 
 class CrypTenGroupSession:

@@ -209,6 +209,8 @@ def _encode_public(session: TensorSession, value: ArrayLike, frac_bits: int, nam
 def _open(session: TensorSession, arrays: list[NDArray[np.uint64]]) -> list[NDArray[np.uint64]]:
     """Holders exchange masked shares and all learn their sums (one round)."""
     session.stats.openings += 1
+    if session.engine is not None:
+        return session.engine.open(arrays)
     me = session.party
     peers = [h for h in session.holders if h != me.name]
     for peer in peers:
@@ -297,14 +299,22 @@ def _product(x: SharedTensor, y: SharedTensor, kind: Kind, extra_bits: int) -> S
         )
     if not 0 <= extra_bits <= 16:
         raise InputValidationError(f"extra_bits must be between 0 and 16, got {extra_bits}")
-    tri = triple(session, kind, x.shape, y.shape)
     session.stats.bump(kind)
+    if session.engine is not None:
+        z = session.engine.product(x, y, kind)
+        return _truncate_product(z, extra_bits)
+    tri = triple(session, kind, x.shape, y.shape)
     if tri is None:
         shape = (x.shape[0], y.shape[1]) if kind == "matmul" else x.shape
         z = SharedTensor(session, None, shape, 2 * session.frac_bits)
     else:
         z = beaver(x, y, tri)
-    # dropping f + extra_bits bits divides by 2^extra_bits; the result carries f bits
+    return _truncate_product(z, extra_bits)
+
+
+def _truncate_product(z: SharedTensor, extra_bits: int) -> SharedTensor:
+    """Drop ``f + extra_bits`` bits of a ``2 f``-bit product: divides by ``2^extra_bits``, keeps ``f`` bits."""
+    session = z.session
     out = truncate(z, session.frac_bits + extra_bits)
     return SharedTensor(session, out.share, out.shape, session.frac_bits)
 
@@ -354,6 +364,8 @@ def fix_left(x: SharedTensor) -> FixedOperand:
     session = x.session
     if x.ndim != 2 or x.frac_bits != session.frac_bits:
         raise InputValidationError(f"fix_left needs a 2-d operand with {session.frac_bits} fractional bits")
+    if session.engine is not None and not session.engine.fixed_operands:
+        return FixedOperand(x, None, None)  # matmul_fixed falls back to matmul (fresh triple each time)
     mask = operand_mask(session, x.shape)
     opened = None
     if session.is_holder and mask is not None and x.share is not None:
@@ -367,6 +379,8 @@ def matmul_fixed(fixed: FixedOperand, y: SharedTensor) -> SharedTensor:
     session = x.session
     if y.ndim != 2 or x.shape[1] != y.shape[0] or y.frac_bits != session.frac_bits:
         raise InputValidationError(f"cannot matrix-multiply shapes {x.shape} and {y.shape}")
+    if session.engine is not None and not session.engine.fixed_operands:
+        return matmul(x, y)
     tri = fixed_triple(session, fixed.mask, y.shape)
     session.stats.bump("matmul_fixed")
     shape = (x.shape[0], y.shape[1])

@@ -25,7 +25,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -35,6 +35,9 @@ from protocols.errors import InputValidationError, TripleReuseError
 from protocols.messages import expect_seed
 from protocols.party import Party
 from protocols.prg import KEY_BYTES, RingPRG, nonce_for_counter
+
+if TYPE_CHECKING:
+    from protocols.tensor.engine import ProductEngine
 
 Role = Literal["holder", "dealer", "observer"]
 
@@ -158,6 +161,10 @@ class TensorSession:
         self._my_seed = b""
         self._zero_next = b""
         self._zero_prev = b""
+        #: Product engine: ``None`` is this package's own openings and Beaver
+        #: products; :class:`protocols.tensor.crypten_engine.CrypTenTensorSession`
+        #: installs CrypTen's (see :class:`protocols.tensor.engine.ProductEngine`).
+        self.engine: ProductEngine | None = None
 
     # -- public properties -------------------------------------------------------
 
