@@ -47,7 +47,7 @@ reproducible experiments only, and a run with a known seed is not private
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -341,6 +341,34 @@ def aggregator_role(party: Party, config: CapeConfig, rng: np.random.Generator) 
 # -- driver ----------------------------------------------------------------------------------
 
 
+def run_cape_parties(
+    arrays: Sequence[Any],
+    config: Any,
+    site: Callable[[Party, Any, Any, np.random.Generator], Any],
+    aggregator: Callable[[Party, Any, np.random.Generator], Any],
+    noise_generator: Callable[[Party, Any, np.random.Generator], Any],
+    *,
+    random_state: RandomState,
+    timeout: float,
+) -> RunResult:
+    """Run CAPE's parties in-process: one thread per site, the aggregator and the noise generator.
+
+    The topology of JSTSP 2018 (Alg. 1 for capePCA, §5 for capeAGN), shared by
+    both protocols: site ``i`` (``config.sites[i]``) gets ``arrays[i]`` and the
+    ``i``-th of ``S + 2`` independent generators; the aggregator and the noise
+    generator get the last two. BLAS runs single-threaded inside each party.
+    """
+    generators = spawn_generators(random_state, len(arrays) + 2)
+    roles: dict[str, Any] = {
+        name: (lambda party, data=data, rng=rng: site(party, data, config, rng))
+        for name, data, rng in zip(config.sites, arrays, generators, strict=False)
+    }
+    roles[AGGREGATOR] = lambda party: aggregator(party, config, generators[-2])
+    roles[NOISE_GENERATOR] = lambda party: noise_generator(party, config, generators[-1])
+    with single_threaded_blas():
+        return run_inprocess(roles, timeout=timeout)
+
+
 @dataclass
 class CapeRun:
     """Everything a capePCA run produced, by role."""
@@ -382,15 +410,9 @@ def run_capepca(
     mode = check_calibration(calibration)
     arrays, k = prepare_parts(parts, n_components, row_norm)
     config = CapeConfig(len(arrays), arrays[0].shape[1], k, eps, dlt, relation, mode, noise_calibration)
-    generators = spawn_generators(random_state, len(arrays) + 2)
-    roles: dict[str, Any] = {
-        name: (lambda party, data=data, rng=rng: site_role(party, data, config, rng))
-        for name, data, rng in zip(config.sites, arrays, generators, strict=False)
-    }
-    roles[AGGREGATOR] = lambda party: aggregator_role(party, config, generators[-2])
-    roles[NOISE_GENERATOR] = lambda party: noise_generator_role(party, config, generators[-1])
-    with single_threaded_blas():
-        run = run_inprocess(roles, timeout=timeout)
+    run = run_cape_parties(
+        arrays, config, site_role, aggregator_role, noise_generator_role, random_state=random_state, timeout=timeout
+    )
     return CapeRun(
         model=run.outputs[AGGREGATOR],
         site_components={name: run.outputs[name] for name in config.sites},

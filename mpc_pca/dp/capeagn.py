@@ -63,9 +63,15 @@ from numpy.typing import ArrayLike, NDArray
 
 from mpc_pca.dp.agn_core import PowerMethodOptions, decompose_whitened, whitening_from_second_moment
 from mpc_pca.dp.agn_privacy import AGNBudget, check_budget_split, check_release_calibration
-from mpc_pca.dp.cape import check_calibration, effective_epsilon, joint_view_factor, zero_sum_from_draws
+from mpc_pca.dp.cape import (
+    check_calibration,
+    effective_epsilon,
+    joint_view_factor,
+    run_cape_parties,
+    zero_sum_from_draws,
+)
 from mpc_pca.dp.common import AGGREGATOR, NOISE_GENERATOR, check_privacy, expect_count, expect_symmetric
-from mpc_pca.dp.mechanisms import Neighbour, RandomState, spawn_generators, symmetric_gaussian_noise
+from mpc_pca.dp.mechanisms import Neighbour, RandomState, symmetric_gaussian_noise
 from mpc_pca.dp.moments import check_documents, check_model, check_sigma, second_moment, whitened_third_moment
 from mpc_pca.dp.preprocessing import bound_rows
 from mpc_pca.dp.tensors import (
@@ -81,7 +87,7 @@ from mpc_pca.validation import check_n_components, check_parts
 from protocols.errors import InputValidationError
 from protocols.messages import expect_real_array
 from protocols.party import Party
-from protocols.runtime import RunResult, run_inprocess, single_threaded_blas
+from protocols.runtime import RunResult
 
 
 def prepare_agn_parts(
@@ -338,15 +344,9 @@ def run_capeagn(
         power=power or PowerMethodOptions(),
         noise_calibration=noise_calibration,
     )
-    generators = spawn_generators(random_state, len(arrays) + 2)
-    roles: dict[str, Any] = {
-        name: (lambda party, data=data, rng=rng: site_role(party, data, config, rng))
-        for name, data, rng in zip(config.sites, arrays, generators, strict=False)
-    }
-    roles[AGGREGATOR] = lambda party: aggregator_role(party, config, generators[-2])
-    roles[NOISE_GENERATOR] = lambda party: noise_generator_role(party, config, generators[-1])
-    with single_threaded_blas():
-        run = run_inprocess(roles, timeout=timeout)
+    run = run_cape_parties(
+        arrays, config, site_role, aggregator_role, noise_generator_role, random_state=random_state, timeout=timeout
+    )
     return CapeAGNRun(
         model=run.outputs[AGGREGATOR],
         site_outputs={name: run.outputs[name] for name in config.sites},
