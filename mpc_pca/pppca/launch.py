@@ -148,24 +148,24 @@ def launch_local(
         # The parties count connect_timeout from their own start, a few seconds later.
         keep_alive, port = host_rendezvous(ranks, workdir, insecure, crypten, connect_timeout + 3)
         outputs = {name: workdir / f"{name}.json" for name in ranks}
-        commands = {}
+        commands: dict[str, list[str] | PythonEntry] = {}
         for name, rank in ranks.items():
-            command = [
-                sys.executable, "-m", "mpc_pca.cli", "party",
+            argv = [
+                "party",
                 "--protocol", protocol, "--rank", str(rank),
                 "--world-size", str(world), "--master", f"127.0.0.1:{port}",
                 "--n-components", str(n_components), "--backend", backend,
                 "--timeout", str(timeout), "--connect-timeout", str(connect_timeout),
                 "--external-rendezvous", "--output", str(outputs[name]), "--reveal", reveal,
             ]  # fmt: skip
-            command += ["--insecure"] if insecure else ["--tls-dir", str(workdir / "tls")]
-            command += ["-v"] * verbosity if verbosity > 0 else ["-q"] * -verbosity
+            argv += ["--insecure"] if insecure else ["--tls-dir", str(workdir / "tls")]
+            argv += ["-v"] * verbosity if verbosity > 0 else ["-q"] * -verbosity
             if frac_bits is not None:
-                command += ["--frac-bits", str(frac_bits)]
+                argv += ["--frac-bits", str(frac_bits)]
             if key_bits is not None:
-                command += ["--key-bits", str(key_bits)]
+                argv += ["--key-bits", str(key_bits)]
             if standardize:
-                command += ["--standardize"]
+                argv += ["--standardize"]
             if rank < len(arrays):
                 path = workdir / f"{name}.csv"
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -173,10 +173,13 @@ def launch_local(
                     if feature_names is not None:  # the providers agree on the names by hash
                         csv.writer(handle, lineterminator="\n").writerow(feature_names)
                     np.savetxt(handle, arrays[rank], fmt="%.17g", delimiter=",")
-                command += ["--data", str(path), "--delimiter", ","]
-                command += ["--header" if feature_names is not None else "--no-header"]
+                argv += ["--data", str(path), "--delimiter", ","]
+                argv += ["--header" if feature_names is not None else "--no-header"]
+            # CrypTen parties are new interpreters; the others are forked from the fork server
             commands[name] = (
-                command if crypten else PythonEntry("mpc_pca.cli.main", "main", tuple(command[3:]))
+                [sys.executable, "-m", "mpc_pca.cli", *argv]
+                if crypten
+                else PythonEntry("mpc_pca.cli.main", "main", tuple(argv))
             )
         outcomes = launch(
             commands, timeout=timeout, env=child_environment(), workdir=workdir, preload=PARTY_PRELOAD

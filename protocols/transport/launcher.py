@@ -66,28 +66,27 @@ class ProcessOutcome:
 
 @dataclass(frozen=True)
 class PythonEntry:
-    """A party run as ``module.function(argv)`` (returning its exit code) in a forked child.
-
-    ``env`` holds variables set in the child before the call; variables read
-    when a module is first imported (e.g. thread counts of numeric libraries)
-    come from the launcher's environment when the fork server started.
-    """
+    """A party run as ``module.function(argv)`` (returning its exit code) in a forked child."""
 
     module: str
     function: str
     argv: tuple[str, ...]
-    env: tuple[tuple[str, str], ...] = ()
 
 
-def _run_entry(entry: PythonEntry, stderr_path: str) -> None:
-    """Body of a forked party: stderr to its log, stdout discarded, then the entry point."""
+def _run_entry(entry: PythonEntry, stderr_path: str, environment: dict[str, str]) -> None:
+    """Body of a forked party: stderr to its log, stdout discarded, the run's environment, then the call.
+
+    Variables read only when a module is first imported (e.g. thread counts of
+    numeric libraries) keep the values the fork server started with.
+    """
     log = os.open(stderr_path, os.O_WRONLY | os.O_APPEND)
     os.dup2(log, 2)
     os.close(log)
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)
     os.close(null)
-    os.environ.update(dict(entry.env))
+    os.environ.clear()
+    os.environ.update(environment)
     try:
         code = getattr(importlib.import_module(entry.module), entry.function)(list(entry.argv))
     finally:
@@ -110,10 +109,9 @@ def start_fork_server(preload: Sequence[str]) -> None:
 class _ForkedParty:
     """The :class:`subprocess.Popen` calls :func:`launch` uses, for a fork-server child."""
 
-    def __init__(self, entry: PythonEntry, stderr_path: Path, preload: Sequence[str]) -> None:
-        start_fork_server(preload)
+    def __init__(self, entry: PythonEntry, stderr_path: Path, environment: dict[str, str]) -> None:
         self._process = multiprocessing.get_context("forkserver").Process(
-            target=_run_entry, args=(entry, str(stderr_path)), daemon=False
+            target=_run_entry, args=(entry, str(stderr_path), environment), daemon=False
         )
         self._process.start()
 
@@ -186,10 +184,12 @@ def launch(
         handles = {name: logs[name].open("wb") for name in commands}
         start = time.monotonic()
         procs: dict[str, Any] = {}
+        if any(isinstance(command, PythonEntry) for command in commands.values()):
+            start_fork_server(preload)
         try:
             for name, command in commands.items():
                 if isinstance(command, PythonEntry):
-                    procs[name] = _ForkedParty(command, logs[name], preload)
+                    procs[name] = _ForkedParty(command, logs[name], environment)
                 else:
                     procs[name] = subprocess.Popen(
                         list(command), stdout=subprocess.DEVNULL, stderr=handles[name], env=environment

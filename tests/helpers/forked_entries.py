@@ -10,11 +10,14 @@ from pathlib import Path
 
 
 def describe(argv: list[str]) -> int:
-    """Write this child's parent pid and which preloaded modules it found, then exit 0."""
+    """Write this child's parent pid, which preloaded modules it found and one variable, then exit 0."""
     path, *modules = argv
-    Path(path).write_text(
-        json.dumps({"ppid": os.getppid(), "loaded": {m: m in sys.modules for m in modules}})
-    )
+    report = {
+        "ppid": os.getppid(),
+        "loaded": {m: m in sys.modules for m in modules},
+        "mark": os.environ.get("MPC_PCA_TEST_MARK"),
+    }
+    Path(path).write_text(json.dumps(report))
     return 0
 
 

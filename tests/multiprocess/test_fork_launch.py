@@ -16,7 +16,8 @@ def test_parties_are_children_of_one_preloaded_fork_server(tmp_path):
     commands = {
         n: PythonEntry(HELPERS, "describe", (str(tmp_path / f"{n}.json"), *PARTY_PRELOAD)) for n in names
     }
-    outcomes = launch(commands, timeout=30, preload=PARTY_PRELOAD)
+    environment = {**os.environ, "MPC_PCA_TEST_MARK": "from the launcher"}
+    outcomes = launch(commands, timeout=30, env=environment, preload=PARTY_PRELOAD)
     assert all(o.ok for o in outcomes.values()), {n: o.stderr for n, o in outcomes.items()}
     reports = [json.loads((tmp_path / f"{n}.json").read_text()) for n in names]
     # one fork server forked them all, and it is not this (multi-threaded) launcher
@@ -24,6 +25,8 @@ def test_parties_are_children_of_one_preloaded_fork_server(tmp_path):
     # the party code was imported once, in the server, before any party started
     assert "mpc_pca.pppca.distributed" in PARTY_PRELOAD and "mpc_pca.cli.main" in PARTY_PRELOAD
     assert all(all(r["loaded"].values()) for r in reports), reports
+    # the launch's environment reaches forked parties as it reaches new interpreters
+    assert all(r["mark"] == "from the launcher" for r in reports), reports
 
 
 def test_a_failing_party_reports_its_error_line_and_a_hanging_one_is_killed(tmp_path):
