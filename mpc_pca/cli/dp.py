@@ -24,7 +24,6 @@ run with a known seed is not private. Leave it unset for a private run.
 from __future__ import annotations
 
 import argparse
-import importlib
 import math
 from collections.abc import Callable
 from typing import Any
@@ -231,46 +230,30 @@ def _gaussian(args: argparse.Namespace) -> dict[str, Any]:
     return {**_privacy(args), "noise_calibration": getattr(args, "noise_calibration", "analytic")}
 
 
-def _lazy_class(module: str, name: str) -> Callable[..., Any]:
-    """A constructor of ``mpc_pca.dp.<module>.<name>`` that imports the module on first call."""
-
-    def construct(*args: Any, **kwargs: Any) -> Any:
-        return getattr(importlib.import_module(f"mpc_pca.dp.{module}"), name)(*args, **kwargs)
-
-    return construct
-
-
 def dp_protocol_specs(spec_type: Callable[..., Any]) -> list[Any]:
     """The DP protocols as ``spec_type(name, summary, runner[, options])`` entries for ``protocol_table()``.
 
     ``options`` names the protocol-specific ``run`` options a protocol uses
     (only ``dpdpca`` takes one, ``--key-bits``); the others reject them.
     """
-    # The estimators (and scikit-learn with them) are imported when a protocol runs, not
-    # when the table is built: every command, a party process's included, builds it.
-    AnalyzeGaussPCA = _lazy_class("baselines", "AnalyzeGaussPCA")
-    ExponentialMechanismPCA = _lazy_class("baselines", "ExponentialMechanismPCA")
-    LocalPCA = _lazy_class("baselines", "LocalPCA")
-    PooledPCA = _lazy_class("baselines", "PooledPCA")
-    PrivatePowerMethodPCA = _lazy_class("baselines", "PrivatePowerMethodPCA")
-    RetractedSNPCA = _lazy_class("baselines", "RetractedSNPCA")
-    CapePCA = _lazy_class("cape", "CapePCA")
-    DPdisPCA = _lazy_class("dispca", "DPdisPCA")
-    DPDPCA = _lazy_class("dpdpca", "DPDPCA")
+    # ``dp.X`` is looked up when a protocol runs: the package's lazy exports
+    # (mpc_pca.lazy) import the estimator, and scikit-learn with it, only then.
+    # Every command, a party process's included, builds this table.
+    from mpc_pca import dp
 
     def sn(args: argparse.Namespace, mode: str) -> Any:
-        return RetractedSNPCA(epsilon=args.epsilon, neighbour=args.neighbour, **_common(args, mode))
+        return dp.RetractedSNPCA(epsilon=args.epsilon, neighbour=args.neighbour, **_common(args, mode))
 
     def pooled(args: argparse.Namespace, mode: str) -> Any:
         common = _common(args, mode)
-        return PooledPCA(common["n_components"], row_norm=mode, timeout=common["timeout"])
+        return dp.PooledPCA(common["n_components"], row_norm=mode, timeout=common["timeout"])
 
     def dpdpca(args: argparse.Namespace, mode: str) -> Any:
         key_bits = 2048 if getattr(args, "key_bits", None) is None else args.key_bits
-        return DPDPCA(key_bits=key_bits, **_gaussian(args), **_common(args, mode))
+        return dp.DPDPCA(key_bits=key_bits, **_gaussian(args), **_common(args, mode))
 
     def dispca(full: bool) -> Callable[[argparse.Namespace, str], Any]:
-        return lambda args, mode: DPdisPCA(
+        return lambda args, mode: dp.DPdisPCA(
             intermediate_dim=args.intermediate_dim, full=full, **_gaussian(args), **_common(args, mode)
         )
 
@@ -278,7 +261,7 @@ def dp_protocol_specs(spec_type: Callable[..., Any]) -> list[Any]:
         spec_type(
             "ag",
             "Analyze Gauss on the pooled data, trusted curator (Dwork et al. 2014)",
-            _runner(lambda a, m: AnalyzeGaussPCA(**_gaussian(a), **_common(a, m))),
+            _runner(lambda a, m: dp.AnalyzeGaussPCA(**_gaussian(a), **_common(a, m))),
         ),
         spec_type(
             "sn",
@@ -289,19 +272,19 @@ def dp_protocol_specs(spec_type: Callable[..., Any]) -> list[Any]:
             "ppm",
             "private power method, trusted curator (Hardt & Price 2014)",
             _runner(
-                lambda a, m: PrivatePowerMethodPCA(**_privacy(a), **_common(a, m)), n_iter=lambda e: e.n_iter_
+                lambda a, m: dp.PrivatePowerMethodPCA(**_privacy(a), **_common(a, m)), n_iter=lambda e: e.n_iter_
             ),
         ),
         spec_type(
             "ppca",
             "exponential mechanism by Gibbs sampling, trusted curator (Chaudhuri et al. 2013)",
-            _runner(lambda a, m: ExponentialMechanismPCA(epsilon=a.epsilon, **_common(a, m))),
+            _runner(lambda a, m: dp.ExponentialMechanismPCA(epsilon=a.epsilon, **_common(a, m))),
         ),
         spec_type("pooled", "non-private PCA of the pooled second-moment matrix", _runner(pooled)),
         spec_type(
             "local",
             "Analyze Gauss on the first party's rows only (ICASSP 2018 q_local)",
-            _runner(lambda a, m: LocalPCA(**_gaussian(a), **_common(a, m))),
+            _runner(lambda a, m: dp.LocalPCA(**_gaussian(a), **_common(a, m))),
         ),
         spec_type(
             "dispca",
@@ -328,7 +311,7 @@ def dp_protocol_specs(spec_type: Callable[..., Any]) -> list[Any]:
             "capepca",
             "capePCA with CAPE correlated noise (Imtiaz & Sarwate JSTSP 2018, Alg. 1)",
             _runner(
-                lambda a, m: CapePCA(
+                lambda a, m: dp.CapePCA(
                     calibration=getattr(a, "cape_calibration", "joint"), **_gaussian(a), **_common(a, m)
                 ),
                 weights=lambda e: e.weights_.tolist(),
