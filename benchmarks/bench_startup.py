@@ -94,6 +94,8 @@ def main() -> None:
     )
     add_out_argument(parser)
     args = parser.parse_args()
+    if args.parties < 1:
+        parser.error(f"--parties must be at least 1, got {args.parties}")
     folder = output_dir(args.out, args.quick)
     result = {"machine": machine(), **measure(args.parties, 2 if args.quick else 7)}
     path = write_json("startup.json", result, folder)

@@ -56,3 +56,13 @@ def test_startup_benchmark_times_both_commands_and_reads_the_runs_report(tmp_pat
     assert result["run_over_import"] == pytest.approx(
         result["median_run_seconds"] / result["median_import_seconds"]
     )
+
+
+def test_startup_benchmark_refuses_a_run_without_providers(tmp_path, monkeypatch, capsys):
+    from benchmarks import bench_startup
+
+    monkeypatch.setattr(sys, "argv", ["bench_startup", "--parties", "0", "--out", str(tmp_path)])
+    with pytest.raises(SystemExit):
+        bench_startup.main()
+    assert "--parties must be at least 1, got 0" in capsys.readouterr().err
+    assert not (tmp_path / "startup.json").exists()
