@@ -66,3 +66,14 @@ def test_startup_benchmark_refuses_a_run_without_providers(tmp_path, monkeypatch
         bench_startup.main()
     assert "--parties must be at least 1, got 0" in capsys.readouterr().err
     assert not (tmp_path / "startup.json").exists()
+
+
+def test_parquet_only_reads_every_row_and_reports_memory(tmp_path, monkeypatch):
+    from benchmarks import bench_pppca
+
+    monkeypatch.setattr(sys, "argv", ["bench_pppca", "--parquet-only", "--quick", "--out", str(tmp_path)])
+    bench_pppca.main()
+    result = json.loads((tmp_path / "parquet_memory.json").read_text())
+    assert result["n_rows_read"] == result["n"] == 200_000 and result["d"] == 20
+    assert result["peak_rss_above_start_bytes"] > 0 and "machine" in result
+    assert not (tmp_path / "pppca_scaling.json").exists()  # only the Parquet section ran
