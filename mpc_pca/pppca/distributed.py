@@ -40,7 +40,7 @@ from mpc_pca.pppca.protocol import (
     provider_role,
     server_role,
 )
-from mpc_pca.pppca.scaling import agree_exponents, column_exponents
+from mpc_pca.pppca.scaling import agree_exponents, provider_exponents
 from mpc_pca.roles import CONSUMER, SERVER, provider_names
 from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite
 from protocols.backends import SecureSumBackend, make_backend
@@ -287,7 +287,7 @@ def run_party(
         public["n_features"] = int(data.shape[1])
         public["n_rows"] = int(data.shape[0])
         public["columns_hash"] = columns_hash
-        public["column_exponents"] = column_exponents(data).tolist()
+        public["column_exponents"] = provider_exponents(data).tolist()
     elif data is not None:
         raise InputValidationError(f"the {role} holds no data; do not pass --data to it")
 

@@ -49,10 +49,10 @@ from mpc_pca.pppca.components import (
 from mpc_pca.pppca.local_stats import LocalStatistics
 from mpc_pca.pppca.scaling import (
     agree_exponents,
-    column_exponents,
     exponents_of_peaks,
     gram_scale_exponent,
     normalized,
+    provider_exponents,
     sums_scale_exponent,
     unscale_gram,
     unscale_vector,
@@ -537,7 +537,7 @@ def part_exponents(part: NDArray[np.float64] | ChunkedPart) -> NDArray[np.int64]
     """A provider's column exponents (:mod:`mpc_pca.pppca.scaling`); a chunked part reads its peaks."""
     if isinstance(part, ChunkedPart):
         return exponents_of_peaks(part.column_peaks())
-    return column_exponents(part)
+    return provider_exponents(part)
 
 
 def _chunked_preflight(parts: Sequence[Any]) -> tuple[list[Any], list[LocalStatistics]]:

@@ -9,7 +9,11 @@ open; here it is chosen so that the ring is used fully whatever the scale:
 1. **Column exponents** (public, agreed before any data is sent). Each
    provider publishes, per column ``j``, the binary exponent ``e_ij`` of its
    largest magnitude (``max |x| < 2^e_ij``); every party takes
-   ``E_j = max_i e_ij``. Providers then work with ``Y = X diag(2^-E)``,
+   ``E_j = max_i e_ij``. A provider whose column is all zeros publishes
+   :data:`ZERO_COLUMN`, which bounds nothing (a one-row provider with a
+   zero must not coarsen everyone's encoding of a small-valued column); a
+   column that is zero at every provider gets ``E_j = 0``. Providers then
+   work with ``Y = X diag(2^-E)``,
    whose entries lie in ``(-1, 1)``. Multiplying by a power of two is exact
    in float64, so nothing is lost.
 2. **First round** (Alg. 2 steps 1-3): ``[sum Y, n_i]`` is multiplied by
@@ -44,35 +48,59 @@ from protocols.triangle import row_offsets
 ROW_BITS = 32
 #: Bits of the signed 64-bit ring kept as headroom against rounding (63 - 1).
 RING_BITS = 62
+#: Published for a column that is all zeros at a provider: below every float64
+#: exponent (``frexp`` gives -1073 at the smallest subnormal), so it never wins the maximum.
+ZERO_COLUMN = -1100
+#: ``frexp`` exponent of the largest finite float64 (``max |x| < 2^1024``).
+MAX_EXPONENT = 1024
+#: ``frexp`` exponent of the smallest positive subnormal float64.
+MIN_EXPONENT = -1073
 
 
 def column_exponents(data: NDArray[np.float64]) -> NDArray[np.int64]:
-    """Binary exponent of each column's largest magnitude: ``max |x_j| < 2^e_j``.
+    """Agreed exponents of pooled rows: ``max |x_j| < 2^e_j``, and 0 for a column of zeros.
 
-    A column of zeros gets exponent 0. Non-finite data must be rejected before.
+    Equal to :func:`agree_exponents` over any row split of ``data`` into
+    providers' :func:`provider_exponents`. Non-finite data must be rejected before.
 
     Examples
     --------
     >>> column_exponents(np.array([[0.75, -3.0, 0.0], [0.1, 1.0, 0.0]])).tolist()
     [0, 2, 0]
     """
+    return np.asarray(agree_exponents([provider_exponents(data).tolist()]), dtype=np.int64)
+
+
+def provider_exponents(data: NDArray[np.float64]) -> NDArray[np.int64]:
+    """What a provider publishes for its rows: :func:`exponents_of_peaks` of ``max |x_j|``.
+
+    Examples
+    --------
+    >>> provider_exponents(np.array([[0.75, -3.0, 0.0]])).tolist()
+    [0, 2, -1100]
+    """
     peaks = np.max(np.abs(data), axis=0) if data.shape[0] else np.zeros(data.shape[1])
     return exponents_of_peaks(peaks)
 
 
 def exponents_of_peaks(peaks: NDArray[np.float64]) -> NDArray[np.int64]:
-    """``e_j`` with ``peaks_j < 2^e_j`` (0 for a zero peak): :func:`column_exponents` from ``max |x_j|``."""
-    return np.frexp(np.asarray(peaks, dtype=np.float64))[1].astype(np.int64)
+    """``e_j`` with ``peaks_j < 2^e_j``, and :data:`ZERO_COLUMN` for a zero peak."""
+    peaks = np.asarray(peaks, dtype=np.float64)
+    exponents = np.frexp(peaks)[1].astype(np.int64)
+    return np.where(peaks == 0.0, np.int64(ZERO_COLUMN), exponents)
 
 
 def agree_exponents(per_provider: Sequence[Sequence[int]]) -> tuple[int, ...]:
     """The agreed column exponents: the elementwise maximum over providers.
 
+    :data:`ZERO_COLUMN` (a provider's all-zero column) bounds nothing; a
+    column that every provider published as :data:`ZERO_COLUMN` gets 0.
+
     Raises
     ------
     InputValidationError
-        If the providers published exponent lists of different lengths or
-        values that are not integers.
+        If the providers published exponent lists of different lengths, or
+        values that are not integers in ``{ZERO_COLUMN} U [-1073, 1024]``.
     """
     lengths = {len(e) for e in per_provider}
     if len(lengths) != 1:
@@ -80,7 +108,14 @@ def agree_exponents(per_provider: Sequence[Sequence[int]]) -> tuple[int, ...]:
     for i, exps in enumerate(per_provider):
         if not all(isinstance(e, (int, np.integer)) and not isinstance(e, bool) for e in exps):
             raise InputValidationError(f"provider{i} published non-integer column exponents {list(exps)!r}")
-    return tuple(int(v) for v in np.max(np.asarray(per_provider, dtype=np.int64), axis=0))
+        bad = [int(e) for e in exps if int(e) != ZERO_COLUMN and not MIN_EXPONENT <= int(e) <= MAX_EXPONENT]
+        if bad:
+            raise InputValidationError(
+                f"provider{i} published column exponents {bad} outside [{MIN_EXPONENT}, {MAX_EXPONENT}] "
+                f"(or {ZERO_COLUMN} for a zero column)"
+            )
+    agreed = np.max(np.asarray(per_provider, dtype=np.int64), axis=0)
+    return tuple(0 if v == ZERO_COLUMN else int(v) for v in agreed)
 
 
 def _bits(value: int) -> int:
