@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from protocols.backends.additive import AdditiveBackend
-from protocols.backends.base import SecureSumBackend
+from protocols.backends.base import SecureSumBackend, real_input
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.party import Party
 from protocols.runtime import RunResult, run_inprocess
@@ -96,7 +96,7 @@ def secure_sum_symmetric(
     ndarray of shape (d, d) or None
         The symmetric sum at ``receiver``; ``None`` elsewhere.
     """
-    triangle = None if matrix is None else upper_triangle(np.asarray(matrix, dtype=np.float64))
+    triangle = None if matrix is None else upper_triangle(real_input(matrix, name))
     total = backend.secure_sum(party, triangle, contributors=contributors, receiver=receiver, name=name)
     if total is None:
         return None
@@ -137,7 +137,7 @@ def run_secure_sum(
     backend = AdditiveBackend() if backend is None else backend
     if not values:
         raise InputValidationError("run_secure_sum needs at least one contributor")
-    arrays = {name: np.asarray(v, dtype=np.float64) for name, v in values.items()}
+    arrays = {name: real_input(v, name) for name, v in values.items()}
     shapes = {name: a.shape for name, a in arrays.items()}
     if len(set(shapes.values())) != 1:
         raise InputValidationError(f"all contributed arrays must have the same shape, got {shapes}")

@@ -22,6 +22,33 @@ from protocols.errors import InputValidationError
 from protocols.party import Party
 
 
+def real_input(value: ArrayLike, name: str = "value") -> NDArray[np.float64]:
+    """A party's own summand as float64, refusing what a float conversion would silently change.
+
+    A complex array would lose its imaginary part (numpy only warns), and
+    strings or objects would be parsed or turn into NaN; all are refused,
+    naming the value, before anything is sent. Booleans and integers are exact.
+
+    Examples
+    --------
+    >>> real_input([1, 2.5]).tolist()
+    [1.0, 2.5]
+    >>> real_input(np.array([1 + 2j]), "gram")
+    Traceback (most recent call last):
+    ...
+    protocols.errors.InputValidationError: gram is complex (dtype complex128); a secure sum takes real values
+    """
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise InputValidationError(f"{name} is not an array of numbers: {exc}") from exc
+    if array.dtype.kind == "c":
+        raise InputValidationError(f"{name} is complex (dtype {array.dtype}); a secure sum takes real values")
+    if array.dtype.kind not in "biuf":
+        raise InputValidationError(f"{name} must be real numbers, got dtype {array.dtype}")
+    return array.astype(np.float64, copy=False)
+
+
 class SecureSumBackend(ABC):
     """Sum arrays held by several parties so that only a receiver learns the total.
 
@@ -111,7 +138,7 @@ class SecureSumBackend(ABC):
         if is_contributor:
             if value is None:
                 raise InputValidationError(f"contributor {party.name!r} must pass an array, got None")
-            array = np.asarray(value, dtype=np.float64)
+            array = real_input(value, name)
             self.check_input(array, len(contributors), name)
         else:
             if value is not None:
