@@ -1,7 +1,7 @@
 """The analytic Gaussian calibration is exact for tiny epsilon and delta (Balle & Wang 2018, Thm 8).
 
 Oracle: the mechanism's delta at the returned sigma, evaluated in 700-digit
-arithmetic (mpmath, which ships with torch's sympy). Regression: the
+arithmetic (mpmath, a test dependency). Regression: the
 float64 evaluation used to subtract two nearly equal log Phi values, and at
 ``epsilon=1e-12, delta=1e-50`` returned a sigma whose true delta was 1e8
 times the requested one.
@@ -9,12 +9,11 @@ times the requested one.
 
 import math
 
+import mpmath
 import pytest
 
 from protocols.dp_calibration import analytic_gaussian_epsilon, analytic_gaussian_sigma
 from protocols.errors import InputValidationError
-
-mpmath = pytest.importorskip("mpmath")
 
 CASES = [
     (1e-12, 1e-50),
