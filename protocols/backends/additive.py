@@ -151,6 +151,8 @@ class AdditiveBackend(SecureSumBackend):
         receiver: str,
     ) -> NDArray[np.float64] | None:
         plan = self.plan(len(contributors)) if self.mode == "sparse-masks" else None  # refuse before sending
+        if self.mode != "shares":
+            _check_separator_free((*contributors, receiver))
         encoded = None if value is None else self.codec.encode(value, n_summands=len(contributors))
         if self.mode == "shares":
             message = None if encoded is None else _share_round(party, encoded, contributors)
@@ -205,6 +207,17 @@ def _share_round(
 # -- masks mode ------------------------------------------------------------------
 
 _HKDF_INFO = b"mpc-pca additive pairwise mask v1"
+
+
+def _check_separator_free(names: tuple[str, ...]) -> None:
+    """Refuse names containing ``|``: it separates the names in the signed key statement and the
+    key cache, so ``("a|b", "c")`` and ``("a", "b|c")`` would be the same group there."""
+    for name in names:
+        if "|" in name:
+            raise InputValidationError(
+                f"party name {name!r} contains '|', the separator of the masks-mode key statement; "
+                "use letters, digits and hyphens"
+            )
 
 
 def _mask_state(party: Party, contributors: tuple[str, ...], receiver: str) -> dict:

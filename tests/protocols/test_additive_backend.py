@@ -371,3 +371,18 @@ def test_a_relay_replaying_a_contributors_own_earlier_key_is_caught():
     run = run_recorded({"p0": member, "p1": member, "server": relay}, timeout=5)
     assert isinstance(run.errors["p0"], ProtocolError)
     assert str(run.errors["p0"]) == "the relay 'server' returned a different public key for 'p0'"
+
+
+@pytest.mark.parametrize("mode", ["masks", "sparse-masks"])
+@pytest.mark.parametrize("names", [("a|b", "c", "s"), ("a", "b", "s|t")])
+def test_a_name_with_the_key_statements_separator_is_refused_before_sending(mode, names):
+    """``("a|b", "c")`` and ``("a", "b|c")`` would sign the same key statement and share a key cache."""
+    *contributors, receiver = names
+    network = InProcessNetwork(list(names), timeout=5)
+    party = Party(contributors[0], network.channel(contributors[0]))
+    with pytest.raises(
+        InputValidationError,
+        match=re.escape(f"party name {next(n for n in names if '|' in n)!r} contains '|'"),
+    ):
+        secure_sum(party, [1.0], contributors=contributors, receiver=receiver, backend=AdditiveBackend(mode))
+    assert all(network._queues[key].empty() for key in network._queues)  # nothing was sent
