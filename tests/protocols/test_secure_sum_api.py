@@ -27,6 +27,13 @@ def lone_party(name="a", peers=("a", "b", "s")):
     return Party(name, InProcessNetwork(list(peers), timeout=5).channel(name))
 
 
+def symmetric_sum_alone(matrix, **kwargs):
+    """``secure_sum_symmetric`` at contributor "a" of ("a", "b") summing to "s" (fails before sending)."""
+    return secure_sum_symmetric(
+        lone_party(), matrix, contributors=["a", "b"], receiver="s", backend=AdditiveBackend(), **kwargs
+    )
+
+
 def test_secure_sum_names_a_non_finite_input_value_by_default():
     with pytest.raises(InputValidationError, match=r"^value contains a non-finite entry nan at index \(1,\)"):
         secure_sum(
@@ -52,22 +59,13 @@ def test_symmetric_sum_names_a_non_finite_matrix_by_default():
     with pytest.raises(
         InputValidationError, match=r"^symmetric matrix contains a non-finite entry nan at index \(2,\)"
     ):
-        secure_sum_symmetric(
-            lone_party(), matrix, contributors=["a", "b"], receiver="s", backend=AdditiveBackend()
-        )
+        symmetric_sum_alone(matrix)
 
 
 def test_symmetric_sum_names_a_non_finite_matrix_by_the_callers_name():
     matrix = np.full((2, 2), -np.inf)
     with pytest.raises(InputValidationError, match=r"^gram matrix contains a non-finite entry -inf"):
-        secure_sum_symmetric(
-            lone_party(),
-            matrix,
-            contributors=["a", "b"],
-            receiver="s",
-            backend=AdditiveBackend(),
-            name="gram matrix",
-        )
+        symmetric_sum_alone(matrix, name="gram matrix")
 
 
 def test_symmetric_sum_equals_the_plain_sum_of_the_upper_triangles():
@@ -155,11 +153,4 @@ def test_secure_sum_refuses_text_and_objects_instead_of_parsing_them(summand, dt
 def test_symmetric_sum_refuses_a_complex_matrix_instead_of_dropping_the_imaginary_part():
     matrix = np.array([[1.0, 2.0j], [0.0, 1.0]])
     with pytest.raises(InputValidationError, match=r"^gram is complex"):
-        secure_sum_symmetric(
-            lone_party(),
-            matrix,
-            contributors=["a", "b"],
-            receiver="s",
-            backend=AdditiveBackend(),
-            name="gram",
-        )
+        symmetric_sum_alone(matrix, name="gram")
