@@ -39,6 +39,7 @@ from mpc_pca.dp.mechanisms import (
     wishart_noise_retracted_not_dp,
 )
 from protocols.errors import InputValidationError
+from tests.helpers.warning_site import assert_points_at_caller
 
 
 def first_draws(random_state, n=3):
@@ -141,4 +142,4 @@ def test_sn_warning_helper_points_at_its_caller_by_default():
     assert len(caught) == 1
     assert caught[0].category is RetractedMechanismWarning
     assert "NOT differentially private" in str(caught[0].message)
-    assert caught[0].filename == __file__
+    assert_points_at_caller(caught[0], __file__, mechanisms.__file__)

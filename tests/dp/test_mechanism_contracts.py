@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 import pytest
 
+from mpc_pca.dp import mechanisms
 from mpc_pca.dp.mechanisms import (
     AnalyzeGauss,
     RetractedMechanismWarning,
@@ -26,6 +27,7 @@ from mpc_pca.dp.mechanisms import (
     wishart_noise_retracted_not_dp,
 )
 from protocols.errors import InputValidationError
+from tests.helpers.warning_site import assert_points_at_caller
 
 
 def test_bad_privacy_and_sensitivity_inputs_name_the_parameter():
@@ -95,4 +97,4 @@ def test_retracted_sn_scale_uses_the_sensitivity_and_warns_at_the_callers_line()
         noise = wishart_noise_retracted_not_dp(3, 2.0, rng_a, 5.0)
     np.testing.assert_allclose(noise, z @ z.T)
     assert caught and caught[0].category is RetractedMechanismWarning
-    assert caught[0].filename == __file__  # stacklevel points at the caller, not at the library
+    assert_points_at_caller(caught[0], __file__, mechanisms.__file__)
