@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Mutation testing with mutmut (not part of CI: it takes tens of minutes on 2 cores).
 #
-#   pip install mutmut            # 3.x; the "mutation" extra of pyproject.toml
+#   pip install ".[test,mutation]" && pip uninstall -y mpc-pca   # deps only (see README)
 #   tools/mutation.sh [MAX_CHILDREN]
 #
 # Scope and test selection: [tool.mutmut] in pyproject.toml. mutmut copies the
@@ -11,9 +11,16 @@
 # with the surviving mutants listed (inspect one with `mutmut show NAME`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# mutmut imports the mutated copy in ./mutants; an installed package would shadow it.
+if (cd / && python -c "import protocols" 2>/dev/null); then
+    echo "tools/mutation.sh: the package is installed in this environment ($(cd / && python -c 'import protocols; print(protocols.__file__)'));" >&2
+    echo "mutmut would test it instead of the mutants. Use a venv with the dependencies only (README, Mutation testing)." >&2
+    exit 2
+fi
 children="${1:-2}"
 rm -rf mutants
-mutmut run --max-children "$children" >/dev/null 2>&1 || true
+log="$(mktemp)"
+mutmut run --max-children "$children" >"$log" 2>&1 || true
 mutmut results --all true > mutants/results.txt 2>&1 || true
 python - <<'PY'
 import collections, re
@@ -34,3 +41,8 @@ print(dict(status))
 print(f"mutation score: {killed}/{tested} = {100 * killed / max(tested, 1):.1f} %")
 print("survivors:", *survivors, sep="\n  ")
 PY
+if grep -q "failed to collect stats" "$log"; then
+    echo "tools/mutation.sh: mutmut's clean run of the selected tests failed, so nothing was measured:" >&2
+    tr '\r' '\n' < "$log" | grep -v "Running clean tests\|Generating mutants" | tail -30 >&2
+    exit 1
+fi
