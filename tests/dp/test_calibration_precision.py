@@ -7,7 +7,9 @@ float64 evaluation used to subtract two nearly equal log Phi values, and at
 times the requested one.
 """
 
+import contextlib
 import math
+import warnings
 
 import mpmath
 import pytest
@@ -53,3 +55,14 @@ def test_a_sigma_beyond_the_float_range_is_refused_not_underestimated():
         InputValidationError, match=r"epsilon=1e-310 with delta=1e-307 needs sigma/Delta above e\^700"
     ):
         analytic_gaussian_sigma(1.0, 1e-310, 1e-307)
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "delta"), [(1.0, 1e-5), (1e-300, 1e-300), (1e5, 1e-300), (1e-310, 1e-307)]
+)
+def test_the_search_raises_no_floating_point_warning(epsilon, delta):
+    """The bisection probes sigma/Delta up to e^700, where the quadrature's exponent overflows."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with contextlib.suppress(InputValidationError):
+            analytic_gaussian_sigma(1.0, epsilon, delta)

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from protocols import AdditiveBackend, FixedPointCodec, Party
-from protocols.backends.base import SecureSumBackend
+from protocols.backends.base import SecureSumBackend, real_input
 from protocols.errors import InputValidationError, RingOverflowError
 from protocols.secure_sum import run_secure_sum
 from protocols.transport.inprocess import InProcessNetwork
@@ -144,3 +144,19 @@ def test_run_gets_a_float64_array_and_the_sorted_contributors():
     assert out is value
     assert backend.secure_sum(_party("s"), None, contributors=["a", "b"], receiver="s") is None
     assert backend.calls[-1][1:] == (None, ("a", "b"), "s")
+
+
+def test_real_input_names_the_value_by_default_and_refuses_ragged_lists():
+    with pytest.raises(InputValidationError, match=r"^value is complex \(dtype complex128\)"):
+        real_input([1j])
+    with pytest.raises(InputValidationError, match=r"^value is not an array of numbers: .*inhomogeneous"):
+        real_input([[1.0, 2.0], [3.0]])
+    with pytest.raises(InputValidationError, match=r"^x must be real numbers, got dtype <U1"):
+        real_input(["a"], "x")
+
+
+def test_real_input_keeps_a_float64_array_and_converts_integers_exactly():
+    x = np.arange(3.0)
+    assert real_input(x) is x  # no copy of a summand that may be a large Gram triangle
+    converted = real_input(np.array([2**53, -1], dtype=np.int64))
+    assert converted.dtype == np.float64 and converted.tolist() == [2.0**53, -1.0]
