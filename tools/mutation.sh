@@ -21,6 +21,11 @@ children="${1:-2}"
 rm -rf mutants
 log="$(mktemp)"
 mutmut run --max-children "$children" >"$log" 2>&1 || true
+if grep -q "failed to collect stats" "$log"; then
+    echo "tools/mutation.sh: mutmut's clean run of the selected tests failed, so nothing was measured:" >&2
+    tr '\r' '\n' < "$log" | grep -v "Running clean tests\|Generating mutants" | tail -30 >&2
+    exit 1
+fi
 mutmut results --all true > mutants/results.txt 2>&1 || true
 python - <<'PY'
 import collections, re
@@ -41,8 +46,3 @@ print(dict(status))
 print(f"mutation score: {killed}/{tested} = {100 * killed / max(tested, 1):.1f} %")
 print("survivors:", *survivors, sep="\n  ")
 PY
-if grep -q "failed to collect stats" "$log"; then
-    echo "tools/mutation.sh: mutmut's clean run of the selected tests failed, so nothing was measured:" >&2
-    tr '\r' '\n' < "$log" | grep -v "Running clean tests\|Generating mutants" | tail -30 >&2
-    exit 1
-fi
