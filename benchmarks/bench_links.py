@@ -36,7 +36,7 @@ RECEIVER = "receiver"
 def worker(args: Any) -> None:
     """One party of a benchmark world (run in its own process)."""
     from protocols.backends import make_backend
-    from protocols.transport.party_runner import agree, open_links, run_role
+    from protocols.runtime.network import agree, open_links, run_role
     from protocols.transport.tls import Credentials
 
     m, d = args.contributors, args.d
@@ -84,7 +84,7 @@ def worker(args: Any) -> None:
 def run_world(d: int, m: int, repeats: int, secure: bool) -> dict[str, Any]:
     """Start the M + 1 processes of one world; return the receiver's sum times and start-up times."""
     from mpc_pca.pppca.launch import child_environment
-    from protocols.transport.launcher import launch, raise_on_failure
+    from protocols.runtime.launcher import launch, raise_on_failure
     from protocols.transport.rendezvous import INTRODUCER_NAME, Introducer
     from protocols.transport.tls import Credentials, server_context
 

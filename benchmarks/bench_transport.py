@@ -50,7 +50,7 @@ def worker(name: str, n_contributors: int, d: int, repeats: int, master: str, ou
 
     from protocols.backends import make_backend
     from protocols.backends.crypten_compat import import_crypten
-    from protocols.transport.torch_store import run_torch_party
+    from protocols.runtime.gloo import run_torch_party
 
     import_crypten()
     contributors = tuple(f"c{i}" for i in range(n_contributors))
@@ -96,7 +96,7 @@ def _worker_command(name: str, m: int, d: int, repeats: int, port: int, out: Pat
 def run_world(d: int, m: int, repeats: int) -> dict[str, Any]:
     """Start the M + 1 processes of one (d, M) point and collect their timings."""
     from mpc_pca.pppca.launch import child_environment
-    from protocols.transport.launcher import host_store, launch, raise_on_failure
+    from protocols.runtime.launcher import host_store, launch, raise_on_failure
 
     names = [f"c{i}" for i in range(m)] + [RECEIVER]
     store, port = host_store(m + 1, 120)

@@ -25,7 +25,7 @@ messages
     Every check on data received from a peer.
 sharing, prg, encoding, triangle
     Additive shares, ChaCha20 streams, fixed point in Z_2^64, packed triangles.
-dp_calibration, discrete_gaussian, dp_accounting
+dp
     Differential-privacy noise for secure sums: Gaussian calibration
     (analytic and classical), the exact discrete Gaussian sampler, and a
     privacy budget accountant.

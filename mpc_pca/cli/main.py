@@ -83,7 +83,7 @@ def _run_pppca(args: argparse.Namespace, parts: list[np.ndarray], default_backen
 def _run_pppca_dp(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
     from mpc_pca.pppca.dp_estimator import DEFAULT_FRAC_BITS, PPPCADP
     from protocols.backends import make_backend
-    from protocols.dp_calibration import check_delta_value, check_epsilon_value
+    from protocols.dp.calibration import check_delta_value, check_epsilon_value
 
     check_epsilon_value(args.epsilon)
     check_delta_value(args.delta)

@@ -5,7 +5,7 @@ The budget ``(epsilon, delta)`` is split between the two releases:
 for the whitened ``M3``, ``rho = budget_split`` (the paper uses halves,
 ``rho = 1/2``). By basic composition the two Gaussian releases together are
 ``(epsilon, delta)``-DP. Each release is a Gaussian mechanism calibrated analytically (Balle & Wang 2018, the default;
-:mod:`protocols.dp_calibration`) or classically,
+:mod:`protocols.dp.calibration`) or classically,
 ``tau = Delta sqrt(2 ln(1.25 / delta_i)) / epsilon_i`` as in the paper, with
 ``Delta = Delta2`` for ``M2`` and ``||W||_2^3 Delta3`` for ``M3(W, W, W)``
 (:mod:`mpc_pca.dp.moments`).
@@ -44,7 +44,7 @@ def check_release_calibration(noise_calibration: object, epsilon: float, delta: 
     """Check the Gaussian calibration against both releases' ``(epsilon_i, delta_i)``.
 
     ``"classical"`` is refused when either release's ``epsilon_i >= 1``
-    (:func:`protocols.dp_calibration.gaussian_sigma`), before any site starts.
+    (:func:`protocols.dp.calibration.gaussian_sigma`), before any site starts.
     """
     mode = check_calibration(noise_calibration)
     for share in (split, 1.0 - split):

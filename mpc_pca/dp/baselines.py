@@ -65,7 +65,7 @@ from mpc_pca.dp.mechanisms import (
 from mpc_pca.dp.power_method import default_power_iterations, private_power_method
 from mpc_pca.linalg import flip_signs, top_eigenpairs
 from mpc_pca.roles import provider_names
-from protocols.dp_accounting import PrivacyAccountant, charge_gaussian
+from protocols.dp.accounting import PrivacyAccountant, charge_gaussian
 from protocols.errors import InputValidationError
 from protocols.party import Party
 from protocols.runtime import run_inprocess, single_threaded_blas
@@ -156,7 +156,7 @@ class AnalyzeGaussPCA(_CentralizedPCA):
         Analytic Gaussian (Balle & Wang 2018) or the classical
         ``sqrt(2 ln(1.25/delta))/epsilon`` (refused for ``epsilon >= 1``).
     accountant : PrivacyAccountant, optional
-        Charged ``(epsilon, delta)`` and ``rho`` (:mod:`protocols.dp_accounting`)
+        Charged ``(epsilon, delta)`` and ``rho`` (:mod:`protocols.dp.accounting`)
         after the inputs are checked and before anything is sent; a run beyond
         its budget is refused.
 

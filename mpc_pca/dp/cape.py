@@ -74,7 +74,7 @@ from mpc_pca.dp.mechanisms import (
 )
 from mpc_pca.linalg import top_eigenpairs, upper_triangle
 from mpc_pca.roles import provider_names
-from protocols.dp_calibration import analytic_gaussian_epsilon, analytic_gaussian_sigma
+from protocols.dp.calibration import analytic_gaussian_epsilon, analytic_gaussian_sigma
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.messages import expect_real_array
 from protocols.party import Party
@@ -119,7 +119,7 @@ def effective_epsilon(
     ``1/epsilon``) that is ``epsilon sqrt(2S / (S + 1))``; under the analytic
     one (pass ``delta`` and ``noise_calibration="analytic"``) it is the
     ``epsilon'`` at which the analytic Gaussian mechanism with that smaller
-    noise meets ``delta`` (:func:`protocols.dp_calibration.analytic_gaussian_epsilon`).
+    noise meets ``delta`` (:func:`protocols.dp.calibration.analytic_gaussian_epsilon`).
     ``inf`` stays ``inf``.
     """
     eps = check_epsilon(epsilon)

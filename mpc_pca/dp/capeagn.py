@@ -392,7 +392,7 @@ class CapeAGN:
         Share of ``epsilon`` and ``delta`` spent on ``M2`` (the paper: 1/2).
     noise_calibration : {"analytic", "classical"}, default="analytic"
         Gaussian-mechanism calibration of each release
-        (:func:`protocols.dp_calibration.gaussian_sigma`); ``"classical"`` is
+        (:func:`protocols.dp.calibration.gaussian_sigma`); ``"classical"`` is
         the paper's formula, refused when a release's epsilon is ``>= 1``.
     row_norm : {"clip", "error"}, default="clip"
         ``"mog"`` only: how sites enforce ``||x|| <= 1``.

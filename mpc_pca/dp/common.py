@@ -61,7 +61,7 @@ def check_privacy(
     """Validate ``epsilon > 0`` (``inf`` allowed), ``0 < delta < 1``, the neighbour relation and calibration.
 
     ``noise_calibration="classical"`` is refused for ``epsilon >= 1``
-    (:func:`protocols.dp_calibration.gaussian_sigma`), before any party starts.
+    (:func:`protocols.dp.calibration.gaussian_sigma`), before any party starts.
     """
     eps, dlt = check_epsilon(epsilon), check_delta(delta)
     gaussian_noise_scale(1.0, eps, dlt, check_calibration(noise_calibration))

@@ -55,7 +55,7 @@ from mpc_pca.dp.mechanisms import (
 )
 from mpc_pca.linalg import top_eigenpairs, upper_triangle
 from mpc_pca.roles import provider_names
-from protocols.dp_accounting import PrivacyAccountant, charge_gaussian
+from protocols.dp.accounting import PrivacyAccountant, charge_gaussian
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.messages import expect_real_array
 from protocols.party import Party

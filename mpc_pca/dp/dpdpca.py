@@ -77,7 +77,7 @@ from mpc_pca.dp.mechanisms import (
 )
 from mpc_pca.linalg import from_upper_triangle, top_eigenpairs, upper_triangle
 from mpc_pca.roles import PROXY, USER, owner_names
-from protocols.dp_calibration import analytic_gaussian_epsilon
+from protocols.dp.calibration import analytic_gaussian_epsilon
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.paillier import PaillierPublicKey, add, decrypt, encrypt, generate_keypair, multiply
 from protocols.paillier.cipher import add_many, from_residue, to_residue

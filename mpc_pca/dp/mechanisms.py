@@ -64,7 +64,7 @@ let each party seed its own generator. The noise of these curator-style
 mechanisms comes from numpy's PCG64 and **floating-point** Gaussian sampling:
 adequate for studies, but not a hardened DP sampler (Mironov, CCS 2012, shows
 floating-point noise can leak the low-order bits of the input). The exact
-integer alternative is :mod:`protocols.discrete_gaussian` (discrete
+integer alternative is :mod:`protocols.dp.discrete_gaussian` (discrete
 Gaussian, Canonne, Kamath & Steinke 2020, drawn from :mod:`secrets`), which
 ``PPPCADP`` adds inside the fixed-point ring.
 """
@@ -83,7 +83,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mpc_pca.validation import check_positive
-from protocols.dp_calibration import CALIBRATIONS, check_calibration, check_delta_value, gaussian_sigma  # noqa: F401  (re-exported)
+from protocols.dp.calibration import CALIBRATIONS, check_calibration, check_delta_value, gaussian_sigma  # noqa: F401  (re-exported)
 from protocols.errors import InputValidationError
 
 RandomState = Union[int, np.random.SeedSequence, np.random.Generator, None]  # noqa: UP007
@@ -172,7 +172,7 @@ def gaussian_noise_scale(
 
     ``calibration="analytic"`` (default): the smallest ``sigma`` for which the
     Gaussian mechanism is ``(epsilon, delta)``-DP, for every ``epsilon``
-    (Balle & Wang, ICML 2018, Alg. 1; :mod:`protocols.dp_calibration`).
+    (Balle & Wang, ICML 2018, Alg. 1; :mod:`protocols.dp.calibration`).
     ``calibration="classical"``: ``Delta sqrt(2 ln(1.25/delta)) / epsilon``
     (Dwork & Roth 2014, Thm A.1; Analyze Gauss as printed in ICASSP 2018
     Alg. 1 step 3), refused for ``epsilon >= 1`` where its proof does not

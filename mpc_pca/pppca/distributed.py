@@ -5,7 +5,7 @@
 loads only its own data file. :mod:`mpc_pca.pppca.launch` starts every party
 of a run on this host (``mpc-pca run ... --transport torch``).
 
-Links are mutually authenticated TLS 1.3 (:mod:`protocols.transport.party_runner`)
+Links are mutually authenticated TLS 1.3 (:mod:`protocols.runtime.network`)
 unless ``insecure=True``; the crypten backend runs over gloo
 (:mod:`protocols.transport.torch_store`) and therefore requires ``insecure``.
 
@@ -302,7 +302,7 @@ def run_party(
     if backend == "crypten":
         output, report = _run_over_gloo(name, ranks, master, public, make_role, timeout, connect_timeout, host_rendezvous)
     else:
-        from protocols.transport import party_runner
+        from protocols.runtime import network as party_runner
 
         channel = party_runner.open_links(
             name, ranks, master, credentials=None if insecure else credentials, listen_host=listen_host,
@@ -340,6 +340,7 @@ def _run_over_gloo(
 ) -> tuple[Any, Any]:
     """The crypten backend's path: TCPStore rendezvous and gloo links (``--insecure`` only)."""
     from protocols.backends.crypten_compat import import_crypten
+    from protocols.runtime import gloo
     from protocols.transport import torch_store
 
     import_crypten()  # import before the clock starts, and fail before joining if missing
@@ -352,6 +353,6 @@ def _run_over_gloo(
     except BaseException as exc:
         rdv.record_failure(f"party {name!r} failed: {type(exc).__name__}: {exc}")
         raise
-    output, report = torch_store.run_role(rdv, make_role(config), timeout=timeout)
-    torch_store.shutdown(rdv, timeout=timeout)
+    output, report = gloo.run_role(rdv, make_role(config), timeout=timeout)
+    gloo.shutdown(rdv, timeout=timeout)
     return output, report

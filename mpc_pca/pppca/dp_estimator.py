@@ -10,7 +10,7 @@ from numpy.typing import ArrayLike
 from mpc_pca.base import SubspaceMixin
 from mpc_pca.pppca.dp_sum import run_pppca_dp
 from protocols.backends import SecureSumBackend, make_backend
-from protocols.dp_accounting import PrivacyAccountant
+from protocols.dp.accounting import PrivacyAccountant
 from protocols.errors import InputValidationError
 
 #: Fractional bits of pppca-dp's ring encoding: rows get 16 bits, the Gram matrix 32.

@@ -26,7 +26,7 @@ Paillier):
    centred beforehand), top-``k`` eigenvectors, sent to the providers.
 
 Noise. ``e_i`` and ``E_i`` are i.i.d. discrete Gaussians ``N_Z(0, sigma^2 / h)``
-per entry, drawn exactly from :mod:`secrets` (:mod:`protocols.discrete_gaussian`,
+per entry, drawn exactly from :mod:`secrets` (:mod:`protocols.dp.discrete_gaussian`,
 Canonne, Kamath & Steinke 2020), added to the integer payload, and carried to the
 backend as ``integer / 2^frac_bits`` (exact in float64 below ``2^53``, so the
 backend's encoding gives back the same ring integer): no floating-point sampler
@@ -44,7 +44,7 @@ mechanism with unit-noise sensitivity
 ``mean_share`` of its square goes to the sums and the rest to ``G``, i.e.
 ``sigma_s = Delta_s u / sqrt(w)``, ``sigma_G = Delta_G u / sqrt(1 - w)`` with
 ``u`` the calibrated ``sigma / Delta`` (analytic Gaussian by default,
-:mod:`protocols.dp_calibration`). With ``centre=False`` nothing but ``G + E``
+:mod:`protocols.dp.calibration`). With ``centre=False`` nothing but ``G + E``
 is released and ``sigma_G = Delta_G u``: exactly pooled Analyze Gauss.
 
 Discrete versus continuous noise. ``N_Z(0, sigma^2)^d`` is
@@ -52,11 +52,11 @@ Discrete versus continuous noise. ``N_Z(0, sigma^2)^d`` is
 curve is the continuous Gaussian's up to terms of order
 ``exp(-2 pi^2 sigma^2 / ...)`` (CKS 2020); a sum of independent discrete
 Gaussians is within ``tau`` of one (Kairouz, Liu & Steinke, ICML 2021,
-:func:`protocols.discrete_gaussian.discrete_sum_slack`). Here ``sigma`` is
+:func:`protocols.dp.discrete_gaussian.discrete_sum_slack`). Here ``sigma`` is
 ``> 10^5`` ring units, where those terms underflow to 0 in float64; the
 guarantee is stated as the analytic Gaussian's ``(epsilon, delta)``. That
 statement rests on the cited results, not on a bound computed here; the
-zCDP statement (``rho = 1 / (2 u^2)``, what :mod:`protocols.dp_accounting`
+zCDP statement (``rho = 1 / (2 u^2)``, what :mod:`protocols.dp.accounting`
 charges) needs no continuous approximation, only the sum slack ``tau`` (0 here).
 
 Collusion threshold ``h = min_honest``. Each provider adds variance
@@ -91,14 +91,14 @@ from mpc_pca.linalg import top_eigenpairs
 from mpc_pca.roles import SERVER, provider_names
 from mpc_pca.validation import RowsClippedWarning, check_n_components, check_parts
 from protocols.backends import SecureSumBackend
-from protocols.discrete_gaussian import sample_discrete_gaussian
-from protocols.dp_accounting import PrivacyAccountant, charge_gaussian
-from protocols.dp_calibration import (
+from protocols.dp.accounting import PrivacyAccountant, charge_gaussian
+from protocols.dp.calibration import (
     analytic_gaussian_epsilon,
     check_delta_value,
     check_epsilon_value,
     gaussian_sigma,
 )
+from protocols.dp.discrete_gaussian import sample_discrete_gaussian
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.messages import expect_real_array
 from protocols.party import Party

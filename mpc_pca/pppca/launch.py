@@ -12,7 +12,7 @@ With ``insecure=True`` (required by the crypten backend) the links are plain.
 
 Start-up: except with CrypTen, the parties are not new interpreters but
 children of a fork server that imported the party code once
-(:class:`protocols.transport.launcher.PythonEntry`, :data:`PARTY_PRELOAD`), so a
+(:class:`protocols.runtime.launcher.PythonEntry`, :data:`PARTY_PRELOAD`), so a
 run pays the imports once instead of once per party
 (``python -m benchmarks.bench_startup``). CrypTen parties stay separate
 interpreters: torch and gloo are not fork-safe once initialised.
@@ -46,14 +46,14 @@ PARTY_PRELOAD = (
     "mpc_pca.data.inputs",
     "mpc_pca.data.columns",
     "mpc_pca.pppca.distributed",
-    "protocols.transport.party_runner",
+    "protocols.runtime.network",
     "protocols.transport.tls",
 )
 
 
 def start_party_server() -> None:
     """Start the fork server of non-CrypTen parties early, so its imports overlap the caller's."""
-    from protocols.transport.launcher import start_fork_server
+    from protocols.runtime.launcher import start_fork_server
 
     start_fork_server(PARTY_PRELOAD)
 
@@ -77,7 +77,7 @@ def host_rendezvous(
 ) -> tuple[Any, int]:
     """Host the run's rendezvous on 127.0.0.1; return the object to keep alive and its port."""
     if crypten:
-        from protocols.transport.launcher import host_store
+        from protocols.runtime.launcher import host_store
 
         return host_store(len(ranks), timeout)
     from protocols.transport.rendezvous import INTRODUCER_NAME, Introducer
@@ -122,7 +122,7 @@ def launch_local(
         If any party failed; the message gives the first failure and how each
         failed party ended.
     """
-    from protocols.transport.launcher import PythonEntry, launch, raise_on_failure
+    from protocols.runtime.launcher import PythonEntry, launch, raise_on_failure
 
     if protocol not in TORCH_PROTOCOLS:
         raise InputValidationError(

@@ -91,7 +91,7 @@ class CrypTenBackend(SecureSumBackend):
     Notes
     -----
     Needs parties that are processes over torch.distributed (``--transport
-    torch`` / :func:`~protocols.transport.torch_store.run_torch_party`); it
+    torch`` / :func:`~protocols.runtime.gloo.run_torch_party`); it
     raises :class:`~protocols.errors.ProtocolError` on any other channel.
     The decoded sum differs from the float sum by at most ``M * 2^-(f+1)`` per
     entry (rounding at encoding; the ring sum is exact).
@@ -118,7 +118,7 @@ class CrypTenBackend(SecureSumBackend):
             raise ProtocolError(
                 f"the crypten backend needs parties that are processes over torch.distributed, but "
                 f"{party.name!r} runs on a {type(channel).__name__}; use --transport torch "
-                "(or protocols.transport.torch_store.run_torch_party)"
+                "(or protocols.runtime.gloo.run_torch_party)"
             )
         members = contributors if receiver in contributors else (*contributors, receiver)
         session = _session(party, channel, members)

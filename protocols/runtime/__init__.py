@@ -9,9 +9,18 @@ runner
 threads
     Helpers for parties' purely local work side by side in one process
     (:func:`map_parties`, :func:`single_threaded_blas`).
+network
+    One party of a run in this process over the authenticated socket links:
+    join the rendezvous, connect the mesh, agree settings, run the role, end
+    cleanly or tell every peer why not.
+launcher
+    Start the parties of one run as local OS processes (a fork server or
+    command lines) and wait for all of them.
+gloo
+    One party over ``torch.distributed`` (the CrypTen backend, ``--insecure``).
 
-Transports that run the same role functions across processes live in
-:mod:`protocols.transport`.
+The runtime sits above :mod:`protocols.transport` (bytes, frames, TLS,
+rendezvous, mesh), which never imports it.
 """
 
 from protocols.runtime.runner import (

@@ -51,7 +51,7 @@ from protocols.errors import (
     WireFormatError,
 )
 from protocols.transport.base import Channel
-from protocols.transport.party_runner import check_ranks
+from protocols.transport.ranks import check_ranks
 from protocols.transport.wire import encode_message_parts
 
 if TYPE_CHECKING:

@@ -9,8 +9,8 @@ import pytest
 
 from mpc_pca import PPPCADP, AnalyzeGaussPCA, DPdisPCA
 from mpc_pca.validation import RowsClippedWarning
-from protocols.dp_accounting import PrivacyAccountant, PrivacyBudgetExceededError, gaussian_rho
-from protocols.dp_calibration import analytic_gaussian_sigma
+from protocols.dp.accounting import PrivacyAccountant, PrivacyBudgetExceededError, gaussian_rho
+from protocols.dp.calibration import analytic_gaussian_sigma
 from protocols.errors import InputValidationError
 
 

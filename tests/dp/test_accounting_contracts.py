@@ -1,4 +1,4 @@
-"""Contracts of the privacy accountant (:mod:`protocols.dp_accounting`).
+"""Contracts of the privacy accountant (:mod:`protocols.dp.accounting`).
 
 Covers:
 
@@ -23,7 +23,7 @@ import math
 
 import pytest
 
-from protocols.dp_accounting import (
+from protocols.dp.accounting import (
     Charge,
     PrivacyAccountant,
     PrivacyBudgetExceededError,

@@ -9,7 +9,7 @@ Covers:
 * ``AGNBudget``: the MOG sensitivities use the noise ``sigma`` (``Delta3 =
   (2 + 6 D sigma^2)/N``), ``M2`` is calibrated on ``Delta2`` (not ``Delta3``),
   and ``M3`` on ``||W||_2^3 Delta3`` with the budget's calibration, against
-  the closed forms of :mod:`protocols.dp_calibration`.
+  the closed forms of :mod:`protocols.dp.calibration`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pytest
 
 from mpc_pca.dp.agn_privacy import AGNBudget, check_budget_split, check_release_calibration
 from mpc_pca.dp.mechanisms import Neighbour
-from protocols.dp_calibration import analytic_gaussian_sigma, classical_gaussian_sigma
+from protocols.dp.calibration import analytic_gaussian_sigma, classical_gaussian_sigma
 from protocols.errors import InputValidationError
 
 

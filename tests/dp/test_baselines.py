@@ -23,7 +23,7 @@ from mpc_pca.dp.mechanisms import RetractedMechanismWarning, power_method_epsilo
 from mpc_pca.dp.metrics import captured_energy, captured_energy_ratio, optimal_captured_energy, second_moment
 from mpc_pca.dp.power_method import default_power_iterations, private_power_method
 from mpc_pca.dp.preprocessing import center_and_scale_non_private, check_row_norms, clip_rows
-from protocols.dp_calibration import analytic_gaussian_epsilon, analytic_gaussian_sigma
+from protocols.dp.calibration import analytic_gaussian_epsilon, analytic_gaussian_sigma
 from protocols.errors import InputValidationError
 
 DP_PROTOCOLS = ("ag", "sn", "ppm", "ppca", "pooled", "local", "dispca", "dispca-full", "capepca")

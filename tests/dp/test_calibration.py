@@ -12,7 +12,7 @@ from scipy import optimize, stats
 
 from mpc_pca import AnalyzeGaussPCA, DPdisPCA, ExponentialMechanismPCA, RetractedSNPCA
 from mpc_pca.dp.mechanisms import RetractedMechanismWarning, gaussian_noise_scale
-from protocols.dp_calibration import (
+from protocols.dp.calibration import (
     analytic_gaussian_epsilon,
     analytic_gaussian_sigma,
     classical_gaussian_sigma,

@@ -1,4 +1,4 @@
-"""Contracts of the Gaussian noise calibration (:mod:`protocols.dp_calibration`).
+"""Contracts of the Gaussian noise calibration (:mod:`protocols.dp.calibration`).
 
 Covers:
 
@@ -27,7 +27,7 @@ import re
 import pytest
 from scipy import stats
 
-from protocols import dp_calibration as cal
+from protocols.dp import calibration as cal
 from protocols.errors import InputValidationError
 
 

@@ -14,7 +14,7 @@ import warnings
 import mpmath
 import pytest
 
-from protocols.dp_calibration import analytic_gaussian_epsilon, analytic_gaussian_sigma
+from protocols.dp.calibration import analytic_gaussian_epsilon, analytic_gaussian_sigma
 from protocols.errors import InputValidationError
 
 CASES = [

@@ -17,7 +17,7 @@ from mpc_pca.dp.cape import (
     run_capepca,
     zero_sum_noise,
 )
-from protocols.dp_calibration import analytic_gaussian_epsilon, analytic_gaussian_sigma
+from protocols.dp.calibration import analytic_gaussian_epsilon, analytic_gaussian_sigma
 from protocols.errors import InputValidationError
 
 

@@ -16,7 +16,7 @@ from mpc_pca.dp.capeagn import run_capeagn
 from mpc_pca.dp.mechanisms import Neighbour
 from mpc_pca.dp.moments import mog_second_moment, stm_second_moment, stm_whitened_third_moment
 from mpc_pca.dp.recovery import recovery_error
-from protocols.dp_calibration import analytic_gaussian_sigma
+from protocols.dp.calibration import analytic_gaussian_sigma
 from protocols.errors import InputValidationError
 
 SIZES = (1_000, 10_000, 100_000)

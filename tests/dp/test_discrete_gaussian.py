@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from protocols import discrete_gaussian as dg
+from protocols.dp import discrete_gaussian as dg
 from protocols.errors import InputValidationError
 
 ALPHA = 1e-3

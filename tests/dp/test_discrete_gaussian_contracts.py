@@ -1,4 +1,4 @@
-"""Contracts of the exact discrete Gaussian module (:mod:`protocols.discrete_gaussian`).
+"""Contracts of the exact discrete Gaussian module (:mod:`protocols.dp.discrete_gaussian`).
 
 Covers:
 
@@ -27,7 +27,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from protocols import discrete_gaussian as dg
+from protocols.dp import discrete_gaussian as dg
 from protocols.errors import InputValidationError
 
 

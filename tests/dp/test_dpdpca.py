@@ -18,7 +18,7 @@ from mpc_pca.dp.dpdpca import (
     user_role,
 )
 from mpc_pca.dp.mechanisms import Neighbour
-from protocols.dp_calibration import analytic_gaussian_epsilon, analytic_gaussian_sigma
+from protocols.dp.calibration import analytic_gaussian_epsilon, analytic_gaussian_sigma
 from protocols.errors import InputValidationError
 from protocols.runtime import run_inprocess
 from tests.helpers.oracles import align_signs

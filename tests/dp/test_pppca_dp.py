@@ -18,9 +18,9 @@ from scipy import stats
 from mpc_pca import PPPCADP, AnalyzeGaussPCA
 from mpc_pca.pppca.dp_sum import DPSumPlan, IntegerStatistics
 from mpc_pca.validation import RowsClippedWarning
-from protocols import discrete_gaussian as dg
 from protocols.backends import make_backend
-from protocols.dp_calibration import analytic_gaussian_epsilon, analytic_gaussian_sigma
+from protocols.dp import discrete_gaussian as dg
+from protocols.dp.calibration import analytic_gaussian_epsilon, analytic_gaussian_sigma
 from protocols.errors import InputValidationError
 
 ALPHA = 1e-3

@@ -33,9 +33,9 @@ def main() -> int:
 
     from protocols.backends.crypten_compat import import_crypten
     from protocols.errors import ProtocolError
+    from protocols.runtime import gloo
     from protocols.tensor import matmul, mul, reveal, share_input, truncate
     from protocols.tensor.crypten_engine import CrypTenTensorSession
-    from protocols.transport import torch_store
 
     crypten = import_crypten()
 
@@ -91,7 +91,7 @@ def main() -> int:
         return results
 
     try:
-        output, report = torch_store.run_torch_party(
+        output, report = gloo.run_torch_party(
             role, name, ranks, master, timeout=60, connect_timeout=60, host_store=False
         )
     except Exception as exc:

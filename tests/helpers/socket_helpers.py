@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from protocols.transport.party_runner import agree, open_links, run_role
+from protocols.runtime.network import agree, open_links, run_role
 from protocols.transport.rendezvous import listen
 from protocols.transport.tls import Credentials
 

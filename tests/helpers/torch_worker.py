@@ -97,7 +97,7 @@ def main() -> int:
     task, name, master, workdir = sys.argv[1:5]
     backend_name = sys.argv[5] if len(sys.argv) > 5 else "additive"
     workdir_path = Path(workdir)
-    from protocols.transport import torch_store as torch_dist
+    from protocols.runtime import gloo as torch_dist
 
     if task == "echo":
         role = echo_roles()[name]

@@ -27,8 +27,8 @@ from mpc_pca.pppca.distributed import pppca_ranks
 from mpc_pca.pppca.launch import child_environment, host_rendezvous
 from mpc_pca.pppca.protocol import run_pppca
 from protocols.backends.additive import AdditiveBackend
+from protocols.runtime.launcher import ProcessOutcome, launch
 from protocols.transport.certs import write_credentials
-from protocols.transport.launcher import ProcessOutcome, launch
 from tests.helpers.torch_helpers import party_commands
 
 TIMEOUT = 4.0

@@ -35,7 +35,7 @@ FRAC = 24
 def run_engine_world(workdir: Path, holders: int, cases: list[dict]) -> dict[str, dict]:
     """Run ``holders`` holders and a dealer of tests/helpers/crypten_tensor_worker.py; return their outputs."""
     from mpc_pca.pppca.launch import child_environment
-    from protocols.transport.launcher import host_store, launch, raise_on_failure
+    from protocols.runtime.launcher import host_store, launch, raise_on_failure
 
     (workdir / "spec.json").write_text(json.dumps({"holders": holders, "frac_bits": FRAC, "cases": cases}))
     names = [f"h{i}" for i in range(holders)] + ["dealer"]

@@ -21,7 +21,7 @@ pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[t
 from mpc_pca.pppca.distributed import pppca_ranks
 from mpc_pca.pppca.launch import PARTY_PRELOAD, child_environment, host_rendezvous
 from protocols.backends.crypten_compat import crypten_available
-from protocols.transport.launcher import ProcessOutcome, PythonEntry, launch
+from protocols.runtime.launcher import ProcessOutcome, PythonEntry, launch
 from tests.helpers.torch_helpers import party_commands
 
 pytestmark = pytest.mark.torch

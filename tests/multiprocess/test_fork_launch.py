@@ -6,7 +6,7 @@ import json
 import os
 
 from mpc_pca.pppca.launch import PARTY_PRELOAD
-from protocols.transport.launcher import PythonEntry, launch
+from protocols.runtime.launcher import PythonEntry, launch
 
 HELPERS = "tests.helpers.forked_entries"
 

@@ -30,8 +30,8 @@ from mpc_pca.pppca.distributed import pppca_ranks
 from mpc_pca.pppca.launch import child_environment
 from mpc_pca.pppca.protocol import run_pppca
 from protocols.backends.additive import AdditiveBackend
+from protocols.runtime.launcher import launch, raise_on_failure
 from protocols.transport.certs import write_credentials
-from protocols.transport.launcher import launch, raise_on_failure
 from tests.helpers.torch_helpers import party_commands
 
 pytestmark = [pytest.mark.torch, pytest.mark.netns]

@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch", reason="torch is not installed (pip install
 
 from mpc_pca.pppca.launch import child_environment  # noqa: E402
 from protocols.runtime import run_inprocess  # noqa: E402
-from protocols.transport.launcher import host_store, launch, raise_on_failure  # noqa: E402
+from protocols.runtime.launcher import host_store, launch, raise_on_failure  # noqa: E402
 from protocols.transport.torch_store import check_ranks, parse_master  # noqa: E402
 from tests.helpers.torch_worker import RANKS, _jsonable, echo_roles  # noqa: E402
 

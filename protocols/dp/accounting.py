@@ -26,7 +26,7 @@ Examples
 >>> acct.charge(1.0, 1e-6, label="second run")
 Traceback (most recent call last):
 ...
-protocols.dp_accounting.PrivacyBudgetExceededError: second run needs (epsilon=1, delta=1e-06) but only \
+protocols.dp.accounting.PrivacyBudgetExceededError: second run needs (epsilon=1, delta=1e-06) but only \
 (epsilon=0.5, delta=9e-06) of the budget (epsilon=2, delta=1e-05) is left (basic composition)
 """
 
@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from protocols.dp_calibration import check_delta_value, check_epsilon_value
+from protocols.dp.calibration import check_delta_value, check_epsilon_value
 from protocols.errors import InputValidationError
 
 COMPOSITIONS = ("basic", "zcdp")

@@ -21,9 +21,10 @@ from typing import Any
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.identity import exchange_identity
 from protocols.party import Party
-from protocols.runtime import PartyReport, make_report
+from protocols.runtime.runner import PartyReport, make_report
 from protocols.transport.base import now
 from protocols.transport.mesh import connect_mesh
+from protocols.transport.ranks import check_ranks
 from protocols.transport.rendezvous import (
     INTRODUCER_NAME,
     Introducer,
@@ -40,13 +41,6 @@ log = logging.getLogger("mpc_pca.transport")
 Role = Callable[[Party], Any]
 
 
-def check_ranks(ranks: Mapping[str, int]) -> dict[str, int]:
-    """Validate a ``{party name: rank}`` map: ranks must be exactly ``0 .. W-1``."""
-    table = dict(ranks)
-    values = sorted(table.values())
-    if not table or values != list(range(len(table))):
-        raise InputValidationError(f"ranks must be 0 .. {len(table) - 1}, one per party; got {table}")
-    return table
 
 
 def open_links(
