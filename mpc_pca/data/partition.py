@@ -40,7 +40,7 @@ def split_rows(
     if how == "random":
         rng = np.random.default_rng(seed)
         order = rng.permutation(n)
-        cuts = (
+        cuts: NDArray[np.int64] | list[int] = (
             np.sort(rng.choice(np.arange(1, n), size=n_parties - 1, replace=False)) if n_parties > 1 else []
         )
         return [np.ascontiguousarray(X[idx]) for idx in np.split(order, cuts)]

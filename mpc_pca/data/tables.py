@@ -189,7 +189,7 @@ def sniff_delimiter(path: Path, encoding: str) -> str:
 
     opener = gzip.open if path.name.lower().endswith(".gz") else open
     try:
-        with opener(path, "rt", encoding=encoding, newline="") as handle:  # type: ignore[operator]
+        with opener(path, "rt", encoding=encoding, newline="") as handle:
             sample = handle.read(_SNIFF_CHARS)
     except UnicodeDecodeError as exc:
         raise _decode_error(path, encoding, exc) from exc

@@ -12,6 +12,7 @@ scikit-learn's convention), so here ``V = components.T``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -29,6 +30,7 @@ def second_moment(data: ArrayLike | Sequence[ArrayLike]) -> NDArray[np.float64]:
     data : array_like or list of array_like
         One ``(N, D)`` array, or one array per party (their rows are pooled).
     """
+    blocks: list[Any]
     if isinstance(data, np.ndarray):
         blocks = [data]
     elif isinstance(data, Sequence) and data and not np.isscalar(data[0]) and np.ndim(data[0]) == 2:

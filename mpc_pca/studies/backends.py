@@ -374,7 +374,13 @@ def claims(records: list[Record]) -> list[Claim]:
             for meth in ("ss_shares", "he_default")
             for m in (2, 4)
         }
-        if any(v is None for v in vals.values()):
+        ss2, ss4, he2, he4 = (
+            vals[("ss_shares", 2)],
+            vals[("ss_shares", 4)],
+            vals[("he_default", 2)],
+            vals[("he_default", 4)],
+        )
+        if ss2 is None or ss4 is None or he2 is None or he4 is None:
             out.append(
                 Claim(
                     "AAAI 2020, Table 3 / §Q2",
@@ -384,8 +390,8 @@ def claims(records: list[Record]) -> list[Claim]:
                 )
             )
             continue
-        g_ss = vals[("ss_shares", 4)] / vals[("ss_shares", 2)]
-        g_he = vals[("he_default", 4)] / vals[("he_default", 2)]
+        g_ss = ss4 / ss2
+        g_he = he4 / he2
         out.append(
             Claim(
                 "AAAI 2020, Table 3 / §Q2",

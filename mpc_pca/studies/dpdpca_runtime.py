@@ -135,7 +135,9 @@ def plot(records: list[Record], out: Any, suffix: str) -> list[Any]:
             seconds.setdefault(f"DPDPCA {kind}", []).append((r["owners"], [secs]))
             sent.setdefault(f"DPDPCA {kind}", []).append((r["owners"], [nbytes / 1024]))
     palette = ("tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
-    styles = {label: {"color": palette[i % len(palette)]} for i, label in enumerate(sorted(seconds))}
+    styles: dict[str, dict[str, Any]] = {
+        label: {"color": palette[i % len(palette)]} for i, label in enumerate(sorted(seconds))
+    }
     for label in styles:  # owners and proxy send about the same bytes: keep both lines visible
         if "owner" in label:
             styles[label].update(linestyle="--", marker="s", markersize=7, markerfacecolor="none")

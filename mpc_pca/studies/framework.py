@@ -262,7 +262,9 @@ def run_study(
     done = {r["key"] for r in load_records(path, repair=True)}
     todo = [p for p in points if p["key"] not in done]
     meta_file = meta_path(out_dir, study.name, quick)
-    meta = json.loads(meta_file.read_text()) if meta_file.exists() else {"study": study.name, "sessions": []}
+    meta: dict[str, Any] = (
+        json.loads(meta_file.read_text()) if meta_file.exists() else {"study": study.name, "sessions": []}
+    )
     session = {
         "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "quick": quick,

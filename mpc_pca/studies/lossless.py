@@ -270,7 +270,9 @@ def claims(records: list[Record]) -> list[Claim]:
     groups = _by_dataset(records)
     if not groups:
         return [Claim("AAAI 2020, Table 1", "PPPCA is lossless", None, "no data set measured")]
-    gaps, worse, not_worse = {}, [], []
+    gaps: dict[str, float] = {}
+    worse: list[str] = []
+    not_worse: list[str] = []
     for name, rs in groups.items():
         higher_better = rs[0]["metric"] == "AUC"
         for model in MODELS:
@@ -279,7 +281,7 @@ def claims(records: list[Record]) -> list[Claim]:
             s = _mean(rs, "separate", model)
             is_worse = s < c if higher_better else s > c
             (worse if is_worse else not_worse).append(f"{name}/{model} ({s:.4f} vs {c:.4f})")
-    worst = max(gaps, key=gaps.get)
+    worst = max(gaps, key=lambda key: gaps[key])
     return [
         Claim(
             "AAAI 2020, Tables 1-2",

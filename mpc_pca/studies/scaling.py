@@ -13,7 +13,7 @@ beside the others with no other change.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -62,6 +62,9 @@ def _available_bytes() -> int:
 
 def points(quick: bool, options: dict[str, str]) -> list[Point]:
     """Sweeps of n (d=50, M=4), d (n=20,000, M=4) and M (n=100,000, d=50)."""
+    ns: tuple[int, ...]
+    ds: tuple[int, ...]
+    ms: tuple[int, ...]
     if quick:
         ns, ds, ms, reps = (10_000, 100_000), (10, 100), (2, 4), 2
     else:
@@ -109,7 +112,7 @@ def plot(records: list[Record], out: Any, suffix: str) -> list[Any]:
         time_series = {
             VARIANTS[v][0]: [(r[axis], r["seconds"][v]) for r in rows if v in r["seconds"]] for v in VARIANTS
         }
-        mem_series = {
+        mem_series: dict[str, list[tuple[float, Sequence[float]]]] = {
             VARIANTS[v][0]: [(r[axis], [r["peak_bytes"][v] / 2**20]) for r in rows if v in r["peak_bytes"]]
             for v in VARIANTS
         }
