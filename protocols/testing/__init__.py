@@ -14,6 +14,9 @@ of :mod:`protocols` never imports it):
 :class:`Recorder`, :func:`run_recorded`
     Record (and corrupt, for fault tests) every message of an in-process run
     (:mod:`protocols.testing.recording`).
+:class:`SumSpec`, :func:`sum_roles`
+    Secure sums as role functions, the runs the conformance suite checks
+    (:mod:`protocols.testing.sum_runs`).
 :mod:`protocols.testing.strategies`
     Hypothesis strategies: fixed-point arrays within a codec's ring budget,
     party names and counts, uneven row splits, backends.
@@ -34,9 +37,7 @@ from protocols.testing.conformance import (
     PROPERTIES,
     ConformanceError,
     ConformanceReport,
-    SumSpec,
     check_secure_sum_backend,
-    sum_roles,
 )
 from protocols.testing.recording import (
     Delivery,
@@ -47,6 +48,7 @@ from protocols.testing.recording import (
     only_nth,
     run_recorded,
 )
+from protocols.testing.sum_runs import SumSpec, sum_roles
 from protocols.testing.views import StatTest, ViewReport, check_view_independence
 
 __all__ = [

@@ -45,8 +45,7 @@ the first property that does not hold. The properties (:data:`PROPERTIES`):
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,9 +56,17 @@ from hypothesis import strategies as st
 from protocols.backends.base import SecureSumBackend
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.party import Party
-from protocols.runtime import Role
 from protocols.testing import strategies
 from protocols.testing.recording import RecordedRun, garbage, mangle, only_nth, run_recorded
+from protocols.testing.sum_runs import (
+    SumSpec,
+    first_error,
+    party_names,
+    random_payload,
+    reveals_sum,
+    sum_roles,
+    within_bound,
+)
 from protocols.testing.views import ViewReport, check_view_independence, leaves
 
 PROPERTIES: tuple[str, ...] = (
@@ -72,9 +79,6 @@ PROPERTIES: tuple[str, ...] = (
     "dead peer",
     "malformed peer",
 )
-
-#: Payloads at least this long are "random-looking" for the fresh-randomness check.
-RANDOM_PAYLOAD_BYTES = 16
 
 
 class ConformanceError(AssertionError):
@@ -92,93 +96,6 @@ class ConformanceReport:
     backend: str
     passed: list[str] = field(default_factory=list)
     views: ViewReport | None = None
-
-
-# -- role helpers -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SumSpec:
-    """One secure sum in a run: its contributors, receiver and the contributors' values."""
-
-    contributors: tuple[str, ...]
-    receiver: str
-    values: Mapping[str, Any]
-
-    @property
-    def members(self) -> tuple[str, ...]:
-        extra = () if self.receiver in self.contributors else (self.receiver,)
-        return (*self.contributors, *extra)
-
-
-def sum_roles(backend: SecureSumBackend, sums: Sequence[SumSpec]) -> dict[str, Role]:
-    """Role functions that take part, in order, in each sum of ``sums`` they belong to.
-
-    Each role returns the list of its results (one per sum it is in; ``None``
-    where it is not the receiver).
-    """
-    names: list[str] = []
-    for spec in sums:
-        names.extend(n for n in spec.members if n not in names)
-
-    def role(name: str) -> Role:
-        def run(party: Party) -> list[Any]:
-            out = []
-            for spec in sums:
-                if name in spec.members:
-                    out.append(
-                        backend.secure_sum(
-                            party,
-                            spec.values.get(name),
-                            contributors=list(spec.contributors),
-                            receiver=spec.receiver,
-                            name=f"{name}'s value",
-                        )
-                    )
-            return out
-
-        return run
-
-    return {name: role(name) for name in names}
-
-
-def _exact_sum(values: Iterable[np.ndarray]) -> np.ndarray:
-    arrays = [np.asarray(v, dtype=np.float64) for v in values]
-    stacked = np.stack([a.reshape(-1) for a in arrays])
-    flat = np.array([math.fsum(stacked[:, j]) for j in range(stacked.shape[1])], dtype=np.float64)
-    return flat.reshape(arrays[0].shape)
-
-
-def _within_bound(backend: SecureSumBackend, total: Any, values: Sequence[np.ndarray]) -> str | None:
-    """``None`` if ``total`` is the sum of ``values`` within the backend's bound, else why not."""
-    exact = _exact_sum(values)
-    if not isinstance(total, (np.ndarray, np.floating)):
-        return f"the receiver got {type(total).__name__}, expected a float64 array"
-    total = np.asarray(total)
-    if total.shape != exact.shape:
-        return f"the receiver got shape {total.shape}, expected {exact.shape}"
-    bound = backend.sum_error_bound(len(values)) + np.abs(exact) * 2.0**-52
-    error = np.abs(total.astype(np.float64) - exact)
-    if not np.all(error <= bound):
-        worst = int(np.argmax(error - bound))
-        return (
-            f"entry {worst} is {total.reshape(-1)[worst]!r}, the exact sum is {exact.reshape(-1)[worst]!r}: "
-            f"off by {error.reshape(-1)[worst]:.6g}, more than the stated bound "
-            f"{np.broadcast_to(bound, exact.shape).reshape(-1)[worst]:.6g} "
-            f"(sum_error_bound({len(values)}) = {backend.sum_error_bound(len(values)):.6g})"
-        )
-    return None
-
-
-def _names(m: int) -> tuple[str, ...]:
-    return tuple(f"p{i}" for i in range(m))
-
-
-def _first_error(run: RecordedRun) -> str:
-    if not run.errors:
-        return "no party failed"
-    name, exc = next(iter(run.errors.items()))
-    return f"party {name!r} raised {type(exc).__name__}: {exc}"
 
 
 # -- the properties ---------------------------------------------------------------------
@@ -218,7 +135,7 @@ class _Checker:
         )
 
     def values(self, m: int, shape: tuple[int, ...], scale: float = 1000.0) -> dict[str, np.ndarray]:
-        return {name: self.rng.uniform(-scale, scale, size=shape) for name in _names(m)}
+        return {name: self.rng.uniform(-scale, scale, size=shape) for name in party_names(m)}
 
     # correctness -------------------------------------------------------------------------
     def correctness(self) -> None:
@@ -238,13 +155,13 @@ class _Checker:
         @given(case=cases())
         def prop(case: tuple[list[np.ndarray], bool]) -> None:
             arrays, receiver_contributes = case
-            contributors = _names(len(arrays))
+            contributors = party_names(len(arrays))
             receiver = contributors[-1] if receiver_contributes else "server"
             spec = SumSpec(contributors, receiver, dict(zip(contributors, arrays, strict=True)))
             run = self.run([spec])
             if run.failed:
-                raise self.fail("correctness", f"a run on valid inputs failed: {_first_error(run)}")
-            problem = _within_bound(self.backend, run.outputs[receiver][0], arrays)
+                raise self.fail("correctness", f"a run on valid inputs failed: {first_error(run)}")
+            problem = within_bound(self.backend, run.outputs[receiver][0], arrays)
             if problem is not None:
                 raise self.fail(
                     "correctness", f"{len(arrays)} contributors, receiver {receiver!r}: {problem}"
@@ -261,7 +178,7 @@ class _Checker:
             receiver = contributors[0] if receiver_contributes else "server"
             run = self.run([SumSpec(contributors, receiver, values)])
             if run.failed:
-                raise self.fail(prop, f"the run failed: {_first_error(run)}")
+                raise self.fail(prop, f"the run failed: {first_error(run)}")
             for name, out in run.outputs.items():
                 if name != receiver and out != [None]:
                     raise self.fail(prop, f"non-receiver {name!r} returned {out!r}, expected None")
@@ -275,7 +192,7 @@ class _Checker:
                     continue
                 for delivery in run.recorder.received_by(name):
                     for path, leaf in leaves(delivery.message):
-                        if _reveals(leaf, total, encoded, bound):
+                        if reveals_sum(leaf, total, encoded, bound):
                             raise self.fail(
                                 prop,
                                 f"non-receiver {name!r} was sent the sum by {delivery.sender!r} "
@@ -326,16 +243,16 @@ class _Checker:
         for run_number in (1, 2):
             run = self.run([spec, spec])
             if run.failed:
-                raise self.fail(prop, f"two sums in one run failed: {_first_error(run)}")
+                raise self.fail(prop, f"two sums in one run failed: {first_error(run)}")
             for result in run.outputs["server"]:
-                problem = _within_bound(self.backend, result, list(values.values()))
+                problem = within_bound(self.backend, result, list(values.values()))
                 if problem is not None:
                     raise self.fail(prop, f"a repeated sum is wrong: {problem}")
             for name in run.outputs:
                 mine = seen.setdefault(name, {})
                 for delivery in run.recorder.received_by(name):
                     for path, leaf in leaves(delivery.message):
-                        payload = _random_payload(leaf)
+                        payload = random_payload(leaf)
                         if payload is None:
                             continue
                         where = f"run {run_number}, message {delivery.index} from {delivery.sender!r}{path}"
@@ -360,7 +277,7 @@ class _Checker:
         ]
         run = self.run(sums)
         if run.failed:
-            raise self.fail(prop, f"interleaved sums over different groups failed: {_first_error(run)}")
+            raise self.fail(prop, f"interleaved sums over different groups failed: {first_error(run)}")
         results: dict[str, list[Any]] = {name: list(out) for name, out in run.outputs.items()}
         for number, spec in enumerate(sums, 1):
             for name in spec.members:
@@ -369,7 +286,7 @@ class _Checker:
                     if got is not None:
                         raise self.fail(prop, f"sum {number}: non-receiver {name!r} got {got!r}")
                     continue
-                problem = _within_bound(self.backend, got, list(spec.values.values()))
+                problem = within_bound(self.backend, got, list(spec.values.values()))
                 if problem is not None:
                     raise self.fail(
                         prop,
@@ -388,7 +305,7 @@ class _Checker:
             if "malformed peer" in which:
                 honest = self.run([spec])
                 if honest.failed:
-                    raise self.fail("malformed peer", f"an honest run failed: {_first_error(honest)}")
+                    raise self.fail("malformed peer", f"an honest run failed: {first_error(honest)}")
                 for n, delivery in enumerate(honest.recorder.sent_by(culprit)):
                     for label, fault in (("garbage", garbage), ("a mangled message", mangle)):
                         run = self.run(
@@ -442,7 +359,7 @@ class _Checker:
     # view independence --------------------------------------------------------------------
     def view_independence(self) -> None:
         codec = self.backend.codec
-        contributors = _names(self.m)
+        contributors = party_names(self.m)
         # Inputs A: all zero. Inputs B: p0 = +c, p1 = -c, the rest zero, with c on the
         # codec's grid, so that both encode exactly and the ring sums are equal.
         grid = np.floor(
@@ -462,27 +379,6 @@ class _Checker:
             )
         except AssertionError as exc:
             raise self.fail("view independence", str(exc)) from exc
-
-
-def _reveals(leaf: Any, total: np.ndarray, encoded: np.ndarray, bound: float) -> bool:
-    """Whether one message leaf carries the sum in the clear."""
-    if isinstance(leaf, np.ndarray):
-        if leaf.dtype.kind == "f" and leaf.shape == total.shape:
-            return bool(np.all(np.abs(leaf - total) <= bound + np.abs(total) * 2.0**-52))
-        if leaf.dtype == np.uint64 and leaf.shape == encoded.shape:
-            return bool(np.array_equal(leaf, encoded))
-        return False
-    if isinstance(leaf, (bytes, bytearray)):
-        return bytes(leaf) in (total.tobytes(), encoded.tobytes())
-    return False
-
-
-def _random_payload(leaf: Any) -> bytes | None:
-    if isinstance(leaf, np.ndarray) and leaf.dtype.kind in "iu" and leaf.nbytes >= RANDOM_PAYLOAD_BYTES:
-        return leaf.tobytes()
-    if isinstance(leaf, (bytes, bytearray)) and len(leaf) >= RANDOM_PAYLOAD_BYTES:
-        return bytes(leaf)
-    return None
 
 
 def check_secure_sum_backend(
