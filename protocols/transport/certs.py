@@ -6,13 +6,22 @@ certificate whose ``subjectAltName`` (DNS) and common name are the party name,
 valid for both TLS client and server authentication. Files:
 
 ``ca.pem``
-    The CA certificate: every party needs it (it is the only trust anchor).
+    The CA certificate (mode 0644): every party needs it (it is the only
+    trust anchor).
 ``ca.key``
     The CA's private key (mode 0600): keep it with whoever admits parties;
     never ship it to a party.
 ``NAME.pem``, ``NAME.key``
-    Party ``NAME``'s certificate and private key (mode 0600): give each party
-    only its own pair.
+    Party ``NAME``'s certificate (0644) and private key (0600): give each
+    party only its own pair.
+
+The modes are set explicitly, whatever the process's umask. Every file is
+created new (``O_CREAT | O_EXCL | O_NOFOLLOW``): an existing file, or a
+symbolic link planted where a key will go, is refused, never reused or
+written through. A directory that does not exist yet is created with mode
+0755; an existing one must not be a symbolic link nor writable by other
+users (who could replace the trust anchor). Everything is checked before the
+first file is written.
 
 Certificates from an existing CA work the same way, as long as they carry the
 party name in a SAN DNS entry (or the common name).
@@ -53,10 +62,47 @@ def check_party_names(names: Sequence[str]) -> list[str]:
     return out
 
 
-def _write_private(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
+#: Modes of the files written, set explicitly whatever the umask.
+KEY_MODE = 0o600
+CERT_MODE = 0o644
+DIRECTORY_MODE = 0o755
+
+
+def create_new_file(path: Path, data: bytes, mode: int) -> None:
+    """Write ``data`` to a file that must not exist yet, with exactly ``mode``.
+
+    ``O_EXCL`` refuses an existing file and ``O_NOFOLLOW`` a symbolic link
+    (even a dangling one) in its place; ``fchmod`` sets the mode the umask
+    would otherwise have reduced or widened.
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    except FileExistsError:
+        raise InputValidationError(f"{path} already exists; refusing to overwrite or reuse it") from None
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+
+
+def prepare_directory(root: Path) -> None:
+    """Create ``root`` (mode 0755) or check that an existing one is safe to write keys into."""
+    if root.is_symlink():
+        raise InputValidationError(f"{root} is a symbolic link; give the real directory")
+    if not root.exists():
+        root.mkdir(parents=True)
+        os.chmod(root, DIRECTORY_MODE)
+        return
+    if not root.is_dir():
+        raise InputValidationError(f"{root} exists and is not a directory")
+    if os.stat(root).st_mode & 0o002:
+        raise InputValidationError(
+            f"{root} is writable by every user (mode {os.stat(root).st_mode & 0o777:04o}), who could replace "
+            "the CA certificate; use a directory only you can write"
+        )
 
 
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
@@ -81,9 +127,15 @@ def make_ca(common_name: str, days: int) -> tuple[ec.EllipticCurvePrivateKey, x5
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
             x509.KeyUsage(
-                digital_signature=False, content_commitment=False, key_encipherment=False,
-                data_encipherment=False, key_agreement=False, key_cert_sign=True, crl_sign=True,
-                encipher_only=False, decipher_only=False,
+                digital_signature=False,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
             ),
             critical=True,
         )
@@ -126,27 +178,40 @@ def write_credentials(
 ) -> dict[str, Path]:
     """Make a CA and a key + certificate per party under ``out``; return the files written.
 
-    Refuses to overwrite an existing ``ca.pem`` (a second CA would silently
-    split the consortium).
+    Refuses, before writing anything, if any of the files exists already
+    (a second CA would silently split the consortium; a reused key file is
+    not a fresh key) or is a symbolic link; see the module docstring for the
+    modes and the directory checks.
     """
     parties = check_party_names(names)
     if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= 3650:
         raise InputValidationError(f"certificate lifetime must be 1 .. 3650 days, got {days!r}")
     root = Path(out)
-    root.mkdir(parents=True, exist_ok=True)
-    if (root / "ca.pem").exists():
-        raise InputValidationError(f"{root / 'ca.pem'} already exists; choose an empty --out directory")
-    ca_key, ca_cert = make_ca(ca_name, days)
     files = {"ca": root / "ca.pem", "ca.key": root / "ca.key"}
-    files["ca"].write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
-    _write_private(files["ca.key"], _key_pem(ca_key))
     for name in parties:
-        key, cert = make_party(name, ca_key, ca_cert, days)
         files[f"{name}.pem"] = root / f"{name}.pem"
         files[f"{name}.key"] = root / f"{name}.key"
-        files[f"{name}.pem"].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-        _write_private(files[f"{name}.key"], _key_pem(key))
+    present = [str(path) for path in files.values() if os.path.lexists(path)]
+    if present:
+        raise InputValidationError(
+            f"{', '.join(present)} already exist(s); choose an empty --out directory (nothing was written)"
+        )
+    prepare_directory(root)
+    ca_key, ca_cert = make_ca(ca_name, days)
+    create_new_file(files["ca"], ca_cert.public_bytes(serialization.Encoding.PEM), CERT_MODE)
+    create_new_file(files["ca.key"], _key_pem(ca_key), KEY_MODE)
+    for name in parties:
+        key, cert = make_party(name, ca_key, ca_cert, days)
+        create_new_file(files[f"{name}.pem"], cert.public_bytes(serialization.Encoding.PEM), CERT_MODE)
+        create_new_file(files[f"{name}.key"], _key_pem(key), KEY_MODE)
     return files
 
 
-__all__ = ["check_party_names", "make_ca", "make_party", "write_credentials"]
+__all__ = [
+    "check_party_names",
+    "create_new_file",
+    "make_ca",
+    "make_party",
+    "prepare_directory",
+    "write_credentials",
+]
