@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import glob
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,6 +94,38 @@ def expand_specs(specs: Sequence[str]) -> list[str]:
     return out
 
 
+def check_distinct_files(files: Sequence[str]) -> None:
+    """Refuse one file named twice, by identity (device and inode), not by spelling.
+
+    ``h0.csv``, ``./h0.csv``, its absolute path, a symbolic link to it and a
+    hard link of it are the same provider's rows: counting them twice would
+    double that provider's weight in the PCA without any error.
+
+    Raises
+    ------
+    InputValidationError
+        Naming every spelling of the file given more than once.
+    """
+    seen: dict[tuple[int, int] | str, list[str]] = {}
+    for name in files:
+        identity: tuple[int, int] | str
+        if name.startswith(("builtin:", "synthetic:")):
+            identity = name
+        else:
+            try:
+                info = os.stat(name)
+            except OSError:
+                continue  # reading it reports the problem with its name
+            identity = (info.st_dev, info.st_ino)
+        seen.setdefault(identity, []).append(name)
+    repeated = [names for names in seen.values() if len(names) > 1]
+    if repeated:
+        listed = "; ".join(" = ".join(names) for names in repeated)
+        raise InputValidationError(
+            f"--data names the same file more than once ({listed}): give each provider's file once"
+        )
+
+
 def load_table(spec: str, options: ReadOptions) -> Table:
     """One table: ``builtin:NAME`` (with scikit-learn's feature names), ``synthetic:...`` or a file."""
     if spec.startswith("synthetic:"):
@@ -152,8 +185,7 @@ def provider_data(
         raise InputValidationError(
             f"--parties {parties} but --data names {len(files)} files (one per provider): {files}"
         )
-    if len(set(map(str, map(Path, files)))) != len(files):
-        raise InputValidationError(f"--data names a file twice: {files}")
+    check_distinct_files(files)
     tables = [load_table(f, options) for f in files]
     notes = [note for t in tables for note in t.notes]
     aligned, align_notes = agree_tables(tables)

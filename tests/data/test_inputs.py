@@ -1,5 +1,8 @@
 """Resolving --data into one table per provider, and agreeing on column names."""
 
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -55,8 +58,32 @@ def test_empty_directory_glob_and_duplicates(tmp_path, three_files):
         expand_specs([str(empty)])
     with pytest.raises(InputValidationError, match="matches no file"):
         expand_specs([str(tmp_path / "z*.csv")])
-    with pytest.raises(InputValidationError, match="names a file twice"):
+    with pytest.raises(InputValidationError, match="same file more than once"):
         provider_data([three_files[1][0], three_files[1][0]], ReadOptions())
+
+
+def test_one_file_under_two_spellings_is_refused(tmp_path, three_files, monkeypatch):
+    first = Path(three_files[1][0])
+    others = [str(p) for p in three_files[1][1:]]
+    symlink = tmp_path / "alias.csv"
+    symlink.symlink_to(first)
+    hard = tmp_path / "hard.csv"
+    os.link(first, hard)
+    monkeypatch.chdir(first.parent)
+    for spelling in (
+        f"./{first.name}",
+        first.name,
+        str(symlink),
+        str(hard),
+        f"{first.parent}/../{first.parent.name}/{first.name}",
+    ):
+        with pytest.raises(InputValidationError, match="same file more than once") as info:
+            provider_data([str(first), spelling, *others[:1]], ReadOptions())
+        assert spelling in str(info.value) and str(first) in str(info.value)
+    # a copy is another provider's file, even with the same content
+    copy = tmp_path / "copy.csv"
+    copy.write_bytes(first.read_bytes())
+    assert len(provider_data([str(first), str(copy)], ReadOptions()).tables) == 2
 
 
 def test_permuted_columns_are_aligned_by_name_and_reported(tmp_path):
