@@ -11,9 +11,12 @@ standardize
     The server's matrix (covariance or standardized covariance) and its
     rounding-error bound.
 protocol
-    The role functions (providers, server, consumer), their configuration,
-    ring-range and precision checks (:func:`~mpc_pca.pppca.protocol.preflight`),
-    the fixed-point error bounds and the in-process run.
+    The role functions (providers, server, consumer) and their configuration.
+bounds
+    The fixed-point error bounds and the ring-range and precision checks.
+driver
+    Every check before anything is sent (:func:`~mpc_pca.pppca.driver.preflight`)
+    and the in-process run (:func:`~mpc_pca.pppca.driver.run_pppca`).
 estimator
     :class:`PPPCA`, the scikit-learn-style estimator.
 dp_sum, dp_estimator
@@ -31,18 +34,11 @@ from typing import TYPE_CHECKING
 from mpc_pca.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from mpc_pca.pppca.bounds import rounding_error_bounds
     from mpc_pca.pppca.dp_estimator import PPPCADP
+    from mpc_pca.pppca.driver import preflight, run_pppca
     from mpc_pca.pppca.estimator import PPPCA, resolve_backend
-    from mpc_pca.pppca.protocol import (
-        PPPCAConfig,
-        PPPCAModel,
-        consumer_role,
-        preflight,
-        provider_role,
-        rounding_error_bounds,
-        run_pppca,
-        server_role,
-    )
+    from mpc_pca.pppca.protocol import PPPCAConfig, PPPCAModel, consumer_role, provider_role, server_role
 
 #: Public name -> the module that defines it, imported on first use (mpc_pca.lazy).
 _EXPORTS = {
@@ -52,10 +48,10 @@ _EXPORTS = {
     "PPPCAConfig": "mpc_pca.pppca.protocol",
     "PPPCAModel": "mpc_pca.pppca.protocol",
     "consumer_role": "mpc_pca.pppca.protocol",
-    "preflight": "mpc_pca.pppca.protocol",
+    "preflight": "mpc_pca.pppca.driver",
     "provider_role": "mpc_pca.pppca.protocol",
-    "rounding_error_bounds": "mpc_pca.pppca.protocol",
-    "run_pppca": "mpc_pca.pppca.protocol",
+    "rounding_error_bounds": "mpc_pca.pppca.bounds",
+    "run_pppca": "mpc_pca.pppca.driver",
     "server_role": "mpc_pca.pppca.protocol",
 }
 

@@ -144,7 +144,7 @@ def agreed_config(views: dict[str, dict[str, Any]], n_parties: int, n_components
     view = next(iter(views.values()))
     reveal = check_reveal(view.get("reveal", "covariance"))
     exponents = _agree_columns(views, n_parties)
-    if reveal == "components":  # no column scaling in that mode (see mpc_pca.pppca.protocol.preflight)
+    if reveal == "components":  # no column scaling in that mode (see mpc_pca.pppca.driver.preflight)
         exponents = (0,) * n_features
     return PPPCAConfig(n_parties, n_features, k, True, exponents, bool(view.get("standardize")), reveal)
 

@@ -1,4 +1,4 @@
-"""The PPPCA estimator: scikit-learn front end of :mod:`mpc_pca.pppca.protocol`.
+"""The PPPCA estimator: scikit-learn front end of :mod:`mpc_pca.pppca.driver`.
 
 Liu et al., "Privacy Preserving PCA for Multiparty Modeling", AAAI 2020,
 Algorithms 1 (Paillier) and 2 (secret sharing): ``fit`` runs steps 1-8,
@@ -14,7 +14,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from mpc_pca.base import SubspaceMixin, split_parts
 from mpc_pca.pppca.components import ComponentsSettings, check_reveal
-from mpc_pca.pppca.protocol import run_pppca
+from mpc_pca.pppca.driver import run_pppca
 from protocols.backends import SecureSumBackend, make_backend
 from protocols.errors import InputValidationError
 
@@ -95,7 +95,7 @@ class PPPCA(SubspaceMixin):
     component_error_bounds_ : ndarray of shape (k,)
         Largest change rounding can cause in any entry of each component
         (Davis-Kahan; large when eigenvalues are close: see
-        :func:`~mpc_pca.pppca.protocol.rounding_error_bounds`).
+        :func:`~mpc_pca.pppca.bounds.rounding_error_bounds`).
     report_ : dict
         Per-role traffic and wall time: bytes and messages sent/received,
         rounds, seconds.

@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mpc_pca.pppca.distributed import TORCH_PROTOCOLS, pppca_ranks
-from mpc_pca.pppca.protocol import preflight
+from mpc_pca.pppca.driver import preflight
 from mpc_pca.roles import SERVER
 from protocols.backends import make_backend
 from protocols.errors import InputValidationError

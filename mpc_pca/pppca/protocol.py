@@ -28,19 +28,24 @@ learn the mean, N and T; the consumer learns the projected rows.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
 from mpc_pca.linalg import leading_eigenpairs
+from mpc_pca.pppca.bounds import (
+    GRAM_NAME,
+    STATS_NAME,
+    check_precision,
+    components_gram_bits,
+    gram_entry_error,
+    rounding_error_bounds,
+)
 from mpc_pca.pppca.chunked import ChunkedPart
 from mpc_pca.pppca.components import (
     ComponentsSettings,
-    check_reveal,
-    check_trace_fits,
     components_error_bounds,
     engine_for,
     provider_eigensolve,
@@ -48,28 +53,19 @@ from mpc_pca.pppca.components import (
 )
 from mpc_pca.pppca.local_stats import LocalStatistics
 from mpc_pca.pppca.scaling import (
-    agree_exponents,
-    exponents_of_peaks,
     gram_scale_exponent,
     normalized,
-    provider_exponents,
     sums_scale_exponent,
     unscale_gram,
     unscale_vector,
 )
-from mpc_pca.pppca.standardize import scale_and_error, server_matrix
+from mpc_pca.pppca.standardize import server_matrix
 from mpc_pca.roles import CONSUMER, SERVER, provider_names
-from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite
 from protocols.backends import SecureSumBackend
-from protocols.encoding import FixedPointCodec
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.messages import expect_real_array
 from protocols.party import Party
-from protocols.runtime import RunResult, check_timeout, map_parties, run_inprocess
 from protocols.triangle import from_upper_triangle
-
-STATS_NAME = "column sums and row count"
-GRAM_NAME = "centred Gram matrix X_i^T X_i"
 
 
 @dataclass(frozen=True)
@@ -340,62 +336,6 @@ def _gram_shift(message: object) -> int:
     return int(shift)
 
 
-def components_gram_bits(backend: SecureSumBackend) -> int:
-    """Fractional bits of the Gram shares with ``reveal="components"``.
-
-    The backend's own with the native engine. With the CrypTen engine the Gram
-    matrix is shared by :func:`protocols.tensor.share_sum` in Z_2^64 (not by the
-    crypten secure-sum backend), with at least the project's default 20 bits:
-    CrypTen's 16 would leave fewer than 20 significant bits of the unscaled
-    covariance of e.g. standardized wine (this mode has no column scaling).
-    """
-    f = backend.codec.frac_bits
-    if engine_for(backend.name) == "crypten":
-        return max(f, FixedPointCodec().frac_bits)
-    return f
-
-
-def gram_shift_of(config: PPPCAConfig, frac_bits: int, n_samples: int) -> int:
-    """``B`` of the run: 0 with ``reveal="components"`` (the eigensolver's own scaling), else as agreed."""
-    if config.reveal == "components":
-        return 0
-    return gram_scale_exponent(config.n_parties, frac_bits, n_samples)
-
-
-def gram_entry_error(config: PPPCAConfig, frac_bits: int, n_samples: int) -> NDArray[np.float64]:
-    """``u`` with ``|rounding error of G_jk| <= u_j u_k`` in the data's units.
-
-    The ring sum of M encodings is off by at most ``M 2^-(f+1)`` per entry; the
-    scaling by ``2^B`` and ``diag(2^E)`` (:mod:`mpc_pca.pppca.scaling`) turns
-    that into ``M 2^-(f+1) 2^-B 2^(E_j + E_k)``.
-    """
-    shift = gram_shift_of(config, frac_bits, n_samples)
-    base = np.sqrt(config.n_parties * 2.0 ** -(frac_bits + 1 + shift))
-    return base * np.ldexp(1.0, np.asarray(config.exponents, dtype=np.int64))
-
-
-def rounding_error_bounds(eigenvalues: NDArray[np.float64], k: int, eta: float) -> NDArray[np.float64]:
-    """How far fixed-point rounding can move the top-k eigenvectors.
-
-    ``eta`` bounds the spectral norm of the error ``E`` of the server's matrix
-    (:func:`mpc_pca.pppca.standardize.server_matrix`; with no scaling and no
-    standardization it is ``d M 2^-(f+1) / (N - 1)``).
-    Eigenvalues move by at most ``eta`` (Weyl); eigenvector ``i`` turns by
-    ``sin(theta_i) <= 2 eta / gap_i`` (Davis-Kahan, Yu-Wang-Samworth form) with
-    ``gap_i`` its distance to the nearest other eigenvalue, so after sign
-    alignment its entries differ by at most ``sqrt(2) sin(theta_i)``.
-
-    ``eigenvalues`` (decreasing) may be only the ``k + 1`` largest: the nearest
-    neighbour of each of the top ``k`` is among them.
-    """
-    bounds = np.empty(k)
-    for i in range(k):
-        others = np.delete(eigenvalues, i)
-        gap = float(np.min(np.abs(others - eigenvalues[i]))) if others.size else np.inf
-        bounds[i] = min(np.sqrt(2.0), np.sqrt(2.0) * 2 * eta / gap) if gap > 0 else np.sqrt(2.0)
-    return bounds
-
-
 def consumer_role(party: Party, config: PPPCAConfig) -> NDArray[np.float64]:
     """Data consumer (steps 10): stack the providers' projected rows in provider order."""
     blocks = []
@@ -405,216 +345,3 @@ def consumer_role(party: Party, config: PPPCAConfig) -> NDArray[np.float64]:
                 expect_real_array(party.recv(provider), provider, (None, config.n_components), "X_i T")
             )
     return np.vstack(blocks)
-
-
-# -- validation before the run ----------------------------------------------------
-
-
-def check_ring_range(
-    stats: Sequence[LocalStatistics], backend: SecureSumBackend, config: PPPCAConfig
-) -> None:
-    """Check, before anything is sent, that no provider's payload can overflow the ring.
-
-    ``stats`` are the providers' statistics of the normalized rows ``Y``
-    (:func:`mpc_pca.pppca.scaling.normalized`). The first payload
-    ``2^A [s_i, n_i]`` is checked exactly. For the centred Gram matrix,
-    ``|G_jk| <= max_j G_jj`` (Cauchy-Schwarz), so its diagonal, which each
-    provider gets from its local statistics in O(d), bounds every entry.
-    """
-    m = len(stats)
-    f = backend.codec.frac_bits
-    n_samples = sum(s.n_rows for s in stats)
-    mean = sum(s.column_sums for s in stats) / n_samples
-    shift = sums_scale_exponent(m, f)
-    gram_shift = gram_shift_of(config, f, n_samples)
-    for i, st in enumerate(stats):
-        backend.check_input(np.ldexp(st.sums_and_count(), shift), m, f"{STATS_NAME} of provider{i}")
-        backend.check_input(
-            np.ldexp(st.centred_gram_diagonal(mean), gram_shift), m, f"{GRAM_NAME} (diagonal) of provider{i}"
-        )
-
-
-#: Significant bits the server's matrix must keep after fixed-point rounding.
-MIN_SIGNIFICANT_BITS = 20
-
-
-def check_precision(eta: float, largest_diagonal: float, config: PPPCAConfig) -> None:
-    """Refuse data whose covariance fixed-point rounding would swamp.
-
-    ``eta`` bounds the spectral norm of the rounding error of the server's
-    matrix (:func:`mpc_pca.pppca.standardize.server_matrix`); it must stay
-    below ``2^-MIN_SIGNIFICANT_BITS`` (about 1e-6) of the matrix's largest
-    diagonal entry. With the per-column scaling of :mod:`mpc_pca.pppca.scaling`
-    this fails only when a column's offset dwarfs its spread (e.g. values
-    ``1e12 + noise``: the scale is set by the largest magnitude, the
-    covariance by the spread); subtracting a rough per-column offset from every
-    row first (any constant: components and variances do not change) fixes it.
-    """
-    if largest_diagonal > 0 and eta <= 2.0**-MIN_SIGNIFICANT_BITS * largest_diagonal:
-        return
-    if largest_diagonal <= 0:
-        raise InputValidationError(
-            "every column is constant over the pooled rows; there is no variance to analyse"
-        )
-    raise InputValidationError(
-        f"the fixed-point rounding error bound {eta:.3g} of the {config.n_features}x{config.n_features} "
-        f"covariance is not below 2^-{MIN_SIGNIFICANT_BITS} of its largest diagonal entry "
-        f"{largest_diagonal:.3g}: fewer than {MIN_SIGNIFICANT_BITS} significant bits would be left. "
-        "The columns' offsets dwarf their spread; subtract a rough per-column offset (e.g. a typical "
-        "value of each column) from every row before the run: components and variances are unchanged"
-    )
-
-
-def preflight(
-    parts: Sequence[ArrayLike],
-    n_components: int | None,
-    backend: SecureSumBackend,
-    *,
-    standardize: bool = False,
-    reveal: str = "covariance",
-) -> tuple[list[NDArray[np.float64]], list[LocalStatistics], int, tuple[int, ...]]:
-    """Every check a PPPCA run makes before any party sends anything.
-
-    Validates the parts and ``n_components``, computes each provider's local
-    statistics (side by side), agrees the column exponents
-    (:mod:`mpc_pca.pppca.scaling`), and checks that every payload is finite,
-    fits the ring for the number of providers, and keeps enough precision.
-    With ``reveal="components"`` the columns are not scaled (all exponents 0),
-    standardization is refused (it needs the Gram diagonal, which that mode
-    keeps secret) and the pooled Gram matrix's trace must fit the secure
-    eigensolver's scaling step.
-
-    Returns
-    -------
-    arrays : list of ndarray
-        The parts as float64 arrays.
-    stats : list of LocalStatistics
-        Each provider's statistics (of its raw rows), in part order.
-    k : int
-        The number of components.
-    exponents : tuple of int
-        The agreed column exponents ``E``.
-    """
-    reveal = check_reveal(reveal)
-    if reveal == "components" and standardize:
-        raise InputValidationError(
-            "standardize=True needs the pooled variances (the Gram diagonal), which reveal='components' "
-            "keeps secret; use reveal='covariance' or standardize before the run"
-        )
-    if isinstance(parts, Sequence) and any(isinstance(p, ChunkedPart) for p in parts):
-        arrays, stats = _chunked_preflight(parts)
-    else:
-        arrays = check_parts(parts, check_values=False)
-        n_rows = sum(a.shape[0] for a in arrays)
-        # Each provider's local step, side by side (inline when it is only microseconds of numpy).
-        stats = map_parties(LocalStatistics.of, arrays, work=float(n_rows) * arrays[0].shape[1] ** 2)
-        for i, (part, st) in enumerate(zip(arrays, stats, strict=True)):
-            check_statistics_finite(part, (st.column_sums, st.scatter_triangle), i)
-    n_samples = sum(st.n_rows for st in stats)
-    d = stats[0].n_features
-    k = check_n_components(n_components, d, n_samples)
-    if reveal == "components":
-        exponents: tuple[int, ...] = (0,) * d
-    else:
-        exponents = agree_exponents([part_exponents(a).tolist() for a in arrays])
-    config = PPPCAConfig(len(arrays), d, k, False, exponents, standardize, reveal)
-    scaled = [normalized(st, exponents) for st in stats]
-    check_ring_range(scaled, backend, config)
-    mean = sum(st.column_sums for st in scaled) / n_samples
-    # The diagonal of the pooled Gram matrix is all the checks need (no d x d matrix here).
-    diagonal = np.ldexp(
-        sum(st.centred_gram_diagonal(mean) for st in scaled), 2 * np.asarray(exponents, dtype=np.int64)
-    )
-    f = components_gram_bits(backend) if reveal == "components" else backend.codec.frac_bits
-    scale, eta = scale_and_error(diagonal, n_samples, gram_entry_error(config, f, n_samples), standardize)
-    check_precision(eta, float(np.max(diagonal / scale**2)) / (n_samples - 1), config)
-    if reveal == "components":
-        check_trace_fits(float(np.sum(diagonal)), f)
-    return arrays, stats, k, exponents
-
-
-def part_exponents(part: NDArray[np.float64] | ChunkedPart) -> NDArray[np.int64]:
-    """A provider's column exponents (:mod:`mpc_pca.pppca.scaling`); a chunked part reads its peaks."""
-    if isinstance(part, ChunkedPart):
-        return exponents_of_peaks(part.column_peaks())
-    return provider_exponents(part)
-
-
-def _chunked_preflight(parts: Sequence[Any]) -> tuple[list[Any], list[LocalStatistics]]:
-    """Statistics of parts some of which are chunked (read one part after the other)."""
-    out: list[Any] = []
-    stats: list[LocalStatistics] = []
-    for i, part in enumerate(parts):
-        if isinstance(part, ChunkedPart):
-            out.append(part)
-            stats.append(part.statistics())
-        else:
-            (array,) = check_parts([part], min_total_rows=1, check_values=False)
-            st = LocalStatistics.of(array)
-            check_statistics_finite(array, (st.column_sums, st.scatter_triangle), i)
-            out.append(array)
-            stats.append(st)
-    widths = {st.n_features for st in stats}
-    if len(widths) != 1:
-        raise InputValidationError(
-            f"the parts have different feature counts: {[st.n_features for st in stats]}"
-        )
-    if sum(st.n_rows for st in stats) < 2:
-        raise InputValidationError("the parts hold fewer than 2 rows in total; PCA needs at least 2")
-    return out, stats
-
-
-def run_pppca(
-    parts: Sequence[ArrayLike],
-    n_components: int | None,
-    backend: SecureSumBackend,
-    *,
-    with_consumer: bool = False,
-    timeout: float = 120.0,
-    standardize: bool = False,
-    reveal: str = "covariance",
-    components: ComponentsSettings | None = None,
-) -> tuple[PPPCAModel, NDArray[np.float64] | None, RunResult]:
-    """Validate the inputs, then run PPPCA in-process with one thread per party.
-
-    Every provider's local statistics are computed and every payload is
-    range-checked before any party sends anything. ``reveal="components"``
-    keeps the covariance secret-shared (see :mod:`mpc_pca.pppca.components`);
-    ``components`` holds that mode's public settings.
-
-    Returns
-    -------
-    model : PPPCAModel
-        The server's output.
-    projection : ndarray or None
-        The consumer's stacked ``X T`` if ``with_consumer``.
-    run : RunResult
-        Outputs and per-party traffic reports.
-    """
-    check_timeout(timeout)
-    arrays, stats, k, exponents = preflight(
-        parts, n_components, backend, standardize=standardize, reveal=reveal
-    )
-    settings = ComponentsSettings() if components is None else components
-    d = stats[0].n_features
-    if reveal == "components" and engine_for(backend.name) == "crypten":
-        raise InputValidationError(
-            "reveal='components' with backend='crypten' runs the CrypTen tensor engine, whose parties must be "
-            "processes over torch.distributed; it cannot run in-process. Use `mpc-pca run --reveal components "
-            "--backend crypten --transport torch --insecure` or "
-            "mpc_pca.pppca.launch.launch_local(parts, reveal='components', backend='crypten', insecure=True), "
-            "or backend='additive' for the in-process engine"
-        )
-    if reveal == "components":
-        settings.plan(d, k)  # validates the settings before anything is sent
-    config = PPPCAConfig(len(arrays), d, k, with_consumer, exponents, standardize, reveal, settings)
-    roles: dict[str, Any] = {
-        name: (lambda party, data=data, st=st: provider_role(party, data, config, backend, st))
-        for name, data, st in zip(config.providers, arrays, stats, strict=True)
-    }
-    roles[SERVER] = lambda party: server_role(party, config, backend)
-    if with_consumer:
-        roles[CONSUMER] = lambda party: consumer_role(party, config)
-    run = run_inprocess(roles, timeout=timeout)
-    projection = run.outputs.get(CONSUMER)
-    return run.outputs[SERVER], projection, run

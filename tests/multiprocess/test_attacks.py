@@ -24,8 +24,8 @@ import pytest
 
 from mpc_pca.cli.options import EXIT_PROTOCOL
 from mpc_pca.pppca.distributed import pppca_ranks
+from mpc_pca.pppca.driver import run_pppca
 from mpc_pca.pppca.launch import child_environment, host_rendezvous
-from mpc_pca.pppca.protocol import run_pppca
 from protocols.backends.additive import AdditiveBackend
 from protocols.runtime.launcher import ProcessOutcome, launch
 from protocols.transport.certs import write_credentials

@@ -12,7 +12,7 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.decomposition import PCA
 from sklearn.preprocessing import StandardScaler
 
-import mpc_pca.pppca.protocol as pppca_module
+import mpc_pca.pppca.driver as pppca_module
 from mpc_pca.cli import main
 from mpc_pca.cli.options import EXIT_INPUT, EXIT_USAGE
 from tests.helpers.oracles import align_signs

@@ -1,0 +1,183 @@
+"""PPPCA in one process: every check before anything is sent, then the parties as threads.
+
+:func:`preflight` is every check a PPPCA run makes before any party sends
+anything; :func:`run_pppca` runs the role functions of
+:mod:`mpc_pca.pppca.protocol` with one thread per party (the embedded default
+behind :class:`~mpc_pca.pppca.estimator.PPPCA`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from mpc_pca.pppca.bounds import check_precision, check_ring_range, components_gram_bits, gram_entry_error
+from mpc_pca.pppca.chunked import ChunkedPart
+from mpc_pca.pppca.components import ComponentsSettings, check_reveal, check_trace_fits, engine_for
+from mpc_pca.pppca.local_stats import LocalStatistics
+from mpc_pca.pppca.protocol import PPPCAConfig, PPPCAModel, consumer_role, provider_role, server_role
+from mpc_pca.pppca.scaling import agree_exponents, exponents_of_peaks, normalized, provider_exponents
+from mpc_pca.pppca.standardize import scale_and_error
+from mpc_pca.roles import CONSUMER, SERVER
+from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite
+from protocols.backends import SecureSumBackend
+from protocols.errors import InputValidationError
+from protocols.runtime import RunResult, check_timeout, map_parties, run_inprocess
+
+
+def preflight(
+    parts: Sequence[ArrayLike],
+    n_components: int | None,
+    backend: SecureSumBackend,
+    *,
+    standardize: bool = False,
+    reveal: str = "covariance",
+) -> tuple[list[NDArray[np.float64]], list[LocalStatistics], int, tuple[int, ...]]:
+    """Every check a PPPCA run makes before any party sends anything.
+
+    Validates the parts and ``n_components``, computes each provider's local
+    statistics (side by side), agrees the column exponents
+    (:mod:`mpc_pca.pppca.scaling`), and checks that every payload is finite,
+    fits the ring for the number of providers, and keeps enough precision.
+    With ``reveal="components"`` the columns are not scaled (all exponents 0),
+    standardization is refused (it needs the Gram diagonal, which that mode
+    keeps secret) and the pooled Gram matrix's trace must fit the secure
+    eigensolver's scaling step.
+
+    Returns
+    -------
+    arrays : list of ndarray
+        The parts as float64 arrays.
+    stats : list of LocalStatistics
+        Each provider's statistics (of its raw rows), in part order.
+    k : int
+        The number of components.
+    exponents : tuple of int
+        The agreed column exponents ``E``.
+    """
+    reveal = check_reveal(reveal)
+    if reveal == "components" and standardize:
+        raise InputValidationError(
+            "standardize=True needs the pooled variances (the Gram diagonal), which reveal='components' "
+            "keeps secret; use reveal='covariance' or standardize before the run"
+        )
+    if isinstance(parts, Sequence) and any(isinstance(p, ChunkedPart) for p in parts):
+        arrays, stats = _chunked_preflight(parts)
+    else:
+        arrays = check_parts(parts, check_values=False)
+        n_rows = sum(a.shape[0] for a in arrays)
+        # Each provider's local step, side by side (inline when it is only microseconds of numpy).
+        stats = map_parties(LocalStatistics.of, arrays, work=float(n_rows) * arrays[0].shape[1] ** 2)
+        for i, (part, st) in enumerate(zip(arrays, stats, strict=True)):
+            check_statistics_finite(part, (st.column_sums, st.scatter_triangle), i)
+    n_samples = sum(st.n_rows for st in stats)
+    d = stats[0].n_features
+    k = check_n_components(n_components, d, n_samples)
+    if reveal == "components":
+        exponents: tuple[int, ...] = (0,) * d
+    else:
+        exponents = agree_exponents([part_exponents(a).tolist() for a in arrays])
+    config = PPPCAConfig(len(arrays), d, k, False, exponents, standardize, reveal)
+    scaled = [normalized(st, exponents) for st in stats]
+    check_ring_range(scaled, backend, config)
+    mean = sum(st.column_sums for st in scaled) / n_samples
+    # The diagonal of the pooled Gram matrix is all the checks need (no d x d matrix here).
+    diagonal = np.ldexp(
+        sum(st.centred_gram_diagonal(mean) for st in scaled), 2 * np.asarray(exponents, dtype=np.int64)
+    )
+    f = components_gram_bits(backend) if reveal == "components" else backend.codec.frac_bits
+    scale, eta = scale_and_error(diagonal, n_samples, gram_entry_error(config, f, n_samples), standardize)
+    check_precision(eta, float(np.max(diagonal / scale**2)) / (n_samples - 1), config)
+    if reveal == "components":
+        check_trace_fits(float(np.sum(diagonal)), f)
+    return arrays, stats, k, exponents
+
+
+def part_exponents(part: NDArray[np.float64] | ChunkedPart) -> NDArray[np.int64]:
+    """A provider's column exponents (:mod:`mpc_pca.pppca.scaling`); a chunked part reads its peaks."""
+    if isinstance(part, ChunkedPart):
+        return exponents_of_peaks(part.column_peaks())
+    return provider_exponents(part)
+
+
+def _chunked_preflight(parts: Sequence[Any]) -> tuple[list[Any], list[LocalStatistics]]:
+    """Statistics of parts some of which are chunked (read one part after the other)."""
+    out: list[Any] = []
+    stats: list[LocalStatistics] = []
+    for i, part in enumerate(parts):
+        if isinstance(part, ChunkedPart):
+            out.append(part)
+            stats.append(part.statistics())
+        else:
+            (array,) = check_parts([part], min_total_rows=1, check_values=False)
+            st = LocalStatistics.of(array)
+            check_statistics_finite(array, (st.column_sums, st.scatter_triangle), i)
+            out.append(array)
+            stats.append(st)
+    widths = {st.n_features for st in stats}
+    if len(widths) != 1:
+        raise InputValidationError(
+            f"the parts have different feature counts: {[st.n_features for st in stats]}"
+        )
+    if sum(st.n_rows for st in stats) < 2:
+        raise InputValidationError("the parts hold fewer than 2 rows in total; PCA needs at least 2")
+    return out, stats
+
+
+def run_pppca(
+    parts: Sequence[ArrayLike],
+    n_components: int | None,
+    backend: SecureSumBackend,
+    *,
+    with_consumer: bool = False,
+    timeout: float = 120.0,
+    standardize: bool = False,
+    reveal: str = "covariance",
+    components: ComponentsSettings | None = None,
+) -> tuple[PPPCAModel, NDArray[np.float64] | None, RunResult]:
+    """Validate the inputs, then run PPPCA in-process with one thread per party.
+
+    Every provider's local statistics are computed and every payload is
+    range-checked before any party sends anything. ``reveal="components"``
+    keeps the covariance secret-shared (see :mod:`mpc_pca.pppca.components`);
+    ``components`` holds that mode's public settings.
+
+    Returns
+    -------
+    model : PPPCAModel
+        The server's output.
+    projection : ndarray or None
+        The consumer's stacked ``X T`` if ``with_consumer``.
+    run : RunResult
+        Outputs and per-party traffic reports.
+    """
+    check_timeout(timeout)
+    arrays, stats, k, exponents = preflight(
+        parts, n_components, backend, standardize=standardize, reveal=reveal
+    )
+    settings = ComponentsSettings() if components is None else components
+    d = stats[0].n_features
+    if reveal == "components" and engine_for(backend.name) == "crypten":
+        raise InputValidationError(
+            "reveal='components' with backend='crypten' runs the CrypTen tensor engine, whose parties must be "
+            "processes over torch.distributed; it cannot run in-process. Use `mpc-pca run --reveal components "
+            "--backend crypten --transport torch --insecure` or "
+            "mpc_pca.pppca.launch.launch_local(parts, reveal='components', backend='crypten', insecure=True), "
+            "or backend='additive' for the in-process engine"
+        )
+    if reveal == "components":
+        settings.plan(d, k)  # validates the settings before anything is sent
+    config = PPPCAConfig(len(arrays), d, k, with_consumer, exponents, standardize, reveal, settings)
+    roles: dict[str, Any] = {
+        name: (lambda party, data=data, st=st: provider_role(party, data, config, backend, st))
+        for name, data, st in zip(config.providers, arrays, stats, strict=True)
+    }
+    roles[SERVER] = lambda party: server_role(party, config, backend)
+    if with_consumer:
+        roles[CONSUMER] = lambda party: consumer_role(party, config)
+    run = run_inprocess(roles, timeout=timeout)
+    projection = run.outputs.get(CONSUMER)
+    return run.outputs[SERVER], projection, run
