@@ -100,7 +100,7 @@ def check_ring_range(
     m = len(stats)
     f = backend.codec.frac_bits
     n_samples = sum(s.n_rows for s in stats)
-    mean = sum(s.column_sums for s in stats) / n_samples
+    mean = np.sum([s.column_sums for s in stats], axis=0) / n_samples
     shift = sums_scale_exponent(m, f)
     gram_shift = gram_shift_of(config, f, n_samples)
     for i, st in enumerate(stats):

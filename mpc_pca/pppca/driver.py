@@ -83,10 +83,11 @@ def preflight(
     config = PPPCAConfig(len(arrays), d, k, False, exponents, standardize, reveal)
     scaled = [normalized(st, exponents) for st in stats]
     check_ring_range(scaled, backend, config)
-    mean = sum(st.column_sums for st in scaled) / n_samples
+    mean = np.sum([st.column_sums for st in scaled], axis=0) / n_samples
     # The diagonal of the pooled Gram matrix is all the checks need (no d x d matrix here).
     diagonal = np.ldexp(
-        sum(st.centred_gram_diagonal(mean) for st in scaled), 2 * np.asarray(exponents, dtype=np.int64)
+        np.sum([st.centred_gram_diagonal(mean) for st in scaled], axis=0),
+        2 * np.asarray(exponents, dtype=np.int64),
     )
     f = components_gram_bits(backend) if reveal == "components" else backend.codec.frac_bits
     scale, eta = scale_and_error(diagonal, n_samples, gram_entry_error(config, f, n_samples), standardize)

@@ -239,6 +239,8 @@ def server_role(party: Party, config: PPPCAConfig, backend: SecureSumBackend) ->
         stats = backend.secure_sum(
             party, None, contributors=config.providers, receiver=SERVER, name=STATS_NAME
         )
+    if stats is None:
+        raise ProtocolError(f"the secure sum of the {STATS_NAME} gave the server no result")
     if stats.shape != (d + 1,):
         raise ProtocolError(f"the summed {STATS_NAME} have shape {stats.shape}, expected ({d + 1},)")
     stats = np.ldexp(stats, -sums_scale_exponent(config.n_parties, f))
