@@ -25,7 +25,7 @@ norm (not DP, as the papers do).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -96,6 +96,7 @@ def points(quick: bool, options: dict[str, str]) -> list[Point]:
     """ICASSP 2018 sweeps per data set, then the ICASSP 2016 baselines, then DPDPCA."""
     out: list[Point] = []
     reps = 3 if quick else 5
+    grids: dict[str, list[float]]
     if quick:
         grids = {
             "epsilon": [0.01, 0.1, 1.0, 10.0],
@@ -148,7 +149,7 @@ def _factories(part: str, k: int, r: int, eps: float, delta: float, neighbour: s
     from mpc_pca.dp.dispca import DPdisPCA
     from mpc_pca.dp.dpdpca import DPDPCA
 
-    common = {"epsilon": eps, "delta": delta, "neighbour": neighbour, "row_norm": "error"}
+    common: dict[str, Any] = {"epsilon": eps, "delta": delta, "neighbour": neighbour, "row_norm": "error"}
     if part == "icassp2018":
         return {
             "pooled": lambda ss: AnalyzeGaussPCA(k, random_state=ss, **common),
@@ -232,8 +233,8 @@ def _stable_seed(key: str) -> int:
 
 def _series(
     records: list[Record], part: str, dataset: str, axis: str
-) -> dict[str, list[tuple[float, list[float]]]]:
-    out: dict[str, list[tuple[float, list[float]]]] = {}
+) -> dict[str, list[tuple[float, Sequence[float]]]]:
+    out: dict[str, list[tuple[float, Sequence[float]]]] = {}
     for r in records:
         if r["part"] == part and r["dataset"] == dataset and r["axis"] == axis:
             for method, vals in r["ratios"].items():
@@ -241,7 +242,7 @@ def _series(
     return out
 
 
-def _mean_at(series: dict[str, list[tuple[float, list[float]]]], method: str) -> dict[float, float]:
+def _mean_at(series: dict[str, list[tuple[float, Sequence[float]]]], method: str) -> dict[float, float]:
     return {x: float(np.mean(v)) for x, v in series.get(method, [])}
 
 
