@@ -204,7 +204,7 @@ def cape_weights(counts: Sequence[int]) -> NDArray[np.float64]:
 
 
 def zero_sum_noise(
-    scales: Sequence[float], weights: Sequence[float], d: int, rng: np.random.Generator
+    scales: Sequence[float], weights: Sequence[float] | NDArray[np.float64], d: int, rng: np.random.Generator
 ) -> list[NDArray[np.float64]]:
     """CAPE's correlated noise: symmetric ``e_s`` with ``sum_s mu_s e_s = 0``.
 
