@@ -29,6 +29,7 @@ from mpc_pca.dp.mechanisms import (
     gaussian_noise_scale,
     parse_neighbour,
 )
+from mpc_pca.deployment_kit import check_own_rows, refuse_pooled_scaling
 from mpc_pca.dp.preprocessing import bound_rows
 from mpc_pca.linalg import from_upper_triangle
 from mpc_pca.roles import AGGREGATOR, CURATOR, NOISE_GENERATOR  # noqa: F401  (re-exported for the DP modules)
@@ -53,6 +54,28 @@ def prepare_parts(
     arrays = check_parts(parts, min_total_rows=min_total_rows)
     k = check_n_components(n_components, arrays[0].shape[1])
     return bound_rows(arrays, row_norm), k
+
+
+def prepare_own_rows(
+    party: str, data: NDArray[np.float64] | None, settings: Any, protocol: str, *, clip: bool = True
+) -> NDArray[np.float64]:
+    """One data holder's rows, checked and bounded by ``settings["row_norm"]``, before anything is sent.
+
+    The deployed counterpart of :func:`prepare_parts` for the one part a party
+    holds: finite 2-D rows (:func:`mpc_pca.deployment_kit.check_own_rows`),
+    ``row_norm="scale"`` refused (it needs the pooled rows), ``"clip"`` or
+    ``"error"`` applied as in the in-process run. Errors name ``party``.
+    ``clip=False`` only checks (a deployment's announcement step), so clipping
+    is done, and warned about, once, by the role.
+    """
+    arr = check_own_rows(party, data)
+    mode = refuse_pooled_scaling(settings, protocol)
+    if mode == "clip" and not clip:
+        return arr
+    try:
+        return bound_rows([arr], mode)[0]
+    except InputValidationError as exc:
+        raise InputValidationError(f"{party}: {exc}".replace("part 0", "its data")) from None
 
 
 def check_privacy(
