@@ -29,10 +29,8 @@ from mpc_pca.deployment_kit import (
     HoldersFirst,
     agree,
     agree_width,
-    check_components_setting,
     check_no_data,
     floats_cap,
-    refuse_pooled_scaling,
     seeded_generator,
     subspace_fields,
 )
@@ -44,23 +42,21 @@ from mpc_pca.dp.cape import (
     noise_generator_role,
     site_role,
 )
-from mpc_pca.dp.common import AGGREGATOR, NOISE_GENERATOR, check_privacy, prepare_own_rows
+from mpc_pca.dp.common import (
+    AGGREGATOR,
+    GAUSSIAN_SHARED,
+    NOISE_GENERATOR,
+    check_privacy,
+    gaussian_view,
+    prepare_own_rows,
+)
 from mpc_pca.validation import check_n_components
 from protocols.errors import InputValidationError
 
 __all__ = ["HARNESS_FIELDS", "CapeDeployment"]
 
 #: Settings every party announces and all must agree on.
-SHARED = (
-    "protocol",
-    "n_components",
-    "epsilon",
-    "delta",
-    "neighbour",
-    "noise_calibration",
-    "cape_calibration",
-    "row_norm",
-)
+SHARED = (*GAUSSIAN_SHARED, "cape_calibration")
 
 
 @dataclass(frozen=True)
@@ -72,27 +68,17 @@ class CapeDeployConfig:
 
 
 def cape_settings(name: str, settings: Mapping[str, Any]) -> dict[str, Any]:
-    """Validate the Gaussian/CAPE settings every party announces (no peer involved yet).
+    """Validate the settings a capePCA party announces (no peer involved yet).
 
     Raises
     ------
     InputValidationError
-        For an invalid ``epsilon``, ``delta``, neighbour relation, noise or
-        CAPE calibration, or ``row_norm="scale"``.
+        For an invalid Gaussian setting (:func:`~mpc_pca.dp.common.gaussian_view`)
+        or CAPE calibration.
     """
-    eps, dlt, _ = check_privacy(
-        settings.get("epsilon"), settings.get("delta"), settings.get("neighbour"), settings.get("noise_calibration")
-    )
-    k = check_components_setting(settings.get("n_components"))
     return {
-        "protocol": name,
-        "n_components": k,
-        "epsilon": eps,
-        "delta": dlt,
-        "neighbour": str(settings.get("neighbour")),
-        "noise_calibration": str(settings.get("noise_calibration")),
+        **gaussian_view(name, settings),
         "cape_calibration": check_calibration(settings.get("cape_calibration", "joint")),
-        "row_norm": refuse_pooled_scaling(settings, name),
     }
 
 

@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from mpc_pca.base import SubspaceMixin
+from mpc_pca.deployment_kit import check_components_setting, check_own_rows, refuse_pooled_scaling
 from mpc_pca.dp.mechanisms import (
     check_calibration,
     check_delta,
@@ -29,7 +30,6 @@ from mpc_pca.dp.mechanisms import (
     gaussian_noise_scale,
     parse_neighbour,
 )
-from mpc_pca.deployment_kit import check_own_rows, refuse_pooled_scaling
 from mpc_pca.dp.preprocessing import bound_rows
 from mpc_pca.linalg import from_upper_triangle
 from mpc_pca.roles import AGGREGATOR, CURATOR, NOISE_GENERATOR  # noqa: F401  (re-exported for the DP modules)
@@ -76,6 +76,34 @@ def prepare_own_rows(
         return bound_rows([arr], mode)[0]
     except InputValidationError as exc:
         raise InputValidationError(f"{party}: {exc}".replace("part 0", "its data")) from None
+
+
+#: The Gaussian-protocol settings every party of a deployed DP run announces and all must agree on.
+GAUSSIAN_SHARED = ("protocol", "n_components", "epsilon", "delta", "neighbour", "noise_calibration", "row_norm")
+
+
+def gaussian_view(protocol: str, settings: Any) -> dict[str, Any]:
+    """A deployed party's checked :data:`GAUSSIAN_SHARED` settings, before any peer is involved.
+
+    Raises
+    ------
+    InputValidationError
+        For an invalid ``n_components``, ``epsilon``, ``delta``, neighbour
+        relation or noise calibration (``"classical"`` with ``epsilon >= 1``),
+        or ``row_norm="scale"``.
+    """
+    eps, dlt, _ = check_privacy(
+        settings.get("epsilon"), settings.get("delta"), settings.get("neighbour"), settings.get("noise_calibration")
+    )
+    return {
+        "protocol": protocol,
+        "n_components": check_components_setting(settings.get("n_components")),
+        "epsilon": eps,
+        "delta": dlt,
+        "neighbour": str(settings.get("neighbour")),
+        "noise_calibration": str(settings.get("noise_calibration")),
+        "row_norm": refuse_pooled_scaling(settings, protocol),
+    }
 
 
 def check_privacy(
