@@ -93,7 +93,8 @@ def agn_view(name: str, settings: Mapping[str, Any]) -> dict[str, Any]:
         "protocol": name,
         "n_components": k,
         "model": model,
-        "sigma": check_sigma(model, settings.get("sigma")),
+        # stm ignores sigma; the CLI's JSON reports it as given
+        "sigma": check_sigma(model, settings.get("sigma")) if model == "mog" else settings.get("sigma"),
         "budget_split": split,
         "epsilon": eps,
         "delta": dlt,
@@ -144,7 +145,7 @@ class CapeAGNDeployment(HoldersFirst):
         k = check_n_components(agreed["n_components"], d)
         eps, dlt, relation = check_privacy(agreed["epsilon"], agreed["delta"], agreed["neighbour"])
         budget = AGNBudget(
-            agreed["model"], d, agreed["sigma"], eps, dlt, relation, agreed["budget_split"], agreed["noise_calibration"]
+            agreed["model"], d, check_sigma(agreed["model"], agreed["sigma"]), eps, dlt, relation, agreed["budget_split"], agreed["noise_calibration"]
         )
         config = AGNConfig(n_providers, d, k, budget, agreed["cape_calibration"], PowerMethodOptions())
         return AGNDeployConfig(config, agreed)
