@@ -125,11 +125,17 @@ def cli_json(name: str, parts: list[np.ndarray], settings: Mapping[str, Any]) ->
 
 
 def assert_same_json(expected: Mapping[str, Any], got: Mapping[str, Any]) -> None:
+    """Every field but :data:`HARNESS_FIELDS`, bit for bit: the parties do the in-process arithmetic.
+
+    Exact, not to a tolerance: capePCA's aggregator subtracts the very masks
+    ``f_s`` it drew, so a wrong aggregator stream moves the result only by
+    rounding, far below any tolerance.
+    """
     assert set(got) == set(expected) - set(HARNESS_FIELDS)
     for key, value in got.items():
         want = expected[key]
         if isinstance(want, (list, float)) and not isinstance(want, bool):
-            np.testing.assert_allclose(np.asarray(value, dtype=float), np.asarray(want, dtype=float), rtol=0, atol=1e-12)
+            np.testing.assert_array_equal(np.asarray(value, dtype=float), np.asarray(want, dtype=float), err_msg=key)
         else:
             assert value == want, key
 
