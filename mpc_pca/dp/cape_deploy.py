@@ -98,7 +98,9 @@ class CapeDeployment(HoldersFirst):
             raise InputValidationError(f"CapeDeployment runs protocol 'capepca', not {name!r}")
         self.name = name
 
-    def public(self, party: str, data: NDArray[np.float64] | None, settings: Mapping[str, Any]) -> PublicSettings:
+    def public(
+        self, party: str, data: NDArray[np.float64] | None, settings: Mapping[str, Any]
+    ) -> PublicSettings:
         """Checked settings, plus the width of a site's rows (checked, row norms per ``row_norm``)."""
         view = cape_settings(self.name, settings)
         if party.startswith("provider"):
@@ -154,7 +156,9 @@ class CapeDeployment(HoldersFirst):
         if party != AGGREGATOR:
             return {"components": np.asarray(output).tolist()} if party.startswith("provider") else {}
         model: CapeModel = output
-        out = subspace_fields(model.components, model.explained_variance, sum(model.site_samples), config.settings)
+        out = subspace_fields(
+            model.components, model.explained_variance, sum(model.site_samples), config.settings
+        )
         out.update(
             weights=model.weights.tolist(),
             calibration=model.calibration,

@@ -126,7 +126,9 @@ class CapeAGNDeployment(HoldersFirst):
             return check_documents(check_own_rows(party, data), int(party.removeprefix("provider")))
         return prepare_own_rows(party, data, view, self.name, clip=clip)
 
-    def public(self, party: str, data: NDArray[np.float64] | None, settings: Mapping[str, Any]) -> PublicSettings:
+    def public(
+        self, party: str, data: NDArray[np.float64] | None, settings: Mapping[str, Any]
+    ) -> PublicSettings:
         """Checked settings, plus the width of a site's rows (word counts, or rows per ``row_norm``)."""
         view = agn_view(self.name, settings)
         if party.startswith("provider"):
@@ -145,7 +147,14 @@ class CapeAGNDeployment(HoldersFirst):
         k = check_n_components(agreed["n_components"], d)
         eps, dlt, relation = check_privacy(agreed["epsilon"], agreed["delta"], agreed["neighbour"])
         budget = AGNBudget(
-            agreed["model"], d, check_sigma(agreed["model"], agreed["sigma"]), eps, dlt, relation, agreed["budget_split"], agreed["noise_calibration"]
+            agreed["model"],
+            d,
+            check_sigma(agreed["model"], agreed["sigma"]),
+            eps,
+            dlt,
+            relation,
+            agreed["budget_split"],
+            agreed["noise_calibration"],
         )
         config = AGNConfig(n_providers, d, k, budget, agreed["cape_calibration"], PowerMethodOptions())
         return AGNDeployConfig(config, agreed)

@@ -87,7 +87,9 @@ class CuratorDeployment(HoldersFirst):
         )
         return estimator._mechanism(k)
 
-    def public(self, party: str, data: NDArray[np.float64] | None, settings: Mapping[str, Any]) -> PublicSettings:
+    def public(
+        self, party: str, data: NDArray[np.float64] | None, settings: Mapping[str, Any]
+    ) -> PublicSettings:
         """Checked settings, plus the width of a provider's rows (checked, row norms per ``row_norm``)."""
         view = gaussian_view(self.name, settings)
         if party.startswith("provider"):

@@ -79,7 +79,9 @@ class DisPCADeployment(HoldersFirst):
     def _shared(self) -> tuple[str, ...]:
         return GAUSSIAN_SHARED if self.full else (*GAUSSIAN_SHARED, "intermediate_dim")
 
-    def public(self, party: str, data: NDArray[np.float64] | None, settings: Mapping[str, Any]) -> PublicSettings:
+    def public(
+        self, party: str, data: NDArray[np.float64] | None, settings: Mapping[str, Any]
+    ) -> PublicSettings:
         """Checked settings, plus the width of a site's rows (checked, row norms per ``row_norm``)."""
         view = gaussian_view(self.name, settings)
         r = settings.get("intermediate_dim")
@@ -147,7 +149,9 @@ class DisPCADeployment(HoldersFirst):
         if party != AGGREGATOR:
             return {"components": output.components.tolist()} if party.startswith("provider") else {}
         model: DisPCAModel = output
-        out = subspace_fields(model.components, model.explained_variance, sum(model.site_samples), config.settings)
+        out = subspace_fields(
+            model.components, model.explained_variance, sum(model.site_samples), config.settings
+        )
         if not self.full:
             out["intermediate_dim"] = config.config.intermediate_dim
         return out

@@ -79,7 +79,9 @@ class DPDPCADeployment(HoldersFirst):
     def holder_names(self, n_providers: int) -> tuple[str, ...]:
         return owner_names(n_providers)
 
-    def public(self, party: str, data: NDArray[np.float64] | None, settings: Mapping[str, Any]) -> PublicSettings:
+    def public(
+        self, party: str, data: NDArray[np.float64] | None, settings: Mapping[str, Any]
+    ) -> PublicSettings:
         """Checked settings (key size included), plus the width of an owner's rows."""
         view = gaussian_view(self.name, settings)
         insecure = settings.get("allow_insecure_key_size", False)

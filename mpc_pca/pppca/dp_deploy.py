@@ -99,7 +99,9 @@ class PPPCADPDeployment(HoldersFirst):
             raise InputValidationError(f"PPPCADPDeployment runs protocol 'pppca-dp', not {name!r}")
         self.name = name
 
-    def public(self, party: str, data: NDArray[np.float64] | None, settings: Mapping[str, Any]) -> PublicSettings:
+    def public(
+        self, party: str, data: NDArray[np.float64] | None, settings: Mapping[str, Any]
+    ) -> PublicSettings:
         """Checked settings (privacy, backend, ring), plus the width of a provider's rows."""
         eps = check_epsilon_value(settings.get("epsilon"))
         dlt = check_delta_value(settings.get("delta"))
@@ -120,7 +122,11 @@ class PPPCADPDeployment(HoldersFirst):
                 "backend 'crypten' encodes in its own ring; pppca-dp adds integer noise in the 64-bit "
                 "fixed-point ring and needs 'additive', 'additive-masks' or 'paillier'"
             )
-        frac_bits = DEFAULT_FRAC_BITS if settings.get("frac_bits") is None else settings.get("frac_bits")
+        frac_bits = DEFAULT_FRAC_BITS if settings.get("frac_bits") is None else settings["frac_bits"]
+        key_bits = settings.get("key_bits")
+        for option, value in (("frac_bits", frac_bits), ("key_bits", key_bits)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise InputValidationError(f"{option}={value!r} must be an integer")
         view = {
             "protocol": self.name,
             "n_components": check_components_setting(settings.get("n_components")),
@@ -130,9 +136,9 @@ class PPPCADPDeployment(HoldersFirst):
             "min_honest": h,
             "backend": backend,
             "frac_bits": frac_bits,
-            "key_bits": settings.get("key_bits"),
+            "key_bits": key_bits,
         }
-        make_backend(backend, frac_bits=frac_bits, key_bits=view["key_bits"])  # validates name, bits
+        make_backend(backend, frac_bits=frac_bits, key_bits=key_bits)  # validates the name and the bits
         check_plan_parameters(eps, dlt, 1 if h is None else h, h, MEAN_SHARE, frac_bits)
         if party.startswith("provider"):
             rows = check_own_rows(party, data)
@@ -149,9 +155,16 @@ class PPPCADPDeployment(HoldersFirst):
         d = agree_width(views, holders)
         k = check_n_components(agreed["n_components"], d)
         eps, dlt, h, share = check_plan_parameters(
-            agreed["epsilon"], agreed["delta"], n_providers, agreed["min_honest"], MEAN_SHARE, agreed["frac_bits"]
+            agreed["epsilon"],
+            agreed["delta"],
+            n_providers,
+            agreed["min_honest"],
+            MEAN_SHARE,
+            agreed["frac_bits"],
         )
-        plan = DPSumPlan(n_providers, d, eps, dlt, agreed["frac_bits"], h, True, share, agreed["noise_calibration"])
+        plan = DPSumPlan(
+            n_providers, d, eps, dlt, agreed["frac_bits"], h, True, share, agreed["noise_calibration"]
+        )
         return PPPCADPDeployConfig(plan, k, agreed)
 
     def message_cap(self, config: PPPCADPDeployConfig) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,8 +22,8 @@ from sklearn.preprocessing import StandardScaler
 from mpc_pca.data.latent import make_topic_model
 from mpc_pca.deployment import DEFAULT_MESSAGE_CAP, Deployment
 from mpc_pca.deployment_kit import HARNESS_FIELDS, seeded_generator
-from mpc_pca.dp.capeagn_deploy import CapeAGNDeployment
 from mpc_pca.dp.cape_deploy import CapeDeployment
+from mpc_pca.dp.capeagn_deploy import CapeAGNDeployment
 from mpc_pca.dp.curator_deploy import CuratorDeployment
 from mpc_pca.dp.dispca_deploy import DisPCADeployment
 from mpc_pca.dp.dpdpca import DPDPCA
@@ -101,7 +102,10 @@ def cli_json(name: str, parts: list[np.ndarray], settings: Mapping[str, Any]) ->
     """What ``mpc-pca run --protocol NAME --seed SEED`` writes, computed in-process."""
     if name == "dpdpca":  # the CLI has no test-only key size: the estimator it builds, with a small key
         model = DPDPCA(
-            n_components=2, row_norm="clip", random_state=SEED, **SMALL_KEY  # type: ignore[arg-type]
+            n_components=2,
+            row_norm="clip",
+            random_state=SEED,
+            **SMALL_KEY,  # type: ignore[arg-type]
         ).fit(parts)
         variance = model.explained_variance_.tolist()
         return {
@@ -135,7 +139,9 @@ def assert_same_json(expected: Mapping[str, Any], got: Mapping[str, Any]) -> Non
     for key, value in got.items():
         want = expected[key]
         if isinstance(want, (list, float)) and not isinstance(want, bool):
-            np.testing.assert_array_equal(np.asarray(value, dtype=float), np.asarray(want, dtype=float), err_msg=key)
+            np.testing.assert_array_equal(
+                np.asarray(value, dtype=float), np.asarray(want, dtype=float), err_msg=key
+            )
         else:
             assert value == want, key
 
@@ -207,7 +213,7 @@ def test_configure_refuses_mismatched_settings_naming_the_parties(
         dep.configure(views, len(parts))
     _, views = announce(dep, parts, settings_for(name))
     del views[holder]
-    with pytest.raises(InputValidationError, match=f"missing \\['{holder}'\\]"):
+    with pytest.raises(InputValidationError, match=re.escape(f"missing ['{holder}']")):
         dep.configure(views, len(parts))
 
 
@@ -234,7 +240,7 @@ def test_public_refuses_bad_rows_and_settings_before_anything_is_sent(
     long_row[0] *= 10.0
     if name == "capeagn":  # word counts have no norm bound; a negative count is refused instead
         long_row[0, 0] = -1.0
-        with pytest.raises(InputValidationError, match="row 0 .*non-negative integer"):
+        with pytest.raises(InputValidationError, match=r"row 0 .*non-negative integer"):
             dep.public(holder, long_row, settings)
     elif name == "pppca-dp":  # always clips: 'error' is refused as a setting
         with pytest.raises(InputValidationError, match="only 'clip'"):

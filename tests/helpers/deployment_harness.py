@@ -70,7 +70,9 @@ class HarnessRun:
 
 
 def announce(
-    deployment: Deployment, parts: Sequence[np.ndarray], settings: Mapping[str, Any] | Sequence[Mapping[str, Any]]
+    deployment: Deployment,
+    parts: Sequence[np.ndarray],
+    settings: Mapping[str, Any] | Sequence[Mapping[str, Any]],
 ) -> tuple[dict[str, int], dict[str, dict[str, Any]]]:
     """Every party's announcement; ``settings`` may be one mapping or one per party in layout order."""
     layout = deployment.layout(len(parts))
