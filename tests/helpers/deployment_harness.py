@@ -8,6 +8,7 @@ with each party's channel wrapped to measure every message it sends.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -81,7 +82,8 @@ def announce(
     per_party = [settings] * len(layout) if isinstance(settings, Mapping) else list(settings)
     by_rank = sorted(layout, key=layout.__getitem__)
     views = {name: deployment.public(name, data.get(name), per_party[layout[name]]) for name in by_rank}
-    return layout, views
+    # announcements cross the links as JSON: every party configures from the decoded copy
+    return layout, json.loads(json.dumps(views))
 
 
 def run_deployment(
