@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from mpc_pca.base import SubspaceMixin
+from mpc_pca.deployment_kit import check_components_setting, check_own_rows, refuse_pooled_scaling
 from mpc_pca.dp.mechanisms import (
     check_calibration,
     check_delta,
@@ -53,6 +54,56 @@ def prepare_parts(
     arrays = check_parts(parts, min_total_rows=min_total_rows)
     k = check_n_components(n_components, arrays[0].shape[1])
     return bound_rows(arrays, row_norm), k
+
+
+def prepare_own_rows(
+    party: str, data: NDArray[np.float64] | None, settings: Any, protocol: str, *, clip: bool = True
+) -> NDArray[np.float64]:
+    """One data holder's rows, checked and bounded by ``settings["row_norm"]``, before anything is sent.
+
+    The deployed counterpart of :func:`prepare_parts` for the one part a party
+    holds: finite 2-D rows (:func:`mpc_pca.deployment_kit.check_own_rows`),
+    ``row_norm="scale"`` refused (it needs the pooled rows), ``"clip"`` or
+    ``"error"`` applied as in the in-process run. Errors name ``party``.
+    ``clip=False`` only checks (a deployment's announcement step), so clipping
+    is done, and warned about, once, by the role.
+    """
+    arr = check_own_rows(party, data)
+    mode = refuse_pooled_scaling(settings, protocol)
+    if mode == "clip" and not clip:
+        return arr
+    try:
+        return bound_rows([arr], mode)[0]
+    except InputValidationError as exc:
+        raise InputValidationError(f"{party}: {exc}".replace("part 0", "its data")) from None
+
+
+#: The Gaussian-protocol settings every party of a deployed DP run announces and all must agree on.
+GAUSSIAN_SHARED = ("protocol", "n_components", "epsilon", "delta", "neighbour", "noise_calibration", "row_norm")
+
+
+def gaussian_view(protocol: str, settings: Any) -> dict[str, Any]:
+    """A deployed party's checked :data:`GAUSSIAN_SHARED` settings, before any peer is involved.
+
+    Raises
+    ------
+    InputValidationError
+        For an invalid ``n_components``, ``epsilon``, ``delta``, neighbour
+        relation or noise calibration (``"classical"`` with ``epsilon >= 1``),
+        or ``row_norm="scale"``.
+    """
+    eps, dlt, _ = check_privacy(
+        settings.get("epsilon"), settings.get("delta"), settings.get("neighbour"), settings.get("noise_calibration")
+    )
+    return {
+        "protocol": protocol,
+        "n_components": check_components_setting(settings.get("n_components")),
+        "epsilon": eps,
+        "delta": dlt,
+        "neighbour": str(settings.get("neighbour")),
+        "noise_calibration": str(settings.get("noise_calibration")),
+        "row_norm": refuse_pooled_scaling(settings, protocol),
+    }
 
 
 def check_privacy(

@@ -310,12 +310,19 @@ def provider_role(party: Party, stats: IntegerStatistics, plan: DPSumPlan, backe
 
 
 def server_role(
-    party: Party, plan: DPSumPlan, backend: SecureSumBackend, n_components: int, n_samples_public: int
+    party: Party, plan: DPSumPlan, backend: SecureSumBackend, n_components: int, n_samples_public: int | None
 ) -> DPSumModel:
-    """Server: reconstruct the noisy sums and Gram matrix, form the matrix, release the top-``k`` subspace."""
+    """Server: reconstruct the noisy sums and Gram matrix, form the matrix, release the top-``k`` subspace.
+
+    ``n_samples_public=None`` (a deployed run, where no party announces its
+    row count) takes ``N`` from the secure sum of the counts (step 2), which
+    needs ``plan.centre``; a given ``N`` is checked against that sum.
+    """
     providers = provider_names(plan.n_parties)
     d = plan.n_features
-    n_samples = n_samples_public
+    if n_samples_public is None and not plan.centre:
+        raise InputValidationError("pppca-dp without centring needs the public row count N")
+    n_samples = 0 if n_samples_public is None else n_samples_public
     noisy_sums = np.zeros(d)
     if plan.centre:
         summed = backend.secure_sum(party, None, contributors=providers, receiver=SERVER, name=SUMS_NAME)
@@ -324,7 +331,9 @@ def server_role(
         if summed.shape != (d + 1,):
             raise ProtocolError(f"the summed {SUMS_NAME} have shape {summed.shape}, expected ({d + 1},)")
         n_samples = round(float(summed[-1]))
-        if n_samples != n_samples_public:
+        if n_samples_public is None and n_samples < 2:
+            raise ProtocolError(f"the summed row count is {n_samples}; pppca-dp needs at least 2 rows")
+        if n_samples_public is not None and n_samples != n_samples_public:
             raise ProtocolError(
                 f"the summed row count {n_samples} differs from the agreed N={n_samples_public}"
             )
@@ -347,6 +356,35 @@ def server_role(
     for provider in providers:
         party.send(provider, transfer)
     return DPSumModel(components, values, n_samples, noisy_sums, gram, matrix, float(all_values.sum()))
+
+
+def provider_statistics(
+    part: NDArray[np.float64], index: int, plan: DPSumPlan, backend: SecureSumBackend, n_rows_bound: int
+) -> IntegerStatistics:
+    """Step 1 at provider ``index``, with every range check before anything is sent.
+
+    Clips the rows (:func:`clip_rows_locally`), rounds them to integers
+    (:class:`IntegerStatistics`), and refuses, naming the provider, Gram
+    entries beyond int64 for ``n_rows_bound`` rows (the total ``N``
+    in-process; the provider's own count in a deployed run, where the ring
+    check below bounds the sum) or a payload the ring cannot sum over
+    ``plan.n_parties`` providers with room for 64 noise standard deviations.
+    """
+    frac_bits = plan.frac_bits
+    bound = float(n_rows_bound) * plan.row_bound**2 + 64.0 * plan.gram_sigma + 1.0
+    if bound >= 2.0**62:
+        raise InputValidationError(
+            f"N={n_rows_bound} rows at frac_bits={frac_bits} give Gram entries up to {bound:.3g} ring units, "
+            "beyond int64; use fewer frac_bits"
+        )
+    stats = IntegerStatistics.of(clip_rows_locally(part, index), plan.row_bits)
+    headroom = 64.0 * plan.gram_sigma / 2.0**frac_bits
+    backend.check_input(
+        np.abs(stats.gram_triangle.astype(np.float64)) / 2.0**frac_bits + headroom,
+        plan.n_parties,
+        f"{GRAM_NAME} of provider{index}",
+    )
+    return stats
 
 
 # -- checks and driver ---------------------------------------------------------------------
@@ -411,23 +449,7 @@ def run_pppca_dp(
     eps, dlt, h, share = check_plan_parameters(epsilon, delta, n_parties, min_honest, mean_share, frac_bits)
     plan = DPSumPlan(n_parties, d, eps, dlt, frac_bits, h, bool(centre), share, noise_calibration)
     plan.unit_sigma  # noqa: B018  (validates the calibration, e.g. classical with epsilon >= 1)
-    stats = []
-    for i, part in enumerate(arrays):
-        bound = float(n_samples) * plan.row_bound**2 + 64.0 * plan.gram_sigma + 1.0
-        if bound >= 2.0**62:
-            raise InputValidationError(
-                f"N={n_samples} rows at frac_bits={frac_bits} give Gram entries up to {bound:.3g} ring units, "
-                "beyond int64; use fewer frac_bits"
-            )
-        clipped = clip_rows_locally(part, i)
-        stats.append(IntegerStatistics.of(clipped, plan.row_bits))
-        # range checks before anything is sent, with room for 64 noise standard deviations
-        headroom = 64.0 * plan.gram_sigma / 2.0**frac_bits
-        backend.check_input(
-            np.abs(stats[-1].gram_triangle.astype(np.float64)) / 2.0**frac_bits + headroom,
-            n_parties,
-            f"{GRAM_NAME} of provider{i}",
-        )
+    stats = [provider_statistics(part, i, plan, backend, n_samples) for i, part in enumerate(arrays)]
     providers = provider_names(n_parties)
     roles: dict[str, Any] = {
         name: (lambda party, st=st: provider_role(party, st, plan, backend))

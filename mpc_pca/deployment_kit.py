@@ -1,0 +1,209 @@
+"""Checks and helpers shared by the protocols' :class:`~mpc_pca.deployment.Deployment` adaptors.
+
+A bottom module (next to :mod:`mpc_pca.deployment`): both :mod:`mpc_pca.dp`
+and :mod:`mpc_pca.pppca` use it, and it imports neither. It holds what every
+adaptor does the same way: a party's noise generator from the run's noise
+seed, the refusal of settings that cannot run between organisations, the
+check of a data holder's own rows, and the agreement of every party's
+announcement (errors name the parties and their values).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import secrets
+from collections.abc import Iterable, Mapping, Sequence
+from numbers import Integral
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from mpc_pca.deployment import Deployment
+from mpc_pca.roles import provider_names
+from mpc_pca.validation import check_parts
+from protocols.errors import InputValidationError
+
+#: JSON fields of ``mpc-pca run`` that no single party computes and the caller fills in:
+#: ``captured_energy_ratio`` (the simulation harness's utility metric, which needs every
+#: part) and ``report`` (every party's traffic report, which the deploy floor collects).
+HARNESS_FIELDS: tuple[str, ...] = ("captured_energy_ratio", "report")
+
+#: Headroom added to every computed message cap: headers, dict keys, dtype and shape fields.
+CAP_SLACK = 1 << 20
+
+
+def seeded_generator(noise_seed: int | None, index: int) -> np.random.Generator:
+    """The ``index``-th generator of ``spawn_generators(noise_seed, n)`` for any ``n > index``.
+
+    ``SeedSequence(seed).spawn(n)[i]`` is ``SeedSequence(seed, spawn_key=(i,))``
+    whatever ``n``, so a party can build its own generator alone and still get
+    the one the in-process driver gives it. ``noise_seed=None`` seeds from
+    :mod:`secrets` (128 bits): the private default, each party its own seed.
+
+    Raises
+    ------
+    InputValidationError
+        If ``noise_seed`` is not ``None`` or a non-negative integer.
+    """
+    if noise_seed is None:
+        return np.random.default_rng(np.random.SeedSequence(secrets.randbits(128)))
+    if isinstance(noise_seed, bool) or not isinstance(noise_seed, Integral) or noise_seed < 0:
+        raise InputValidationError(f"noise_seed={noise_seed!r} must be None or a non-negative integer")
+    return np.random.default_rng(np.random.SeedSequence(int(noise_seed), spawn_key=(int(index),)))
+
+
+def refuse_pooled_scaling(settings: Mapping[str, Any], protocol: str) -> str:
+    """Return ``settings["row_norm"]``, refusing ``"scale"``, which needs the pooled rows.
+
+    ``row_norm="scale"`` centres and divides by the largest row norm over the
+    union of every party's rows (the papers' non-private preprocessing): a
+    simulation step that no party of a run between organisations can take.
+    """
+    mode = settings.get("row_norm", "clip")
+    if mode == "scale":
+        raise InputValidationError(
+            f"row_norm='scale' centres and scales the pooled rows of every party, which no party of a "
+            f"{protocol} run between organisations holds; use row_norm='clip' or 'error' (scale each "
+            "party's rows to norm <= 1 beforehand)"
+        )
+    return str(mode)
+
+
+def check_own_rows(party: str, data: NDArray[np.float64] | None) -> NDArray[np.float64]:
+    """A data holder's rows as a C-contiguous float64 2-D array, refused (naming ``party``) if invalid.
+
+    The checks of :func:`mpc_pca.validation.check_parts` for one part: 2-D, at
+    least one row and one column, real and finite.
+    """
+    if data is None:
+        raise InputValidationError(f"{party} holds data in this protocol but was given none")
+    try:
+        (arr,) = check_parts([data], min_total_rows=1)
+    except InputValidationError as exc:
+        raise InputValidationError(f"{party}: {exc}".replace("part 0", "its data")) from None
+    return arr
+
+
+def check_no_data(party: str, data: object) -> None:
+    """Refuse rows given to a party that holds none in this protocol."""
+    if data is not None:
+        raise InputValidationError(f"{party} holds no data in this protocol, but rows were given to it")
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def agree(views: Mapping[str, Mapping[str, Any]], keys: Iterable[str]) -> dict[str, Any]:
+    """The value every party announced for each of ``keys``.
+
+    Raises
+    ------
+    InputValidationError
+        Naming every party and its value, for the first key they disagree on
+        (a missing key counts as ``None``).
+    """
+    agreed: dict[str, Any] = {}
+    for key in keys:
+        values = {name: view.get(key) for name, view in views.items()}
+        if len({_canonical(v) for v in values.values()}) != 1:
+            raise InputValidationError(f"the parties disagree on {key}: {values}")
+        agreed[key] = next(iter(values.values()))
+    return agreed
+
+
+def expect_parties(views: Mapping[str, Any], layout: Mapping[str, int]) -> None:
+    """Refuse a set of announcements that is not exactly one per party of the layout."""
+    missing = sorted(set(layout) - set(views))
+    extra = sorted(set(views) - set(layout))
+    if missing or extra:
+        raise InputValidationError(
+            f"announcements must come from exactly the parties {sorted(layout)}; missing {missing}, "
+            f"unexpected {extra}"
+        )
+
+
+def agree_width(views: Mapping[str, Mapping[str, Any]], holders: Sequence[str]) -> int:
+    """The number of features every data holder announced, refused (naming each holder's) if they differ."""
+    widths = {name: views[name].get("n_features") for name in holders}
+    values = set(map(_canonical, widths.values()))
+    first = widths[holders[0]]
+    if len(values) != 1 or isinstance(first, bool) or not isinstance(first, int) or first < 1:
+        raise InputValidationError(f"the data holders' numbers of features differ or are invalid: {widths}")
+    return first
+
+
+def float_setting(value: Any) -> float:
+    """A numeric setting as ``float`` for a JSON result (``inf`` stays ``inf``)."""
+    return float(value) if value is not None else math.nan
+
+
+def floats_cap(n_floats: int, extra: int = 0) -> int:
+    """A message cap for at most ``n_floats`` float64 values plus ``extra`` bytes, doubled, plus slack."""
+    return 2 * (8 * int(n_floats) + int(extra)) + CAP_SLACK
+
+
+class HoldersFirst(Deployment):
+    """Layout shared by every protocol here: the data holders, then the protocol's other roles.
+
+    Subclasses set :attr:`others` (the non-holders' names, in rank order) and
+    may override :meth:`holder_names` (``provider0 ..`` by default).
+    """
+
+    others: tuple[str, ...] = ()
+
+    def holder_names(self, n_providers: int) -> tuple[str, ...]:
+        """The data holders' names for ``n_providers`` holders."""
+        return provider_names(n_providers)
+
+    def layout(self, n_providers: int) -> dict[str, int]:
+        """Holders at ranks ``0 .. n_providers - 1``, then :attr:`others` in order."""
+        if isinstance(n_providers, bool) or not isinstance(n_providers, int) or n_providers < 1:
+            raise InputValidationError(f"n_providers={n_providers!r} must be a positive integer")
+        names = (*self.holder_names(n_providers), *self.others)
+        return {name: rank for rank, name in enumerate(names)}
+
+    def data_holders(self, n_providers: int) -> tuple[str, ...]:
+        return tuple(self.holder_names(n_providers))
+
+    def check_views(self, views: Mapping[str, Mapping[str, Any]], n_providers: int) -> tuple[str, ...]:
+        """Refuse announcements not from exactly this run's parties; return the holders' names."""
+        expect_parties(views, self.layout(n_providers))
+        return self.data_holders(n_providers)
+
+
+def subspace_fields(
+    components: NDArray[np.float64],
+    explained_variance: NDArray[np.float64],
+    n_samples: int,
+    settings: Mapping[str, Any],
+    mean: NDArray[np.float64] | None = None,
+) -> dict[str, Any]:
+    """The JSON fields ``mpc-pca run`` writes for a DP subspace protocol (``mpc_pca.cli.dp._result``).
+
+    Every field but :data:`HARNESS_FIELDS`; ``mean`` defaults to zeros
+    (second-moment PCA, no centring).
+    """
+    variance = [None if math.isnan(v) else float(v) for v in np.asarray(explained_variance, dtype=np.float64)]
+    centre = np.zeros(components.shape[1]) if mean is None else mean
+    return {
+        "components": components.tolist(),
+        "explained_variance": variance,
+        "mean": np.asarray(centre, dtype=np.float64).tolist(),
+        "n_samples": int(n_samples),
+        "epsilon": float_setting(settings.get("epsilon")),
+        "delta": float_setting(settings.get("delta")),
+        "neighbour": settings.get("neighbour"),
+        "row_norm": settings.get("row_norm"),
+    }
+
+
+def check_components_setting(n_components: object) -> int | None:
+    """``n_components`` before the width is agreed: ``None`` (all directions) or a positive integer."""
+    if n_components is None:
+        return None
+    if isinstance(n_components, bool) or not isinstance(n_components, Integral) or n_components < 1:
+        raise InputValidationError(f"n_components={n_components!r} must be None or a positive integer")
+    return int(n_components)

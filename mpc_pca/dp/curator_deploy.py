@@ -1,0 +1,146 @@
+"""The trusted-curator baselines between organisations: the :class:`~mpc_pca.deployment.Deployment` of ``ag`` and ``pooled``.
+
+The roles of :mod:`mpc_pca.dp.curator`, one party each:
+``provider0 .. provider{S-1}`` (ranks ``0 .. S-1``) and the ``curator``
+(rank ``S``). The curator applies the mechanism of the estimator the CLI
+builds: :class:`~mpc_pca.dp.baselines.AnalyzeGaussPCA` (``ag``; Dwork et al.
+2014, the ``q_pooled`` of ICASSP 2018) or :class:`~mpc_pca.dp.baselines.PooledPCA`
+(``pooled``, non-private). :func:`~mpc_pca.dp.curator.run_centralized` spawns
+one generator, the curator's, so the curator takes generator 0; providers
+draw no noise.
+
+Announced (public) settings: every party's ``n_components``, ``epsilon``,
+``delta``, ``neighbour``, ``noise_calibration`` and ``row_norm`` (``pooled``
+uses only ``n_components`` and ``row_norm``, but reports all, like the CLI);
+each provider adds its number of features. ``N_s`` is sent to the curator
+with the Gram matrix, as in-process, never announced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from mpc_pca.deployment import PublicSettings, Role
+from mpc_pca.deployment_kit import (
+    HARNESS_FIELDS,
+    HoldersFirst,
+    agree,
+    agree_width,
+    check_no_data,
+    floats_cap,
+    seeded_generator,
+    subspace_fields,
+)
+from mpc_pca.dp.baselines import AnalyzeGaussPCA, PooledPCA
+from mpc_pca.dp.common import CURATOR, GAUSSIAN_SHARED, gaussian_view, prepare_own_rows
+from mpc_pca.dp.curator import CuratorConfig, CuratorModel, Mechanism, curator_role, provider_role
+from mpc_pca.validation import check_n_components
+from protocols.errors import InputValidationError
+
+__all__ = ["HARNESS_FIELDS", "CuratorDeployment"]
+
+NAMES = ("ag", "pooled")
+
+
+@dataclass(frozen=True)
+class CuratorDeployConfig:
+    """The agreed run: the curator protocol's :class:`CuratorConfig` and the settings the result reports."""
+
+    config: CuratorConfig
+    settings: dict[str, Any]
+
+
+class CuratorDeployment(HoldersFirst):
+    """A centralized baseline's providers and trusted curator as separate parties.
+
+    Parameters
+    ----------
+    name : {"ag", "pooled"}
+        The registry name: Analyze Gauss, or non-private pooled PCA.
+    """
+
+    others = (CURATOR,)
+
+    def __init__(self, name: str = "ag") -> None:
+        if name not in NAMES:
+            raise InputValidationError(f"CuratorDeployment runs one of {list(NAMES)}, not {name!r}")
+        self.name = name
+
+    def mechanism(self, config: CuratorDeployConfig) -> Mechanism:
+        """The curator's mechanism, built by the estimator ``mpc-pca run`` uses (so the two cannot drift)."""
+        s = config.settings
+        k = config.config.n_components
+        if self.name == "pooled":
+            return PooledPCA(n_components=k, row_norm=s["row_norm"])._mechanism(k)
+        estimator = AnalyzeGaussPCA(
+            n_components=k,
+            epsilon=s["epsilon"],
+            delta=s["delta"],
+            neighbour=s["neighbour"],
+            row_norm=s["row_norm"],
+            noise_calibration=s["noise_calibration"],
+        )
+        return estimator._mechanism(k)
+
+    def public(
+        self, party: str, data: NDArray[np.float64] | None, settings: Mapping[str, Any]
+    ) -> PublicSettings:
+        """Checked settings, plus the width of a provider's rows (checked, row norms per ``row_norm``)."""
+        view = gaussian_view(self.name, settings)
+        if party.startswith("provider"):
+            rows = prepare_own_rows(party, data, view, self.name, clip=False)
+            check_n_components(view["n_components"], rows.shape[1])
+            view["n_features"] = int(rows.shape[1])
+        else:
+            check_no_data(party, data)
+        return view
+
+    def configure(self, views: Mapping[str, PublicSettings], n_providers: int) -> CuratorDeployConfig:
+        """:class:`CuratorConfig` from the announcements, refused (naming parties) where they differ."""
+        holders = self.check_views(views, n_providers)
+        agreed = agree(views, GAUSSIAN_SHARED)
+        d = agree_width(views, holders)
+        k = check_n_components(agreed["n_components"], d)
+        return CuratorDeployConfig(CuratorConfig(n_providers, d, k), agreed)
+
+    def message_cap(self, config: CuratorDeployConfig) -> int:
+        """A provider's packed Gram matrix (``D(D+1)/2`` floats) or the ``K x D`` components."""
+        d, k = config.config.n_features, config.config.n_components
+        return floats_cap(max(d * (d + 1) // 2, k * d))
+
+    def generator(
+        self, party: str, layout: Mapping[str, int], noise_seed: int | None
+    ) -> np.random.Generator | None:
+        """The curator's generator is ``run_centralized``'s only one (index 0); providers draw none."""
+        return seeded_generator(noise_seed, 0) if party == CURATOR else None
+
+    def role(
+        self,
+        party: str,
+        config: CuratorDeployConfig,
+        data: NDArray[np.float64] | None,
+        rng: np.random.Generator | None,
+    ) -> Role:
+        cfg = config.config
+        if party == CURATOR:
+            if rng is None:
+                raise InputValidationError("the curator needs a noise generator")
+            mechanism = self.mechanism(config)
+            return lambda p: curator_role(p, cfg, mechanism, rng)
+        rows = prepare_own_rows(party, data, config.settings, self.name)
+        return lambda p: provider_role(p, rows, cfg)
+
+    def result(self, party: str, config: CuratorDeployConfig, output: Any) -> dict[str, Any]:
+        """The curator's release as ``run --protocol ag|pooled`` writes it (but :data:`HARNESS_FIELDS`)."""
+        if party != CURATOR:
+            return {"components": np.asarray(output).tolist()} if party.startswith("provider") else {}
+        model: CuratorModel = output
+        return subspace_fields(model.components, model.explained_variance, model.n_samples, config.settings)
+
+    def result_party(self, layout: Mapping[str, int]) -> str:
+        return CURATOR

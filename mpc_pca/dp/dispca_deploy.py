@@ -1,0 +1,160 @@
+"""DPdisPCA between organisations: the :class:`~mpc_pca.deployment.Deployment` of ``dispca`` and ``dispca-full``.
+
+The roles of :mod:`mpc_pca.dp.dispca` (Imtiaz & Sarwate, ICASSP 2018, Alg. 1),
+one party each: ``provider0 .. provider{S-1}`` (ranks ``0 .. S-1``) and the
+``aggregator`` (rank ``S``). :func:`~mpc_pca.dp.dispca.run_dispca` spawns
+``S`` generators, site ``i`` taking the ``i``-th; the aggregator draws no
+noise (steps 9-11 are post-processing). ``dispca-full`` is the paper's
+``q_full``: sites send the whole ``Â_s``.
+
+Announced (public) settings: every party's ``n_components``, ``epsilon``,
+``delta``, ``neighbour``, ``noise_calibration``, ``row_norm`` and (``dispca``)
+``intermediate_dim``; each site adds its number of features. ``N_s`` is not
+announced: each site sends it to the aggregator with ``P_s`` (step 7), as
+in-process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from mpc_pca.deployment import PublicSettings, Role
+from mpc_pca.deployment_kit import (
+    HARNESS_FIELDS,
+    HoldersFirst,
+    agree,
+    agree_width,
+    check_no_data,
+    floats_cap,
+    seeded_generator,
+    subspace_fields,
+)
+from mpc_pca.dp.common import (
+    AGGREGATOR,
+    GAUSSIAN_SHARED,
+    check_intermediate_dim,
+    check_privacy,
+    gaussian_view,
+    prepare_own_rows,
+)
+from mpc_pca.dp.dispca import DisPCAConfig, DisPCAModel, aggregator_role, site_role
+from mpc_pca.validation import check_n_components
+from protocols.errors import InputValidationError
+
+__all__ = ["HARNESS_FIELDS", "DisPCADeployment"]
+
+NAMES = ("dispca", "dispca-full")
+
+
+@dataclass(frozen=True)
+class DisPCADeployConfig:
+    """The agreed run: DPdisPCA's :class:`DisPCAConfig` and the settings the result reports."""
+
+    config: DisPCAConfig
+    settings: dict[str, Any]
+
+
+class DisPCADeployment(HoldersFirst):
+    """DPdisPCA's sites and untrusted aggregator as separate parties.
+
+    Parameters
+    ----------
+    name : {"dispca", "dispca-full"}
+        The registry name; ``"dispca-full"`` sends ``Â_s`` instead of ``P_s``.
+    """
+
+    others = (AGGREGATOR,)
+
+    def __init__(self, name: str = "dispca") -> None:
+        if name not in NAMES:
+            raise InputValidationError(f"DisPCADeployment runs one of {list(NAMES)}, not {name!r}")
+        self.name = name
+        self.full = name == "dispca-full"
+
+    def _shared(self) -> tuple[str, ...]:
+        return GAUSSIAN_SHARED if self.full else (*GAUSSIAN_SHARED, "intermediate_dim")
+
+    def public(
+        self, party: str, data: NDArray[np.float64] | None, settings: Mapping[str, Any]
+    ) -> PublicSettings:
+        """Checked settings, plus the width of a site's rows (checked, row norms per ``row_norm``)."""
+        view = gaussian_view(self.name, settings)
+        r = settings.get("intermediate_dim")
+        if not self.full:
+            if r is not None and (isinstance(r, bool) or not isinstance(r, int) or r < 1):
+                raise InputValidationError(f"intermediate_dim={r!r} must be None or a positive integer")
+            view["intermediate_dim"] = r
+        if party.startswith("provider"):
+            rows = prepare_own_rows(party, data, view, self.name, clip=False)
+            k = check_n_components(view["n_components"], rows.shape[1])
+            if not self.full:
+                check_intermediate_dim(r, k, rows.shape[1])
+            view["n_features"] = int(rows.shape[1])
+        else:
+            check_no_data(party, data)
+        return view
+
+    def configure(self, views: Mapping[str, PublicSettings], n_providers: int) -> DisPCADeployConfig:
+        """:class:`DisPCAConfig` (paper weights ``1/S``, SVD factor), refused where announcements differ."""
+        holders = self.check_views(views, n_providers)
+        agreed = agree(views, self._shared())
+        d = agree_width(views, holders)
+        k = check_n_components(agreed["n_components"], d)
+        r = check_intermediate_dim(agreed.get("intermediate_dim"), k, d)
+        eps, dlt, relation = check_privacy(
+            agreed["epsilon"], agreed["delta"], agreed["neighbour"], agreed["noise_calibration"]
+        )
+        config = DisPCAConfig(
+            n_providers, d, k, r, eps, dlt, relation, self.full, "equal", "svd", agreed["noise_calibration"]
+        )
+        return DisPCADeployConfig(config, agreed)
+
+    def message_cap(self, config: DisPCADeployConfig) -> int:
+        """``P_s`` (``D x R`` floats) or packed ``Â_s`` (``D(D+1)/2``), or the ``K x D`` components."""
+        cfg = config.config
+        d = cfg.n_features
+        payload = d * (d + 1) // 2 if cfg.full else d * cfg.intermediate_dim
+        return floats_cap(max(payload, cfg.n_components * d))
+
+    def generator(
+        self, party: str, layout: Mapping[str, int], noise_seed: int | None
+    ) -> np.random.Generator | None:
+        """Site ``i``'s generator is the ``i``-th of ``run_dispca``'s; the aggregator draws no noise."""
+        if party == AGGREGATOR:
+            return None
+        return seeded_generator(noise_seed, layout[party])
+
+    def role(
+        self,
+        party: str,
+        config: DisPCADeployConfig,
+        data: NDArray[np.float64] | None,
+        rng: np.random.Generator | None,
+    ) -> Role:
+        cfg = config.config
+        if party == AGGREGATOR:
+            return lambda p: aggregator_role(p, cfg)
+        if rng is None:
+            raise InputValidationError(f"{party} needs a noise generator in DPdisPCA")
+        rows = prepare_own_rows(party, data, config.settings, self.name)
+        return lambda p: site_role(p, rows, cfg, rng)
+
+    def result(self, party: str, config: DisPCADeployConfig, output: Any) -> dict[str, Any]:
+        """The aggregator's model as ``run --protocol dispca[-full]`` writes it (but :data:`HARNESS_FIELDS`)."""
+        if party != AGGREGATOR:
+            return {"components": output.components.tolist()} if party.startswith("provider") else {}
+        model: DisPCAModel = output
+        out = subspace_fields(
+            model.components, model.explained_variance, sum(model.site_samples), config.settings
+        )
+        if not self.full:
+            out["intermediate_dim"] = config.config.intermediate_dim
+        return out
+
+    def result_party(self, layout: Mapping[str, int]) -> str:
+        return AGGREGATOR

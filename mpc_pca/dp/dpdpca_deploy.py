@@ -1,0 +1,179 @@
+"""DPDPCA between organisations: the :class:`~mpc_pca.deployment.Deployment` of ``dpdpca``.
+
+The roles of :mod:`mpc_pca.dp.dpdpca` (Wang & Chang, IEEE DSC 2018, §IV.C,
+Alg. 1-2), one party each: ``owner0 .. owner{L-1}`` (ranks ``0 .. L-1``), the
+``proxy`` (rank ``L``) and the data ``user`` (rank ``L + 1``). The only
+seeded noise is the proxy's ``G'`` (Alg. 2, line 8): the in-process ``fit``
+spawns one generator for it, so the proxy takes generator 0. The mask ``b``,
+every encryption's randomness and the user's key come from :mod:`secrets`
+in both runs; the mask cancels exactly, so a fixed noise seed reproduces the
+in-process result.
+
+Announced (public) settings: every party's ``n_components``, ``epsilon``,
+``delta``, ``neighbour``, ``noise_calibration``, ``row_norm``, ``key_bits``
+and ``allow_insecure_key_size`` (test-only, default ``False``); each owner
+adds its number of features. No row count is announced: the proxy and the
+user learn only the total ``N`` (Alg. 1 line 5), as in-process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from mpc_pca.deployment import PublicSettings, Role
+from mpc_pca.deployment_kit import (
+    CAP_SLACK,
+    HARNESS_FIELDS,
+    HoldersFirst,
+    agree,
+    agree_width,
+    check_no_data,
+    seeded_generator,
+    subspace_fields,
+)
+from mpc_pca.dp.common import GAUSSIAN_SHARED, check_privacy, gaussian_view, prepare_own_rows
+from mpc_pca.dp.dpdpca import DPDPCAConfig, DPDPCAModel, owner_role, proxy_role, user_role
+from mpc_pca.roles import PROXY, USER, owner_names
+from mpc_pca.validation import check_n_components
+from protocols.errors import InputValidationError
+from protocols.paillier.keys import check_key_bits
+
+__all__ = ["HARNESS_FIELDS", "MAX_ROWS", "DPDPCADeployment"]
+
+#: Row count the pre-flight plaintext check assumes: no party knows ``N`` before the run.
+MAX_ROWS = 1 << 40
+#: The CLI's Paillier modulus size when ``key_bits`` is not given.
+DEFAULT_KEY_BITS = 2048
+SHARED = (*GAUSSIAN_SHARED, "key_bits", "allow_insecure_key_size")
+
+
+@dataclass(frozen=True)
+class DPDPCADeployConfig:
+    """The agreed run: DPDPCA's :class:`DPDPCAConfig` and the settings the result reports."""
+
+    config: DPDPCAConfig
+    settings: dict[str, Any]
+
+
+class DPDPCADeployment(HoldersFirst):
+    """DPDPCA's data owners, proxy and data user as separate parties.
+
+    Parameters
+    ----------
+    name : {"dpdpca"}
+        The registry name.
+    """
+
+    others = (PROXY, USER)
+
+    def __init__(self, name: str = "dpdpca") -> None:
+        if name != "dpdpca":
+            raise InputValidationError(f"DPDPCADeployment runs protocol 'dpdpca', not {name!r}")
+        self.name = name
+
+    def holder_names(self, n_providers: int) -> tuple[str, ...]:
+        return owner_names(n_providers)
+
+    def public(
+        self, party: str, data: NDArray[np.float64] | None, settings: Mapping[str, Any]
+    ) -> PublicSettings:
+        """Checked settings (key size included), plus the width of an owner's rows."""
+        view = gaussian_view(self.name, settings)
+        insecure = settings.get("allow_insecure_key_size", False)
+        if not isinstance(insecure, bool):
+            raise InputValidationError(f"allow_insecure_key_size={insecure!r} must be True or False")
+        key_bits = settings.get("key_bits")
+        view["key_bits"] = check_key_bits(DEFAULT_KEY_BITS if key_bits is None else key_bits, insecure)
+        view["allow_insecure_key_size"] = insecure
+        if party.startswith("owner"):
+            rows = prepare_own_rows(party, data, view, self.name, clip=False)
+            check_n_components(view["n_components"], rows.shape[1])
+            view["n_features"] = int(rows.shape[1])
+        else:
+            check_no_data(party, data)
+        return view
+
+    def configure(self, views: Mapping[str, PublicSettings], n_providers: int) -> DPDPCADeployConfig:
+        """:class:`DPDPCAConfig` (``frac_bits=40``, ``mask_bits=128``, the estimator's defaults).
+
+        Raises
+        ------
+        InputValidationError
+            Naming the parties where announcements differ, or if the key
+            cannot hold the largest plaintext for up to :data:`MAX_ROWS` rows.
+        """
+        holders = self.check_views(views, n_providers)
+        agreed = agree(views, SHARED)
+        d = agree_width(views, holders)
+        k = check_n_components(agreed["n_components"], d)
+        eps, dlt, relation = check_privacy(
+            agreed["epsilon"], agreed["delta"], agreed["neighbour"], agreed["noise_calibration"]
+        )
+        config = DPDPCAConfig(
+            n_owners=n_providers,
+            n_features=d,
+            n_components=k,
+            epsilon=eps,
+            delta=dlt,
+            neighbour=relation,
+            key_bits=agreed["key_bits"],
+            noise_calibration=agreed["noise_calibration"],
+            allow_insecure_key_size=agreed["allow_insecure_key_size"],
+        )
+        budget = config.key_bits - 2
+        if config.plaintext_bits(MAX_ROWS) > budget:
+            raise InputValidationError(
+                f"up to {config.plaintext_bits(MAX_ROWS)}-bit values would be encrypted for N <= 2^40 rows "
+                f"(frac_bits={config.frac_bits}, mask_bits={config.mask_bits}, noise sigma "
+                f"{config.noise_sigma:.3g}), but a {config.key_bits}-bit key holds at most {budget}; "
+                "use a larger key"
+            )
+        return DPDPCADeployConfig(config, agreed)
+
+    def message_cap(self, config: DPDPCADeployConfig) -> int:
+        """An owner's ``D(D+1)/2 + D + 1`` ciphertexts of ``2 key_bits`` bits, doubled, plus slack."""
+        cfg = config.config
+        d = cfg.n_features
+        ciphertexts = d * (d + 1) // 2 + d + 1
+        return 2 * ciphertexts * (2 * cfg.key_bits // 8 + 8) + 8 * cfg.n_components * d + CAP_SLACK
+
+    def generator(
+        self, party: str, layout: Mapping[str, int], noise_seed: int | None
+    ) -> np.random.Generator | None:
+        """The proxy's ``G'`` generator is the in-process run's only one (index 0)."""
+        return seeded_generator(noise_seed, 0) if party == PROXY else None
+
+    def role(
+        self,
+        party: str,
+        config: DPDPCADeployConfig,
+        data: NDArray[np.float64] | None,
+        rng: np.random.Generator | None,
+    ) -> Role:
+        cfg = config.config
+        if party == USER:
+            return lambda p: user_role(p, cfg)
+        if party == PROXY:
+            if rng is None:
+                raise InputValidationError("the proxy needs a noise generator for G'")
+            return lambda p: proxy_role(p, cfg, rng)
+        rows = prepare_own_rows(party, data, config.settings, self.name)
+        return lambda p: owner_role(p, rows, cfg)
+
+    def result(self, party: str, config: DPDPCADeployConfig, output: Any) -> dict[str, Any]:
+        """The data user's model as ``run --protocol dpdpca`` writes it (but :data:`HARNESS_FIELDS`)."""
+        if party != USER:
+            return {}
+        model: DPDPCAModel = output
+        variance = model.eigenvalues / (model.n_samples - 1)
+        out = subspace_fields(model.components, variance, model.n_samples, config.settings)
+        out.update(noise_sigma=config.config.noise_sigma, effective_epsilon=config.config.effective_epsilon)
+        return out
+
+    def result_party(self, layout: Mapping[str, int]) -> str:
+        return USER

@@ -1,0 +1,219 @@
+"""pppca-dp between organisations: the :class:`~mpc_pca.deployment.Deployment` of ``pppca-dp``.
+
+The roles of :mod:`mpc_pca.pppca.dp_sum`, one party each:
+``provider0 .. provider{M-1}`` (ranks ``0 .. M-1``) and the ``server``
+(rank ``M``), each with its own secure-sum backend built from the agreed
+settings. Every provider draws its discrete-Gaussian noise share exactly
+from :mod:`secrets` (Canonne, Kamath & Steinke 2020), in-process too, so no
+party takes a numpy noise generator and a noise seed cannot reproduce the
+noise: runs agree exactly only without noise (``epsilon=inf``), where the
+secure sum is exact ring arithmetic.
+
+Announced (public) settings: every party's ``n_components``, ``epsilon``,
+``delta``, ``noise_calibration``, ``min_honest``, ``backend``, ``frac_bits``
+and ``key_bits``; each provider adds its number of features. No row count
+is announced: the server learns only the total ``N``, from the secure sum of
+step 2, as in-process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from mpc_pca.deployment import PublicSettings, Role
+from mpc_pca.deployment_kit import (
+    CAP_SLACK,
+    HARNESS_FIELDS,
+    HoldersFirst,
+    agree,
+    agree_width,
+    check_components_setting,
+    check_no_data,
+    check_own_rows,
+)
+from mpc_pca.pppca.dp_estimator import DEFAULT_FRAC_BITS
+from mpc_pca.pppca.dp_sum import (
+    DPSumModel,
+    DPSumPlan,
+    check_plan_parameters,
+    provider_role,
+    provider_statistics,
+    server_role,
+)
+from mpc_pca.roles import SERVER
+from mpc_pca.validation import check_n_components
+from protocols.backends import SecureSumBackend, make_backend
+from protocols.dp.calibration import check_delta_value, check_epsilon_value, gaussian_sigma
+from protocols.errors import InputValidationError
+from protocols.paillier.keys import DEFAULT_KEY_BITS
+
+__all__ = ["HARNESS_FIELDS", "PPPCADPDeployment"]
+
+SHARED = (
+    "protocol",
+    "n_components",
+    "epsilon",
+    "delta",
+    "noise_calibration",
+    "min_honest",
+    "backend",
+    "frac_bits",
+    "key_bits",
+)
+#: Share of the squared privacy loss spent on the column sums (``PPPCADP``'s default, which the CLI uses).
+MEAN_SHARE = 0.1
+
+
+@dataclass(frozen=True)
+class PPPCADPDeployConfig:
+    """The agreed run: the noise plan, ``k`` and the backend settings every party builds its backend from."""
+
+    plan: DPSumPlan
+    n_components: int
+    settings: dict[str, Any]
+
+    def backend(self) -> SecureSumBackend:
+        """This party's own secure-sum backend (the same settings at every party)."""
+        s = self.settings
+        return make_backend(s["backend"], frac_bits=s["frac_bits"], key_bits=s["key_bits"])
+
+
+class PPPCADPDeployment(HoldersFirst):
+    """pppca-dp's providers and server as separate parties.
+
+    Parameters
+    ----------
+    name : {"pppca-dp"}
+        The registry name.
+    """
+
+    others = (SERVER,)
+
+    def __init__(self, name: str = "pppca-dp") -> None:
+        if name != "pppca-dp":
+            raise InputValidationError(f"PPPCADPDeployment runs protocol 'pppca-dp', not {name!r}")
+        self.name = name
+
+    def public(
+        self, party: str, data: NDArray[np.float64] | None, settings: Mapping[str, Any]
+    ) -> PublicSettings:
+        """Checked settings (privacy, backend, ring), plus the width of a provider's rows."""
+        eps = check_epsilon_value(settings.get("epsilon"))
+        dlt = check_delta_value(settings.get("delta"))
+        calibration = str(settings.get("noise_calibration", "analytic"))
+        gaussian_sigma(1.0, eps, dlt, calibration)  # e.g. classical with epsilon >= 1 is refused here
+        mode = settings.get("row_norm", "clip")
+        if mode not in (None, "clip"):
+            raise InputValidationError(
+                f"row_norm={mode!r}: pppca-dp always clips each provider's rows to norm 1 itself "
+                "(warning with the count); only 'clip' applies"
+            )
+        h = settings.get("min_honest")
+        if h is not None and (isinstance(h, bool) or not isinstance(h, int) or h < 1):
+            raise InputValidationError(f"min_honest={h!r} must be None or a positive integer")
+        backend = settings.get("backend") or "additive"
+        if backend == "crypten":
+            raise InputValidationError(
+                "backend 'crypten' encodes in its own ring; pppca-dp adds integer noise in the 64-bit "
+                "fixed-point ring and needs 'additive', 'additive-masks' or 'paillier'"
+            )
+        frac_bits = DEFAULT_FRAC_BITS if settings.get("frac_bits") is None else settings["frac_bits"]
+        key_bits = settings.get("key_bits")
+        for option, value in (("frac_bits", frac_bits), ("key_bits", key_bits)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise InputValidationError(f"{option}={value!r} must be an integer")
+        view = {
+            "protocol": self.name,
+            "n_components": check_components_setting(settings.get("n_components")),
+            "epsilon": eps,
+            "delta": dlt,
+            "noise_calibration": calibration,
+            "min_honest": h,
+            "backend": backend,
+            "frac_bits": frac_bits,
+            "key_bits": key_bits,
+        }
+        make_backend(backend, frac_bits=frac_bits, key_bits=key_bits)  # validates the name and the bits
+        check_plan_parameters(eps, dlt, 1 if h is None else h, h, MEAN_SHARE, frac_bits)
+        if party.startswith("provider"):
+            rows = check_own_rows(party, data)
+            check_n_components(view["n_components"], rows.shape[1])
+            view["n_features"] = int(rows.shape[1])
+        else:
+            check_no_data(party, data)
+        return view
+
+    def configure(self, views: Mapping[str, PublicSettings], n_providers: int) -> PPPCADPDeployConfig:
+        """The :class:`DPSumPlan` (centred, ``mean_share=0.1``), refused where announcements differ."""
+        holders = self.check_views(views, n_providers)
+        agreed = agree(views, SHARED)
+        d = agree_width(views, holders)
+        k = check_n_components(agreed["n_components"], d)
+        eps, dlt, h, share = check_plan_parameters(
+            agreed["epsilon"],
+            agreed["delta"],
+            n_providers,
+            agreed["min_honest"],
+            MEAN_SHARE,
+            agreed["frac_bits"],
+        )
+        plan = DPSumPlan(
+            n_providers, d, eps, dlt, agreed["frac_bits"], h, True, share, agreed["noise_calibration"]
+        )
+        return PPPCADPDeployConfig(plan, k, agreed)
+
+    def message_cap(self, config: PPPCADPDeployConfig) -> int:
+        """The Gram triangle's secure sum (``D(D+1)/2`` ring elements, or Paillier ciphertexts) and ``T``."""
+        d = config.plan.n_features
+        per_entry = 8
+        if config.settings["backend"] == "paillier":
+            per_entry = 2 * int(config.settings["key_bits"] or DEFAULT_KEY_BITS) // 8 + 8
+        entries = d * (d + 1) // 2 + d + 1
+        return 2 * entries * per_entry + 8 * d * config.n_components + CAP_SLACK
+
+    def role(
+        self,
+        party: str,
+        config: PPPCADPDeployConfig,
+        data: NDArray[np.float64] | None,
+        rng: np.random.Generator | None,
+    ) -> Role:
+        """A provider's step 1 (clip, round, range checks) runs here, before anything is sent."""
+        backend = config.backend()
+        plan = config.plan
+        if party == SERVER:
+            return lambda p: server_role(p, plan, backend, config.n_components, None)
+        rows = check_own_rows(party, data)
+        stats = provider_statistics(rows, int(party.removeprefix("provider")), plan, backend, rows.shape[0])
+        return lambda p: provider_role(p, stats, plan, backend)
+
+    def result(self, party: str, config: PPPCADPDeployConfig, output: Any) -> dict[str, Any]:
+        """The server's model as ``run --protocol pppca-dp`` writes it (but :data:`HARNESS_FIELDS`)."""
+        if party != SERVER:
+            return {}
+        model: DPSumModel = output
+        plan = config.plan
+        total = model.total_variance
+        ratio = model.explained_variance / total if total > 0 else np.zeros_like(model.explained_variance)
+        gram_std = plan.server_std(plan.gram_sigma) / 2.0**plan.frac_bits
+        return {
+            "backend": config.settings["backend"],
+            "components": model.components.tolist(),
+            "explained_variance": model.explained_variance.tolist(),
+            "explained_variance_ratio": ratio.tolist(),
+            "mean": model.mean.tolist(),
+            "n_samples": int(model.n_samples),
+            "epsilon": float(plan.epsilon),
+            "delta": float(plan.delta),
+            "min_honest": plan.min_honest,
+            "noise_std": gram_std / (model.n_samples - 1),
+            "epsilon_by_colluders": [plan.epsilon_with_colluders(c) for c in range(plan.n_parties + 1)],
+        }
+
+    def result_party(self, layout: Mapping[str, int]) -> str:
+        return SERVER
