@@ -14,6 +14,7 @@ estimators here do the same: ``mean_`` is all zeros and ``transform(X)`` is
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from numbers import Integral
 from typing import Any
@@ -21,21 +22,62 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from mpc_pca.base import SubspaceMixin
+from mpc_pca.base import ParamCheck, SubspaceMixin, instance_of, integer, one_of, validated_by
 from mpc_pca.dp.mechanisms import (
     check_calibration,
     check_delta,
     check_epsilon,
     gaussian_noise_scale,
     parse_neighbour,
+    spawn_generators,
 )
-from mpc_pca.dp.preprocessing import bound_rows
+from mpc_pca.dp.preprocessing import ROW_NORM_MODES, bound_rows
 from mpc_pca.linalg import from_upper_triangle
 from mpc_pca.roles import AGGREGATOR, CURATOR, NOISE_GENERATOR  # noqa: F401  (re-exported for the DP modules)
-from mpc_pca.validation import check_n_components, check_parts
+from mpc_pca.validation import RowsClippedWarning, check_n_components, check_parts
+from protocols.dp.accounting import PrivacyAccountant
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.messages import expect_real_array
-from protocols.runtime import RunResult
+from protocols.runtime import RunResult, check_timeout
+
+
+def check_random_state(random_state: object) -> None:
+    """Validate a DP noise seed as :func:`~mpc_pca.dp.mechanisms.spawn_generators` would, without drawing from it."""
+    if not isinstance(random_state, (np.random.Generator, np.random.SeedSequence)):
+        spawn_generators(random_state, 0)  # type: ignore[arg-type]  # raises naming the value
+
+
+#: Parameter checks the DP estimators share, declared once (each class's
+#: ``_parameter_constraints`` picks its own with :func:`dp_constraints`).
+DP_CONSTRAINTS: dict[str, ParamCheck] = {
+    "n_components": integer(1, none=True),
+    "epsilon": validated_by(check_epsilon),
+    "delta": validated_by(check_delta),
+    "neighbour": validated_by(parse_neighbour),
+    "noise_calibration": validated_by(check_calibration),
+    "row_norm": one_of(*ROW_NORM_MODES),
+    "random_state": validated_by(check_random_state),
+    "timeout": validated_by(check_timeout),
+    "accountant": instance_of(PrivacyAccountant, None),
+}
+
+
+def dp_constraints(*shared: str, **own: ParamCheck) -> dict[str, ParamCheck]:
+    """An estimator's ``_parameter_constraints``: the ``shared`` ones of :data:`DP_CONSTRAINTS` plus its ``own``."""
+    return {name: DP_CONSTRAINTS[name] for name in shared} | own
+
+
+def refuse_accountant(reason: str) -> ParamCheck:
+    """The ``accountant`` constraint of an estimator that is not DP: only ``None`` is allowed."""
+
+    def check(name: str, value: object) -> None:
+        if value is not None:
+            raise InputValidationError(
+                f"{name}={value!r} is not allowed; it must be None: {reason}, so a privacy accountant "
+                "has nothing it could honestly charge"
+            )
+
+    return check
 
 
 def prepare_parts(
@@ -53,6 +95,19 @@ def prepare_parts(
     arrays = check_parts(parts, min_total_rows=min_total_rows)
     k = check_n_components(n_components, arrays[0].shape[1])
     return bound_rows(arrays, row_norm), k
+
+
+def preflight_parts(
+    parts: Sequence[ArrayLike], n_components: int | None, row_norm: str, *, min_total_rows: int = 1
+) -> tuple[list[NDArray[np.float64]], int]:
+    """:func:`prepare_parts` without its clipping warning: the estimator's checks before an accountant is charged.
+
+    The protocol driver validates (and warns) again when it runs; this only
+    makes sure an accountant is not charged for input the driver would refuse.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RowsClippedWarning)
+        return prepare_parts(parts, n_components, row_norm, min_total_rows=min_total_rows)
 
 
 def check_privacy(
