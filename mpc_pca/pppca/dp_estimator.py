@@ -7,8 +7,8 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from mpc_pca.base import ParamCheck, SubspaceMixin, boolean, instance_of, integer, real, validated_by
-from mpc_pca.pppca.dp_sum import run_pppca_dp
+from mpc_pca.base import ParamCheck, SubspaceMixin, boolean, instance_of, integer, validated_by
+from mpc_pca.pppca.dp_sum import check_plan_parameters, run_pppca_dp
 from protocols.backends import SecureSumBackend, make_backend
 from protocols.dp.accounting import PrivacyAccountant
 from protocols.dp.calibration import check_calibration, check_delta_value, check_epsilon_value
@@ -17,6 +17,11 @@ from protocols.runtime import check_timeout
 
 #: Fractional bits of pppca-dp's ring encoding: rows get 16 bits, the Gram matrix 32.
 DEFAULT_FRAC_BITS = 32
+
+
+def _check_mean_share(mean_share: object) -> None:
+    """pppca-dp's own check of ``mean_share`` (the other arguments are valid placeholders)."""
+    check_plan_parameters(1.0, 0.5, 1, None, mean_share, 0)
 
 
 class PPPCADP(SubspaceMixin):
@@ -79,9 +84,10 @@ class PPPCADP(SubspaceMixin):
         "n_components": integer(1, none=True),
         "epsilon": validated_by(check_epsilon_value),
         "delta": validated_by(check_delta_value),
-        "min_honest": integer(1, none=True),
+        # its range, 1 to the number of providers, is checked once the parts are known
+        "min_honest": integer(none=True),
         "centre": boolean(),
-        "mean_share": real(0.0, 1.0, low_open=True, high_open=True),
+        "mean_share": validated_by(lambda value: _check_mean_share(value)),
         "noise_calibration": validated_by(check_calibration),
         "backend": instance_of(str, SecureSumBackend),
         "timeout": validated_by(check_timeout),
