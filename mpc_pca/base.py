@@ -145,8 +145,8 @@ def integer(low: int | None = None, high: int | None = None, *, none: bool = Fal
     def check(name: str, value: Any) -> None:
         if none and value is None:
             return
-        in_range = (low is None or value >= low) and (high is None or value <= high)
-        if isinstance(value, bool) or not isinstance(value, Integral) or not in_range:
+        is_integer = isinstance(value, Integral) and not isinstance(value, bool)
+        if not is_integer or (low is not None and value < low) or (high is not None and value > high):
             bounds = [f">= {low}"] * (low is not None) + [f"<= {high}"] * (high is not None)
             allowed = "an integer" + (" " + " and ".join(bounds) if bounds else "") + (" or None" if none else "")
             raise InputValidationError(f"{name}={value!r} is invalid; it must be {allowed}")
