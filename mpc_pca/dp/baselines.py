@@ -351,6 +351,10 @@ class PrivatePowerMethodPCA(_CentralizedPCA):
     random_state : int, SeedSequence, Generator or None
         Seed of the DP noise; ``None`` draws one from :mod:`secrets`. For
         reproducible experiments only; a run with a known seed is not private.
+    accountant : PrivacyAccountant, optional
+        Charged once per run, after the inputs are checked and before anything
+        is sent: ``(epsilon, delta)`` and the ``rho = epsilon^2 / (8 ln(1/delta))``
+        of the ``L`` Gaussian iterations together.
 
     Attributes
     ----------
@@ -447,6 +451,10 @@ class ExponentialMechanismPCA(_CentralizedPCA):
     random_state : int, SeedSequence, Generator or None
         Seed of the DP noise; ``None`` draws one from :mod:`secrets`. For
         reproducible experiments only; a run with a known seed is not private.
+    accountant : PrivacyAccountant, optional
+        Charged ``(epsilon, 0)`` once per run (pure DP; ``rho = epsilon^2 / 2``
+        under zCDP), after the inputs are checked and before anything is sent.
+        Like the guarantee, this holds for exact samples; the Gibbs chain is approximate.
 
     Attributes
     ----------
