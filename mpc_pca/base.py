@@ -148,7 +148,9 @@ def integer(low: int | None = None, high: int | None = None, *, none: bool = Fal
         is_integer = isinstance(value, Integral) and not isinstance(value, bool)
         if not is_integer or (low is not None and value < low) or (high is not None and value > high):
             bounds = [f">= {low}"] * (low is not None) + [f"<= {high}"] * (high is not None)
-            allowed = "an integer" + (" " + " and ".join(bounds) if bounds else "") + (" or None" if none else "")
+            allowed = (
+                "an integer" + (" " + " and ".join(bounds) if bounds else "") + (" or None" if none else "")
+            )
             raise InputValidationError(f"{name}={value!r} is invalid; it must be {allowed}")
 
     return check
@@ -178,7 +180,11 @@ def real(
                 bounds.append(f"{'>' if low_open else '>='} {low:g}")
             if high is not None:
                 bounds.append(f"{'<' if high_open else '<='} {high:g}")
-            allowed = "a real number" + (" " + " and ".join(bounds) if bounds else "") + (" or None" if none else "")
+            allowed = (
+                "a real number"
+                + (" " + " and ".join(bounds) if bounds else "")
+                + (" or None" if none else "")
+            )
             raise InputValidationError(f"{name}={value!r} is invalid; it must be {allowed}")
 
     return check
@@ -317,4 +323,3 @@ class SubspaceMixin(ClassNamePrefixFeaturesOutMixin, TransformerMixin, PartiesEs
         if scale is not None:
             back = back * scale
         return back + self.mean_
-

@@ -287,7 +287,9 @@ class RetractedSNPCA(_CentralizedPCA):
         "row_norm",
         "random_state",
         "timeout",
-        accountant=refuse_accountant("RetractedSNPCA is not differentially private (its privacy claim was retracted)"),
+        accountant=refuse_accountant(
+            "RetractedSNPCA is not differentially private (its privacy claim was retracted)"
+        ),
     )
 
     def __init__(
@@ -625,7 +627,9 @@ class LocalPCA(DPSubspaceMixin):
         data = arrays[int(self.site)]
         (rng,) = spawn_generators(self.random_state, 1)
         name = provider_names(len(arrays))[int(self.site)]
-        charge_gaussian(self.accountant, eps, dlt, gaussian_noise_scale(1.0, eps, dlt, calibration), "LocalPCA")
+        charge_gaussian(
+            self.accountant, eps, dlt, gaussian_noise_scale(1.0, eps, dlt, calibration), "LocalPCA"
+        )
 
         def local(party: Party) -> tuple[Any, Any, float]:
             n_s = data.shape[0]

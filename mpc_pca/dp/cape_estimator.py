@@ -189,7 +189,9 @@ class CapePCA(DPSubspaceMixin):
         # Against the joint view, site s's release is a Gaussian mechanism with noise
         # tau_s sqrt((S + 1) / (2S)) = c sigma(Delta_s) / joint_view_factor(S).
         factor = joint_view_factor(n_sites) if mode == "joint" else 1.0
-        unit = factor * gaussian_noise_scale(1.0, eps, dlt, self.noise_calibration) / joint_view_factor(n_sites)
+        unit = (
+            factor * gaussian_noise_scale(1.0, eps, dlt, self.noise_calibration) / joint_view_factor(n_sites)
+        )
         spent = effective_epsilon(eps, n_sites, mode, dlt, self.noise_calibration)
         charge_gaussian(self.accountant, spent, dlt, unit, "CapePCA")
 

@@ -48,7 +48,9 @@ def fast_instances() -> list[BaseEstimator]:
             timeout=TIMEOUT,
         ),
         AnalyzeGaussPCA(n_components=2, random_state=0, timeout=TIMEOUT),
-        CapeAGN(n_components=2, model="mog", sigma=0.1, n_restarts=2, n_iter=20, random_state=0, timeout=TIMEOUT),
+        CapeAGN(
+            n_components=2, model="mog", sigma=0.1, n_restarts=2, n_iter=20, random_state=0, timeout=TIMEOUT
+        ),
         CapePCA(n_components=2, random_state=0, timeout=TIMEOUT),
         DPdisPCA(n_components=2, random_state=0, timeout=TIMEOUT),
         ExponentialMechanismPCA(n_components=2, n_sweeps=3, random_state=0, timeout=TIMEOUT),
@@ -61,7 +63,9 @@ def fast_instances() -> list[BaseEstimator]:
     ]
     names = [type(e).__name__ for e in instances]
     if names != list(mpc_pca._EXPORTS):
-        raise AssertionError(f"tests/helpers/estimators.py lists {names}, mpc_pca exports {list(mpc_pca._EXPORTS)}")
+        raise AssertionError(
+            f"tests/helpers/estimators.py lists {names}, mpc_pca exports {list(mpc_pca._EXPORTS)}"
+        )
     return instances
 
 

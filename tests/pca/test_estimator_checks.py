@@ -52,9 +52,7 @@ def expected_failed_checks(estimator: BaseEstimator) -> dict[str, str]:
     return {}
 
 
-@parametrize_with_checks(
-    [*fast_instances(), _noisy_pppcadp()], expected_failed_checks=expected_failed_checks
-)
+@parametrize_with_checks([*fast_instances(), _noisy_pppcadp()], expected_failed_checks=expected_failed_checks)
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
 
@@ -66,4 +64,3 @@ def test_unseeded_failures_do_fail():
     results = check_estimator(_noisy_pppcadp(), on_fail=None)
     failed = {r["check_name"] for r in results if r["status"] == "failed"}
     assert failed == set(UNSEEDED_FAILURES)
-

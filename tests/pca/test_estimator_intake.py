@@ -69,7 +69,10 @@ def test_a_providers_permuted_columns_give_the_same_result(estimator):
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
     # the data make the permutation matter: stacking the same blocks by position gives another result
     by_position = _fresh(estimator).fit([f.to_numpy() for f in permuted])
-    assert max(np.max(np.abs(g - w)) for g, w in zip(_result(by_position), _result(reference), strict=True)) > 1e-3
+    assert (
+        max(np.max(np.abs(g - w)) for g, w in zip(_result(by_position), _result(reference), strict=True))
+        > 1e-3
+    )
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=name_of)
