@@ -87,7 +87,7 @@ class PPPCADP(SubspaceMixin):
         # its range, 1 to the number of providers, is checked once the parts are known
         "min_honest": integer(none=True),
         "centre": boolean(),
-        "mean_share": validated_by(lambda value: _check_mean_share(value)),
+        "mean_share": validated_by(_check_mean_share),
         "noise_calibration": validated_by(check_calibration),
         "backend": instance_of(str, SecureSumBackend),
         "timeout": validated_by(check_timeout),
