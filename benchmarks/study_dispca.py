@@ -55,7 +55,7 @@ from scipy import stats
 
 from benchmarks.timing import RESULTS, add_out_argument, machine, output_dir, pyplot, write_json
 from mpc_pca.dp.baselines import AnalyzeGaussPCA, LocalPCA
-from mpc_pca.dp.cape import CapePCA
+from mpc_pca.dp.cape_estimator import CapePCA
 from mpc_pca.dp.dispca import DPdisPCA
 from mpc_pca.dp.metrics import captured_energy_ratio, second_moment
 from mpc_pca.dp.preprocessing import center_and_scale_non_private

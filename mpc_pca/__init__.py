@@ -39,8 +39,8 @@ if TYPE_CHECKING:
         PrivatePowerMethodPCA,
         RetractedSNPCA,
     )
-    from mpc_pca.dp.cape import CapePCA
-    from mpc_pca.dp.capeagn import CapeAGN
+    from mpc_pca.dp.cape_estimator import CapePCA
+    from mpc_pca.dp.capeagn_estimator import CapeAGN
     from mpc_pca.dp.dispca import DPdisPCA
     from mpc_pca.dp.dpdpca import DPDPCA
     from mpc_pca.pppca.dp_estimator import PPPCADP
@@ -50,8 +50,8 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "DPDPCA": "mpc_pca.dp.dpdpca",
     "AnalyzeGaussPCA": "mpc_pca.dp.baselines",
-    "CapeAGN": "mpc_pca.dp.capeagn",
-    "CapePCA": "mpc_pca.dp.cape",
+    "CapeAGN": "mpc_pca.dp.capeagn_estimator",
+    "CapePCA": "mpc_pca.dp.cape_estimator",
     "DPdisPCA": "mpc_pca.dp.dispca",
     "ExponentialMechanismPCA": "mpc_pca.dp.baselines",
     "LocalPCA": "mpc_pca.dp.baselines",

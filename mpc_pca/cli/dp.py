@@ -184,8 +184,8 @@ def _privacy(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_capeagn_cli(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
-    """``run --protocol capeagn``: fit :class:`~mpc_pca.dp.capeagn.CapeAGN` and report its JSON fields."""
-    from mpc_pca.dp.capeagn import CapeAGN
+    """``run --protocol capeagn``: fit :class:`~mpc_pca.dp.capeagn_estimator.CapeAGN` and report its JSON fields."""
+    from mpc_pca.dp.capeagn_estimator import CapeAGN
     from protocols.errors import InputValidationError
 
     if args.row_norm == "scale":

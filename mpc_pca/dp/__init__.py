@@ -10,10 +10,10 @@ power_method, bingham
 curator, baselines
     The trusted-curator protocol and the centralized estimators (AG, SN, PPM,
     PPCA, pooled, local).
-dispca, cape, dpdpca
+dispca, cape, cape_estimator, dpdpca
     The distributed protocols: DPdisPCA (ICASSP 2018), capePCA (JSTSP 2018,
-    CAPE), DPDPCA (DSC 2018, Paillier).
-capeagn, agn_baselines, agn_core, agn_privacy, moments, tensors, tensor_power, recovery
+    CAPE; its estimator in cape_estimator), DPDPCA (DSC 2018, Paillier).
+capeagn, capeagn_estimator, agn_baselines, agn_core, agn_privacy, moments, tensors, tensor_power, recovery
     capeAGN (JSTSP 2018 §5): distributed DP orthogonal tensor decomposition
     of single topic models and spherical Gaussian mixtures, its baselines,
     moments and sensitivities, symmetric noise tensors, the robust tensor
@@ -38,8 +38,8 @@ if TYPE_CHECKING:
         PrivatePowerMethodPCA,
         RetractedSNPCA,
     )
-    from mpc_pca.dp.cape import CapePCA
-    from mpc_pca.dp.capeagn import CapeAGN
+    from mpc_pca.dp.cape_estimator import CapePCA
+    from mpc_pca.dp.capeagn_estimator import CapeAGN
     from mpc_pca.dp.dispca import DPdisPCA
     from mpc_pca.dp.dpdpca import DPDPCA
 
@@ -51,8 +51,8 @@ _EXPORTS = {
     "PooledPCA": "mpc_pca.dp.baselines",
     "PrivatePowerMethodPCA": "mpc_pca.dp.baselines",
     "RetractedSNPCA": "mpc_pca.dp.baselines",
-    "CapePCA": "mpc_pca.dp.cape",
-    "CapeAGN": "mpc_pca.dp.capeagn",
+    "CapePCA": "mpc_pca.dp.cape_estimator",
+    "CapeAGN": "mpc_pca.dp.capeagn_estimator",
     "DPdisPCA": "mpc_pca.dp.dispca",
     "DPDPCA": "mpc_pca.dp.dpdpca",
 }

@@ -35,18 +35,20 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
 from numbers import Integral
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from mpc_pca.base import ParamCheck, integer, one_of
 from mpc_pca.dp.bingham import sample_matrix_bingham
 from mpc_pca.dp.common import (
     DPSubspaceMixin,
     check_privacy,
+    dp_constraints,
     prepare_parts,
+    refuse_accountant,
 )
 from mpc_pca.dp.curator import Mechanism, Release, run_centralized
 from mpc_pca.dp.mechanisms import (
@@ -90,8 +92,24 @@ class _CentralizedPCA(DPSubspaceMixin, ABC):
     def _validate(self) -> None:
         """Check the privacy parameters before any party starts."""
 
-    def fit(self, parts: Sequence[ArrayLike], y: None = None) -> _CentralizedPCA:
-        """Run the curator protocol over the parties' rows (one ``(N_s, D)`` array each); return ``self``."""
+    def fit(self, X: Any, y: None = None, groups: ArrayLike | None = None) -> _CentralizedPCA:
+        """Run the curator protocol over the parties' rows; return ``self``.
+
+        Parameters
+        ----------
+        X : list of array_like or DataFrame, or array_like of shape (N, D)
+            One ``(N_s, D)`` block per party (DataFrames are aligned by column
+            name), or all rows with ``groups``.
+        y : None
+            Ignored.
+        groups : array_like of shape (N,), optional
+            With a single ``X``: the party of each row (one party if omitted).
+
+        Returns
+        -------
+        self
+        """
+        parts = self._intake(X, groups)
         self._validate()
         model, run = run_centralized(
             parts,
@@ -116,18 +134,35 @@ class PooledPCA(_CentralizedPCA):
     row_norm : {"clip", "error"}, default="clip"
         Kept so the subspace is that of the same rows the DP methods see.
     timeout : float, default=120
+    accountant : None
+        Only ``None``: the release is the exact pooled subspace, not DP (it
+        has ``epsilon = inf``), so no finite budget can pay for it and an
+        accountant is refused rather than charged nothing.
 
     Attributes
     ----------
     components_, explained_variance_, mean_ (zeros), n_samples_, report_
     """
 
+    _parameter_constraints: ClassVar[dict[str, ParamCheck]] = dp_constraints(
+        "n_components",
+        "row_norm",
+        "timeout",
+        accountant=refuse_accountant("PooledPCA releases the exact, non-private pooled subspace"),
+    )
+
     def __init__(
-        self, n_components: int | None = None, row_norm: str = "clip", timeout: float = 120.0
+        self,
+        n_components: int | None = None,
+        *,
+        row_norm: str = "clip",
+        timeout: float = 120.0,
+        accountant: None = None,
     ) -> None:
         self.n_components = n_components
         self.row_norm = row_norm
         self.timeout = timeout
+        self.accountant = accountant
 
     def _mechanism(self, k: int) -> Mechanism:
         def exact(A: NDArray[np.float64], n: int, rng: np.random.Generator) -> Release:
@@ -166,9 +201,22 @@ class AnalyzeGaussPCA(_CentralizedPCA):
     noise_scale_, n_samples_, report_
     """
 
+    _parameter_constraints: ClassVar[dict[str, ParamCheck]] = dp_constraints(
+        "n_components",
+        "epsilon",
+        "delta",
+        "neighbour",
+        "row_norm",
+        "random_state",
+        "timeout",
+        "noise_calibration",
+        "accountant",
+    )
+
     def __init__(
         self,
         n_components: int | None = None,
+        *,
         epsilon: float = 1.0,
         delta: float = 1e-5,
         neighbour: str = "replace-one",
@@ -226,16 +274,34 @@ class RetractedSNPCA(_CentralizedPCA):
     random_state : int, SeedSequence, Generator or None
         Seed of the DP noise; ``None`` draws one from :mod:`secrets`. For
         reproducible experiments only; a run with a known seed is not private.
+    accountant : None
+        Only ``None``: SN is not differentially private (its privacy claim was
+        retracted), so there is no ``(epsilon, delta)`` an accountant could
+        honestly charge; passing one is refused.
     """
+
+    _parameter_constraints: ClassVar[dict[str, ParamCheck]] = dp_constraints(
+        "n_components",
+        "epsilon",
+        "neighbour",
+        "row_norm",
+        "random_state",
+        "timeout",
+        accountant=refuse_accountant(
+            "RetractedSNPCA is not differentially private (its privacy claim was retracted)"
+        ),
+    )
 
     def __init__(
         self,
         n_components: int | None = None,
+        *,
         epsilon: float = 1.0,
         neighbour: str = "replace-one",
         row_norm: str = "clip",
         random_state: RandomState = None,
         timeout: float = 120.0,
+        accountant: None = None,
     ) -> None:
         self.n_components = n_components
         self.epsilon = epsilon
@@ -243,6 +309,7 @@ class RetractedSNPCA(_CentralizedPCA):
         self.row_norm = row_norm
         self.random_state = random_state
         self.timeout = timeout
+        self.accountant = accountant
 
     def _validate(self) -> None:
         eps, _, _ = check_privacy(self.epsilon, 0.5, self.neighbour)
@@ -286,6 +353,10 @@ class PrivatePowerMethodPCA(_CentralizedPCA):
     random_state : int, SeedSequence, Generator or None
         Seed of the DP noise; ``None`` draws one from :mod:`secrets`. For
         reproducible experiments only; a run with a known seed is not private.
+    accountant : PrivacyAccountant, optional
+        Charged once per run, after the inputs are checked and before anything
+        is sent: ``(epsilon, delta)`` and the ``rho = epsilon^2 / (8 ln(1/delta))``
+        of the ``L`` Gaussian iterations together.
 
     Attributes
     ----------
@@ -298,9 +369,22 @@ class PrivatePowerMethodPCA(_CentralizedPCA):
         Per-iteration noise standard deviation.
     """
 
+    _parameter_constraints: ClassVar[dict[str, ParamCheck]] = dp_constraints(
+        "n_components",
+        "epsilon",
+        "delta",
+        "neighbour",
+        "row_norm",
+        "random_state",
+        "timeout",
+        "accountant",
+        n_iter=integer(1, none=True),
+    )
+
     def __init__(
         self,
         n_components: int | None = None,
+        *,
         epsilon: float = 1.0,
         delta: float = 1e-5,
         n_iter: int | None = None,
@@ -308,7 +392,9 @@ class PrivatePowerMethodPCA(_CentralizedPCA):
         row_norm: str = "clip",
         random_state: RandomState = None,
         timeout: float = 120.0,
+        accountant: PrivacyAccountant | None = None,
     ) -> None:
+        self.accountant = accountant
         self.n_components = n_components
         self.epsilon = epsilon
         self.delta = delta
@@ -321,17 +407,23 @@ class PrivatePowerMethodPCA(_CentralizedPCA):
     def _validate(self) -> None:
         check_privacy(self.epsilon, self.delta, self.neighbour)
         check_power_method_privacy(self.epsilon, self.delta)
-        if self.n_iter is not None and (
-            isinstance(self.n_iter, bool) or not isinstance(self.n_iter, Integral) or self.n_iter < 1
-        ):
-            raise InputValidationError(f"n_iter={self.n_iter!r} must be a positive integer or None")
 
     def _mechanism(self, k: int) -> Mechanism:
         eps, dlt, relation = check_privacy(self.epsilon, self.delta, self.neighbour)
         check_power_method_privacy(eps, dlt)
+        n_iter = default_power_iterations(self.n_features_in_) if self.n_iter is None else int(self.n_iter)
+        # L Gaussian releases with sigma / Delta = u compose to rho = L / (2 u^2) (zCDP), the rho of
+        # one release with sigma / Delta = u / sqrt(L); charged after the rows are validated and
+        # before any party sends anything.
+        charge_gaussian(
+            self.accountant,
+            eps,
+            dlt,
+            power_method_noise_scale(1.0, eps, dlt, n_iter) / math.sqrt(n_iter),
+            "PrivatePowerMethodPCA",
+        )
 
         def ppm(A: NDArray[np.float64], n: int, rng: np.random.Generator) -> Release:
-            n_iter = default_power_iterations(A.shape[0]) if self.n_iter is None else int(self.n_iter)
             scale = power_method_noise_scale(second_moment_sensitivity(n, relation), eps, dlt, n_iter)
             result = private_power_method(A, k, scale, n_iter, rng)
             return Release(result.components, result.eigenvalues, {"n_iter_": n_iter, "noise_scale_": scale})
@@ -361,6 +453,10 @@ class ExponentialMechanismPCA(_CentralizedPCA):
     random_state : int, SeedSequence, Generator or None
         Seed of the DP noise; ``None`` draws one from :mod:`secrets`. For
         reproducible experiments only; a run with a known seed is not private.
+    accountant : PrivacyAccountant, optional
+        Charged ``(epsilon, 0)`` once per run (pure DP; ``rho = epsilon^2 / 2``
+        under zCDP), after the inputs are checked and before anything is sent.
+        Like the guarantee, this holds for exact samples; the Gibbs chain is approximate.
 
     Attributes
     ----------
@@ -369,16 +465,30 @@ class ExponentialMechanismPCA(_CentralizedPCA):
         All NaN: the exponential mechanism releases only the subspace.
     """
 
+    _parameter_constraints: ClassVar[dict[str, ParamCheck]] = dp_constraints(
+        "n_components",
+        "epsilon",
+        "row_norm",
+        "random_state",
+        "timeout",
+        "accountant",
+        n_sweeps=integer(1),
+        inner_sweeps=integer(1),
+    )
+
     def __init__(
         self,
         n_components: int | None = None,
+        *,
         epsilon: float = 1.0,
         n_sweeps: int = 100,
         inner_sweeps: int = 3,
         row_norm: str = "clip",
         random_state: RandomState = None,
         timeout: float = 120.0,
+        accountant: PrivacyAccountant | None = None,
     ) -> None:
+        self.accountant = accountant
         self.n_components = n_components
         self.epsilon = epsilon
         self.n_sweeps = n_sweeps
@@ -395,13 +505,13 @@ class ExponentialMechanismPCA(_CentralizedPCA):
                 "(epsilon / 2) X^T X would overflow the Gibbs sampler; pass epsilon=inf for the exact "
                 "top-K eigenvectors (no privacy)"
             )
-        for name in ("n_sweeps", "inner_sweeps"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
-                raise InputValidationError(f"{name}={value!r} must be a positive integer")
 
     def _mechanism(self, k: int) -> Mechanism:
         eps = check_epsilon(self.epsilon)
+        # pure epsilon-DP (for exact samples): charged (epsilon, 0), i.e. rho = epsilon^2 / 2 under
+        # zCDP; after the rows are validated and before any party sends anything
+        if self.accountant is not None:
+            self.accountant.charge(eps, 0.0, label="ExponentialMechanismPCA")
 
         def ppca(A: NDArray[np.float64], n: int, rng: np.random.Generator) -> Release:
             if math.isinf(eps):
@@ -439,11 +549,29 @@ class LocalPCA(DPSubspaceMixin):
     random_state : int, SeedSequence, Generator or None
         Seed of the DP noise; ``None`` draws one from :mod:`secrets`. For
         reproducible experiments only; a run with a known seed is not private.
+    accountant : PrivacyAccountant, optional
+        Charged once, ``(epsilon, delta)`` and ``rho`` of the site's Analyze
+        Gauss release, after the inputs are checked and before the site computes anything.
     """
+
+    _parameter_constraints: ClassVar[dict[str, ParamCheck]] = dp_constraints(
+        "n_components",
+        "epsilon",
+        "delta",
+        "neighbour",
+        "row_norm",
+        "random_state",
+        "timeout",
+        "noise_calibration",
+        "accountant",
+        site=integer(0),
+        ordering=one_of("eigenvalue", "magnitude"),
+    )
 
     def __init__(
         self,
         n_components: int | None = None,
+        *,
         epsilon: float = 1.0,
         delta: float = 1e-5,
         site: int = 0,
@@ -453,7 +581,9 @@ class LocalPCA(DPSubspaceMixin):
         random_state: RandomState = None,
         timeout: float = 120.0,
         noise_calibration: str = "analytic",
+        accountant: PrivacyAccountant | None = None,
     ) -> None:
+        self.accountant = accountant
         self.n_components = n_components
         self.epsilon = epsilon
         self.delta = delta
@@ -465,8 +595,25 @@ class LocalPCA(DPSubspaceMixin):
         self.random_state = random_state
         self.timeout = timeout
 
-    def fit(self, parts: Sequence[ArrayLike], y: None = None) -> LocalPCA:
-        """Fit on ``parts[site]`` only (the other parts are validated but unused); return ``self``."""
+    def fit(self, X: Any, y: None = None, groups: ArrayLike | None = None) -> LocalPCA:
+        """Fit on the ``site``-th party's rows only (the other parts are validated but unused); return ``self``.
+
+        Parameters
+        ----------
+        X : list of array_like or DataFrame, or array_like of shape (N, D)
+            One ``(N_s, D)`` block per party (DataFrames are aligned by column
+            name), or all rows with ``groups``.
+        y : None
+            Ignored.
+        groups : array_like of shape (N,), optional
+            With a single ``X``: the party of each row, parties in sorted label
+            order (one party if omitted).
+
+        Returns
+        -------
+        self
+        """
+        parts = self._intake(X, groups)
         eps, dlt, relation = check_privacy(self.epsilon, self.delta, self.neighbour, self.noise_calibration)
         calibration = self.noise_calibration
         arrays, k = prepare_parts(parts, self.n_components, self.row_norm)
@@ -476,12 +623,13 @@ class LocalPCA(DPSubspaceMixin):
             or not 0 <= self.site < len(arrays)
         ):
             raise InputValidationError(f"site={self.site!r} must index one of the {len(arrays)} parts")
-        if self.ordering not in ("eigenvalue", "magnitude"):
-            raise InputValidationError(f"ordering={self.ordering!r} must be 'eigenvalue' or 'magnitude'")
         by_magnitude = self.ordering == "magnitude"
         data = arrays[int(self.site)]
         (rng,) = spawn_generators(self.random_state, 1)
         name = provider_names(len(arrays))[int(self.site)]
+        charge_gaussian(
+            self.accountant, eps, dlt, gaussian_noise_scale(1.0, eps, dlt, calibration), "LocalPCA"
+        )
 
         def local(party: Party) -> tuple[Any, Any, float]:
             n_s = data.shape[0]

@@ -57,7 +57,6 @@ from numpy.typing import ArrayLike, NDArray
 from mpc_pca.dp.common import (
     AGGREGATOR,
     NOISE_GENERATOR,
-    DPSubspaceMixin,
     check_privacy,
     expect_count,
     expect_symmetric,
@@ -394,7 +393,7 @@ def run_capepca(
 ) -> CapeRun:
     """Validate everything, then run capePCA in-process (one thread per party).
 
-    Parameters are those of :class:`CapePCA`; ``calibration`` is ``"joint"``
+    Parameters are those of :class:`~mpc_pca.dp.cape_estimator.CapePCA`; ``calibration`` is ``"joint"``
     (the aggregator's joint view is ``(epsilon, delta)``-DP per site) or
     ``"paper"`` (JSTSP 2018 variances, joint view
     ``(epsilon sqrt(2S/(S+1)), delta)``-DP). A known ``random_state`` makes the
@@ -419,130 +418,3 @@ def run_capepca(
         site_zero_sum_noise=run.outputs[NOISE_GENERATOR],
         run=run,
     )
-
-
-class CapePCA(DPSubspaceMixin):
-    """capePCA: distributed DP PCA with CAPE correlated noise (Imtiaz & Sarwate, JSTSP 2018, Alg. 1).
-
-    A trusted noise generator and an untrusted aggregator. The aggregator
-    sees every site's release; because the CAPE noise terms are correlated
-    across sites, that joint view leaks more than any single release (module
-    docstring: per site it is a Gaussian mechanism with noise
-    ``tau_s sqrt((S + 1) / (2S))``). Two calibrations:
-
-    * ``"joint"`` (default): all noise scaled by ``sqrt(2S / (S + 1))`` so the
-      aggregator's joint view is ``(epsilon, delta)``-DP for every site; the
-      aggregate then carries the pooled Analyze-Gauss noise of
-      ``epsilon / sqrt(2S / (S + 1))``.
-    * ``"paper"``: the JSTSP 2018 variances; the aggregate carries exactly the
-      pooled Analyze-Gauss noise, but the joint view is only
-      ``(epsilon sqrt(2S / (S + 1)), delta)``-DP per site
-      (``effective_epsilon_``), e.g. ``1.35 epsilon`` for ``S = 10``.
-
-    Neither protects a site at level ``epsilon`` against an aggregator that
-    colludes with other sites (module docstring).
-
-    Parameters
-    ----------
-    n_components : int, optional
-        ``K``; ``None`` keeps all ``D`` directions.
-    epsilon : float, default=1.0
-        Privacy parameter of every site (``inf`` disables the noise).
-    delta : float, default=1e-5
-        Privacy parameter in ``(0, 1)``.
-    neighbour : {"replace-one", "add-remove"}, default="replace-one"
-        Neighbour relation; ``tau_s`` uses ``sqrt(2)/N_s`` or ``1/N_s``.
-    noise_calibration : {"analytic", "classical"}, default="analytic"
-        Gaussian formula for ``sigma`` (Balle & Wang 2018, or the paper's
-        classical one, refused for ``epsilon >= 1``). Distinct from
-        ``calibration``, which chooses the joint-view scaling.
-    calibration : {"joint", "paper"}, default="joint"
-        ``"joint"``: the aggregator's view of all releases is
-        ``(epsilon, delta)``-DP per site. ``"paper"``: the JSTSP 2018
-        calibration (pooled-AG aggregate noise), joint view only
-        ``(epsilon sqrt(2S / (S + 1)), delta)``-DP.
-    row_norm : {"clip", "error"}, default="clip"
-        How sites enforce ``||x|| <= 1``.
-    random_state : int, SeedSequence, Generator or None
-        Seed of all parties' DP noise (aggregator's ``f_s``, noise
-        generator's ``e_s``, sites' ``g_s``); ``None`` draws one from
-        :mod:`secrets`. For reproducible experiments only; a run with a known
-        seed is not private.
-    timeout : float, default=120
-        Receive timeout of every party, in seconds.
-
-    Attributes
-    ----------
-    components_ : ndarray of shape (K, D)
-        Released top-``K`` eigenvectors of ``Â`` as rows.
-    explained_variance_ : ndarray of shape (K,)
-        Top eigenvalues of ``Â`` (DP, post-processing).
-    mean_ : ndarray of shape (D,)
-        Zeros (second-moment PCA, no centring).
-    weights_ : ndarray of shape (S,)
-        ``mu_s = N_s / N``.
-    site_noise_scales_ : ndarray of shape (S,)
-        ``tau_s``, including the factor ``sqrt(2S / (S + 1))`` under ``"joint"``.
-    noise_scale_ : float
-        Standard deviation of the aggregate noise: the pooled AG scale under
-        ``"paper"``, ``sqrt(2S / (S + 1))`` times it under ``"joint"``.
-    effective_epsilon_ : float
-        ``epsilon`` of every site against the aggregator's joint view (same
-        ``delta``): ``epsilon`` under ``"joint"``,
-        ``epsilon sqrt(2S / (S + 1))`` under ``"paper"``.
-    n_samples_, n_features_in_, n_components_ : int
-    report_ : dict
-        Per-role bytes, messages, rounds and seconds.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> rng = np.random.default_rng(0)
-    >>> parts = [rng.normal(size=(n, 5)) / 5 for n in (100, 300)]
-    >>> CapePCA(n_components=2, epsilon=2.0, random_state=1).fit(parts).weights_
-    array([0.25, 0.75])
-    """
-
-    def __init__(
-        self,
-        n_components: int | None = None,
-        epsilon: float = 1.0,
-        delta: float = 1e-5,
-        neighbour: str = "replace-one",
-        calibration: str = "joint",
-        row_norm: str = "clip",
-        random_state: RandomState = None,
-        timeout: float = 120.0,
-        noise_calibration: str = "analytic",
-    ) -> None:
-        self.n_components = n_components
-        self.epsilon = epsilon
-        self.delta = delta
-        self.neighbour = neighbour
-        self.calibration = calibration
-        self.noise_calibration = noise_calibration
-        self.row_norm = row_norm
-        self.random_state = random_state
-        self.timeout = timeout
-
-    def fit(self, parts: Sequence[ArrayLike], y: None = None) -> CapePCA:
-        """Run capePCA over the sites' rows (one ``(N_s, D)`` array per site); return ``self``."""
-        result = run_capepca(
-            parts,
-            self.n_components,
-            self.epsilon,
-            self.delta,
-            neighbour=self.neighbour,
-            calibration=self.calibration,
-            row_norm=self.row_norm,
-            random_state=self.random_state,
-            timeout=self.timeout,
-            noise_calibration=self.noise_calibration,
-        )
-        model = result.model
-        self._store_fit(model.components, model.explained_variance, sum(model.site_samples), result.run)
-        self.weights_ = model.weights
-        self.site_noise_scales_ = model.site_scales
-        self.noise_scale_ = model.noise_scale
-        self.effective_epsilon_ = model.effective_epsilon
-        return self

@@ -14,6 +14,7 @@ estimators here do the same: ``mean_`` is all zeros and ``transform(X)`` is
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from numbers import Integral
 from typing import Any
@@ -21,7 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from mpc_pca.base import SubspaceMixin
+from mpc_pca.base import ParamCheck, SubspaceMixin, instance_of, integer, one_of, validated_by
 from mpc_pca.deployment_kit import check_components_setting, check_own_rows, refuse_pooled_scaling
 from mpc_pca.dp.mechanisms import (
     check_calibration,
@@ -29,14 +30,55 @@ from mpc_pca.dp.mechanisms import (
     check_epsilon,
     gaussian_noise_scale,
     parse_neighbour,
+    spawn_generators,
 )
-from mpc_pca.dp.preprocessing import bound_rows
+from mpc_pca.dp.preprocessing import ROW_NORM_MODES, bound_rows
 from mpc_pca.linalg import from_upper_triangle
 from mpc_pca.roles import AGGREGATOR, CURATOR, NOISE_GENERATOR  # noqa: F401  (re-exported for the DP modules)
-from mpc_pca.validation import check_n_components, check_parts
+from mpc_pca.validation import RowsClippedWarning, check_n_components, check_parts
+from protocols.dp.accounting import PrivacyAccountant
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.messages import expect_real_array
-from protocols.runtime import RunResult
+from protocols.runtime import RunResult, check_timeout
+
+
+def check_random_state(random_state: object) -> None:
+    """Validate a DP noise seed as :func:`~mpc_pca.dp.mechanisms.spawn_generators` would, without drawing from it."""
+    if not isinstance(random_state, (np.random.Generator, np.random.SeedSequence)):
+        spawn_generators(random_state, 0)  # type: ignore[arg-type]  # raises naming the value
+
+
+#: Parameter checks the DP estimators share, declared once (each class's
+#: ``_parameter_constraints`` picks its own with :func:`dp_constraints`).
+DP_CONSTRAINTS: dict[str, ParamCheck] = {
+    "n_components": integer(1, none=True),
+    "epsilon": validated_by(check_epsilon),
+    "delta": validated_by(check_delta),
+    "neighbour": validated_by(parse_neighbour),
+    "noise_calibration": validated_by(check_calibration),
+    "row_norm": one_of(*ROW_NORM_MODES),
+    "random_state": validated_by(check_random_state),
+    "timeout": validated_by(check_timeout),
+    "accountant": instance_of(PrivacyAccountant, None),
+}
+
+
+def dp_constraints(*shared: str, **own: ParamCheck) -> dict[str, ParamCheck]:
+    """An estimator's ``_parameter_constraints``: the ``shared`` ones of :data:`DP_CONSTRAINTS` plus its ``own``."""
+    return {name: DP_CONSTRAINTS[name] for name in shared} | own
+
+
+def refuse_accountant(reason: str) -> ParamCheck:
+    """The ``accountant`` constraint of an estimator that is not DP: only ``None`` is allowed."""
+
+    def check(name: str, value: object) -> None:
+        if value is not None:
+            raise InputValidationError(
+                f"{name}={value!r} is not allowed; it must be None: {reason}, so a privacy accountant "
+                "has nothing it could honestly charge"
+            )
+
+    return check
 
 
 def prepare_parts(
@@ -79,7 +121,15 @@ def prepare_own_rows(
 
 
 #: The Gaussian-protocol settings every party of a deployed DP run announces and all must agree on.
-GAUSSIAN_SHARED = ("protocol", "n_components", "epsilon", "delta", "neighbour", "noise_calibration", "row_norm")
+GAUSSIAN_SHARED = (
+    "protocol",
+    "n_components",
+    "epsilon",
+    "delta",
+    "neighbour",
+    "noise_calibration",
+    "row_norm",
+)
 
 
 def gaussian_view(protocol: str, settings: Any) -> dict[str, Any]:
@@ -93,7 +143,10 @@ def gaussian_view(protocol: str, settings: Any) -> dict[str, Any]:
         or ``row_norm="scale"``.
     """
     eps, dlt, _ = check_privacy(
-        settings.get("epsilon"), settings.get("delta"), settings.get("neighbour"), settings.get("noise_calibration")
+        settings.get("epsilon"),
+        settings.get("delta"),
+        settings.get("neighbour"),
+        settings.get("noise_calibration"),
     )
     return {
         "protocol": protocol,
@@ -104,6 +157,19 @@ def gaussian_view(protocol: str, settings: Any) -> dict[str, Any]:
         "noise_calibration": str(settings.get("noise_calibration")),
         "row_norm": refuse_pooled_scaling(settings, protocol),
     }
+
+
+def preflight_parts(
+    parts: Sequence[ArrayLike], n_components: int | None, row_norm: str, *, min_total_rows: int = 1
+) -> tuple[list[NDArray[np.float64]], int]:
+    """:func:`prepare_parts` without its clipping warning: the estimator's checks before an accountant is charged.
+
+    The protocol driver validates (and warns) again when it runs; this only
+    makes sure an accountant is not charged for input the driver would refuse.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RowsClippedWarning)
+        return prepare_parts(parts, n_components, row_norm, min_total_rows=min_total_rows)
 
 
 def check_privacy(

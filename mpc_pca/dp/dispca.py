@@ -31,16 +31,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from mpc_pca.base import ParamCheck, boolean, integer, one_of
 from mpc_pca.dp.common import (
     AGGREGATOR,
     DPSubspaceMixin,
     check_intermediate_dim,
     check_privacy,
+    dp_constraints,
     expect_count,
     expect_symmetric,
     prepare_parts,
@@ -321,9 +323,26 @@ class DPdisPCA(DPSubspaceMixin):
     (2, 6)
     """
 
+    _parameter_constraints: ClassVar[dict[str, ParamCheck]] = dp_constraints(
+        "n_components",
+        "epsilon",
+        "delta",
+        "neighbour",
+        "row_norm",
+        "random_state",
+        "timeout",
+        "noise_calibration",
+        "accountant",
+        intermediate_dim=integer(1, none=True),
+        full=boolean(),
+        weights=one_of(*WEIGHTINGS),
+        site_factor=one_of(*SITE_FACTORS),
+    )
+
     def __init__(
         self,
         n_components: int | None = None,
+        *,
         epsilon: float = 1.0,
         delta: float = 1e-5,
         intermediate_dim: int | None = None,
@@ -351,8 +370,24 @@ class DPdisPCA(DPSubspaceMixin):
         self.random_state = random_state
         self.timeout = timeout
 
-    def fit(self, parts: Sequence[ArrayLike], y: None = None) -> DPdisPCA:
-        """Run Alg. 1 over the sites' rows (one ``(N_s, D)`` array per site); return ``self``."""
+    def fit(self, X: Any, y: None = None, groups: ArrayLike | None = None) -> DPdisPCA:
+        """Run Alg. 1 over the sites' rows; return ``self``.
+
+        Parameters
+        ----------
+        X : list of array_like or DataFrame, or array_like of shape (N, D)
+            One ``(N_s, D)`` block per site (DataFrames are aligned by column
+            name), or all rows with ``groups``.
+        y : None
+            Ignored.
+        groups : array_like of shape (N,), optional
+            With a single ``X``: the site of each row (one site if omitted).
+
+        Returns
+        -------
+        self
+        """
+        parts = self._intake(X, groups)
         model, sites, run = run_dispca(
             parts,
             self.n_components,

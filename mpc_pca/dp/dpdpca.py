@@ -61,12 +61,13 @@ import math
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from mpc_pca.dp.common import DPSubspaceMixin, check_privacy, prepare_parts
+from mpc_pca.base import ParamCheck, boolean, integer, one_of, validated_by
+from mpc_pca.dp.common import DPSubspaceMixin, check_privacy, dp_constraints, prepare_parts
 from mpc_pca.dp.mechanisms import (
     Neighbour,
     RandomState,
@@ -77,6 +78,7 @@ from mpc_pca.dp.mechanisms import (
 )
 from mpc_pca.linalg import from_upper_triangle, top_eigenpairs, upper_triangle
 from mpc_pca.roles import PROXY, USER, owner_names
+from protocols.dp.accounting import PrivacyAccountant, charge_gaussian
 from protocols.dp.calibration import analytic_gaussian_epsilon
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.paillier import PaillierPublicKey, add, decrypt, encrypt, generate_keypair, multiply
@@ -360,6 +362,12 @@ class DPDPCA(DPSubspaceMixin):
     noise_calibration : {"analytic", "classical"}, default="analytic"
         Gaussian formula (Balle & Wang 2018, or ``sqrt(2 ln(1.25/delta))/epsilon``,
         refused for ``epsilon >= 1``).
+    accountant : PrivacyAccountant, optional
+        Charged once per run, after every input check and before any party
+        starts, for the data user's ``S + G'``: a Gaussian mechanism with
+        ``sigma / Delta = noise_sigma_ / Delta`` for the centred scatter's true
+        ``Delta``, at ``(epsilon, delta)`` (``(effective_epsilon_, delta)``
+        under ``calibration="paper"``).
 
     Attributes
     ----------
@@ -382,9 +390,27 @@ class DPDPCA(DPSubspaceMixin):
         Per-role bytes, messages, rounds and seconds.
     """
 
+    _parameter_constraints: ClassVar[dict[str, ParamCheck]] = dp_constraints(
+        "epsilon",
+        "delta",
+        "neighbour",
+        "row_norm",
+        "random_state",
+        "timeout",
+        "noise_calibration",
+        "accountant",
+        n_components=integer(1),
+        key_bits=integer(),
+        frac_bits=validated_by(lambda value: _check_bits(value, "frac_bits", 1, 200)),
+        mask_bits=validated_by(lambda value: _check_bits(value, "mask_bits", 40, 512)),
+        allow_insecure_key_size=boolean(),
+        calibration=one_of(*DPDPCA_CALIBRATIONS),
+    )
+
     def __init__(
         self,
         n_components: int = 2,
+        *,
         epsilon: float = 1.0,
         delta: float = 1e-5,
         neighbour: Neighbour | str = "replace-one",
@@ -397,7 +423,9 @@ class DPDPCA(DPSubspaceMixin):
         timeout: float = 300.0,
         calibration: str = "sensitivity",
         noise_calibration: str = "analytic",
+        accountant: PrivacyAccountant | None = None,
     ) -> None:
+        self.accountant = accountant
         self.calibration = calibration
         self.noise_calibration = noise_calibration
         self.n_components = n_components
@@ -412,11 +440,21 @@ class DPDPCA(DPSubspaceMixin):
         self.allow_insecure_key_size = allow_insecure_key_size
         self.timeout = timeout
 
-    def fit(self, parts: Sequence[ArrayLike], y: None = None) -> DPDPCA:
+    def fit(self, X: Any, y: None = None, groups: ArrayLike | None = None) -> DPDPCA:
         """Run the protocol with one data owner per part; store the data user's result.
 
         Every parameter and every owner's rows are validated before any party
         sends anything.
+
+        Parameters
+        ----------
+        X : list of array_like or DataFrame, or array_like of shape (N, D)
+            One ``(N_l, D)`` block per data owner (DataFrames are aligned by
+            column name), or all rows with ``groups``.
+        y : None
+            Ignored.
+        groups : array_like of shape (N,), optional
+            With a single ``X``: the owner of each row (one owner if omitted).
 
         Returns
         -------
@@ -424,14 +462,11 @@ class DPDPCA(DPSubspaceMixin):
         """
         from protocols.paillier.keys import check_key_bits
 
+        parts = self._intake(X, groups)
         arrays, k = prepare_parts(parts, self.n_components, self.row_norm, min_total_rows=2)
         epsilon, delta, neighbour = check_privacy(
             self.epsilon, self.delta, self.neighbour, self.noise_calibration
         )
-        if self.calibration not in DPDPCA_CALIBRATIONS:
-            raise InputValidationError(
-                f"calibration={self.calibration!r} is not supported; choose one of {list(DPDPCA_CALIBRATIONS)}"
-            )
         check_key_bits(self.key_bits, self.allow_insecure_key_size)
         config = DPDPCAConfig(
             n_owners=len(arrays),
@@ -456,6 +491,11 @@ class DPDPCA(DPSubspaceMixin):
                 f"{config.noise_sigma:.3g}), but a {config.key_bits}-bit key holds signed values of at most "
                 f"{budget} bits; lower frac_bits or mask_bits, or use a larger key"
             )
+        if self.accountant is not None:
+            # S + G' is one Gaussian release; its true sensitivity may exceed the calibrated one ("paper")
+            unit = config.noise_sigma / centred_scatter_sensitivity(neighbour)
+            spent = config.effective_epsilon if self.calibration == "paper" else epsilon
+            charge_gaussian(self.accountant, spent, delta, unit, "DPDPCA")
         (rng,) = spawn_generators(self.random_state, 1)
         roles: dict[str, Any] = {
             name: (lambda party, data=data: owner_role(party, data, config))

@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from mpc_pca.base import SubspaceMixin
-from mpc_pca.pppca.dp_sum import run_pppca_dp
+from mpc_pca.base import ParamCheck, SubspaceMixin, boolean, instance_of, integer, validated_by
+from mpc_pca.pppca.dp_sum import check_plan_parameters, run_pppca_dp
 from protocols.backends import SecureSumBackend, make_backend
 from protocols.dp.accounting import PrivacyAccountant
+from protocols.dp.calibration import check_calibration, check_delta_value, check_epsilon_value
 from protocols.errors import InputValidationError
+from protocols.runtime import check_timeout
 
 #: Fractional bits of pppca-dp's ring encoding: rows get 16 bits, the Gram matrix 32.
 DEFAULT_FRAC_BITS = 32
+
+
+def _check_mean_share(mean_share: object) -> None:
+    """pppca-dp's own check of ``mean_share`` (the other arguments are valid placeholders)."""
+    check_plan_parameters(1.0, 0.5, 1, None, mean_share, 0)
 
 
 class PPPCADP(SubspaceMixin):
@@ -73,9 +80,24 @@ class PPPCADP(SubspaceMixin):
     (2, 4)
     """
 
+    _parameter_constraints: ClassVar[dict[str, ParamCheck]] = {
+        "n_components": integer(1, none=True),
+        "epsilon": validated_by(check_epsilon_value),
+        "delta": validated_by(check_delta_value),
+        # its range, 1 to the number of providers, is checked once the parts are known
+        "min_honest": integer(none=True),
+        "centre": boolean(),
+        "mean_share": validated_by(_check_mean_share),
+        "noise_calibration": validated_by(check_calibration),
+        "backend": instance_of(str, SecureSumBackend),
+        "timeout": validated_by(check_timeout),
+        "accountant": instance_of(PrivacyAccountant, None),
+    }
+
     def __init__(
         self,
         n_components: int | None = None,
+        *,
         epsilon: float = 1.0,
         delta: float = 1e-5,
         min_honest: int | None = None,
@@ -97,8 +119,24 @@ class PPPCADP(SubspaceMixin):
         self.backend = backend
         self.timeout = timeout
 
-    def fit(self, parts: Sequence[ArrayLike], y: None = None) -> PPPCADP:
-        """Run pppca-dp over the providers' rows (one ``(n_i, d)`` array each); return ``self``."""
+    def fit(self, X: Any, y: None = None, groups: ArrayLike | None = None) -> PPPCADP:
+        """Run pppca-dp over the providers' rows; return ``self``.
+
+        Parameters
+        ----------
+        X : list of array_like or DataFrame, or array_like of shape (n, d)
+            One ``(n_i, d)`` block per provider (DataFrames are aligned by
+            column name), or all rows with ``groups``.
+        y : None
+            Ignored.
+        groups : array_like of shape (n,), optional
+            With a single ``X``: the provider of each row (one provider if omitted).
+
+        Returns
+        -------
+        self
+        """
+        parts = self._intake(X, groups)
         if isinstance(self.backend, SecureSumBackend):
             backend = self.backend
         elif isinstance(self.backend, str):
@@ -131,7 +169,6 @@ class PPPCADP(SubspaceMixin):
         self.mean_ = model.mean
         self.n_samples_ = model.n_samples
         self.n_components_ = model.components.shape[0]
-        self.n_features_in_ = model.components.shape[1]
         self.gram_noise_std_ = plan.server_std(plan.gram_sigma) / scale
         divisor = model.n_samples - 1 if plan.centre else model.n_samples
         self.noise_std_ = self.gram_noise_std_ / divisor

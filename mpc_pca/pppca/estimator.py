@@ -7,16 +7,17 @@ Algorithms 1 (Paillier) and 2 (secret sharing): ``fit`` runs steps 1-8,
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from mpc_pca.base import SubspaceMixin, split_parts
+from mpc_pca.base import ParamCheck, SubspaceMixin, boolean, instance_of, integer, real, validated_by
 from mpc_pca.pppca.components import ComponentsSettings, check_reveal
 from mpc_pca.pppca.driver import run_pppca
 from protocols.backends import SecureSumBackend, make_backend
 from protocols.errors import InputValidationError
+from protocols.runtime import check_timeout
 
 
 def resolve_backend(backend: str | SecureSumBackend) -> SecureSumBackend:
@@ -118,9 +119,21 @@ class PPPCA(SubspaceMixin):
     (4,)
     """
 
+    _parameter_constraints: ClassVar[dict[str, ParamCheck]] = {
+        "n_components": integer(1, none=True),
+        "backend": instance_of(str, SecureSumBackend),
+        "timeout": validated_by(check_timeout),
+        "reveal": validated_by(check_reveal),
+        "eigengap": real(0.0, 1.0, low_open=True, high_open=True),
+        "min_ratio": real(0.0, 1.0, low_open=True),
+        "tol": real(0.0, low_open=True),
+        "standardize": boolean(),
+    }
+
     def __init__(
         self,
         n_components: int | None = None,
+        *,
         backend: str | SecureSumBackend = "additive",
         timeout: float = 120.0,
         reveal: str = "covariance",
@@ -173,11 +186,9 @@ class PPPCA(SubspaceMixin):
         return out
 
     def _fit(self, X: Any, groups: ArrayLike | None, *, with_consumer: bool) -> NDArray[np.float64] | None:
-        if not isinstance(self.standardize, (bool, np.bool_)):
-            raise InputValidationError(f"standardize must be True or False, got {self.standardize!r}")
+        parts = self._intake(X, groups)
         backend = resolve_backend(self.backend)
         settings = ComponentsSettings(eigengap=self.eigengap, min_ratio=self.min_ratio, tol=self.tol)
-        parts, _ = split_parts(self, X, groups)
         self._group_order = None
         if groups is not None:
             labels = np.asarray(groups)

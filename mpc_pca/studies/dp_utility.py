@@ -145,7 +145,7 @@ def _factories(part: str, k: int, r: int, eps: float, delta: float, neighbour: s
         PrivatePowerMethodPCA,
         RetractedSNPCA,
     )
-    from mpc_pca.dp.cape import CapePCA
+    from mpc_pca.dp.cape_estimator import CapePCA
     from mpc_pca.dp.dispca import DPdisPCA
     from mpc_pca.dp.dpdpca import DPDPCA
 
