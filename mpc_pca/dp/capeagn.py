@@ -322,7 +322,7 @@ def run_capeagn(
 ) -> CapeAGNRun:
     """Validate everything, then run capeAGN in-process (one thread per party).
 
-    Parameters are those of :class:`CapeAGN`.
+    Parameters are those of :class:`~mpc_pca.dp.capeagn_estimator.CapeAGN`.
 
     Raises
     ------
