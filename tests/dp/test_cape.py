@@ -10,13 +10,13 @@ import pytest
 import mpc_pca.dp.cape as cape_module
 from mpc_pca.dp.baselines import AnalyzeGaussPCA, PooledPCA
 from mpc_pca.dp.cape import (
-    CapePCA,
     cape_weights,
     effective_epsilon,
     joint_view_factor,
     run_capepca,
     zero_sum_noise,
 )
+from mpc_pca.dp.cape_estimator import CapePCA
 from protocols.dp.calibration import analytic_gaussian_epsilon, analytic_gaussian_sigma
 from protocols.errors import InputValidationError
 
