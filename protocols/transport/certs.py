@@ -193,8 +193,9 @@ def write_credentials(
         files[f"{name}.key"] = root / f"{name}.key"
     present = [str(path) for path in files.values() if os.path.lexists(path)]
     if present:
+        verb = "already exists" if len(present) == 1 else "already exist"
         raise InputValidationError(
-            f"{', '.join(present)} already exist(s); choose an empty --out directory (nothing was written)"
+            f"{', '.join(present)} {verb}; choose an empty --out directory (nothing was written)"
         )
     prepare_directory(root)
     ca_key, ca_cert = make_ca(ca_name, days)
