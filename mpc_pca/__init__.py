@@ -31,33 +31,27 @@ from typing import TYPE_CHECKING
 from mpc_pca.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from mpc_pca.dp.baselines import (
-        AnalyzeGaussPCA,
-        ExponentialMechanismPCA,
-        LocalPCA,
-        PooledPCA,
-        PrivatePowerMethodPCA,
-        RetractedSNPCA,
-    )
+    from mpc_pca.dp.baselines import AnalyzeGaussPCA, LocalPCA, PooledPCA
     from mpc_pca.dp.cape_estimator import CapePCA
     from mpc_pca.dp.capeagn_estimator import CapeAGN
     from mpc_pca.dp.dispca import DPdisPCA
-    from mpc_pca.dp.dpdpca import DPDPCA
+    from mpc_pca.dp.dpdpca_estimator import DPDPCA
+    from mpc_pca.dp.mechanism_baselines import ExponentialMechanismPCA, PrivatePowerMethodPCA, RetractedSNPCA
     from mpc_pca.pppca.dp_estimator import PPPCADP
     from mpc_pca.pppca.estimator import PPPCA
 
 #: Public name -> the module that defines it, imported on first use (mpc_pca.lazy).
 _EXPORTS = {
-    "DPDPCA": "mpc_pca.dp.dpdpca",
+    "DPDPCA": "mpc_pca.dp.dpdpca_estimator",
     "AnalyzeGaussPCA": "mpc_pca.dp.baselines",
     "CapeAGN": "mpc_pca.dp.capeagn_estimator",
     "CapePCA": "mpc_pca.dp.cape_estimator",
     "DPdisPCA": "mpc_pca.dp.dispca",
-    "ExponentialMechanismPCA": "mpc_pca.dp.baselines",
+    "ExponentialMechanismPCA": "mpc_pca.dp.mechanism_baselines",
     "LocalPCA": "mpc_pca.dp.baselines",
     "PooledPCA": "mpc_pca.dp.baselines",
-    "PrivatePowerMethodPCA": "mpc_pca.dp.baselines",
-    "RetractedSNPCA": "mpc_pca.dp.baselines",
+    "PrivatePowerMethodPCA": "mpc_pca.dp.mechanism_baselines",
+    "RetractedSNPCA": "mpc_pca.dp.mechanism_baselines",
     "PPPCA": "mpc_pca.pppca.estimator",
     "PPPCADP": "mpc_pca.pppca.dp_estimator",
 }

@@ -138,16 +138,11 @@ def points(quick: bool, options: dict[str, str]) -> list[Point]:
 
 
 def _factories(part: str, k: int, r: int, eps: float, delta: float, neighbour: str) -> dict[str, Callable]:
-    from mpc_pca.dp.baselines import (
-        AnalyzeGaussPCA,
-        ExponentialMechanismPCA,
-        LocalPCA,
-        PrivatePowerMethodPCA,
-        RetractedSNPCA,
-    )
+    from mpc_pca.dp.baselines import AnalyzeGaussPCA, LocalPCA
     from mpc_pca.dp.cape_estimator import CapePCA
     from mpc_pca.dp.dispca import DPdisPCA
-    from mpc_pca.dp.dpdpca import DPDPCA
+    from mpc_pca.dp.dpdpca_estimator import DPDPCA
+    from mpc_pca.dp.mechanism_baselines import ExponentialMechanismPCA, PrivatePowerMethodPCA, RetractedSNPCA
 
     common: dict[str, Any] = {"epsilon": eps, "delta": delta, "neighbour": neighbour, "row_norm": "error"}
     if part == "icassp2018":

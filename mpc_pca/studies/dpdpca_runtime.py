@@ -78,7 +78,7 @@ def private_local_chain(
 
 def measure(point: Point) -> dict[str, Any]:
     """Time DPDPCA (2048-bit Paillier, owners as threads) and the chain; record captured energy."""
-    from mpc_pca.dp.dpdpca import DPDPCA
+    from mpc_pca.dp.dpdpca_estimator import DPDPCA
     from mpc_pca.dp.metrics import captured_energy_ratio, second_moment
 
     parts = _data(point["owners"])

@@ -11,14 +11,8 @@ import pytest
 import mpc_pca.dp.curator as curator_module
 from mpc_pca.cli import main, protocol_table
 from mpc_pca.cli.options import PROTOCOL_USES
-from mpc_pca.dp.baselines import (
-    AnalyzeGaussPCA,
-    ExponentialMechanismPCA,
-    LocalPCA,
-    PooledPCA,
-    PrivatePowerMethodPCA,
-    RetractedSNPCA,
-)
+from mpc_pca.dp.baselines import AnalyzeGaussPCA, LocalPCA, PooledPCA
+from mpc_pca.dp.mechanism_baselines import ExponentialMechanismPCA, PrivatePowerMethodPCA, RetractedSNPCA
 from mpc_pca.dp.mechanisms import RetractedMechanismWarning, power_method_epsilon_limit
 from mpc_pca.dp.metrics import captured_energy, captured_energy_ratio, optimal_captured_energy, second_moment
 from mpc_pca.dp.power_method import default_power_iterations, private_power_method

@@ -27,8 +27,8 @@ from mpc_pca.dp.cape_deploy import CapeDeployment
 from mpc_pca.dp.capeagn_deploy import CapeAGNDeployment
 from mpc_pca.dp.curator_deploy import CuratorDeployment
 from mpc_pca.dp.dispca_deploy import DisPCADeployment
-from mpc_pca.dp.dpdpca import DPDPCA
 from mpc_pca.dp.dpdpca_deploy import DPDPCADeployment
+from mpc_pca.dp.dpdpca_estimator import DPDPCA
 from mpc_pca.dp.mechanisms import spawn_generators
 from mpc_pca.pppca.dp_deploy import PPPCADPDeployment
 from mpc_pca.pppca.dp_estimator import PPPCADP

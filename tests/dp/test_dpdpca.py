@@ -6,9 +6,8 @@ from scipy import stats
 from sklearn.datasets import load_wine
 from sklearn.decomposition import PCA
 
-import mpc_pca.dp.dpdpca as dpdpca_module
+import mpc_pca.dp.dpdpca_estimator as dpdpca_module
 from mpc_pca.dp.dpdpca import (
-    DPDPCA,
     PROXY,
     USER,
     DPDPCAConfig,
@@ -17,6 +16,7 @@ from mpc_pca.dp.dpdpca import (
     proxy_role,
     user_role,
 )
+from mpc_pca.dp.dpdpca_estimator import DPDPCA
 from mpc_pca.dp.mechanisms import Neighbour
 from protocols.dp.calibration import analytic_gaussian_epsilon, analytic_gaussian_sigma
 from protocols.errors import InputValidationError

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from mpc_pca.dp.baselines import ExponentialMechanismPCA, PrivatePowerMethodPCA
+from mpc_pca.dp.mechanism_baselines import ExponentialMechanismPCA, PrivatePowerMethodPCA
 
 ALPHA = 0.001
 

@@ -1,0 +1,237 @@
+"""The DPDPCA estimator: scikit-learn front end of the Wang & Chang (IEEE DSC 2018) protocol.
+
+The roles, their configuration and the protocol's deviations from the paper
+are in :mod:`mpc_pca.dp.dpdpca`; this module validates the parameters, runs
+the parties in-process and exposes the fitted subspace.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from mpc_pca.base import ParamCheck, boolean, integer, one_of, validated_by
+from mpc_pca.dp.common import DPSubspaceMixin, check_privacy, dp_constraints, prepare_parts
+from mpc_pca.dp.dpdpca import (
+    DPDPCA_CALIBRATIONS,
+    DPDPCAConfig,
+    DPDPCAModel,
+    centred_scatter_sensitivity,
+    owner_role,
+    proxy_role,
+    user_role,
+)
+from mpc_pca.dp.mechanisms import (
+    Neighbour,
+    RandomState,
+    spawn_generators,
+)
+from mpc_pca.roles import PROXY, USER
+from protocols.dp.accounting import PrivacyAccountant, charge_gaussian
+from protocols.errors import InputValidationError
+from protocols.runtime import RunResult, run_inprocess
+
+
+class DPDPCA(DPSubspaceMixin):
+    """Differentially private distributed PCA with Paillier and a proxy (Wang & Chang 2018).
+
+    Parameters
+    ----------
+    n_components : int, default=2
+        Number of components ``k``.
+    epsilon : float, default=1.0
+        Privacy parameter, > 0 (``inf`` disables the noise).
+    delta : float, default=1e-5
+        Privacy parameter, in (0, 1).
+    neighbour : {"replace-one", "add-remove"}, default="replace-one"
+        Neighbouring data sets differ by one replaced row (the paper's
+        fixed-size definition) or one added/removed row; sets the sensitivity,
+        see :func:`centred_scatter_sensitivity`. The data user learns ``N``
+        exactly, so ``"add-remove"`` protects the matrix with ``N`` public only.
+    row_norm : {"error", "clip"}, default="error"
+        Rows must have norm <= 1: raise on a longer row, or clip it locally
+        at its owner (:mod:`mpc_pca.dp.preprocessing`).
+    key_bits : int, default=2048
+        Paillier modulus size (2048 or 3072).
+    frac_bits : int, default=40
+        Fixed-point fractional bits of the integer encoding (Paillier's plaintext
+        space is large, so this is far finer than the ring backends' 20 bits).
+    mask_bits : int, default=128
+        Statistical hiding of ``v`` by the mask ``b``.
+    random_state : int, SeedSequence or Generator, optional
+        Seed of the proxy's DP noise ``G'``; unset, it is drawn from :mod:`secrets`.
+        For reproducible experiments only: anyone who knows the seed can remove
+        the noise, so a seeded run is not private. The mask ``b`` and all
+        encryption randomness always come from :mod:`secrets`.
+    allow_insecure_key_size : bool, default=False
+        Test-only: allow keys below 2048 bits.
+    timeout : float, default=300
+        Receive timeout of every party, in seconds.
+    calibration : {"sensitivity", "paper"}, default="sensitivity"
+        Size ``G'`` for the centred scatter's true sensitivity
+        (:func:`centred_scatter_sensitivity`), or for the paper's ``Delta = 1``
+        (then ``effective_epsilon_`` reports the weaker guarantee obtained).
+    noise_calibration : {"analytic", "classical"}, default="analytic"
+        Gaussian formula (Balle & Wang 2018, or ``sqrt(2 ln(1.25/delta))/epsilon``,
+        refused for ``epsilon >= 1``).
+    accountant : PrivacyAccountant, optional
+        Charged once per run, after every input check and before any party
+        starts, for the data user's ``S + G'``: a Gaussian mechanism with
+        ``sigma / Delta = noise_sigma_ / Delta`` for the centred scatter's true
+        ``Delta``, at ``(epsilon, delta)`` (``(effective_epsilon_, delta)``
+        under ``calibration="paper"``).
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (k, d)
+    explained_variance_ : ndarray of shape (k,)
+        Eigenvalues of the noisy covariance ``S' / (N - 1)``.
+    explained_variance_ratio_ : ndarray of shape (k,)
+    noisy_scatter_ : ndarray of shape (d, d)
+        ``S'`` as the data user obtained it.
+    noise_sigma_ : float
+        Standard deviation of each upper-triangle entry of ``G'``.
+    effective_epsilon_ : float
+        ``epsilon`` the release has for the true sensitivity at ``delta``
+        (``> epsilon`` under ``calibration="paper"``).
+    mean_ : ndarray of shape (d,)
+        Zeros: the data user never learns the pooled mean (it is masked by
+        ``b``), so :meth:`transform` projects rows without centring them.
+    n_samples_ : int
+    report_ : dict
+        Per-role bytes, messages, rounds and seconds.
+    """
+
+    _parameter_constraints: ClassVar[dict[str, ParamCheck]] = dp_constraints(
+        "epsilon",
+        "delta",
+        "neighbour",
+        "row_norm",
+        "random_state",
+        "timeout",
+        "noise_calibration",
+        "accountant",
+        n_components=integer(1),
+        key_bits=integer(),
+        frac_bits=validated_by(lambda value: _check_bits(value, "frac_bits", 1, 200)),
+        mask_bits=validated_by(lambda value: _check_bits(value, "mask_bits", 40, 512)),
+        allow_insecure_key_size=boolean(),
+        calibration=one_of(*DPDPCA_CALIBRATIONS),
+    )
+
+    def __init__(
+        self,
+        n_components: int = 2,
+        *,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        neighbour: Neighbour | str = "replace-one",
+        row_norm: str = "error",
+        key_bits: int = 2048,
+        frac_bits: int = 40,
+        mask_bits: int = 128,
+        random_state: RandomState = None,
+        allow_insecure_key_size: bool = False,
+        timeout: float = 300.0,
+        calibration: str = "sensitivity",
+        noise_calibration: str = "analytic",
+        accountant: PrivacyAccountant | None = None,
+    ) -> None:
+        self.accountant = accountant
+        self.calibration = calibration
+        self.noise_calibration = noise_calibration
+        self.n_components = n_components
+        self.epsilon = epsilon
+        self.delta = delta
+        self.neighbour = neighbour
+        self.row_norm = row_norm
+        self.key_bits = key_bits
+        self.frac_bits = frac_bits
+        self.mask_bits = mask_bits
+        self.random_state = random_state
+        self.allow_insecure_key_size = allow_insecure_key_size
+        self.timeout = timeout
+
+    def fit(self, X: Any, y: None = None, groups: ArrayLike | None = None) -> DPDPCA:
+        """Run the protocol with one data owner per part; store the data user's result.
+
+        Every parameter and every owner's rows are validated before any party
+        sends anything.
+
+        Parameters
+        ----------
+        X : list of array_like or DataFrame, or array_like of shape (N, D)
+            One ``(N_l, D)`` block per data owner (DataFrames are aligned by
+            column name), or all rows with ``groups``.
+        y : None
+            Ignored.
+        groups : array_like of shape (N,), optional
+            With a single ``X``: the owner of each row (one owner if omitted).
+
+        Returns
+        -------
+        self
+        """
+        from protocols.paillier.keys import check_key_bits
+
+        parts = self._intake(X, groups)
+        arrays, k = prepare_parts(parts, self.n_components, self.row_norm, min_total_rows=2)
+        epsilon, delta, neighbour = check_privacy(
+            self.epsilon, self.delta, self.neighbour, self.noise_calibration
+        )
+        check_key_bits(self.key_bits, self.allow_insecure_key_size)
+        config = DPDPCAConfig(
+            n_owners=len(arrays),
+            n_features=arrays[0].shape[1],
+            n_components=k,
+            epsilon=epsilon,
+            delta=delta,
+            neighbour=neighbour,
+            key_bits=self.key_bits,
+            frac_bits=_check_bits(self.frac_bits, "frac_bits", 1, 200),
+            mask_bits=_check_bits(self.mask_bits, "mask_bits", 40, 512),
+            allow_insecure_key_size=self.allow_insecure_key_size,
+            calibration=self.calibration,
+            noise_calibration=self.noise_calibration,
+        )
+        n_samples = sum(a.shape[0] for a in arrays)
+        budget = config.key_bits - 2  # signed residues must stay below n/2
+        if config.plaintext_bits(n_samples) > budget:
+            raise InputValidationError(
+                f"values of up to {config.plaintext_bits(n_samples)} bits would be encrypted (N={n_samples}, "
+                f"frac_bits={config.frac_bits}, mask_bits={config.mask_bits}, noise sigma "
+                f"{config.noise_sigma:.3g}), but a {config.key_bits}-bit key holds signed values of at most "
+                f"{budget} bits; lower frac_bits or mask_bits, or use a larger key"
+            )
+        if self.accountant is not None:
+            # S + G' is one Gaussian release; its true sensitivity may exceed the calibrated one ("paper")
+            unit = config.noise_sigma / centred_scatter_sensitivity(neighbour)
+            spent = config.effective_epsilon if self.calibration == "paper" else epsilon
+            charge_gaussian(self.accountant, spent, delta, unit, "DPDPCA")
+        (rng,) = spawn_generators(self.random_state, 1)
+        roles: dict[str, Any] = {
+            name: (lambda party, data=data: owner_role(party, data, config))
+            for name, data in zip(config.owners, arrays, strict=True)
+        }
+        roles[PROXY] = lambda party: proxy_role(party, config, rng)
+        roles[USER] = lambda party: user_role(party, config)
+        run: RunResult = run_inprocess(roles, timeout=self.timeout)
+        model: DPDPCAModel = run.outputs[USER]
+        self._store_fit(model.components, model.eigenvalues / (model.n_samples - 1), model.n_samples, run)
+        self.explained_variance_ratio_ = (
+            model.eigenvalues / model.total if model.total > 0 else np.zeros_like(model.eigenvalues)
+        )
+        self.noisy_scatter_ = model.noisy_scatter
+        self.noise_sigma_ = config.noise_sigma
+        self.effective_epsilon_ = config.effective_epsilon
+        return self
+
+
+def _check_bits(value: object, name: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InputValidationError(
+            f"{name}={value!r} is out of range; it must be an integer from {low} to {high}"
+        )
+    return value
