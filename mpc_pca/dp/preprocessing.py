@@ -24,95 +24,17 @@ reproduces it for experiments only.
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from mpc_pca.row_norms import check_row_norms, clip_rows, row_norms
 from mpc_pca.validation import RowsClippedWarning
 from protocols.errors import InputValidationError
 
 ROW_NORM_MODES = ("clip", "error")
-
-# Rows whose norm exceeds 1 by less than this relative amount (round-off after
-# scaling) are accepted as having norm 1.
-_NORM_TOLERANCE = 1e-9
-
-
-def _row_scales(X: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Split every row as ``x = m u`` with ``m = max_i |x_i|`` and ``max_i |u_i| = 1`` (``u = 0`` if ``m = 0``).
-
-    ``||u||`` lies in ``[1, sqrt(D)]`` for a nonzero row, so squaring ``u``
-    can neither overflow nor underflow whatever the magnitude of ``x``.
-    """
-    arr = np.asarray(X, dtype=np.float64)
-    if arr.ndim != 2:
-        raise InputValidationError(f"expected a 2-D array of rows, got shape {arr.shape}")
-    if arr.shape[1] == 0:
-        return np.zeros(arr.shape[0]), arr.copy()
-    largest = np.max(np.abs(arr), axis=1)
-    safe = np.where(largest > 0, largest, 1.0)
-    return largest, arr / safe[:, None]
-
-
-def row_norms(X: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Euclidean norm of every row, computed without overflow or underflow of the squares.
-
-    Each row is divided by its largest absolute entry before squaring (as
-    ``hypot`` does), so a row like ``[1e200, 1e200]`` has norm
-    ``1.414e200``, not ``inf``; the result is ``inf`` only when the norm
-    itself exceeds the largest float.
-    """
-    largest, unit = _row_scales(X)
-    with np.errstate(over="ignore"):
-        return largest * np.sqrt(np.einsum("ij,ij->i", unit, unit))
-
-
-def clip_rows(X: NDArray[np.float64], bound: float = 1.0) -> tuple[NDArray[np.float64], int]:
-    """Scale every row longer than ``bound`` down to norm ``bound``, keeping its direction.
-
-    A clipped row is computed as ``bound * u / ||u||`` with ``u`` the row
-    divided by its largest absolute entry, so rows of any finite magnitude
-    (even with norm beyond the largest float) come out with norm ``bound``
-    up to round-off, pointing in their original direction.
-
-    Returns
-    -------
-    clipped : ndarray
-        A new array; rows within the bound are copied unchanged.
-    n_clipped : int
-        How many rows were shortened.
-
-    Raises
-    ------
-    InputValidationError
-        If ``bound`` is not a positive finite number or ``X`` is not 2-D.
-    """
-    if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not 0 < bound < math.inf:
-        raise InputValidationError(f"bound={bound!r} must be a positive finite number")
-    largest, unit = _row_scales(X)
-    unit_norms = np.sqrt(np.einsum("ij,ij->i", unit, unit))
-    with np.errstate(over="ignore"):
-        norms = largest * unit_norms
-    over = norms > bound
-    out = np.array(X, dtype=np.float64, copy=True)
-    if np.any(over):
-        out[over] = bound * unit[over] / unit_norms[over][:, None]
-    return out, int(np.count_nonzero(over))
-
-
-def check_row_norms(X: NDArray[np.float64], index: int, bound: float = 1.0) -> None:
-    """Raise if a row of part ``index`` is longer than ``bound``, naming the row and its norm."""
-    norms = row_norms(X)
-    worst = int(np.argmax(norms)) if norms.size else 0
-    if norms.size and norms[worst] > bound * (1.0 + _NORM_TOLERANCE):
-        raise InputValidationError(
-            f"part {index} row {worst} has Euclidean norm {norms[worst]:.6g} > {bound:g}; the DP "
-            "sensitivities assume every row has norm <= 1. Rescale the data or pass row_norm='clip'"
-        )
-
 
 def bound_rows(parts: Sequence[NDArray[np.float64]], mode: str) -> list[NDArray[np.float64]]:
     """Apply the row-norm policy ``mode`` (``"clip"`` or ``"error"``) to every part."""

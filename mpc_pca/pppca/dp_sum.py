@@ -89,6 +89,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from mpc_pca.linalg import top_eigenpairs
 from mpc_pca.roles import SERVER, provider_names
+from mpc_pca.row_norms import clip_rows
 from mpc_pca.validation import RowsClippedWarning, check_n_components, check_parts
 from protocols.backends import SecureSumBackend
 from protocols.dp.accounting import PrivacyAccountant, charge_gaussian
@@ -224,21 +225,13 @@ class DPSumModel:
 def clip_rows_locally(data: NDArray[np.float64], index: int) -> NDArray[np.float64]:
     """Scale rows longer than 1 to norm 1 at the provider, warning with the count (never sent).
 
-    Norms are computed after dividing each row by its largest absolute entry,
-    so no square overflows whatever the magnitude.
+    :func:`mpc_pca.row_norms.clip_rows` (shared with the DP family): every
+    row longer than 1 is rescaled, and only rows longer than ``1 + 1e-9``
+    (not round-off of data already scaled to norm 1) are counted and warned about.
     """
-    largest = np.max(np.abs(data), axis=1) if data.shape[1] else np.zeros(data.shape[0])
-    safe = np.where(largest > 0, largest, 1.0)
-    unit = data / safe[:, None]
-    unit_norms = np.sqrt(np.einsum("ij,ij->i", unit, unit))
-    with np.errstate(over="ignore"):
-        norms = largest * unit_norms
-    over = norms > 1.0
-    count = int(np.count_nonzero(over))
+    out, count = clip_rows(data)
     if count == 0:
-        return data
-    out = data.copy()
-    out[over] = unit[over] / unit_norms[over][:, None]
+        return out
     warnings.warn(
         f"provider{index}: {count} of {data.shape[0]} rows had norm > 1 and were clipped to norm 1 "
         "before the DP noise (local information, not sent to any party); the released subspace is "
