@@ -39,10 +39,10 @@ from mpc_pca.linalg import leading_eigenpairs
 from mpc_pca.pppca.chunked import ChunkedPart
 from mpc_pca.pppca.components import (
     ComponentsSettings,
+    backend_engine,
     check_reveal,
     check_trace_fits,
     components_error_bounds,
-    engine_for,
     provider_eigensolve,
     server_eigensolve,
 )
@@ -201,7 +201,7 @@ def provider_role(
                 config.n_components,
                 config.components,
                 components_gram_bits(backend),
-                engine_for(backend.name),
+                backend_engine(backend),
             )
             transfer = expect_real_array(
                 party.recv(SERVER), SERVER, (config.n_features, config.n_components), "T"
@@ -315,7 +315,7 @@ def _server_components(
     ``None``), so ``mean`` is already in the data's units.
     """
     f_gram = components_gram_bits(backend)
-    engine = engine_for(backend.name)
+    engine = backend_engine(backend)
     result = server_eigensolve(
         party, config.providers, config.n_features, config.n_components, config.components, f_gram, engine
     )
@@ -350,7 +350,7 @@ def components_gram_bits(backend: SecureSumBackend) -> int:
     covariance of e.g. standardized wine (this mode has no column scaling).
     """
     f = backend.codec.frac_bits
-    if engine_for(backend.name) == "crypten":
+    if backend_engine(backend) == "crypten":
         return max(f, FixedPointCodec().frac_bits)
     return f
 
@@ -597,12 +597,13 @@ def run_pppca(
     )
     settings = ComponentsSettings() if components is None else components
     d = stats[0].n_features
-    if reveal == "components" and engine_for(backend.name) == "crypten":
+    if reveal == "components" and backend_engine(backend) == "crypten":
         raise InputValidationError(
             "reveal='components' with backend='crypten' runs the CrypTen tensor engine, whose parties must be "
             "processes over torch.distributed; it cannot run in-process. Use `mpc-pca run --reveal components "
-            "--backend crypten --transport torch --insecure` or "
-            "mpc_pca.pppca.launch.launch_local(parts, reveal='components', backend='crypten', insecure=True), "
+            "--backend crypten --transport processes --insecure` (alias --transport torch) or "
+            "mpc_pca.deploy.launch_local('pppca-ss', parts, {'reveal': 'components', 'backend': 'crypten'}, "
+            "insecure=True), "
             "or backend='additive' for the in-process engine"
         )
     if reveal == "components":

@@ -43,8 +43,8 @@ from protocols.runtime.threads import INLINE_WORK, map_parties, single_threaded_
 __all__ = [
     "DEFAULT_MESSAGE_CAP",
     "INLINE_WORK",
-    "LinkOptions",
     "ChannelWrapper",
+    "LinkOptions",
     "PartyReport",
     "Role",
     "RunResult",

@@ -96,7 +96,9 @@ class LinkOptions:
         check_timeout(self.connect_timeout)
         cap = self.message_cap
         if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
-            raise InputValidationError(f"message_cap={cap!r} is invalid; it must be a positive number of bytes")
+            raise InputValidationError(
+                f"message_cap={cap!r} is invalid; it must be a positive number of bytes"
+            )
         if self.credentials is None and not self.insecure:
             raise InputValidationError(
                 f"{name} has no TLS credentials: pass --tls-dir DIR (or --ca/--cert/--key), or --insecure to "
