@@ -189,7 +189,7 @@ def run_command(args: argparse.Namespace) -> dict[str, Any]:
         "feature_names": list(data.names),
         "n_components": args.n_components,
     }
-    result["transport"] = transport
+    result["transport"] = getattr(args, "transport", "inprocess")  # as typed: "torch" is an alias of "processes"
     result["_data"] = data
     if transport == "processes":
         from mpc_pca.cli.runners import run_processes
