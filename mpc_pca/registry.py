@@ -227,7 +227,9 @@ def entries() -> dict[str, ProtocolEntry]:
     table = [
         _pppca("pppca-ss", "PPPCA with secret sharing (Liu et al. 2020, Alg. 2)", "additive", {}),
         _pppca(
-            "pppca-he", "PPPCA with Paillier homomorphic encryption (Liu et al. 2020, Alg. 1)", "paillier",
+            "pppca-he",
+            "PPPCA with Paillier homomorphic encryption (Liu et al. 2020, Alg. 1)",
+            "paillier",
             {"backend": "paillier"},
         ),
         ProtocolEntry(

@@ -72,9 +72,10 @@ def _agree(views: Mapping[str, Mapping[str, Any]], n_parties: int) -> int:
     if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in rows.values()):
         raise InputValidationError(f"every provider must announce a positive number of rows: {rows}")
     widths = {name: views[name].get("n_features") for name in provider_names(n_parties)}
-    if len(set(widths.values())) != 1 or not isinstance(next(iter(widths.values())), int):
+    width = next(iter(widths.values()))
+    if len(set(widths.values())) != 1 or isinstance(width, bool) or not isinstance(width, int):
         raise InputValidationError(f"the providers' data sets have different numbers of features: {widths}")
-    return next(iter(widths.values()))
+    return width
 
 
 def _agree_columns(views: Mapping[str, Mapping[str, Any]], n_parties: int) -> tuple[int, ...]:

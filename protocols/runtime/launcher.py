@@ -132,7 +132,8 @@ class _ForkedParty:
         method = entry.start_method if isinstance(entry, PythonCall) else "forkserver"
         if method not in ("forkserver", "spawn"):
             raise InputValidationError(f"start_method must be 'forkserver' or 'spawn', got {method!r}")
-        self._process = multiprocessing.get_context(method).Process(
+        context: Any = multiprocessing.get_context(method)
+        self._process = context.Process(
             target=_run_entry, args=(entry, str(stderr_path), environment), daemon=False
         )
         self._process.start()

@@ -30,7 +30,17 @@ def test_run_as_processes_gives_the_in_process_json(tmp_path):
     outputs = {}
     for transport in ("inprocess", "processes"):
         out = tmp_path / f"{transport}.json"
-        argv = ["run", "--protocol", "pppca-ss", "--data", "builtin:iris", "--parties", "2", "--output", str(out)]
+        argv = [
+            "run",
+            "--protocol",
+            "pppca-ss",
+            "--data",
+            "builtin:iris",
+            "--parties",
+            "2",
+            "--output",
+            str(out),
+        ]
         assert main([*argv, "--transport", transport, "--timeout", "60"]) == 0
         outputs[transport] = json.loads(out.read_text())
     inproc, procs = outputs["inprocess"], outputs["processes"]

@@ -71,7 +71,7 @@ def test_run_party_needs_no_cap_call_and_sums():
 
 
 def test_a_message_over_the_cap_stops_the_receiver_naming_the_sender():
-    results, errors = run_threads_over_sockets(dict.fromkeys(RANKS, big_sender), message_cap=1000)
+    _, errors = run_threads_over_sockets(dict.fromkeys(RANKS, big_sender), message_cap=1000)
     assert "r" in errors and isinstance(errors["r"], ProtocolError)
     assert "'a' (rank 0) announced a data frame of" in str(errors["r"]) and "at most 1000" in str(errors["r"])
 
@@ -98,7 +98,7 @@ def test_run_processes_over_tls_gives_the_in_process_result():
 
 def test_run_processes_refuses_a_role_no_child_can_receive():
     with pytest.raises(
-        InputValidationError, match="role of 'r' cannot be handed to a process.*functools.partial"
+        InputValidationError, match=r"role of 'r' cannot be handed to a process.*functools\.partial"
     ):
         run_processes({**roles(), "r": lambda party: receiver(party)}, timeout=10)
 
