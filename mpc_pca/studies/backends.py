@@ -141,6 +141,7 @@ def measure(point: Point) -> dict[str, Any]:
 
     def proc(method: str):
         from mpc_pca.deploy import launch_local
+        from protocols.backends import backend_class
 
         def run() -> None:
             # TLS links between the processes (throw-away credentials); CrypTen's gloo cannot be wrapped
@@ -151,7 +152,7 @@ def measure(point: Point) -> dict[str, Any]:
                 {"n_components": k, "backend": backend},
                 timeout=900,
                 connect_timeout=300,
-                insecure=method == "crypten",
+                insecure=backend_class(backend).runs_over_gloo,  # gloo cannot be wrapped in TLS
             )
             reports[method] = result["report"]
             components[method] = np.asarray(result["components"])
