@@ -597,7 +597,7 @@ def run_pppca(
     )
     settings = ComponentsSettings() if components is None else components
     d = stats[0].n_features
-    if reveal == "components" and backend_engine(backend) == "crypten":
+    if reveal == "components" and getattr(backend, "needs_processes", False):
         raise InputValidationError(
             "reveal='components' with backend='crypten' runs the CrypTen tensor engine, whose parties must be "
             "processes over torch.distributed; it cannot run in-process. Use `mpc-pca run --reveal components "
