@@ -83,7 +83,7 @@ def worker(args: Any) -> None:
 
 def run_world(d: int, m: int, repeats: int, secure: bool) -> dict[str, Any]:
     """Start the M + 1 processes of one world; return the receiver's sum times and start-up times."""
-    from mpc_pca.pppca.launch import child_environment
+    from mpc_pca.deploy.local import child_environment
     from protocols.runtime.launcher import launch, raise_on_failure
     from protocols.transport.rendezvous import INTRODUCER_NAME, Introducer
     from protocols.transport.tls import Credentials, server_context

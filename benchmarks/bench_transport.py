@@ -95,7 +95,7 @@ def _worker_command(name: str, m: int, d: int, repeats: int, port: int, out: Pat
 
 def run_world(d: int, m: int, repeats: int) -> dict[str, Any]:
     """Start the M + 1 processes of one (d, M) point and collect their timings."""
-    from mpc_pca.pppca.launch import child_environment
+    from mpc_pca.deploy.local import child_environment
     from protocols.runtime.launcher import host_store, launch, raise_on_failure
 
     names = [f"c{i}" for i in range(m)] + [RECEIVER]

@@ -10,7 +10,13 @@ data
     Data input: bundled data sets, files, row partitions.
 pppca
     PPPCA (Liu et al., AAAI 2020): roles, estimator, local statistics,
-    distributed runner.
+    its Deployment.
+registry
+    One entry per protocol: estimator, deployment, options, result fields.
+deployment, deploy
+    The protocol half (:class:`~mpc_pca.deployment.Deployment`) and the floor
+    half (:mod:`mpc_pca.deploy`: PartySpec, run_party, run_threads,
+    launch_local) of running any protocol between organisations.
 dp
     The differentially private family: mechanisms, samplers, curator
     baselines, DPdisPCA, capePCA, DPDPCA, metrics.

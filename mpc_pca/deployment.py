@@ -26,7 +26,7 @@ only: a run with a known noise seed is not private).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -96,6 +96,22 @@ class Deployment(ABC):
             Naming the parties and their values, if the announcements disagree
             or are invalid.
         """
+
+    def runs_over_gloo(self, settings: Mapping[str, Any]) -> bool:
+        """Whether a run with these settings needs CrypTen's gloo links (``insecure`` only) instead of TLS.
+
+        Added by the deploy floor with a default (``False``): only a protocol
+        whose backend's traffic is gloo collectives (PPPCA with CrypTen) says yes.
+        """
+        return False
+
+    def preflight(self, parts: Sequence[NDArray[np.float64]], settings: Mapping[str, Any]) -> None:
+        """Refuse, in a launcher that holds every part, what the in-process run would refuse.
+
+        Added by the deploy floor with a default (nothing beyond :meth:`public`
+        and :meth:`configure`, which the launcher also runs before any process starts).
+        """
+        return None
 
     def message_cap(self, config: Any) -> int:
         """Largest message (bytes) any party of this run may receive; see :data:`DEFAULT_MESSAGE_CAP`."""

@@ -34,9 +34,13 @@ def lazy_exports(
     def module_getattr(name: str) -> Any:
         if name not in exports:
             raise AttributeError(f"module {namespace['__name__']!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(exports[name]), name)
-        namespace[name] = value
-        return value
+        module = importlib.import_module(exports[name])
+        # Store every export of that module now: importing it set the package's attribute of
+        # the same name to the submodule (e.g. ``cli.main``), which must not shadow the export.
+        for other, source in exports.items():
+            if source == exports[name]:
+                namespace[other] = getattr(module, other)
+        return namespace[name]
 
     def module_dir() -> list[str]:
         return sorted({*namespace, *exports})

@@ -16,7 +16,9 @@ backends
 paillier
     Paillier arithmetic on gmpy2 behind the Paillier backend.
 runtime
-    Runs role functions as parties; per-party thread helpers.
+    Runs role functions as parties: threads (:func:`run_inprocess`), local
+    processes over TLS (:func:`run_processes`), one party per host
+    (:func:`run_party`); per-party thread helpers.
 transport
     Channels (in-process queues, processes and hosts) and the typed wire format.
 party
@@ -46,13 +48,14 @@ from protocols.errors import (
     WireFormatError,
 )
 from protocols.party import Party
-from protocols.runtime import RunResult, run_inprocess
+from protocols.runtime import LinkOptions, RunResult, run_inprocess, run_party, run_processes
 from protocols.secure_sum import run_secure_sum, secure_sum, secure_sum_symmetric
 
 __all__ = [
     "AdditiveBackend",
     "FixedPointCodec",
     "InputValidationError",
+    "LinkOptions",
     "PaillierBackend",
     "Party",
     "PeerFailureError",
@@ -64,6 +67,8 @@ __all__ = [
     "WireFormatError",
     "make_backend",
     "run_inprocess",
+    "run_party",
+    "run_processes",
     "run_secure_sum",
     "secure_sum",
     "secure_sum_symmetric",

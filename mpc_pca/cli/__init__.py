@@ -3,13 +3,16 @@
 Modules
 -------
 main
-    The parser, ``run`` (every protocol in one process, or PPPCA as local
-    processes) and ``party`` (one party of a multi-host run).
-dp
-    The DP protocols' options and their rows in the protocol table.
+    The parser and ``run`` (every protocol in one process; a deployable one
+    as local processes through :mod:`mpc_pca.deploy`).
+party
+    ``party`` (one party of a multi-host run, parsed into a PartySpec) and ``certs``.
+runners, dp
+    The in-process runners :mod:`mpc_pca.registry` names (PPPCA family; DP
+    protocols and their options).
 options
-    Exit codes, which options each protocol uses, the data-reading options,
-    checked and atomic output files.
+    Exit codes, the registry's per-protocol options checked and filled in,
+    the data-reading options, checked and atomic output files.
 plot
     ``mpc-pca plot``: scree plot and the projected rows by provider.
 """
@@ -21,19 +24,17 @@ from typing import TYPE_CHECKING
 from mpc_pca.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from mpc_pca.cli.main import build_parser, main, protocol_table
+    from mpc_pca.cli.main import build_parser, main
 
 #: Public name -> the module that defines it, imported on first use (mpc_pca.lazy).
 _EXPORTS = {
     "build_parser": "mpc_pca.cli.main",
     "main": "mpc_pca.cli.main",
-    "protocol_table": "mpc_pca.cli.main",
 }
 
 __all__ = [
     "build_parser",
     "main",
-    "protocol_table",
 ]
 
 

@@ -230,103 +230,99 @@ def _gaussian(args: argparse.Namespace) -> dict[str, Any]:
     return {**_privacy(args), "noise_calibration": getattr(args, "noise_calibration", "analytic")}
 
 
-def dp_protocol_specs(spec_type: Callable[..., Any]) -> list[Any]:
-    """The DP protocols as ``spec_type(name, summary, runner[, options])`` entries for ``protocol_table()``.
+# The in-process runners the registry (mpc_pca.registry) names, ``run_<name>(args, parts)``.
+# ``dp.X`` is looked up when a protocol runs: the package's lazy exports
+# (mpc_pca.lazy) import the estimator, and scikit-learn with it, only then.
 
-    ``options`` names the protocol-specific ``run`` options a protocol uses
-    (only ``dpdpca`` takes one, ``--key-bits``); the others reject them.
-    """
-    # ``dp.X`` is looked up when a protocol runs: the package's lazy exports
-    # (mpc_pca.lazy) import the estimator, and scikit-learn with it, only then.
-    # Every command, a party process's included, builds this table.
+
+def _dp() -> Any:
     from mpc_pca import dp
 
-    def sn(args: argparse.Namespace, mode: str) -> Any:
-        return dp.RetractedSNPCA(epsilon=args.epsilon, neighbour=args.neighbour, **_common(args, mode))
+    return dp
 
-    def pooled(args: argparse.Namespace, mode: str) -> Any:
-        common = _common(args, mode)
-        return dp.PooledPCA(common["n_components"], row_norm=mode, timeout=common["timeout"])
 
-    def dpdpca(args: argparse.Namespace, mode: str) -> Any:
-        key_bits = 2048 if getattr(args, "key_bits", None) is None else args.key_bits
-        return dp.DPDPCA(key_bits=key_bits, **_gaussian(args), **_common(args, mode))
+def run_ag(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
+    """Analyze Gauss on the pooled data (trusted curator)."""
+    return _runner(lambda a, m: _dp().AnalyzeGaussPCA(**_gaussian(a), **_common(a, m)))(args, parts)
 
-    def dispca(full: bool) -> Callable[[argparse.Namespace, str], Any]:
-        return lambda args, mode: dp.DPdisPCA(
-            intermediate_dim=args.intermediate_dim, full=full, **_gaussian(args), **_common(args, mode)
-        )
 
-    return [
-        spec_type(
-            "ag",
-            "Analyze Gauss on the pooled data, trusted curator (Dwork et al. 2014)",
-            _runner(lambda a, m: dp.AnalyzeGaussPCA(**_gaussian(a), **_common(a, m))),
+def run_sn(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
+    """SN Wishart noise: retracted, not DP (comparison only)."""
+    return _runner(
+        lambda a, m: _dp().RetractedSNPCA(epsilon=a.epsilon, neighbour=a.neighbour, **_common(a, m)),
+        privacy_warning="retracted mechanism: not differentially private",
+    )(args, parts)
+
+
+def run_ppm(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
+    """Private power method (trusted curator)."""
+    return _runner(
+        lambda a, m: _dp().PrivatePowerMethodPCA(**_privacy(a), **_common(a, m)), n_iter=lambda e: e.n_iter_
+    )(args, parts)
+
+
+def run_ppca(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
+    """Exponential mechanism by Gibbs sampling (trusted curator)."""
+    return _runner(lambda a, m: _dp().ExponentialMechanismPCA(epsilon=a.epsilon, **_common(a, m)))(args, parts)
+
+
+def run_pooled(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
+    """Non-private PCA of the pooled second-moment matrix."""
+
+    def build(a: argparse.Namespace, mode: str) -> Any:
+        common = _common(a, mode)
+        return _dp().PooledPCA(common["n_components"], row_norm=mode, timeout=common["timeout"])
+
+    return _runner(build)(args, parts)
+
+
+def run_local(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
+    """Analyze Gauss on the first party's rows only."""
+    return _runner(lambda a, m: _dp().LocalPCA(**_gaussian(a), **_common(a, m)))(args, parts)
+
+
+def _dispca(full: bool) -> Callable[[argparse.Namespace, str], Any]:
+    return lambda a, m: _dp().DPdisPCA(
+        intermediate_dim=a.intermediate_dim, full=full, **_gaussian(a), **_common(a, m)
+    )
+
+
+def run_dispca(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
+    """DPdisPCA: sites send P_s = U_R S_R^1/2."""
+    return _runner(_dispca(False), intermediate_dim=lambda e: e.intermediate_dim_)(args, parts)
+
+
+def run_dispca_full(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
+    """DPdisPCA sending the full noisy A_s."""
+    return _runner(_dispca(True))(args, parts)
+
+
+def run_dpdpca(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
+    """DPDPCA with Paillier and a proxy."""
+
+    def build(a: argparse.Namespace, mode: str) -> Any:
+        key_bits = 2048 if getattr(a, "key_bits", None) is None else a.key_bits
+        return _dp().DPDPCA(key_bits=key_bits, **_gaussian(a), **_common(a, mode))
+
+    return _runner(
+        build,
+        centred_energy_ratio,
+        noise_sigma=lambda e: e.noise_sigma_,
+        effective_epsilon=lambda e: e.effective_epsilon_,
+    )(args, parts)
+
+
+def run_capepca(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
+    """capePCA with CAPE correlated noise."""
+    return _runner(
+        lambda a, m: _dp().CapePCA(
+            calibration=getattr(a, "cape_calibration", "joint"), **_gaussian(a), **_common(a, m)
         ),
-        spec_type(
-            "sn",
-            "SN Wishart noise (Imtiaz & Sarwate 2016): RETRACTED, NOT DP, comparison only",
-            _runner(sn, privacy_warning="retracted mechanism: not differentially private"),
-        ),
-        spec_type(
-            "ppm",
-            "private power method, trusted curator (Hardt & Price 2014)",
-            _runner(
-                lambda a, m: dp.PrivatePowerMethodPCA(**_privacy(a), **_common(a, m)), n_iter=lambda e: e.n_iter_
-            ),
-        ),
-        spec_type(
-            "ppca",
-            "exponential mechanism by Gibbs sampling, trusted curator (Chaudhuri et al. 2013)",
-            _runner(lambda a, m: dp.ExponentialMechanismPCA(epsilon=a.epsilon, **_common(a, m))),
-        ),
-        spec_type("pooled", "non-private PCA of the pooled second-moment matrix", _runner(pooled)),
-        spec_type(
-            "local",
-            "Analyze Gauss on the first party's rows only (ICASSP 2018 q_local)",
-            _runner(lambda a, m: dp.LocalPCA(**_gaussian(a), **_common(a, m))),
-        ),
-        spec_type(
-            "dispca",
-            "DPdisPCA (Imtiaz & Sarwate ICASSP 2018, Alg. 1): sites send P_s = U_R S_R^1/2",
-            _runner(dispca(False), intermediate_dim=lambda e: e.intermediate_dim_),
-        ),
-        spec_type(
-            "dispca-full",
-            "DPdisPCA sending the full noisy A_s (ICASSP 2018 q_full)",
-            _runner(dispca(True)),
-        ),
-        spec_type(
-            "dpdpca",
-            "DPDPCA with Paillier and a proxy (Wang & Chang 2018, Alg. 1-2); centred scatter",
-            _runner(
-                dpdpca,
-                centred_energy_ratio,
-                noise_sigma=lambda e: e.noise_sigma_,
-                effective_epsilon=lambda e: e.effective_epsilon_,
-            ),
-            frozenset({"key_bits"}),
-        ),
-        spec_type(
-            "capepca",
-            "capePCA with CAPE correlated noise (Imtiaz & Sarwate JSTSP 2018, Alg. 1)",
-            _runner(
-                lambda a, m: dp.CapePCA(
-                    calibration=getattr(a, "cape_calibration", "joint"), **_gaussian(a), **_common(a, m)
-                ),
-                weights=lambda e: e.weights_.tolist(),
-                calibration=lambda e: e.calibration,
-                effective_epsilon=lambda e: e.effective_epsilon_,
-                noise_scale=lambda e: e.noise_scale_,
-            ),
-        ),
-        spec_type(
-            "capeagn",
-            "capeAGN: DP topic model / Gaussian mixture by tensor decomposition with CAPE (JSTSP 2018, sec. 5)",
-            run_capeagn_cli,
-            frozenset({"model", "sigma", "budget_split"}),
-        ),
-    ]
+        weights=lambda e: e.weights_.tolist(),
+        calibration=lambda e: e.calibration,
+        effective_epsilon=lambda e: e.effective_epsilon_,
+        noise_scale=lambda e: e.noise_scale_,
+    )(args, parts)
 
 
 def summarize_variance(value: Any) -> str:

@@ -11,13 +11,12 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from mpc_pca.cli.dp import add_dp_arguments, dp_protocol_specs, summarize_variance
+from mpc_pca.cli.dp import add_dp_arguments, summarize_variance
 from mpc_pca.cli.options import (
     EXIT_CODES_HELP,
     EXIT_INPUT,
@@ -33,110 +32,8 @@ from mpc_pca.cli.party import add_party_parser, add_verbosity, certs_main, confi
 from mpc_pca.cli.studies import add_study_parsers, report_command, study_command
 from mpc_pca.data.datasets import builtin_names
 from mpc_pca.data.inputs import ProviderData, expand_specs, provider_data
+from mpc_pca.registry import entry, names
 from protocols.errors import InputValidationError, ProtocolError
-
-Runner = Callable[[argparse.Namespace, list[np.ndarray]], dict[str, Any]]
-
-
-@dataclass(frozen=True)
-class ProtocolSpec:
-    """A protocol the ``run`` command can execute."""
-
-    name: str
-    summary: str
-    runner: Runner
-    #: The protocol-specific ``run`` options it uses, for a protocol not listed in
-    #: :data:`mpc_pca.cli.options.PROTOCOL_USES` (which takes precedence).
-    options: frozenset[str] = frozenset()
-
-
-def _run_pppca(args: argparse.Namespace, parts: list[np.ndarray], default_backend: str) -> dict[str, Any]:
-    from mpc_pca.pppca import PPPCA
-    from protocols.backends import make_backend
-
-    backend_name = args.backend or default_backend
-    backend = make_backend(backend_name, frac_bits=args.frac_bits, key_bits=getattr(args, "key_bits", None))
-    reveal = args.reveal or "covariance"
-    secure = {
-        name: getattr(args, name) for name in ("eigengap", "min_ratio") if getattr(args, name, None) is not None
-    }
-    if secure and reveal != "components":
-        raise InputValidationError("--eigengap and --min-ratio apply only with --reveal components")
-    model = PPPCA(
-        args.n_components,
-        backend=backend,
-        timeout=args.timeout,
-        reveal=reveal,
-        standardize=args.standardize,
-        **secure,
-    )
-    projection = model.fit_transform(parts)
-    return {
-        "backend": backend_name,
-        "standardize": bool(args.standardize),
-        **model.model_.result_fields(),
-        "report": model.report_,
-        "_projection": projection,
-    }
-
-
-def _run_pppca_dp(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
-    from mpc_pca.pppca.dp_estimator import DEFAULT_FRAC_BITS, PPPCADP
-    from protocols.backends import make_backend
-    from protocols.dp.calibration import check_delta_value, check_epsilon_value
-
-    check_epsilon_value(args.epsilon)
-    check_delta_value(args.delta)
-    backend_name = args.backend or "additive"
-    frac_bits = DEFAULT_FRAC_BITS if args.frac_bits is None else args.frac_bits
-    backend = make_backend(backend_name, frac_bits=frac_bits, key_bits=getattr(args, "key_bits", None))
-    model = PPPCADP(
-        args.n_components,
-        epsilon=args.epsilon,
-        delta=args.delta,
-        min_honest=getattr(args, "min_honest", None),
-        noise_calibration=getattr(args, "noise_calibration", "analytic"),
-        backend=backend,
-        timeout=args.timeout,
-    )
-    model.fit(parts)
-    return {
-        "backend": backend_name,
-        "components": model.components_.tolist(),
-        "explained_variance": model.explained_variance_.tolist(),
-        "explained_variance_ratio": model.explained_variance_ratio_.tolist(),
-        "mean": model.mean_.tolist(),
-        "n_samples": int(model.n_samples_),
-        "epsilon": float(args.epsilon),
-        "delta": float(args.delta),
-        "min_honest": model.plan_.min_honest,
-        "noise_std": model.noise_std_,
-        "epsilon_by_colluders": model.epsilon_by_colluders_,
-        "report": model.report_,
-    }
-
-
-def protocol_table() -> dict[str, ProtocolSpec]:
-    """The protocols ``mpc-pca run`` knows, by name (built on each call; no global state)."""
-    specs = [
-        ProtocolSpec(
-            "pppca-ss",
-            "PPPCA with secret sharing (Liu et al. 2020, Alg. 2)",
-            lambda args, parts: _run_pppca(args, parts, "additive"),
-        ),
-        ProtocolSpec(
-            "pppca-he",
-            "PPPCA with Paillier homomorphic encryption (Liu et al. 2020, Alg. 1)",
-            lambda args, parts: _run_pppca(args, parts, "paillier"),
-        ),
-        ProtocolSpec(
-            "pppca-dp",
-            "PPPCA with discrete-Gaussian DP noise added by the providers inside the secure sum",
-            _run_pppca_dp,
-        ),
-    ]
-    specs += dp_protocol_specs(ProtocolSpec)
-    return {spec.name: spec for spec in specs}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -157,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         "run", help="run a protocol on one file per provider, or on one data set split among them",
         epilog=EXIT_CODES_HELP,
     )
-    run.add_argument("--protocol", required=True, help=f"one of: {', '.join(protocol_table())}")
+    run.add_argument("--protocol", required=True, help=f"one of: {', '.join(names())}")
     run.add_argument(
         "--data",
         required=True,
@@ -227,21 +124,21 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_torch_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--transport",
-        choices=("inprocess", "torch", "processes"),
+        choices=("inprocess", "processes", "torch"),
         default="inprocess",
-        help="inprocess: parties as threads (default); torch (alias processes): each party its own "
-        "process on this host, linked by TLS 1.3 with throw-away credentials made for the run",
+        help="inprocess: parties as threads (default); processes: each party its own process on this "
+        "host, linked by TLS 1.3 with throw-away credentials made for the run; torch: old alias of processes",
     )
     run.add_argument(
         "--timeout", type=float, default=None,
-        help="inprocess: receive timeout per message (default 120 s); torch: phase deadline (default 600 s)",
+        help="inprocess: receive timeout per message (default 120 s); processes: phase deadline (default 600 s)",
     )  # fmt: skip
     run.add_argument(
-        "--connect-timeout", type=float, default=60.0, help="--transport torch: rendezvous timeout, s"
+        "--connect-timeout", type=float, default=60.0, help="--transport processes: rendezvous timeout, s"
     )
     run.add_argument(
         "--insecure", action="store_true",
-        help="--transport torch: plain TCP links (required by --backend crypten)",
+        help="--transport processes: plain TCP links (required by --backend crypten)",
     )  # fmt: skip
     add_verbosity(run)
 
@@ -254,30 +151,29 @@ def run_command(args: argparse.Namespace) -> dict[str, Any]:
     under the private key ``_projection`` and the providers' tables under
     ``_data`` (neither is part of the JSON).
     """
-    table = protocol_table()
-    if args.protocol not in table:
-        raise InputValidationError(f"unknown protocol {args.protocol!r}; choose one of {list(table)}")
-    spec = table[args.protocol]
-    check_protocol_options(args, args.protocol, spec.options)
-    if args.protocol == "pppca-he" and args.backend not in (None, "paillier"):
-        raise InputValidationError(f"pppca-he uses the paillier backend, not --backend {args.backend!r}")
+    protocol = entry(args.protocol)
+    check_protocol_options(args, protocol)
     transport = getattr(args, "transport", "inprocess")
-    transport = "torch" if transport == "processes" else transport
+    transport = "processes" if transport == "torch" else transport
     if getattr(args, "timeout", None) is None:
-        args.timeout = 600.0 if transport == "torch" else 120.0
+        args.timeout = 600.0 if transport == "processes" else 120.0
     if transport == "inprocess" and getattr(args, "insecure", False):
-        raise InputValidationError("--insecure only applies to --transport torch")
-    if transport == "inprocess" and args.backend == "crypten":
-        raise InputValidationError(
-            "the crypten backend needs each party in its own process; add --transport torch"
-        )
-    if transport == "torch" and args.transform_output is not None:
+        raise InputValidationError("--insecure only applies to --transport processes")
+    if transport == "inprocess" and args.backend is not None:
+        from protocols.backends import backend_class
+
+        if backend_class(args.backend).needs_processes:
+            raise InputValidationError(
+                f"the {args.backend} backend needs each party in its own process; add --transport processes "
+                "(alias --transport torch)"
+            )
+    if transport == "processes" and args.transform_output is not None:
         raise InputValidationError("--transform-output needs --transport inprocess")
     inputs = expand_specs(args.data)
     check_output(args.output, "--output", inputs, args.force)
     check_output(args.transform_output, "--transform-output", inputs, args.force, [args.output])
-    if transport == "torch" and args.backend != "crypten":
-        from mpc_pca.pppca.launch import start_party_server
+    if transport == "processes" and protocol.deployable:
+        from mpc_pca.deploy.local import start_party_server
 
         start_party_server()  # its imports overlap the reading of the data
     data = provider_data(args.data, read_options(args), parties=args.parties, split=args.split, seed=args.seed)
@@ -293,12 +189,14 @@ def run_command(args: argparse.Namespace) -> dict[str, Any]:
         "feature_names": list(data.names),
         "n_components": args.n_components,
     }
-    result["transport"] = transport
+    result["transport"] = getattr(args, "transport", "inprocess")  # as typed: "torch" is an alias of "processes"
     result["_data"] = data
-    if transport == "torch":
-        result.update(_run_torch(args, parts, data))
+    if transport == "processes":
+        from mpc_pca.cli.runners import run_processes
+
+        result.update(run_processes(args, parts, tuple(data.names)))
     else:
-        result.update(table[args.protocol].runner(args, parts))
+        result.update(protocol.run_in_process(args, parts))
     return result
 
 
@@ -316,36 +214,6 @@ def projection_csv(projection: np.ndarray, data: ProviderData) -> str:
             writer.writerow([f"provider{i}", table.source, *(repr(float(v)) for v in values)])
         row += table.values.shape[0]
     return out.getvalue()
-
-
-def _run_torch(args: argparse.Namespace, parts: list[np.ndarray], data: ProviderData) -> dict[str, Any]:
-    """``run --transport torch``: every party a process on this host (see mpc_pca.pppca.launch)."""
-    from mpc_pca.pppca.distributed import TORCH_PROTOCOLS
-    from mpc_pca.pppca.launch import launch_local
-
-    if args.protocol not in TORCH_PROTOCOLS:
-        raise InputValidationError(
-            f"protocol {args.protocol!r} does not run with --transport torch yet; "
-            f"choose one of {list(TORCH_PROTOCOLS)} or --transport inprocess"
-        )
-    if getattr(args, "eigengap", None) is not None or getattr(args, "min_ratio", None) is not None:
-        raise InputValidationError("--eigengap and --min-ratio are not passed to separate processes yet")
-    result = launch_local(
-        parts,
-        n_components=args.n_components,
-        backend=args.backend or TORCH_PROTOCOLS[args.protocol],
-        frac_bits=args.frac_bits,
-        key_bits=getattr(args, "key_bits", None),
-        timeout=args.timeout,
-        connect_timeout=args.connect_timeout,
-        protocol=args.protocol,
-        insecure=args.insecure,
-        verbosity=args.verbose - args.quiet,
-        reveal=args.reveal or "covariance",
-        standardize=bool(args.standardize),
-        feature_names=data.names,
-    )
-    return {"standardize": bool(args.standardize), **result}
 
 
 def summarize(result: dict[str, Any]) -> str:

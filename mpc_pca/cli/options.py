@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from mpc_pca.data.inputs import ReadOptions
+from mpc_pca.registry import FLAGS, PRIVACY_DEFAULTS, ProtocolEntry
 from protocols.errors import InputValidationError
 
 #: Exit codes of ``mpc-pca`` (listed in ``--help``).
@@ -25,72 +26,24 @@ EXIT_CODES_HELP = (
     "found before any party starts); 4 protocol failure (a party failed, timed out or sent bad data)"
 )
 
-#: Protocol-specific ``run`` options and their flags.
-FLAGS = {
-    "backend": "--backend",
-    "frac_bits": "--frac-bits",
-    "key_bits": "--key-bits",
-    "standardize": "--standardize",
-    "transform_output": "--transform-output",
-    "epsilon": "--epsilon",
-    "delta": "--delta",
-    "intermediate_dim": "--intermediate-dim",
-    "neighbour": "--neighbour",
-    "cape_calibration": "--cape-calibration",
-    "row_norm": "--row-norm",
-    "noise_calibration": "--noise-calibration",
-    "min_honest": "--min-honest",
-    "model": "--model",
-    "sigma": "--sigma",
-    "budget_split": "--budget-split",
-    "reveal": "--reveal",
-    "eigengap": "--eigengap",
-    "min_ratio": "--min-ratio",
-}
-#: Defaults of the DP options (the parser leaves them ``None`` so that giving one is visible).
-DP_DEFAULTS: dict[str, Any] = {
-    "epsilon": 1.0,
-    "delta": 1e-5,
-    "neighbour": "replace-one",
-    "cape_calibration": "joint",
-    "row_norm": "clip",
-    "intermediate_dim": None,
-    "noise_calibration": "analytic",
-}
-_PPPCA = frozenset(
-    {"backend", "frac_bits", "key_bits", "standardize", "transform_output", "reveal", "eigengap", "min_ratio"}
-)
-_GAUSS = frozenset({"epsilon", "delta", "neighbour", "row_norm", "noise_calibration"})
-#: Which of :data:`FLAGS` each protocol uses; any other one given is refused.
-PROTOCOL_USES: dict[str, frozenset[str]] = {
-    "pppca-ss": _PPPCA,
-    "pppca-he": _PPPCA,
-    "pppca-dp": frozenset({"backend", "frac_bits", "key_bits", "epsilon", "delta", "noise_calibration", "min_honest"}),
-    "ag": _GAUSS,
-    "sn": frozenset({"epsilon", "neighbour", "row_norm"}),
-    "ppm": _GAUSS - {"noise_calibration"},
-    "ppca": frozenset({"epsilon", "row_norm"}),
-    "pooled": frozenset({"row_norm"}),
-    "local": _GAUSS,
-    "dispca": _GAUSS | {"intermediate_dim"},
-    "dispca-full": _GAUSS,
-    "dpdpca": _GAUSS | {"key_bits"},
-    "capepca": _GAUSS | {"cape_calibration"},
-    "capeagn": _GAUSS | {"cape_calibration", "model", "sigma", "budget_split"},
-}
+def check_protocol_options(args: argparse.Namespace, protocol: ProtocolEntry) -> None:
+    """Refuse every protocol-specific option the protocol does not use; fill in the defaults.
 
-
-def check_protocol_options(args: argparse.Namespace, protocol: str, spec_options: Iterable[str]) -> None:
-    """Refuse every protocol-specific option the protocol does not use; fill the DP defaults.
-
-    A protocol missing from :data:`PROTOCOL_USES` uses its spec's options and every DP option.
+    The options a protocol uses and their defaults come from its registry
+    entry (:mod:`mpc_pca.registry`); the privacy options every DP result
+    records get :data:`~mpc_pca.registry.PRIVACY_DEFAULTS` when unused.
     """
-    uses = PROTOCOL_USES.get(protocol, frozenset(spec_options) | frozenset(DP_DEFAULTS) | {"min_honest"})
     for option, flag in FLAGS.items():
         value = getattr(args, option, None)
-        if value not in (None, False) and option not in uses:
-            raise InputValidationError(f"{flag} does not apply to protocol {protocol!r}")
-    for option, default in DP_DEFAULTS.items():
+        if value not in (None, False) and option not in protocol.options:
+            raise InputValidationError(f"{flag} does not apply to protocol {protocol.name!r}")
+    for option, value in protocol.fixed.items():
+        given = getattr(args, option, None)
+        if given not in (None, value):
+            raise InputValidationError(
+                f"{protocol.name} uses the {value} {option}, not {FLAGS[option]} {given!r}"
+            )
+    for option, default in {**PRIVACY_DEFAULTS, **protocol.options}.items():
         if getattr(args, option, None) is None:
             setattr(args, option, default)
 

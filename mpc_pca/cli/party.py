@@ -44,13 +44,16 @@ def add_party_parser(sub: Any) -> None:
         "party",
         help="run one party of a protocol as this process (one per organisation), over TLS links",
     )
-    party.add_argument("--protocol", required=True, help="protocol name, e.g. pppca-ss")
+    party.add_argument("--protocol", required=True, help="a deployable protocol, e.g. pppca-ss")
     party.add_argument(
-        "--role", default=None, choices=("provider", "server", "consumer"),
-        help="optional: follows from --rank (providers 0..M-1, server M, consumer M+1)",
+        "--role", default=None,
+        help="optional: follows from --rank (data holders first, e.g. PPPCA: providers 0..M-1, server M, "
+        "consumer M+1); a name (server) or a kind (provider) that does not match the rank is an error",
     )  # fmt: skip
     party.add_argument("--rank", type=int, default=None, help="this party's rank (default: $RANK)")
-    party.add_argument("--world-size", type=int, default=None, help="M + 2 parties (default: $WORLD_SIZE)")
+    party.add_argument(
+        "--world-size", type=int, default=None, help="number of parties, e.g. PPPCA: M + 2 (default: $WORLD_SIZE)"
+    )
     party.add_argument(
         "--master", default=None,
         help="ADDR:PORT of the rendezvous, hosted by rank 0 on that interface "
@@ -79,9 +82,15 @@ def add_party_parser(sub: Any) -> None:
     party.add_argument("--output", type=Path, default=None, help="write this party's JSON result here")
     party.add_argument("--external-rendezvous", "--external-store", action="store_true", help=argparse.SUPPRESS)
     party.add_argument(
-        "--reveal", choices=("covariance", "components"), default="covariance", help="what the server learns"
+        "--reveal", choices=("covariance", "components"), default=None, help="pppca: what the server learns"
     )
     party.add_argument("--standardize", action="store_true", help="standardize the columns (all parties)")
+    party.add_argument(
+        "--seed", type=int, default=None, help="seed of this party's DP noise (experiments only: not private)"
+    )
+    from mpc_pca.cli.dp import add_dp_arguments
+
+    add_dp_arguments(party)
     add_read_arguments(party)
     add_verbosity(party)
 
@@ -135,41 +144,30 @@ def credentials_of(args: argparse.Namespace, name: str) -> Any:
 
 
 def party_command(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Execute ``mpc-pca party``: one party of a run, in this process."""
-    from mpc_pca.pppca.distributed import TORCH_PROTOCOLS, party_name, role_of, run_party
+    """Execute ``mpc-pca party``: parse the arguments into a :class:`~mpc_pca.deploy.PartySpec` and run it."""
+    from mpc_pca.cli.options import check_protocol_options
+    from mpc_pca.cli.runners import settings_of
+    from mpc_pca.deploy import FileSource, LinkOptions, PartySpec, run_party
+    from mpc_pca.deploy.party import resolve_party
+    from mpc_pca.registry import entry
 
-    if args.protocol not in TORCH_PROTOCOLS:
-        raise InputValidationError(
-            f"protocol {args.protocol!r} cannot run as separate parties yet; choose one of {list(TORCH_PROTOCOLS)}"
-        )
+    protocol = entry(args.protocol)
+    check_protocol_options(args, protocol)
+    deployment = protocol.make_deployment()
     rank, world, master = resolve_layout(args, os.environ if env is None else env)
-    name = party_name(args.role, rank, world)
-    role = role_of(rank, world)
+    name, n_providers = resolve_party(deployment, args.role, rank, world)
     if args.ifname:
         os.environ["GLOO_SOCKET_IFNAME"] = args.ifname
-    data = None
-    columns_hash = None
-    if args.data is not None:
-        if role != "provider":
-            raise InputValidationError(f"the {role} holds no data; do not pass --data to it")
-        from mpc_pca.data.columns import names_hash
-        from mpc_pca.data.inputs import load_table
-
-        table = load_table(args.data, read_options(args))
-        for note in table.notes:
-            print(f"mpc-pca: {note}", file=sys.stderr)
-        data, columns_hash = table.values, names_hash(table.names)
     credentials = None if args.insecure else credentials_of(args, name)
     if args.insecure:
         print(f"mpc-pca: warning: {name}: --insecure: links are neither encrypted nor authenticated", file=sys.stderr)
-    return run_party(
-        role=role, rank=rank, world_size=world, master=master, data=data,
-        n_components=args.n_components, backend=args.backend or TORCH_PROTOCOLS[args.protocol],
-        frac_bits=args.frac_bits, key_bits=args.key_bits, timeout=args.timeout,
+    links = LinkOptions(
+        master, credentials, args.insecure, listen_host=args.listen, timeout=args.timeout,
         connect_timeout=args.connect_timeout, host_rendezvous=False if args.external_rendezvous else None,
-        protocol=args.protocol, credentials=credentials, insecure=args.insecure, listen_host=args.listen,
-        reveal=args.reveal, columns_hash=columns_hash, standardize=args.standardize,
     )  # fmt: skip
+    data = None if args.data is None else FileSource(args.data, read_options(args))
+    spec = PartySpec(args.protocol, name, n_providers, links, data, settings_of(args), noise_seed=args.seed)
+    return run_party(spec, deployment=deployment)
 
 
 def party_main(args: argparse.Namespace) -> int:

@@ -22,9 +22,10 @@ estimator
 dp_sum, dp_estimator
     pppca-dp: discrete-Gaussian DP noise added by the providers inside the
     secure sum (:class:`PPPCADP`).
-distributed
-    The same roles as OS processes or hosts (``mpc-pca party``, ``run
-    --transport torch``); imported only when used.
+deployment
+    :class:`~mpc_pca.pppca.deployment.PPPCADeployment`: the same roles as
+    OS processes or hosts through the deploy floor (:mod:`mpc_pca.deploy`;
+    ``mpc-pca party``, ``run --transport processes``); imported only when used.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from mpc_pca.pppca.components import engine_for
+from mpc_pca.pppca.components import backend_engine
 from mpc_pca.pppca.local_stats import LocalStatistics
 from mpc_pca.pppca.scaling import gram_scale_exponent, sums_scale_exponent
 from protocols.backends import SecureSumBackend
@@ -40,7 +40,7 @@ def components_gram_bits(backend: SecureSumBackend) -> int:
     covariance of e.g. standardized wine (this mode has no column scaling).
     """
     f = backend.codec.frac_bits
-    if engine_for(backend.name) == "crypten":
+    if backend_engine(backend) == "crypten":
         return max(f, FixedPointCodec().frac_bits)
     return f
 

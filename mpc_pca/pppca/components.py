@@ -21,6 +21,7 @@ provider can unmask that provider's view of every opening, i.e. learns ``G``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -76,9 +77,9 @@ def check_trace_fits(gram_trace: float, gram_frac_bits: int) -> None:
         )
 
 
-def engine_for(backend_name: str) -> str:
-    """The tensor engine of a run: ``"crypten"`` with the crypten backend, else ``"native"``."""
-    return "crypten" if backend_name == "crypten" else "native"
+def backend_engine(backend: Any) -> str:
+    """The tensor engine of a run: the backend's ``tensor_engine`` capability (``"native"`` if it states none)."""
+    return str(getattr(backend, "tensor_engine", "native"))
 
 
 def _session(

@@ -428,10 +428,10 @@ def run_pppca_dp(
         (CrypTen), payloads that would not fit the ring or a float carrier.
     """
     check_timeout(timeout)
-    if getattr(backend, "name", "") == "crypten":
+    if not getattr(backend, "fixed_point_ring", True):
         raise InputValidationError(
-            "backend 'crypten' encodes in its own ring; pppca-dp adds integer noise in the 64-bit "
-            "fixed-point ring and needs 'additive', 'additive-masks' or 'paillier'"
+            f"backend {getattr(backend, 'name', backend)!r} encodes in its own ring; pppca-dp adds integer "
+            "noise in the 64-bit fixed-point ring and needs 'additive', 'additive-masks' or 'paillier'"
         )
     arrays = check_parts(parts)
     n_parties = len(arrays)

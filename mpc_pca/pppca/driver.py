@@ -16,7 +16,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from mpc_pca.pppca.bounds import check_precision, check_ring_range, components_gram_bits, gram_entry_error
 from mpc_pca.pppca.chunked import ChunkedPart
-from mpc_pca.pppca.components import ComponentsSettings, check_reveal, check_trace_fits, engine_for
+from mpc_pca.pppca.components import ComponentsSettings, check_reveal, check_trace_fits
 from mpc_pca.pppca.local_stats import LocalStatistics
 from mpc_pca.pppca.protocol import PPPCAConfig, PPPCAModel, consumer_role, provider_role, server_role
 from mpc_pca.pppca.scaling import agree_exponents, exponents_of_peaks, normalized, provider_exponents
@@ -161,12 +161,13 @@ def run_pppca(
     )
     settings = ComponentsSettings() if components is None else components
     d = stats[0].n_features
-    if reveal == "components" and engine_for(backend.name) == "crypten":
+    if reveal == "components" and getattr(backend, "needs_processes", False):
         raise InputValidationError(
             "reveal='components' with backend='crypten' runs the CrypTen tensor engine, whose parties must be "
             "processes over torch.distributed; it cannot run in-process. Use `mpc-pca run --reveal components "
-            "--backend crypten --transport torch --insecure` or "
-            "mpc_pca.pppca.launch.launch_local(parts, reveal='components', backend='crypten', insecure=True), "
+            "--backend crypten --transport processes --insecure` (alias --transport torch) or "
+            "mpc_pca.deploy.launch_local('pppca-ss', parts, {'reveal': 'components', 'backend': 'crypten'}, "
+            "insecure=True), "
             "or backend='additive' for the in-process engine"
         )
     if reveal == "components":

@@ -46,8 +46,8 @@ from mpc_pca.pppca.bounds import (
 from mpc_pca.pppca.chunked import ChunkedPart
 from mpc_pca.pppca.components import (
     ComponentsSettings,
+    backend_engine,
     components_error_bounds,
-    engine_for,
     provider_eigensolve,
     server_eigensolve,
 )
@@ -197,7 +197,7 @@ def provider_role(
                 config.n_components,
                 config.components,
                 components_gram_bits(backend),
-                engine_for(backend.name),
+                backend_engine(backend),
             )
             transfer = expect_real_array(
                 party.recv(SERVER), SERVER, (config.n_features, config.n_components), "T"
@@ -313,7 +313,7 @@ def _server_components(
     ``None``), so ``mean`` is already in the data's units.
     """
     f_gram = components_gram_bits(backend)
-    engine = engine_for(backend.name)
+    engine = backend_engine(backend)
     result = server_eigensolve(
         party, config.providers, config.n_features, config.n_components, config.components, f_gram, engine
     )

@@ -140,17 +140,19 @@ def measure(point: Point) -> dict[str, Any]:
         return run
 
     def proc(method: str):
-        from mpc_pca.pppca.launch import launch_local
+        from mpc_pca.deploy import launch_local
+        from protocols.backends import backend_class
 
         def run() -> None:
             # TLS links between the processes (throw-away credentials); CrypTen's gloo cannot be wrapped
+            backend = PROCESS_BACKENDS[method]
             result = launch_local(
+                "pppca-he" if backend == "paillier" else "pppca-ss",
                 parts,
-                n_components=k,
-                backend=PROCESS_BACKENDS[method],
+                {"n_components": k, "backend": backend},
                 timeout=900,
                 connect_timeout=300,
-                insecure=method == "crypten",
+                insecure=backend_class(backend).runs_over_gloo,  # gloo cannot be wrapped in TLS
             )
             reports[method] = result["report"]
             components[method] = np.asarray(result["components"])
@@ -201,7 +203,7 @@ def plot(records: list[Record], out: Any, suffix: str) -> list[Any]:
     paths = []
     for transport, title in (
         ("inprocess", "parties as threads in one process (crypto and encoding cost only)"),
-        ("processes", "every party its own process over torch.distributed (start-up included)"),
+        ("processes", "every party its own process over TLS links (start-up included)"),
     ):
         ds = sorted({r["d"] for r in records if r["transport"] == transport})
         if not ds:

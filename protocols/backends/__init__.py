@@ -44,6 +44,21 @@ _BACKENDS: dict[str, tuple[str, str, dict[str, Any]]] = {
 BACKEND_NAMES: tuple[str, ...] = tuple(_BACKENDS)
 
 
+def backend_class(name: str) -> type[SecureSumBackend]:
+    """The class :func:`make_backend` builds for ``name``, to read its capabilities without making one.
+
+    Raises
+    ------
+    InputValidationError
+        For an unknown name.
+    """
+    if name not in _BACKENDS:
+        raise InputValidationError(f"unknown backend {name!r}; choose one of {list(BACKEND_NAMES)}")
+    module_name, class_name, _ = _BACKENDS[name]
+    cls: type[SecureSumBackend] = getattr(importlib.import_module(module_name), class_name)
+    return cls
+
+
 def make_backend(
     name: str, *, frac_bits: int | None = None, key_bits: int | None = None, **options: Any
 ) -> SecureSumBackend:
@@ -77,17 +92,15 @@ def make_backend(
     protocols.errors.InputValidationError: unknown backend 'rot13'; choose one of \
 ['additive', 'additive-masks', 'additive-sparse-masks', 'paillier', 'crypten']
     """
-    if name not in _BACKENDS:
-        raise InputValidationError(f"unknown backend {name!r}; choose one of {list(BACKEND_NAMES)}")
-    module_name, class_name, fixed = _BACKENDS[name]
+    cls = backend_class(name)
+    fixed = _BACKENDS[name][2]
     if frac_bits is not None:
         options["codec"] = FixedPointCodec(frac_bits)
     if key_bits is not None:
         if name != "paillier":
             raise InputValidationError(f"key_bits applies to the paillier backend only, not {name!r}")
         options["key_bits"] = key_bits
-    backend_class = getattr(importlib.import_module(module_name), class_name)
-    return backend_class(**fixed, **options)
+    return cls(**fixed, **options)
 
 
-__all__ = ["BACKEND_NAMES", "AdditiveBackend", "SecureSumBackend", "make_backend"]
+__all__ = ["BACKEND_NAMES", "AdditiveBackend", "SecureSumBackend", "backend_class", "make_backend"]

@@ -59,8 +59,18 @@ class SecureSumBackend(ABC):
         Backends that compute in another ring (e.g. CrypTen's) document their own.
     """
 
-    #: Short name used on the command line and in reports.
+    #: Short name used on the command line and in reports (never to ask for a capability).
     name: str = "abstract"
+    #: Capabilities, asked by attribute, never by name:
+    #: the parties must be separate processes (it cannot run in-process as threads);
+    needs_processes: bool = False
+    #: its own traffic is gloo collectives over ``torch.distributed`` (no TLS: ``--insecure`` only);
+    runs_over_gloo: bool = False
+    #: sums in the 64-bit fixed-point ring of :mod:`protocols.encoding` (integer noise can be added there);
+    fixed_point_ring: bool = True
+    #: the secret-shared tensor engine its parties use for products and eigensolves
+    #: (``"native"``: :mod:`protocols.tensor`; ``"crypten"``: CrypTen's Beaver code).
+    tensor_engine: str = "native"
 
     def __init__(self, codec: FixedPointCodec | None = None) -> None:
         self.codec = FixedPointCodec() if codec is None else codec

@@ -98,6 +98,10 @@ class CrypTenBackend(SecureSumBackend):
     """
 
     name = "crypten"
+    needs_processes = True
+    runs_over_gloo = True
+    fixed_point_ring = False
+    tensor_engine = "crypten"
 
     def __init__(self, codec: FixedPointCodec | None = None) -> None:
         super().__init__(FixedPointCodec(CRYPTEN_FRAC_BITS) if codec is None else codec)
@@ -117,7 +121,7 @@ class CrypTenBackend(SecureSumBackend):
         if not isinstance(channel, TorchChannel):
             raise ProtocolError(
                 f"the crypten backend needs parties that are processes over torch.distributed, but "
-                f"{party.name!r} runs on a {type(channel).__name__}; use --transport torch "
+                f"{party.name!r} runs on a {type(channel).__name__}; use --transport processes (alias --transport torch) "
                 "(or protocols.runtime.gloo.run_torch_party)"
             )
         members = contributors if receiver in contributors else (*contributors, receiver)

@@ -16,6 +16,10 @@ network
 launcher
     Start the parties of one run as local OS processes (a fork server or
     command lines) and wait for all of them.
+parties
+    The public API for a user's own protocol: :func:`run_party` (this process
+    is one party, one per host, over TLS links with :class:`LinkOptions`) and
+    :func:`run_processes` (every party its own local process over TLS).
 gloo
     One party over ``torch.distributed`` (the CrypTen backend, ``--insecure``).
 
@@ -23,6 +27,8 @@ The runtime sits above :mod:`protocols.transport` (bytes, frames, TLS,
 rendezvous, mesh), which never imports it.
 """
 
+from protocols.runtime.network import DEFAULT_MESSAGE_CAP
+from protocols.runtime.parties import LinkOptions, run_party, run_processes
 from protocols.runtime.runner import (
     ChannelWrapper,
     PartyReport,
@@ -35,8 +41,10 @@ from protocols.runtime.runner import (
 from protocols.runtime.threads import INLINE_WORK, map_parties, single_threaded_blas, usable_cpus
 
 __all__ = [
+    "DEFAULT_MESSAGE_CAP",
     "INLINE_WORK",
     "ChannelWrapper",
+    "LinkOptions",
     "PartyReport",
     "Role",
     "RunResult",
@@ -44,6 +52,8 @@ __all__ = [
     "make_report",
     "map_parties",
     "run_inprocess",
+    "run_party",
+    "run_processes",
     "single_threaded_blas",
     "usable_cpus",
 ]

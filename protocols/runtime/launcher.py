@@ -26,12 +26,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from protocols.errors import ProtocolError
+from protocols.errors import InputValidationError, ProtocolError
 
 _ERROR_PREFIX = "mpc-pca: error: "
 _POLL_SECONDS = 0.02
@@ -73,7 +73,23 @@ class PythonEntry:
     argv: tuple[str, ...]
 
 
-def _run_entry(entry: PythonEntry, stderr_path: str, environment: dict[str, str]) -> None:
+@dataclass(frozen=True)
+class PythonCall:
+    """A party run as ``target(*args)`` (returning its exit code) in a child process.
+
+    ``target`` and ``args`` are pickled by this launcher to its own child (never
+    bytes from a peer), so ``target`` must be a module-level function or a
+    :func:`functools.partial` of one. ``start_method`` is ``"forkserver"`` (a
+    child of the preloaded fork server, the default) or ``"spawn"`` (a new
+    interpreter, e.g. for parties that initialise torch/gloo).
+    """
+
+    target: Callable[..., int]
+    args: tuple[Any, ...] = ()
+    start_method: str = "forkserver"
+
+
+def _run_entry(entry: PythonEntry | PythonCall, stderr_path: str, environment: dict[str, str]) -> None:
     """Body of a forked party: stderr to its log, stdout discarded, the run's environment, then the call.
 
     Variables read only when a module is first imported (e.g. thread counts of
@@ -88,7 +104,10 @@ def _run_entry(entry: PythonEntry, stderr_path: str, environment: dict[str, str]
     os.environ.clear()
     os.environ.update(environment)
     try:
-        code = getattr(importlib.import_module(entry.module), entry.function)(list(entry.argv))
+        if isinstance(entry, PythonCall):
+            code = entry.target(*entry.args)
+        else:
+            code = getattr(importlib.import_module(entry.module), entry.function)(list(entry.argv))
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -109,8 +128,12 @@ def start_fork_server(preload: Sequence[str]) -> None:
 class _ForkedParty:
     """The :class:`subprocess.Popen` calls :func:`launch` uses, for a fork-server child."""
 
-    def __init__(self, entry: PythonEntry, stderr_path: Path, environment: dict[str, str]) -> None:
-        self._process = multiprocessing.get_context("forkserver").Process(
+    def __init__(self, entry: PythonEntry | PythonCall, stderr_path: Path, environment: dict[str, str]) -> None:
+        method = entry.start_method if isinstance(entry, PythonCall) else "forkserver"
+        if method not in ("forkserver", "spawn"):
+            raise InputValidationError(f"start_method must be 'forkserver' or 'spawn', got {method!r}")
+        context: Any = multiprocessing.get_context(method)
+        self._process = context.Process(
             target=_run_entry, args=(entry, str(stderr_path), environment), daemon=False
         )
         self._process.start()
@@ -152,7 +175,7 @@ def recorded_failure(store: Any) -> str | None:
 
 
 def launch(
-    commands: Mapping[str, Sequence[str] | PythonEntry],
+    commands: Mapping[str, Sequence[str] | PythonEntry | PythonCall],
     *,
     timeout: float,
     env: Mapping[str, str] | None = None,
@@ -164,9 +187,9 @@ def launch(
 
     Parameters
     ----------
-    commands : mapping of str to (sequence of str or PythonEntry)
-        Party name to its command line, or to the entry point to call in a
-        child of the fork server.
+    commands : mapping of str to (sequence of str, PythonEntry or PythonCall)
+        Party name to its command line, to the entry point to call in a
+        child of the fork server, or to the callable to call in a child.
     timeout : float
         The parties' receive timeout; after the first failure the others get
         ``timeout + grace`` seconds to end by themselves before being killed.
@@ -184,11 +207,15 @@ def launch(
         handles = {name: logs[name].open("wb") for name in commands}
         start = time.monotonic()
         procs: dict[str, Any] = {}
-        if any(isinstance(command, PythonEntry) for command in commands.values()):
+        if any(
+            isinstance(command, PythonEntry)
+            or (isinstance(command, PythonCall) and command.start_method == "forkserver")
+            for command in commands.values()
+        ):
             start_fork_server(preload)
         try:
             for name, command in commands.items():
-                if isinstance(command, PythonEntry):
+                if isinstance(command, (PythonEntry, PythonCall)):
                     procs[name] = _ForkedParty(command, logs[name], environment)
                 else:
                     procs[name] = subprocess.Popen(

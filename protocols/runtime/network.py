@@ -40,7 +40,10 @@ log = logging.getLogger("mpc_pca.transport")
 
 Role = Callable[[Party], Any]
 
-
+#: Largest data message a party accepts when the caller states no cap: large
+#: enough for a d x d float64 matrix at d = 5000, small enough that no peer can
+#: make a party allocate more than this for one frame.
+DEFAULT_MESSAGE_CAP = 256 << 20
 
 
 def open_links(
@@ -147,7 +150,13 @@ def check_agreement(views: Mapping[str, Mapping[str, Any]], keys: tuple[str, ...
 
 
 def run_role(channel: SocketChannel, role: Role) -> tuple[Any, PartyReport]:
-    """Run ``role`` over ``channel``; on failure tell every peer why and re-raise."""
+    """Run ``role`` over ``channel``; on failure tell every peer why and re-raise.
+
+    A channel whose message cap was not set gets :data:`DEFAULT_MESSAGE_CAP`,
+    so that no data frame waits for a cap that never comes.
+    """
+    if channel.max_message_bytes is None:
+        channel.set_message_cap(DEFAULT_MESSAGE_CAP)
     party = Party(channel.me, channel)
     start = now()
     try:
@@ -168,4 +177,4 @@ def fail(channel: SocketChannel, exc: BaseException) -> None:
     channel.shutdown()
 
 
-__all__ = ["agree", "check_agreement", "check_ranks", "fail", "open_links", "run_role"]
+__all__ = ["DEFAULT_MESSAGE_CAP", "agree", "check_agreement", "check_ranks", "fail", "open_links", "run_role"]

@@ -206,8 +206,8 @@ class CrypTenEngine:
         if not isinstance(channel, TorchChannel):
             raise ProtocolError(
                 f"the CrypTen tensor engine needs parties that are processes over torch.distributed, but "
-                f"{session.party.name!r} runs on a {type(channel).__name__}; use --transport torch "
-                "--backend crypten --insecure (or mpc_pca.pppca.launch.launch_local(..., backend='crypten'))"
+                f"{session.party.name!r} runs on a {type(channel).__name__}; use --transport processes (alias --transport torch) "
+                "--backend crypten --insecure (or mpc_pca.deploy.launch_local(..., {'backend': 'crypten'}))"
             )
         ranks = [channel.rank_of(h) for h in session.holders]
         try:

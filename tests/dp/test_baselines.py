@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 
 import mpc_pca.dp.curator as curator_module
-from mpc_pca.cli import main, protocol_table
-from mpc_pca.cli.options import PROTOCOL_USES
+from mpc_pca.cli import main
 from mpc_pca.dp.baselines import AnalyzeGaussPCA, LocalPCA, PooledPCA
 from mpc_pca.dp.mechanism_baselines import ExponentialMechanismPCA, PrivatePowerMethodPCA, RetractedSNPCA
 from mpc_pca.dp.mechanisms import RetractedMechanismWarning, power_method_epsilon_limit
 from mpc_pca.dp.metrics import captured_energy, captured_energy_ratio, optimal_captured_energy, second_moment
 from mpc_pca.dp.power_method import default_power_iterations, private_power_method
 from mpc_pca.dp.preprocessing import center_and_scale_non_private, check_row_norms, clip_rows
+from mpc_pca.registry import entry, names
 from protocols.dp.calibration import analytic_gaussian_epsilon, analytic_gaussian_sigma
 from protocols.errors import InputValidationError
 
@@ -227,7 +227,7 @@ def test_clip_and_check_row_norms():
 
 
 def test_every_dp_protocol_is_in_the_table():
-    assert set(DP_PROTOCOLS) <= set(protocol_table())
+    assert set(DP_PROTOCOLS) <= set(names())
 
 
 @pytest.mark.parametrize("protocol", DP_PROTOCOLS)
@@ -235,7 +235,7 @@ def test_cli_runs_each_dp_protocol(tmp_path, protocol):
     out = tmp_path / "result.json"
     argv = ["run", "--protocol", protocol, "--data", "builtin:wine", "--parties", "3", "--n-components", "2"]
     argv += ["--row-norm", "scale", "--seed", "1", "--output", str(out)]
-    uses = PROTOCOL_USES[protocol]  # options a protocol does not use are refused
+    uses = entry(protocol).options  # options a protocol does not use are refused
     argv += ["--epsilon", "4"] if "epsilon" in uses else []
     argv += ["--delta", "0.01"] if "delta" in uses else []
     if protocol == "sn":

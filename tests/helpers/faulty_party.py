@@ -27,9 +27,8 @@ from typing import Any
 from mpc_pca.cli import build_parser
 from mpc_pca.cli.options import read_options
 from mpc_pca.cli.party import credentials_of
-from mpc_pca.data.columns import names_hash
-from mpc_pca.data.inputs import load_table
-from mpc_pca.pppca.distributed import run_party
+from mpc_pca.deploy import FileSource, LinkOptions, PartySpec, run_party
+from mpc_pca.pppca.deployment import PPPCADeployment
 from protocols.backends import SecureSumBackend, make_backend
 
 
@@ -80,24 +79,23 @@ def main() -> int:
     if mode not in ("die", "bad-shape", "stall", "oversized", "truncated"):
         raise SystemExit(f"unknown mode {mode!r}")
     args = build_parser().parse_args(["party", *argv])
-    table = load_table(args.data, read_options(args))
     try:
-        run_party(
-            role=args.role,
-            rank=args.rank,
-            world_size=args.world_size,
-            master=args.master,
-            data=table.values,
-            columns_hash=names_hash(table.names),
-            n_components=args.n_components,
-            backend=args.backend,
-            timeout=args.timeout,
-            connect_timeout=args.connect_timeout,
-            host_rendezvous=False if args.external_rendezvous else None,
-            backend_factory=lambda: faulty_backend(mode, args.backend),
-            credentials=None if args.insecure else credentials_of(args, f"provider{args.rank}"),
-            insecure=args.insecure,
+        spec = PartySpec(
+            "pppca-ss",
+            f"provider{args.rank}",
+            args.world_size - 2,
+            LinkOptions(
+                args.master,
+                None if args.insecure else credentials_of(args, f"provider{args.rank}"),
+                args.insecure,
+                timeout=args.timeout,
+                connect_timeout=args.connect_timeout,
+                host_rendezvous=False if args.external_rendezvous else None,
+            ),
+            FileSource(args.data, read_options(args)),
+            {"n_components": args.n_components, "backend": args.backend},
         )
+        run_party(spec, deployment=PPPCADeployment("pppca-ss", lambda settings: faulty_backend(mode, args.backend)))
     except Exception as exc:
         print(f"mpc-pca: error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         os._exit(2)

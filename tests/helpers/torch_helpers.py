@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mpc_pca.pppca.distributed import pppca_ranks
+from mpc_pca.pppca.deployment import pppca_ranks
 
 FAULTY_PARTY = Path(__file__).resolve().parent / "faulty_party.py"
 

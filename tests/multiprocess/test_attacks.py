@@ -23,9 +23,9 @@ import numpy as np
 import pytest
 
 from mpc_pca.cli.options import EXIT_PROTOCOL
-from mpc_pca.pppca.distributed import pppca_ranks
+from mpc_pca.deploy.local import child_environment, host_rendezvous
+from mpc_pca.pppca.deployment import pppca_ranks
 from mpc_pca.pppca.driver import run_pppca
-from mpc_pca.pppca.launch import child_environment, host_rendezvous
 from protocols.backends.additive import AdditiveBackend
 from protocols.runtime.launcher import ProcessOutcome, launch
 from protocols.transport.certs import write_credentials
@@ -49,7 +49,7 @@ with socket.create_connection((host, port)) as raw, ctx.wrap_socket(raw) as tls:
 
 def start_run(tmp_path: Path, wine: np.ndarray, **kwargs):
     ranks = pppca_ranks(3)
-    keep, port = host_rendezvous(ranks, tmp_path, insecure=False, crypten=False, timeout=CONNECT + 3)
+    keep, port = host_rendezvous(ranks, tmp_path, insecure=False, gloo=False, timeout=CONNECT + 3)
     commands, outputs = party_commands(
         tmp_path, np.array_split(wine, 3), f"127.0.0.1:{port}", timeout=TIMEOUT,
         connect_timeout=CONNECT, tls_dir=tmp_path / "tls", **kwargs,

@@ -34,7 +34,7 @@ FRAC = 24
 
 def run_engine_world(workdir: Path, holders: int, cases: list[dict]) -> dict[str, dict]:
     """Run ``holders`` holders and a dealer of tests/helpers/crypten_tensor_worker.py; return their outputs."""
-    from mpc_pca.pppca.launch import child_environment
+    from mpc_pca.deploy.local import child_environment
     from protocols.runtime.launcher import host_store, launch, raise_on_failure
 
     (workdir / "spec.json").write_text(json.dumps({"holders": holders, "frac_bits": FRAC, "cases": cases}))
@@ -234,15 +234,14 @@ def test_components_on_the_crypten_engine_match_sklearn(dataset, k, providers, r
     from sklearn.decomposition import PCA
     from sklearn.preprocessing import StandardScaler
 
-    from mpc_pca.pppca.launch import launch_local
+    from mpc_pca.deploy import launch_local
 
     X = StandardScaler().fit_transform(getattr(datasets, f"load_{dataset}")().data)
     start = time.perf_counter()
     result = launch_local(
+        "pppca-ss",
         np.array_split(X, providers),
-        n_components=k,
-        reveal="components",
-        backend="crypten",
+        {"n_components": k, "reveal": "components", "backend": "crypten"},
         insecure=True,
         timeout=300,
     )

@@ -18,8 +18,8 @@ from mpc_pca.cli.options import EXIT_INPUT, EXIT_PROTOCOL
 
 pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[torch]')")
 
-from mpc_pca.pppca.distributed import pppca_ranks
-from mpc_pca.pppca.launch import PARTY_PRELOAD, child_environment, host_rendezvous
+from mpc_pca.deploy.local import PARTY_PRELOAD, child_environment, host_rendezvous
+from mpc_pca.pppca.deployment import pppca_ranks
 from protocols.backends.crypten_compat import crypten_available
 from protocols.runtime.launcher import ProcessOutcome, PythonEntry, launch
 from tests.helpers.torch_helpers import party_commands
@@ -42,7 +42,7 @@ def run_faulty(
     """Run the five parties (TLS links, crypten: gloo) with the launcher's rendezvous."""
     parts = np.array_split(wine, 3)
     crypten = backend == "crypten"
-    _keep, port = host_rendezvous(pppca_ranks(3), tmp_path, insecure=crypten, crypten=crypten, timeout=connect_timeout)
+    _keep, port = host_rendezvous(pppca_ranks(3), tmp_path, insecure=crypten, gloo=crypten, timeout=connect_timeout)
     commands, outputs = party_commands(
         tmp_path,
         parts,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from mpc_pca.pppca.launch import PARTY_PRELOAD
+from mpc_pca.deploy.local import PARTY_PRELOAD
 from protocols.runtime.launcher import PythonEntry, launch
 
 HELPERS = "tests.helpers.forked_entries"
@@ -23,7 +23,7 @@ def test_parties_are_children_of_one_preloaded_fork_server(tmp_path):
     # one fork server forked them all, and it is not this (multi-threaded) launcher
     assert len({r["ppid"] for r in reports}) == 1 and reports[0]["ppid"] != os.getpid()
     # the party code was imported once, in the server, before any party started
-    assert "mpc_pca.pppca.distributed" in PARTY_PRELOAD and "mpc_pca.cli.main" in PARTY_PRELOAD
+    assert "mpc_pca.pppca.deployment" in PARTY_PRELOAD and "mpc_pca.deploy.party" in PARTY_PRELOAD
     assert all(all(r["loaded"].values()) for r in reports), reports
     # the launch's environment reaches forked parties as it reaches new interpreters
     assert all(r["mark"] == "from the launcher" for r in reports), reports

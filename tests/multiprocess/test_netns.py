@@ -26,9 +26,9 @@ import pytest
 
 pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[torch]')")
 
-from mpc_pca.pppca.distributed import pppca_ranks
+from mpc_pca.deploy.local import child_environment
+from mpc_pca.pppca.deployment import pppca_ranks
 from mpc_pca.pppca.driver import run_pppca
-from mpc_pca.pppca.launch import child_environment
 from protocols.backends.additive import AdditiveBackend
 from protocols.runtime.launcher import launch, raise_on_failure
 from protocols.transport.certs import write_credentials

@@ -10,12 +10,13 @@ import numpy as np
 import pytest
 
 from mpc_pca.cli import main
-from mpc_pca.pppca.distributed import party_name, pppca_ranks
+from mpc_pca.deploy.party import resolve_party
+from mpc_pca.pppca.deployment import PPPCADeployment, pppca_ranks
 from protocols.errors import InputValidationError, ProtocolError
 
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[torch]')")
 
-from mpc_pca.pppca.launch import child_environment  # noqa: E402
+from mpc_pca.deploy.local import child_environment  # noqa: E402
 from protocols.runtime import run_inprocess  # noqa: E402
 from protocols.runtime.launcher import host_store, launch, raise_on_failure  # noqa: E402
 from protocols.transport.torch_store import check_ranks, parse_master  # noqa: E402
@@ -52,6 +53,10 @@ def test_rank_maps_must_be_zero_to_w_minus_one():
     for bad in [{}, {"a": 1}, {"a": 0, "b": 0}, {"a": 0, "b": 2}]:
         with pytest.raises(InputValidationError):
             check_ranks(bad)
+
+
+def party_name(role, rank, world_size):
+    return resolve_party(PPPCADeployment("pppca-ss"), role, rank, world_size)[0]
 
 
 def test_pppca_layout_and_role_checks():
@@ -172,12 +177,12 @@ def test_cli_rejects_protocol_options_before_starting_processes(capsys):
 )
 def test_launcher_refuses_bad_input_before_any_process_starts(monkeypatch, wine, scale, n_components, match):
     wine = wine + 1e12 / scale  # an offset that dwarfs the spread: the one case scaling cannot fix
-    import mpc_pca.pppca.launch as launch_module
-    from mpc_pca.pppca.launch import launch_local
+    import mpc_pca.deploy.local as launch_module
+    from mpc_pca.deploy import launch_local
 
     def no_rendezvous(*args, **kwargs):
         raise AssertionError("the launcher opened a rendezvous although the input is invalid")
 
     monkeypatch.setattr(launch_module, "host_rendezvous", no_rendezvous)
     with pytest.raises(InputValidationError, match=match):
-        launch_local(np.array_split(wine * scale, 3), n_components=n_components)
+        launch_local("pppca-ss", np.array_split(wine * scale, 3), {"n_components": n_components})

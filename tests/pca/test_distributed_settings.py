@@ -3,7 +3,7 @@
 import pytest
 
 from mpc_pca.data.columns import names_hash
-from mpc_pca.pppca.distributed import _agree, _agree_columns
+from mpc_pca.pppca.deployment import _agree, _agree_columns
 from protocols.errors import InputValidationError
 
 

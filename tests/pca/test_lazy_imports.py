@@ -12,7 +12,7 @@ def test_party_code_and_the_parser_do_not_import_scikit_learn():
     code = (
         "import sys\n"
         "from mpc_pca.cli.main import build_parser\n"
-        "import mpc_pca.pppca.distributed, protocols.runtime.network\n"
+        "import mpc_pca.deploy, mpc_pca.pppca.deployment, mpc_pca.registry, protocols.runtime.network\n"
         "build_parser()\n"
         "print(sorted(m for m in ('sklearn', 'mpc_pca.dp.baselines', 'mpc_pca.pppca.estimator') if m in sys.modules))\n"
     )

@@ -1,0 +1,272 @@
+"""Every party of a run on this host: as threads (:func:`run_threads`) or as processes (:func:`launch_local`).
+
+Both run the same four :class:`~mpc_pca.deployment.Deployment` steps as
+:func:`mpc_pca.deploy.run_party` (announce, configure, cap, role), so for a
+fixed noise seed the three modes compute the same result.
+
+:func:`launch_local` makes throw-away credentials for the run (a CA and one
+certificate per party, in the run's temporary directory, deleted afterwards)
+and hosts the rendezvous on ``127.0.0.1`` at a port the kernel picks, so every
+link is TLS 1.3 between authenticated party names as in a real deployment;
+with ``insecure=True`` (required by a backend over gloo) the links are plain.
+Each party is a child process handed its :class:`~mpc_pca.deploy.PartySpec`
+object, the in-memory rows included (no command line, no file of rows):
+a child of a fork server that imported the party code once
+(:data:`PARTY_PRELOAD`), or, for a backend over gloo, a new interpreter
+(torch and gloo are not fork-safe once initialised).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from mpc_pca.deploy.party import check_floor_views, floor_public, run_party
+from mpc_pca.deploy.spec import ArraySource, PartySpec, Rows
+from mpc_pca.deployment import Deployment
+from protocols.errors import InputValidationError, ProtocolError
+from protocols.runtime.parties import LinkOptions
+
+#: What the fork server imports once for every party of a run that is not over gloo:
+#: a party forked from it starts without re-importing numpy, the deploy floor, the
+#: protocols' deployments and the TLS transport (issue 15).
+PARTY_PRELOAD = (
+    "mpc_pca.deploy.party",
+    "mpc_pca.deploy.local",
+    "mpc_pca.data.inputs",
+    "mpc_pca.data.columns",
+    "mpc_pca.registry",
+    "mpc_pca.pppca.deployment",
+    "protocols.runtime.network",
+    "protocols.runtime.parties",
+    "protocols.transport.tls",
+)
+#: Exit codes of a party process (those of ``mpc-pca``).
+EXIT_INPUT, EXIT_PROTOCOL, EXIT_INTERNAL = 3, 4, 1
+
+
+def start_party_server() -> None:
+    """Start the fork server of the parties early, so that its imports overlap the caller's work."""
+    from protocols.runtime.launcher import start_fork_server
+
+    start_fork_server(PARTY_PRELOAD)
+
+
+def child_environment() -> dict[str, str]:
+    """Environment of launched parties: this package importable, gloo on loopback, 1 thread."""
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    lo = next((ifname for _, ifname in socket.if_nameindex() if ifname in ("lo", "lo0")), None)
+    if lo is not None:
+        env.setdefault("GLOO_SOCKET_IFNAME", lo)
+    env.setdefault("OMP_NUM_THREADS", "1")
+    return env
+
+
+def host_rendezvous(
+    ranks: Mapping[str, int], workdir: Path, insecure: bool, gloo: bool, timeout: float
+) -> tuple[Any, int]:
+    """Host the run's rendezvous on 127.0.0.1; return the object to keep alive and its port.
+
+    Without ``insecure``, writes throw-away credentials for every party under ``workdir / "tls"``.
+    """
+    if gloo:
+        from protocols.runtime.launcher import host_store
+
+        return host_store(len(ranks), timeout)
+    from protocols.transport.rendezvous import INTRODUCER_NAME, Introducer
+    from protocols.transport.tls import Credentials, server_context
+
+    ctx = None
+    if not insecure:
+        from protocols.transport.certs import write_credentials
+
+        write_credentials([*ranks, INTRODUCER_NAME], workdir / "tls", days=1)
+        ctx = server_context(Credentials.from_dir(workdir / "tls", INTRODUCER_NAME))
+    introducer = Introducer("127.0.0.1:0", ranks, ctx, timeout)
+    return introducer, introducer.port
+
+
+def _deployment(protocol: str, deployment: Deployment | None) -> Deployment:
+    from mpc_pca.registry import deployment as registered
+
+    return registered(protocol) if deployment is None else deployment
+
+
+def _holders(deployment: Deployment, parts: Sequence[Any]) -> tuple[str, ...]:
+    if len(parts) < 1:
+        raise InputValidationError("a run needs at least one part (one provider's rows)")
+    return tuple(deployment.data_holders(len(parts)))
+
+
+def _views(
+    protocol: str,
+    deployment: Deployment,
+    parts: Sequence[NDArray[np.float64]],
+    settings: Mapping[str, Any],
+    names: Sequence[str] | None,
+) -> tuple[dict[str, int], dict[str, Any], Any]:
+    """Every party's announcement computed here, checked and configured (nothing is sent)."""
+    n = len(parts)
+    layout = deployment.layout(n)
+    holders = _holders(deployment, parts)
+    data = dict(zip(holders, parts, strict=True))
+    views = {}
+    for name in layout:
+        rows = Rows(data[name], None if names is None else tuple(names)) if name in data else None
+        views[name] = {
+            **floor_public(protocol, n, name in data, rows),
+            **deployment.public(name, data.get(name), settings),
+        }
+    check_floor_views(views, holders)
+    return layout, data, deployment.configure(views, n)
+
+
+def run_threads(
+    protocol: str,
+    parts: Sequence[NDArray[np.float64]],
+    settings: Mapping[str, Any] | None = None,
+    noise_seed: int | None = None,
+    *,
+    timeout: float = 120.0,
+    feature_names: Sequence[str] | None = None,
+    deployment: Deployment | None = None,
+) -> dict[str, Any]:
+    """Every party of a run as a thread of this process, through the protocol's Deployment.
+
+    Returns the result party's JSON fields and ``report`` (every party's traffic).
+    """
+    from mpc_pca.registry import entry
+    from protocols.runtime import run_inprocess
+
+    deployment = _deployment(protocol, deployment)
+    full = entry(protocol).settings(settings)
+    arrays = [np.asarray(p, dtype=np.float64) for p in parts]
+    layout, data, config = _views(protocol, deployment, arrays, full, feature_names)
+    roles = {
+        name: deployment.role(name, config, data.get(name), deployment.generator(name, layout, noise_seed))
+        for name in layout
+    }
+    run = run_inprocess(roles, timeout=timeout)
+    winner = deployment.result_party(layout)
+    return {**deployment.result(winner, config, run.outputs[winner]), "report": run.report_dict()}
+
+
+def party_process(spec: PartySpec, verbosity: int = 0, deployment: Deployment | None = None) -> int:
+    """Body of one launched party: run it; on failure end the process at once so that its links close."""
+    level = logging.WARNING - 10 * verbosity
+    logging.basicConfig(
+        level=max(logging.DEBUG, min(logging.ERROR, level)), stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S",
+    )  # fmt: skip
+    try:
+        run_party(spec, deployment=deployment)
+    except (InputValidationError, ProtocolError) as exc:
+        print(f"mpc-pca: error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        os._exit(EXIT_INPUT if isinstance(exc, InputValidationError) else EXIT_PROTOCOL)
+    except Exception as exc:  # a bug, not a protocol failure: keep the traceback
+        import traceback
+
+        traceback.print_exc()
+        print(f"mpc-pca: error: internal error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        os._exit(EXIT_INTERNAL)
+    return 0
+
+
+def launch_local(
+    protocol: str,
+    parts: Sequence[NDArray[np.float64]],
+    settings: Mapping[str, Any] | None = None,
+    *,
+    noise_seed: int | None = None,
+    timeout: float = 600.0,
+    connect_timeout: float = 60.0,
+    insecure: bool = False,
+    verbosity: int = 0,
+    feature_names: Sequence[str] | None = None,
+    deployment: Deployment | None = None,
+) -> dict[str, Any]:
+    """Run every party of a run as a process on this host; return the result party's result.
+
+    The result has the result party's JSON fields (as :func:`run_threads`) and
+    ``report`` with every party's traffic.
+
+    Raises
+    ------
+    InputValidationError
+        Before any process starts, for whatever the in-process run would refuse.
+    ProtocolError
+        If any party failed; the message gives the first failure and how each
+        failed party ended.
+    """
+    from mpc_pca.registry import entry
+    from protocols.runtime.launcher import PythonCall, launch, raise_on_failure
+    from protocols.transport.tls import Credentials
+
+    deployment = _deployment(protocol, deployment)
+    full = entry(protocol).settings(settings)
+    gloo = deployment.runs_over_gloo(full)
+    if not gloo:
+        start_party_server()  # its imports overlap the checks and the credentials below
+    elif not insecure:
+        raise InputValidationError(
+            "the crypten backend's own traffic runs over gloo, which cannot be wrapped in TLS; add --insecure"
+        )
+    arrays = [np.asarray(p, dtype=np.float64) for p in parts]
+    # The launcher holds every part, so before any process starts it refuses whatever
+    # the in-process run would refuse.
+    deployment.preflight(arrays, full)
+    layout, data, _ = _views(protocol, deployment, arrays, full, feature_names)
+    names = None if feature_names is None else tuple(feature_names)
+    with tempfile.TemporaryDirectory(prefix="mpc-pca-run-") as tmp:
+        workdir = Path(tmp)
+        # The parties count connect_timeout from their own start, a few seconds later.
+        keep_alive, port = host_rendezvous(layout, workdir, insecure, gloo, connect_timeout + 3)
+        outputs = {name: workdir / f"{name}.json" for name in layout}
+        commands = {}
+        for name in layout:
+            links = LinkOptions(
+                f"127.0.0.1:{port}",
+                None if insecure else Credentials.from_dir(workdir / "tls", name),
+                insecure,
+                listen_host="127.0.0.1",
+                timeout=timeout,
+                connect_timeout=connect_timeout,
+                host_rendezvous=False,
+            )
+            rows = ArraySource(data[name], names) if name in data else None
+            spec = PartySpec(protocol, name, len(arrays), links, rows, full, outputs[name], noise_seed)
+            commands[name] = PythonCall(
+                party_process, (spec, verbosity, deployment), start_method="spawn" if gloo else "forkserver"
+            )
+        outcomes = launch(
+            commands, timeout=timeout, env=child_environment(), workdir=workdir, preload=PARTY_PRELOAD
+        )
+        raise_on_failure(outcomes, keep_alive if gloo else None)
+        results = {name: json.loads(path.read_text()) for name, path in outputs.items()}
+    winner = deployment.result_party(layout)
+    result = {key: value for key, value in results[winner].items() if key not in ("party", "rank", "report")}
+    result["report"] = {name: results[name]["report"][name] for name in layout}
+    return result
+
+
+__all__ = [
+    "PARTY_PRELOAD",
+    "child_environment",
+    "host_rendezvous",
+    "launch_local",
+    "party_process",
+    "run_threads",
+    "start_party_server",
+]

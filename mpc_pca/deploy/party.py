@@ -1,0 +1,244 @@
+"""One party of any registered protocol, in this process, from a :class:`PartySpec`.
+
+The steps are the same for every protocol (the protocol-specific half is its
+:class:`~mpc_pca.deployment.Deployment`): load this party's rows, compute its
+public announcement, open the authenticated links
+(:mod:`protocols.runtime.network`), exchange the announcements, check the
+floor's own keys and let the deployment build the run's configuration, bound
+every message by the deployment's cap, run the role, and turn its output into
+JSON fields. A failure at any step after the links are up is sent to every
+peer before the exception is re-raised.
+
+The floor adds three keys to every announcement: ``protocol``,
+``n_providers`` and, for a data holder, ``columns_hash`` (SHA-256 of its
+ordered column names, ``None`` when the rows have none); the data holders
+must agree on all three.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from mpc_pca.deploy.spec import PartySpec, Rows, load_rows
+from mpc_pca.deployment import Deployment, PublicSettings, Role
+from protocols.errors import InputValidationError
+from protocols.runtime.runner import PartyReport
+
+log = logging.getLogger("mpc_pca.party")
+
+#: ``build(views) -> (config, role)``: what a party does once it has every announcement.
+Build = Callable[[Mapping[str, PublicSettings]], tuple[Any, Role]]
+
+
+def floor_public(protocol: str, n_providers: int, holder: bool, rows: Rows | None) -> PublicSettings:
+    """The floor's own keys of one party's announcement."""
+    from mpc_pca.data.columns import names_hash
+
+    public: PublicSettings = {"protocol": protocol, "n_providers": n_providers}
+    if holder:
+        public["columns_hash"] = None if rows is None or rows.names is None else names_hash(rows.names)
+    return public
+
+
+def check_floor_views(views: Mapping[str, PublicSettings], holders: tuple[str, ...]) -> None:
+    """Every party runs the same protocol with the same number of providers; holders' columns match.
+
+    Raises
+    ------
+    InputValidationError
+        Naming every party's value of the first key they disagree on.
+    """
+    for key in ("protocol", "n_providers"):
+        values = {name: view.get(key) for name, view in views.items()}
+        if len({json.dumps(v, sort_keys=True) for v in values.values()}) != 1:
+            raise InputValidationError(f"the parties disagree on {key}: {values}")
+    hashes = {name: views[name].get("columns_hash") for name in holders if name in views}
+    if len(set(hashes.values())) > 1:
+        raise InputValidationError(
+            "the providers' ordered column names differ (SHA-256 of the names, per provider): "
+            f"{hashes}; give every provider the same columns (--columns NAMES selects and orders them)"
+        )
+
+
+def resolve_party(deployment: Deployment, role: str | None, rank: int, world_size: int) -> tuple[str, int]:
+    """The party name at ``rank`` of a world of ``world_size``, and the number of providers.
+
+    ``role`` (optional) must match the name at that rank: either the name
+    itself or its kind (``"provider"`` for ``"provider2"``).
+
+    Raises
+    ------
+    InputValidationError
+        If no layout of this protocol has ``world_size`` parties, the rank is
+        out of range, or the role does not match the rank.
+    """
+    for n in range(1, world_size + 1):
+        layout = deployment.layout(n)
+        if len(layout) == world_size:
+            break
+    else:
+        smallest = len(deployment.layout(1))
+        raise InputValidationError(
+            f"world size {world_size} is too small; {deployment.name} needs at least {smallest} parties "
+            f"(one provider: {list(deployment.layout(1))})"
+        )
+    if not 0 <= rank < world_size:
+        raise InputValidationError(f"rank {rank} is out of range; it must be between 0 and {world_size - 1}")
+    name = next(party for party, r in layout.items() if r == rank)
+    if role is not None and role not in (name, re.sub(r"\d+$", "", name)):
+        if role in layout:
+            raise InputValidationError(
+                f"the {role} runs at rank {layout[role]} in a world of {world_size} ({layout}); got rank {rank}"
+            )
+        holders = deployment.data_holders(n)
+        kinds = {re.sub(r"\d+$", "", h) for h in holders}
+        if role in kinds:
+            raise InputValidationError(
+                f"{role}s take ranks 0 .. {len(holders) - 1} in a world of {world_size}; got rank {rank}"
+            )
+        raise InputValidationError(f"unknown role {role!r}; choose one of {sorted(kinds | set(layout))}")
+    return name, n
+
+
+def prepare(
+    spec: PartySpec, deployment: Deployment
+) -> tuple[dict[str, int], dict[str, Any], PublicSettings, Build]:
+    """Everything a party checks and computes before it sends anything.
+
+    Returns the layout, the settings (defaults filled in), this party's
+    announcement and the function that builds the configuration and the role
+    from every announcement.
+    """
+    from mpc_pca.registry import entry
+
+    settings = entry(spec.protocol).settings(spec.settings)
+    layout = deployment.layout(spec.n_providers)
+    if spec.party not in layout:
+        raise InputValidationError(
+            f"{spec.protocol} has no party {spec.party!r}; its parties are {list(layout)}"
+        )
+    holders = tuple(deployment.data_holders(spec.n_providers))
+    holder = spec.party in holders
+    rows = load_rows(spec.data)
+    for note in () if rows is None else rows.notes:
+        log.warning("%s: %s", spec.party, note)
+    if rows is not None and not holder:
+        raise InputValidationError(f"the {spec.party} holds no data; do not pass --data to it")
+    data = None if rows is None else rows.values
+    public = {
+        **floor_public(spec.protocol, spec.n_providers, holder, rows),
+        **deployment.public(spec.party, data, settings),
+    }
+
+    def build(views: Mapping[str, PublicSettings]) -> tuple[Any, Role]:
+        check_floor_views(views, holders)
+        config = deployment.configure(views, spec.n_providers)
+        rng = deployment.generator(spec.party, layout, spec.noise_seed)
+        return config, deployment.role(spec.party, config, data, rng)
+
+    return layout, settings, public, build
+
+
+def run_party(spec: PartySpec, *, deployment: Deployment | None = None) -> dict[str, Any]:
+    """Run one party of ``spec.protocol`` in this process; return its JSON-ready result.
+
+    Parameters
+    ----------
+    spec : PartySpec
+        Protocol, party name, number of providers, data, settings, links.
+    deployment : Deployment, optional
+        Used instead of the registry's (e.g. one with a custom backend).
+
+    Returns
+    -------
+    dict
+        ``party``, ``rank``, ``protocol``, the deployment's result fields of
+        this party, and ``report`` (``{party: traffic}``).
+
+    Raises
+    ------
+    InputValidationError
+        Before anything is sent, for invalid settings, data or links.
+    ProtocolError
+        If this or another party failed (the message names the root cause).
+    """
+    from mpc_pca.registry import deployment as registered
+    from mpc_pca.registry import entry
+
+    deployment = registered(spec.protocol) if deployment is None else deployment
+    gloo = deployment.runs_over_gloo(entry(spec.protocol).settings(spec.settings))
+    if gloo and not spec.links.insecure:
+        raise InputValidationError(
+            "the crypten backend's own traffic runs over gloo, which cannot be wrapped in TLS; "
+            "it needs --insecure (see the README's trust model)"
+        )
+    layout, _settings, public, build = prepare(spec, deployment)
+    if gloo:
+        config, output, report = _run_over_gloo(spec, layout, public, build)
+    else:
+        config, output, report = _run_over_tls(spec, deployment, layout, public, build)
+    result: dict[str, Any] = {"party": spec.party, "rank": layout[spec.party], "protocol": spec.protocol}
+    result.update(deployment.result(spec.party, config, output))
+    result["report"] = {spec.party: report.as_dict()}
+    if spec.output is not None:
+        spec.output.write_text(json.dumps(result, indent=2, default=_json_default))
+    return result
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def _run_over_tls(
+    spec: PartySpec, deployment: Deployment, layout: dict[str, int], public: PublicSettings, build: Build
+) -> tuple[Any, Any, PartyReport]:
+    from protocols.runtime.network import agree, fail, run_role
+    from protocols.runtime.parties import connect
+
+    channel = connect(spec.party, layout, spec.links)
+    try:
+        views = agree(channel, public, spec.links.connect_timeout)
+        config, role = build(views)
+        channel.set_message_cap(deployment.message_cap(config))
+    except BaseException as exc:
+        fail(channel, exc)
+        raise
+    output, report = run_role(channel, role)
+    return config, output, report
+
+
+def _run_over_gloo(
+    spec: PartySpec, layout: dict[str, int], public: PublicSettings, build: Build
+) -> tuple[Any, Any, PartyReport]:
+    """CrypTen's path: TCPStore rendezvous and gloo links (``insecure`` only)."""
+    from protocols.backends.crypten_compat import import_crypten
+    from protocols.runtime import gloo
+    from protocols.transport import torch_store
+
+    import_crypten()  # import before the clock starts, and fail before joining if missing
+    links = spec.links
+    rdv = torch_store.connect(
+        spec.party, layout, links.master, connect_timeout=links.connect_timeout, timeout=links.timeout,
+        host_store=links.host_rendezvous,
+    )  # fmt: skip
+    try:
+        config, role = build(rdv.exchange_public(public, links.connect_timeout))
+    except BaseException as exc:
+        rdv.record_failure(f"party {spec.party!r} failed: {type(exc).__name__}: {exc}")
+        raise
+    output, report = gloo.run_role(rdv, role, timeout=links.timeout)
+    gloo.shutdown(rdv, timeout=links.timeout)
+    return config, output, report
+
+
+__all__ = ["check_floor_views", "floor_public", "prepare", "resolve_party", "run_party"]

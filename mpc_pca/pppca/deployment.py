@@ -1,0 +1,258 @@
+"""PPPCA (``pppca-ss``, ``pppca-he``) for the deploy floor: parties as processes and hosts.
+
+:class:`PPPCADeployment` tells :mod:`mpc_pca.deploy` how to run the *same*
+role functions as the in-process runtime (:mod:`mpc_pca.pppca.protocol`) as
+separate parties. Rank layout with ``M`` providers (world size ``M + 2``):
+``provider0 .. provider{M-1}`` are ranks ``0 .. M-1``, ``server`` is rank
+``M``, ``consumer`` is rank ``M + 1``.
+
+Before the protocol starts, the parties announce their public parameters
+(protocol, number of providers, ``k``, backend, fractional bits, key size,
+reveal, standardize and, for providers, the number of features and rows, the
+hash of their ordered column names and their column exponents) and check that
+they agree, so a misconfigured party is reported by name instead of
+surfacing as a malformed message later. The agreed settings also bound the
+size of every message a party accepts (:func:`message_cap`).
+
+Settings (``mpc_pca.registry``): ``n_components``, ``backend``,
+``frac_bits``, ``key_bits``, ``reveal``, ``standardize``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from mpc_pca.deployment import Deployment, PublicSettings, Role
+from mpc_pca.pppca.components import check_reveal
+from mpc_pca.pppca.local_stats import LocalStatistics
+from mpc_pca.pppca.driver import preflight
+from mpc_pca.pppca.protocol import PPPCAConfig, consumer_role, provider_role, server_role
+from mpc_pca.pppca.scaling import agree_exponents, provider_exponents
+from mpc_pca.roles import CONSUMER, SERVER, provider_names
+from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite
+from protocols.backends import SecureSumBackend, backend_class, make_backend
+from protocols.errors import InputValidationError
+
+#: The settings every party must announce identically.
+SHARED = (
+    "protocol",
+    "n_parties",
+    "n_components",
+    "backend",
+    "frac_bits",
+    "key_bits",
+    "reveal",
+    "standardize",
+)
+PROTOCOLS = ("pppca-ss", "pppca-he")
+
+
+def pppca_ranks(n_parties: int) -> dict[str, int]:
+    """Name-to-rank map of a PPPCA run with ``n_parties`` providers and a consumer."""
+    if isinstance(n_parties, bool) or not isinstance(n_parties, int) or n_parties < 1:
+        raise InputValidationError(f"the number of providers must be a positive integer, got {n_parties!r}")
+    ranks = {name: i for i, name in enumerate(provider_names(n_parties))}
+    ranks[SERVER] = n_parties
+    ranks[CONSUMER] = n_parties + 1
+    return ranks
+
+
+def _agree(views: Mapping[str, Mapping[str, Any]], n_parties: int) -> int:
+    """Check that every party published the same settings; return the number of features."""
+    for key in SHARED:
+        values = {name: view.get(key) for name, view in views.items()}
+        if len(set(map(json.dumps, values.values()))) != 1:
+            raise InputValidationError(f"the parties disagree on {key}: {values}")
+    rows = {name: views[name].get("n_rows") for name in provider_names(n_parties)}
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in rows.values()):
+        raise InputValidationError(f"every provider must announce a positive number of rows: {rows}")
+    widths = {name: views[name].get("n_features") for name in provider_names(n_parties)}
+    width = next(iter(widths.values()))
+    if len(set(widths.values())) != 1 or isinstance(width, bool) or not isinstance(width, int):
+        raise InputValidationError(f"the providers' data sets have different numbers of features: {widths}")
+    return width
+
+
+def _agree_columns(views: Mapping[str, Mapping[str, Any]], n_parties: int) -> tuple[int, ...]:
+    """Check that the providers' ordered column names match (by hash); agree the column exponents."""
+    providers = provider_names(n_parties)
+    hashes = {name: views[name].get("columns_hash") for name in providers}
+    if len(set(hashes.values())) != 1:
+        raise InputValidationError(
+            "the providers' ordered column names differ (SHA-256 of the names, per provider): "
+            f"{hashes}; give every provider the same columns (--columns NAMES selects and orders them)"
+        )
+    return agree_exponents([views[name].get("column_exponents", []) for name in providers])
+
+
+def message_cap(views: Mapping[str, Mapping[str, Any]], n_features: int) -> int:
+    """Largest message (bytes) any party of this run may send, from the agreed settings.
+
+    The largest payloads are the Gram matrix's secure sum (at most ``d^2 + d + 1``
+    ring elements, or that many Paillier ciphertexts of ``2 * key_bits`` bits
+    when nothing is packed), ``T`` (``d x k`` floats) and a provider's projected
+    rows (``n_i x k`` floats); 1 MiB covers headers and key exchanges.
+    """
+    view = next(iter(views.values()))
+    d, k = n_features, int(view["n_components"])
+    per_entry = 8
+    if view.get("backend") == "paillier":
+        per_entry = 2 * int(view.get("key_bits") or 3072) // 8 + 8
+    rows = max(int(v["n_rows"]) for v in views.values() if "n_rows" in v)
+    return (d * d + d + 1) * per_entry + (d + rows) * k * 8 + (1 << 20)
+
+
+@dataclass(frozen=True)
+class PPPCARun:
+    """The configuration every party derived from the agreed announcements."""
+
+    config: PPPCAConfig
+    backend: str
+    frac_bits: int
+    key_bits: int | None
+    cap: int
+
+
+class PPPCADeployment(Deployment):
+    """The deploy floor's view of ``pppca-ss`` / ``pppca-he``.
+
+    Parameters
+    ----------
+    name : {"pppca-ss", "pppca-he"}
+        The registry name.
+    backend_factory : callable, optional
+        ``backend_factory(settings) -> SecureSumBackend`` builds a party's
+        backend instead of :func:`~protocols.backends.make_backend` (e.g. a
+        custom subclass); the backend's name in the settings is still the one
+        the parties agree on.
+    """
+
+    def __init__(
+        self, name: str, backend_factory: Callable[[Mapping[str, Any]], SecureSumBackend] | None = None
+    ) -> None:
+        if name not in PROTOCOLS:
+            raise InputValidationError(f"PPPCADeployment runs {list(PROTOCOLS)}, not {name!r}")
+        self.name = name
+        self._factory = backend_factory
+
+    def backend(self, settings: Mapping[str, Any]) -> SecureSumBackend:
+        """This party's backend object for ``settings``."""
+        if self._factory is not None:
+            return self._factory(settings)
+        return make_backend(
+            settings["backend"], frac_bits=settings.get("frac_bits"), key_bits=settings.get("key_bits")
+        )
+
+    def check_settings(self, settings: Mapping[str, Any]) -> None:
+        """Refuse settings no party could run with (raised before anything is sent)."""
+        if self.name == "pppca-he" and settings["backend"] != "paillier":
+            raise InputValidationError(
+                f"pppca-he uses the paillier backend, not --backend {settings['backend']!r}"
+            )
+        reveal = check_reveal(settings.get("reveal", "covariance"))
+        if reveal == "components" and settings.get("standardize"):
+            raise InputValidationError(
+                "standardize=True needs the pooled variances, which reveal='components' keeps secret"
+            )
+
+    def runs_over_gloo(self, settings: Mapping[str, Any]) -> bool:
+        if self._factory is not None:
+            return bool(getattr(self._factory(settings), "runs_over_gloo", False))
+        return bool(backend_class(settings["backend"]).runs_over_gloo)
+
+    def preflight(self, parts: Sequence[NDArray[np.float64]], settings: Mapping[str, Any]) -> None:
+        self.check_settings(settings)
+        preflight(list(parts), settings["n_components"], self.backend(settings),
+                  standardize=bool(settings.get("standardize")), reveal=settings.get("reveal", "covariance"))  # fmt: skip
+
+    def layout(self, n_providers: int) -> dict[str, int]:
+        return pppca_ranks(n_providers)
+
+    def data_holders(self, n_providers: int) -> tuple[str, ...]:
+        return provider_names(n_providers)
+
+    def public(
+        self, party: str, data: NDArray[np.float64] | None, settings: Mapping[str, Any]
+    ) -> PublicSettings:
+        self.check_settings(settings)
+        backend = self.backend(settings)
+        public: PublicSettings = {
+            "protocol": self.name,
+            "n_components": settings["n_components"],
+            "backend": settings["backend"],
+            "frac_bits": backend.codec.frac_bits,
+            "key_bits": settings.get("key_bits"),
+            "reveal": check_reveal(settings.get("reveal", "covariance")),
+            "standardize": bool(settings.get("standardize")),
+        }
+        if party.startswith("provider"):
+            if data is None:
+                raise InputValidationError(f"{party} needs its data (--data FILE)")
+            (rows,) = check_parts([data], min_total_rows=1, check_values=False)
+            stats = LocalStatistics.of(rows)
+            check_statistics_finite(
+                rows, (stats.column_sums, stats.scatter_triangle), int(party[len("provider") :])
+            )
+            public["n_features"] = int(rows.shape[1])
+            public["n_rows"] = int(rows.shape[0])
+            public["column_exponents"] = provider_exponents(rows).tolist()
+        elif data is not None:
+            raise InputValidationError(f"the {party} holds no data; do not pass --data to it")
+        return public
+
+    def configure(self, views: Mapping[str, PublicSettings], n_providers: int) -> PPPCARun:
+        views = {name: {"n_parties": n_providers, **view} for name, view in views.items()}
+        n_features = _agree(views, n_providers)
+        view = next(iter(views.values()))
+        k = check_n_components(view["n_components"], n_features)
+        reveal = check_reveal(view.get("reveal", "covariance"))
+        exponents = _agree_columns(views, n_providers)
+        if reveal == "components":  # no column scaling in that mode (see mpc_pca.pppca.protocol.preflight)
+            exponents = (0,) * n_features
+        config = PPPCAConfig(
+            n_providers, n_features, k, True, exponents, bool(view.get("standardize")), reveal
+        )
+        return PPPCARun(
+            config, view["backend"], view["frac_bits"], view.get("key_bits"), message_cap(views, n_features)
+        )
+
+    def message_cap(self, config: PPPCARun) -> int:
+        return config.cap
+
+    def role(self, party: str, config: PPPCARun, data: NDArray[np.float64] | None, rng: Any) -> Role:
+        settings = {"backend": config.backend, "frac_bits": config.frac_bits, "key_bits": config.key_bits}
+        backend = self.backend(settings)
+        run = config.config
+        if party == SERVER:
+            return lambda p: server_role(p, run, backend)
+        if party == CONSUMER:
+            return lambda p: consumer_role(p, run)
+        if data is None:
+            raise InputValidationError(f"{party} needs its data (--data FILE)")
+        (rows,) = check_parts([data], min_total_rows=1, check_values=False)
+
+        def provider(p: Any) -> dict[str, int]:
+            provider_role(p, rows, run, backend, LocalStatistics.of(rows))
+            return {"n_rows": int(rows.shape[0])}
+
+        return provider
+
+    def result(self, party: str, config: PPPCARun, output: Any) -> dict[str, Any]:
+        if party == SERVER:
+            return {
+                "backend": config.backend,
+                "standardize": config.config.standardize,
+                **output.result_fields(),
+            }
+        if party == CONSUMER:
+            return {"projection": np.asarray(output).tolist()}
+        return {"n_rows": int(output["n_rows"])}
+
+    def result_party(self, layout: Mapping[str, int]) -> str:
+        return SERVER

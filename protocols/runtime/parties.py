@@ -1,0 +1,303 @@
+"""Run a user's role functions as OS processes or as one party per host, over TLS links.
+
+Two calls, the same role functions as :func:`protocols.runtime.run_inprocess`:
+
+:func:`run_party`
+    This process is one party of a run whose other parties run elsewhere
+    (one per organisation's host): join the rendezvous, connect one mutually
+    authenticated TLS 1.3 link per peer, run the role, end cleanly or tell
+    every peer why not.
+:func:`run_processes`
+    Every party of a run as its own local process, linked by TLS 1.3 with
+    throw-away credentials made for the run (a CA and one certificate per
+    party name, deleted afterwards); the launcher hosts the rendezvous on
+    127.0.0.1 at a port the kernel picks.
+
+Every data message a party accepts is bounded by a cap
+(:attr:`LinkOptions.message_cap`, :data:`DEFAULT_MESSAGE_CAP` unless given),
+so no party waits for a cap nobody set, and no peer can make it allocate more.
+Outputs travel from a party process back to :func:`run_processes` in the wire
+format of :mod:`protocols.transport.wire` (never pickled); the role functions
+travel the other way, from the caller to its own children, so they must be
+picklable: module-level functions or :func:`functools.partial` of them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import sys
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from protocols.errors import InputValidationError, ProtocolError
+from protocols.runtime.network import DEFAULT_MESSAGE_CAP, Role, fail, open_links, run_role
+from protocols.runtime.runner import PartyReport, RunResult, check_timeout
+from protocols.transport.ranks import check_ranks
+from protocols.transport.socket_channel import SocketChannel
+from protocols.transport.tls import Credentials
+
+log = logging.getLogger("mpc_pca.transport")
+
+#: Exit codes of a party process started by :func:`run_processes`.
+_EXIT_INPUT, _EXIT_PROTOCOL, _EXIT_INTERNAL = 3, 4, 1
+_ERROR_PREFIX = "mpc-pca: error: "
+
+
+@dataclass(frozen=True)
+class LinkOptions:
+    """How one party reaches its peers.
+
+    Attributes
+    ----------
+    master : str
+        ``HOST:PORT`` of the rendezvous. Rank 0 hosts it there unless
+        ``host_rendezvous=False`` (e.g. a launcher hosts it).
+    credentials : Credentials or None
+        This party's CA, certificate and key; required unless ``insecure``.
+    insecure : bool
+        Plain TCP links: nothing encrypted or authenticated.
+    listen_host : str, optional
+        Interface of this party's own listening socket (port 0); default: the
+        local address that routes to the master.
+    timeout : float
+        Phase deadline: seconds a party waits while no party makes progress.
+    connect_timeout : float
+        Seconds for the rendezvous and for connecting the links.
+    host_rendezvous : bool, optional
+        Host the rendezvous in this party; default: at rank 0.
+    message_cap : int
+        Largest data message (bytes) this party accepts from a peer.
+    """
+
+    master: str
+    credentials: Credentials | None = None
+    insecure: bool = False
+    listen_host: str | None = None
+    timeout: float = 600.0
+    connect_timeout: float = 60.0
+    host_rendezvous: bool | None = None
+    message_cap: int = DEFAULT_MESSAGE_CAP
+
+    def check(self, name: str) -> None:
+        """Refuse, before anything is sent, options that cannot make a run.
+
+        Raises
+        ------
+        InputValidationError
+            Naming the party and the value: no credentials without
+            ``insecure``, a non-positive deadline or message cap.
+        """
+        check_timeout(self.timeout)
+        check_timeout(self.connect_timeout)
+        cap = self.message_cap
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+            raise InputValidationError(
+                f"message_cap={cap!r} is invalid; it must be a positive number of bytes"
+            )
+        if self.credentials is None and not self.insecure:
+            raise InputValidationError(
+                f"{name} has no TLS credentials: pass --tls-dir DIR (or --ca/--cert/--key), or --insecure to "
+                "run with links that are neither encrypted nor authenticated"
+            )
+
+
+def connect(name: str, ranks: Mapping[str, int], links: LinkOptions) -> SocketChannel:
+    """Open this party's links (:func:`protocols.runtime.network.open_links`) with ``links``' options."""
+    links.check(name)
+    if links.insecure:
+        log.warning("%s: insecure: the links are neither encrypted nor authenticated", name)
+    channel = open_links(
+        name,
+        ranks,
+        links.master,
+        credentials=None if links.insecure else links.credentials,
+        listen_host=links.listen_host,
+        timeout=links.timeout,
+        connect_timeout=links.connect_timeout,
+        host_rendezvous=links.host_rendezvous,
+    )
+    channel.set_message_cap(links.message_cap)
+    return channel
+
+
+def run_party(
+    name: str,
+    role: Role,
+    *,
+    ranks: Mapping[str, int],
+    links: LinkOptions,
+    setup: Callable[[SocketChannel], None] | None = None,
+) -> tuple[Any, PartyReport]:
+    """Run ``role`` as party ``name`` of a run whose other parties run elsewhere.
+
+    Parameters
+    ----------
+    name : str
+        This party's name; ``ranks[name]`` is its rank. With TLS, its
+        certificate must name it.
+    role : callable
+        ``role(party) -> output``, the same function :func:`run_inprocess` runs.
+    ranks : mapping of str to int
+        Every party's rank ``0 .. W-1`` (the same map at every party).
+    links : LinkOptions
+        Rendezvous address, credentials, deadlines and message cap.
+    setup : callable, optional
+        ``setup(channel)`` runs once the links are up and before the role,
+        e.g. to agree settings (:func:`protocols.runtime.network.agree`) or to
+        set a tighter cap; a failure there is told to every peer.
+
+    Returns
+    -------
+    output : object
+        What ``role`` returned.
+    report : PartyReport
+        This party's bytes, messages, rounds and seconds.
+
+    Raises
+    ------
+    InputValidationError
+        Before anything is sent, for a party without a rank or credentials.
+    ProtocolError
+        If this or any other party failed; the message names the root cause.
+    """
+    table = check_ranks(ranks)
+    if name not in table:
+        raise InputValidationError(f"party {name!r} has no rank; ranks are {table}")
+    channel = connect(name, table, links)
+    if setup is not None:
+        try:
+            setup(channel)
+        except BaseException as exc:
+            fail(channel, exc)
+            raise
+    return run_role(channel, role)
+
+
+def _party_process(name: str, role: Role, ranks: dict[str, int], links: LinkOptions, out: str) -> int:
+    """Body of one party process of :func:`run_processes`: run, write the output in the wire format."""
+    from protocols.transport.wire import encode_message
+
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(message)s")
+    try:
+        output, report = run_party(name, role, ranks=ranks, links=links)
+        try:
+            payload = encode_message({"output": output, "report": report.as_dict()})
+        except TypeError as exc:
+            raise InputValidationError(
+                f"party {name!r}'s output cannot be sent back in the wire format ({exc}); return None, "
+                "numbers, strings, bytes, numeric arrays, lists or str-keyed dicts"
+            ) from None
+        fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+    except (InputValidationError, ProtocolError) as exc:
+        print(f"{_ERROR_PREFIX}{type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        os._exit(_EXIT_INPUT if isinstance(exc, InputValidationError) else _EXIT_PROTOCOL)
+    except Exception as exc:  # a bug in the role: keep the traceback
+        import traceback
+
+        traceback.print_exc()
+        print(f"{_ERROR_PREFIX}internal error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        os._exit(_EXIT_INTERNAL)
+    return 0
+
+
+def run_processes(
+    roles: Mapping[str, Role],
+    *,
+    timeout: float = 120.0,
+    connect_timeout: float = 60.0,
+    insecure: bool = False,
+    message_cap: int = DEFAULT_MESSAGE_CAP,
+    env: Mapping[str, str] | None = None,
+    preload: tuple[str, ...] = (),
+) -> RunResult:
+    """Run each role in its own local process over TLS links; collect outputs and reports.
+
+    Parameters
+    ----------
+    roles : mapping of str to callable
+        Party name to role function ``f(party) -> output`` (ranks follow the
+        mapping's order). Each must be picklable (a module-level function or
+        a :func:`functools.partial` of one), and its output wire-encodable.
+    timeout : float, default=120
+        Phase deadline of every party, in seconds.
+    connect_timeout : float, default=60
+        Seconds for the rendezvous and the links.
+    insecure : bool, default=False
+        Plain TCP links instead of TLS 1.3 with throw-away certificates.
+    message_cap : int
+        Largest data message (bytes) a party accepts.
+    env : mapping, optional
+        The parties' environment (default: this process's).
+    preload : tuple of str
+        Modules the fork server imports once, if this call starts it.
+
+    Returns
+    -------
+    RunResult
+        ``outputs`` and ``reports`` by party name, as :func:`run_inprocess` returns them.
+
+    Raises
+    ------
+    InputValidationError
+        Before any process starts, for invalid names, deadlines or cap.
+    ProtocolError
+        If any party failed, naming the first failure and how each failed party ended.
+    """
+    from protocols.runtime.launcher import PythonCall, launch, raise_on_failure
+    from protocols.transport.rendezvous import INTRODUCER_NAME, Introducer
+    from protocols.transport.tls import server_context
+    from protocols.transport.wire import decode_message
+
+    ranks = check_ranks({name: rank for rank, name in enumerate(roles)})
+    for name, role in roles.items():
+        if not callable(role):
+            raise InputValidationError(f"the role of {name!r} is not callable: {role!r}")
+        try:
+            pickle.dumps(role)  # only to refuse, before any process starts, a role no child can receive
+        except Exception as exc:
+            raise InputValidationError(
+                f"the role of {name!r} cannot be handed to a process ({type(exc).__name__}: {exc}); use a "
+                "module-level function or a functools.partial of one, not a lambda or a nested function"
+            ) from None
+    LinkOptions("127.0.0.1:0", None, True, timeout=timeout, connect_timeout=connect_timeout,
+                message_cap=message_cap).check("every party")  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="mpc-pca-processes-") as tmp:
+        workdir = Path(tmp)
+        context = None
+        if not insecure:
+            from protocols.transport.certs import write_credentials
+
+            write_credentials([*ranks, INTRODUCER_NAME], workdir / "tls", days=1)
+            context = server_context(Credentials.from_dir(workdir / "tls", INTRODUCER_NAME))
+        introducer = Introducer("127.0.0.1:0", ranks, context, connect_timeout + 3)
+        outputs = {name: workdir / f"{name}.out" for name in ranks}
+        commands = {}
+        for name in ranks:
+            links = LinkOptions(
+                f"127.0.0.1:{introducer.port}",
+                None if insecure else Credentials.from_dir(workdir / "tls", name),
+                insecure,
+                listen_host="127.0.0.1",
+                timeout=timeout,
+                connect_timeout=connect_timeout,
+                host_rendezvous=False,
+                message_cap=message_cap,
+            )
+            commands[name] = PythonCall(_party_process, (name, roles[name], ranks, links, str(outputs[name])))
+        outcomes = launch(commands, timeout=timeout, env=env, workdir=workdir, preload=preload)
+        raise_on_failure(outcomes)
+        decoded = {name: decode_message(path.read_bytes()) for name, path in outputs.items()}
+    return RunResult(
+        outputs={name: value["output"] for name, value in decoded.items()},
+        reports={name: PartyReport(name=name, **value["report"]) for name, value in decoded.items()},
+    )
+
+
+__all__ = ["DEFAULT_MESSAGE_CAP", "LinkOptions", "connect", "run_party", "run_processes"]
