@@ -135,9 +135,9 @@ def agree_width(views: Mapping[str, Mapping[str, Any]], holders: Sequence[str]) 
     return first
 
 
-def float_setting(value: Any) -> float:
-    """A numeric setting as ``float`` for a JSON result (``inf`` stays ``inf``)."""
-    return float(value) if value is not None else math.nan
+def float_setting(value: Any) -> float | None:
+    """A numeric setting as ``float`` for a JSON result (``inf`` stays ``inf``; absent stays ``None``)."""
+    return float(value) if value is not None else None
 
 
 def floats_cap(n_floats: int, extra: int = 0) -> int:

@@ -19,7 +19,7 @@ from __future__ import annotations
 SERVER = "server"
 CONSUMER = "consumer"
 AGGREGATOR = "aggregator"
-NOISE_GENERATOR = "noise_generator"
+NOISE_GENERATOR = "noise-generator"
 CURATOR = "curator"
 PROXY = "proxy"
 USER = "user"

@@ -132,8 +132,10 @@ def _result(
     args: argparse.Namespace,
     parts: list[np.ndarray],
     energy: Callable[[Any, list[np.ndarray]], float] = second_moment_energy_ratio,
+    private: bool = True,
     **extra: Any,
 ) -> dict[str, Any]:
+    """The JSON of a DP subspace protocol; a non-private one (pooled) has no epsilon, delta or neighbour."""
     variance = [None if math.isnan(v) else float(v) for v in model.explained_variance_]
     out: dict[str, Any] = {
         "components": model.components_.tolist(),
@@ -141,9 +143,9 @@ def _result(
         "mean": model.mean_.tolist(),
         "n_samples": int(model.n_samples_),
         "report": model.report_,
-        "epsilon": float(args.epsilon),
-        "delta": float(args.delta),
-        "neighbour": args.neighbour,
+        "epsilon": float(args.epsilon) if private else None,
+        "delta": float(args.delta) if private else None,
+        "neighbour": args.neighbour if private else None,
         "row_norm": args.row_norm,
         "captured_energy_ratio": energy(model, parts),
     }
@@ -154,6 +156,7 @@ def _result(
 def _runner(
     build: Callable[[argparse.Namespace, str], Any],
     energy: Callable[[Any, list[np.ndarray]], float] = second_moment_energy_ratio,
+    private: bool = True,
     **extra: Any,
 ) -> Callable[..., dict[str, Any]]:
     def run(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
@@ -165,7 +168,7 @@ def _runner(
         model = build(args, mode)
         model.fit(prepared)
         extras = {key: (value(model) if callable(value) else value) for key, value in extra.items()}
-        return _result(model, args, prepared, energy, **extras)
+        return _result(model, args, prepared, energy, private, **extras)
 
     return run
 
@@ -273,7 +276,7 @@ def run_pooled(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, A
         common = _common(a, mode)
         return _dp().PooledPCA(common["n_components"], row_norm=mode, timeout=common["timeout"])
 
-    return _runner(build)(args, parts)
+    return _runner(build, private=False)(args, parts)
 
 
 def run_local(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:

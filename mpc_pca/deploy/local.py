@@ -145,7 +145,8 @@ def run_threads(
 ) -> dict[str, Any]:
     """Every party of a run as a thread of this process, through the protocol's Deployment.
 
-    Returns the result party's JSON fields and ``report`` (every party's traffic).
+    Returns ``protocol``, the result party's JSON fields and ``report`` (every
+    party's traffic): the JSON :func:`launch_local` returns for the same run.
     """
     from mpc_pca.registry import entry
     from protocols.runtime import run_inprocess
@@ -160,7 +161,11 @@ def run_threads(
     }
     run = run_inprocess(roles, timeout=timeout)
     winner = deployment.result_party(layout)
-    return {**deployment.result(winner, config, run.outputs[winner]), "report": run.report_dict()}
+    return {
+        "protocol": protocol,
+        **deployment.result(winner, config, run.outputs[winner]),
+        "report": run.report_dict(),
+    }
 
 
 def party_process(spec: PartySpec, verbosity: int = 0, deployment: Deployment | None = None) -> int:

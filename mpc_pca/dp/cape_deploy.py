@@ -2,7 +2,7 @@
 
 The roles of :mod:`mpc_pca.dp.cape` (Imtiaz & Sarwate, JSTSP 2018, Alg. 1),
 one party each: ``provider0 .. provider{S-1}`` (ranks ``0 .. S-1``), the
-``aggregator`` (rank ``S``) and the ``noise_generator`` (rank ``S + 1``). This
+``aggregator`` (rank ``S``) and the ``noise-generator`` (rank ``S + 1``). This
 is the order of :func:`~mpc_pca.dp.cape.run_cape_parties`, so with a noise
 seed party of rank ``r`` gets the ``r``-th of ``spawn_generators(seed, S + 2)``
 and the run reproduces the in-process result exactly.

@@ -2,7 +2,7 @@
 
 The roles of :mod:`mpc_pca.dp.capeagn` (Imtiaz & Sarwate, JSTSP 2018, §5),
 one party each, in capePCA's layout: ``provider0 .. provider{S-1}`` (ranks
-``0 .. S-1``), the ``aggregator`` (rank ``S``) and the ``noise_generator``
+``0 .. S-1``), the ``aggregator`` (rank ``S``) and the ``noise-generator``
 (rank ``S + 1``). :func:`~mpc_pca.dp.cape.run_cape_parties` spawns ``S + 2``
 generators in this order, so with a noise seed rank ``r`` takes the ``r``-th
 (the aggregator's also drives the tensor power method's starts) and the run

@@ -31,8 +31,10 @@ from mpc_pca.deployment_kit import (
     HoldersFirst,
     agree,
     agree_width,
+    check_components_setting,
     check_no_data,
     floats_cap,
+    refuse_pooled_scaling,
     seeded_generator,
     subspace_fields,
 )
@@ -45,6 +47,8 @@ from protocols.errors import InputValidationError
 __all__ = ["HARNESS_FIELDS", "CuratorDeployment"]
 
 NAMES = ("ag", "pooled")
+#: What every party of a pooled (non-private) run must announce alike: it has no privacy parameters.
+POOLED_SHARED = ("protocol", "n_components", "row_norm")
 
 
 @dataclass(frozen=True)
@@ -87,11 +91,21 @@ class CuratorDeployment(HoldersFirst):
         )
         return estimator._mechanism(k)
 
+    def _view(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+        """The checked settings: AG's privacy parameters; pooled PCA adds no noise and has none."""
+        if self.name == "pooled":
+            return {
+                "protocol": self.name,
+                "n_components": check_components_setting(settings.get("n_components")),
+                "row_norm": refuse_pooled_scaling(settings, self.name),
+            }
+        return gaussian_view(self.name, settings)
+
     def public(
         self, party: str, data: NDArray[np.float64] | None, settings: Mapping[str, Any]
     ) -> PublicSettings:
         """Checked settings, plus the width of a provider's rows (checked, row norms per ``row_norm``)."""
-        view = gaussian_view(self.name, settings)
+        view = self._view(settings)
         if party.startswith("provider"):
             rows = prepare_own_rows(party, data, view, self.name, clip=False)
             check_n_components(view["n_components"], rows.shape[1])
@@ -103,7 +117,7 @@ class CuratorDeployment(HoldersFirst):
     def configure(self, views: Mapping[str, PublicSettings], n_providers: int) -> CuratorDeployConfig:
         """:class:`CuratorConfig` from the announcements, refused (naming parties) where they differ."""
         holders = self.check_views(views, n_providers)
-        agreed = agree(views, GAUSSIAN_SHARED)
+        agreed = agree(views, POOLED_SHARED if self.name == "pooled" else GAUSSIAN_SHARED)
         d = agree_width(views, holders)
         k = check_n_components(agreed["n_components"], d)
         return CuratorDeployConfig(CuratorConfig(n_providers, d, k), agreed)

@@ -30,8 +30,8 @@ from numpy.typing import NDArray
 
 from mpc_pca.deployment import Deployment, PublicSettings, Role
 from mpc_pca.pppca.components import check_reveal
-from mpc_pca.pppca.local_stats import LocalStatistics
 from mpc_pca.pppca.driver import preflight
+from mpc_pca.pppca.local_stats import LocalStatistics
 from mpc_pca.pppca.protocol import PPPCAConfig, consumer_role, provider_role, server_role
 from mpc_pca.pppca.scaling import agree_exponents, provider_exponents
 from mpc_pca.roles import CONSUMER, SERVER, provider_names

@@ -245,8 +245,11 @@ def test_cli_runs_each_dp_protocol(tmp_path, protocol):
         assert main(argv) == 0
     result = json.loads(out.read_text())
     assert {"components", "explained_variance", "mean", "report", "epsilon", "delta"} <= set(result)
-    assert result["epsilon"] == (4.0 if "epsilon" in uses else 1.0)
-    assert result["delta"] == (0.01 if "delta" in uses else 1e-5)
+    if protocol == "pooled":  # not private: the JSON claims no privacy parameter
+        assert result["epsilon"] is None and result["delta"] is None and result["neighbour"] is None
+    else:
+        assert result["epsilon"] == (4.0 if "epsilon" in uses else 1.0)
+        assert result["delta"] == (0.01 if "delta" in uses else 1e-5)
     assert np.asarray(result["components"]).shape == (2, 13)
     assert 0.0 < result["captured_energy_ratio"] <= 1.0 + 1e-12
 

@@ -107,9 +107,9 @@ def test_sites_receive_the_released_subspace_and_traffic_is_reported():
     for components in result.site_components.values():
         assert np.array_equal(components, result.model.components)
     reports = result.run.reports
-    assert set(reports) == {"provider0", "provider1", "provider2", "aggregator", "noise_generator"}
-    assert reports["noise_generator"].messages_sent == 3
-    assert reports["noise_generator"].messages_received == 3
+    assert set(reports) == {"provider0", "provider1", "provider2", "aggregator", "noise-generator"}
+    assert reports["noise-generator"].messages_sent == 3
+    assert reports["noise-generator"].messages_received == 3
     assert reports["aggregator"].messages_received == 6  # counts, then releases
     triangle_bytes = 8 * 10 * 11 // 2
     assert reports["provider1"].bytes_sent >= triangle_bytes

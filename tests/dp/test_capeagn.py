@@ -152,7 +152,7 @@ def test_estimator_attributes_and_params():
     assert model.components_.shape == (2, 6) and model.whitening_.shape == (6, 2)
     assert model.weights_.sum() == pytest.approx(1.0)
     assert model.n_samples_ == 1_500 and model.n_features_in_ == 6 and model.n_components_ == 2
-    assert set(model.report_) == {"provider0", "provider1", "provider2", "aggregator", "noise_generator"}
+    assert set(model.report_) == {"provider0", "provider1", "provider2", "aggregator", "noise-generator"}
     assert model.m3_noise_scale_ > 0 and model.effective_epsilon_ == 5.0
 
 

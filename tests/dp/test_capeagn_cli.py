@@ -29,7 +29,7 @@ def test_capeagn_cli_writes_components_weights_privacy_and_report(tmp_path, caps
         "provider2",
         "provider3",
         "aggregator",
-        "noise_generator",
+        "noise-generator",
     }
     truth = make_topic_model(20000, n_words=30, n_topics=3, rng=np.random.default_rng(3))
     err = recovery_error(

@@ -19,7 +19,7 @@ import pytest
 from sklearn.datasets import load_wine
 from sklearn.preprocessing import StandardScaler
 
-from mpc_pca.cli.dp import dp_protocol_specs
+from mpc_pca import registry
 from mpc_pca.data.latent import make_topic_model
 from mpc_pca.deployment import DEFAULT_MESSAGE_CAP, Deployment
 from mpc_pca.deployment_kit import HARNESS_FIELDS, seeded_generator
@@ -141,11 +141,9 @@ def cli_json(name: str, parts: list[np.ndarray], settings: Mapping[str, Any]) ->
             "epsilon_by_colluders": est.epsilon_by_colluders_,
             "report": est.report_,
         }
-    # mpc_pca.cli.dp's runners, not mpc_pca.cli.main's table: importing the submodule
-    # mpc_pca.cli.main rebinds the package attribute ``mpc_pca.cli.main`` (the function) to it.
-    specs = {spec[0]: spec[2] for spec in dp_protocol_specs(lambda *fields: fields)}
+    # the in-process runner `mpc-pca run` uses for this protocol, through the registry
     args = argparse.Namespace(protocol=name, seed=SEED, timeout=60.0, **settings)
-    result: dict[str, Any] = specs[name](args, parts)
+    result: dict[str, Any] = registry.entry(name).run_in_process(args, parts)
     return result
 
 
@@ -200,7 +198,7 @@ def test_generators_follow_the_in_process_spawn_order_or_secrets() -> None:
         gen = cape.generator(party, layout, SEED)
         assert gen is not None
         np.testing.assert_array_equal(gen.standard_normal(4), reference[rank])
-    assert layout == {"provider0": 0, "provider1": 1, "provider2": 2, "aggregator": 3, "noise_generator": 4}
+    assert layout == {"provider0": 0, "provider1": 1, "provider2": 2, "aggregator": 3, "noise-generator": 4}
     first, second = seeded_generator(None, 0), seeded_generator(None, 0)
     assert not np.array_equal(first.standard_normal(4), second.standard_normal(4))
     dpdpca = deployment("dpdpca")
@@ -223,11 +221,16 @@ def test_configure_refuses_mismatched_settings_naming_the_parties(
 ) -> None:
     dep = deployment(name)
     parts = parts_for(name, wine_parts, topic_parts)
-    epsilon = 2.5 if name != "pppca-dp" else 3.0
-    _, views = announce(dep, parts, per_party(name, len(parts), epsilon=epsilon))
     holder = dep.data_holders(len(parts))[1]
-    with pytest.raises(InputValidationError, match=rf"disagree on epsilon.*'{holder}': {epsilon}"):
-        dep.configure(views, len(parts))
+    if name == "pooled":  # not private: no epsilon to disagree on, but the row-norm policy must agree
+        _, views = announce(dep, parts, per_party(name, len(parts), row_norm="error"))
+        with pytest.raises(InputValidationError, match=rf"disagree on row_norm.*'{holder}': 'error'"):
+            dep.configure(views, len(parts))
+    else:
+        epsilon = 2.5 if name != "pppca-dp" else 3.0
+        _, views = announce(dep, parts, per_party(name, len(parts), epsilon=epsilon))
+        with pytest.raises(InputValidationError, match=rf"disagree on epsilon.*'{holder}': {epsilon}"):
+            dep.configure(views, len(parts))
     narrow = [parts[0], parts[1][:, :-1], parts[2]]
     _, views = announce(dep, narrow, settings_for(name))
     with pytest.raises(InputValidationError, match=rf"features differ.*'{holder}': {parts[0].shape[1] - 1}"):
@@ -255,8 +258,11 @@ def test_public_refuses_bad_rows_and_settings_before_anything_is_sent(
     other = next(p for p in dep.layout(len(parts)) if p not in dep.data_holders(len(parts)))
     with pytest.raises(InputValidationError, match="scale"):
         dep.public(other, None, {**settings, "row_norm": "scale"})
-    with pytest.raises(InputValidationError, match="epsilon"):
-        dep.public(other, None, {**settings, "epsilon": -1.0})
+    if name == "pooled":  # adds no noise: it announces no privacy parameter at all
+        assert not {"epsilon", "delta", "neighbour"} & set(dep.public(other, None, settings))
+    else:
+        with pytest.raises(InputValidationError, match="epsilon"):
+            dep.public(other, None, {**settings, "epsilon": -1.0})
     long_row = parts[0].copy()
     long_row[0] *= 10.0
     if name == "capeagn":  # word counts have no norm bound; a negative count is refused instead
