@@ -1,4 +1,4 @@
-"""Multi-host PPPCA: one party per network namespace, talking over veth links.
+"""Multi-host runs (PPPCA and a DP protocol): one party per network namespace, talking over veth links.
 
 The test builds a small private network on this machine: a "switch"
 namespace holding a Linux bridge, and one namespace per party, each joined to
@@ -24,9 +24,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[torch]')")
-
-from mpc_pca.deploy.local import child_environment
+from mpc_pca import registry
+from mpc_pca.deploy.local import child_environment, run_threads
 from mpc_pca.pppca.deployment import pppca_ranks
 from mpc_pca.pppca.driver import run_pppca
 from protocols.backends.additive import AdditiveBackend
@@ -34,7 +33,7 @@ from protocols.runtime.launcher import launch, raise_on_failure
 from protocols.transport.certs import write_credentials
 from tests.helpers.torch_helpers import party_commands
 
-pytestmark = [pytest.mark.torch, pytest.mark.netns]
+pytestmark = [pytest.mark.netns]
 
 SUBNET = "10.231.7"  # private, and only ever configured inside the test's own namespaces
 
@@ -149,3 +148,41 @@ def test_pppca_with_one_party_per_network_namespace(tmp_path: Path, topology: To
         report = json.loads(outputs[name].read_text())["report"][name]
         assert report["bytes_sent"] == reference.reports[name].bytes_sent
         assert report["bytes_received"] == reference.reports[name].bytes_received
+
+
+def test_capepca_with_one_party_per_network_namespace(tmp_path: Path, topology: Topology):
+    """capePCA between five hosts with `mpc-pca party`: the aggregator's result is the in-process one."""
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(120, 4)) * np.array([2.0, 1.0, 0.5, 0.2])
+    X /= 1.05 * np.linalg.norm(X, axis=1).max()
+    parts = np.array_split(X, 3)
+    layout = registry.deployment("capepca").layout(3)
+    assert sorted(layout.values()) == list(range(5))
+    write_credentials(list(layout), tmp_path / "tls")
+    master = f"{topology.addresses[0]}:{topology.free_port(0)}"
+    seed = 4242
+    placed, outputs = {}, {}
+    for name, rank in layout.items():
+        outputs[name] = tmp_path / f"{name}.json"
+        command = [
+            sys.executable, "-m", "mpc_pca.cli", "party", "--protocol", "capepca", "--rank", str(rank),
+            "--world-size", str(len(layout)), "--master", master, "--tls-dir", str(tmp_path / "tls"),
+            "--epsilon", "2", "--delta", "1e-3", "--seed", str(seed), "--timeout", "20",
+            "--connect-timeout", "60", "--output", str(outputs[name]),
+        ]  # fmt: skip
+        if rank < len(parts):
+            path = tmp_path / f"{name}.csv"
+            np.savetxt(path, parts[rank], fmt="%.17g", delimiter=",")
+            command += ["--data", str(path), "--no-header"]
+        placed[name] = ["ip", "netns", "exec", topology.hosts[rank], *command]
+    outcomes = launch(placed, timeout=20, env=child_environment())
+    raise_on_failure(outcomes)
+
+    aggregator = json.loads(outputs["aggregator"].read_text())
+    reference = run_threads("capepca", parts, {"epsilon": 2.0, "delta": 1e-3}, seed)
+    assert aggregator["components"] == reference["components"]
+    assert aggregator["explained_variance"] == reference["explained_variance"]
+    for name in layout:
+        report = json.loads(outputs[name].read_text())["report"][name]
+        assert report["bytes_sent"] == reference["report"][name]["bytes_sent"]
+        assert report["rounds"] == reference["report"][name]["rounds"]
