@@ -101,9 +101,7 @@ def message_cap(views: Mapping[str, Mapping[str, Any]], n_features: int) -> int:
     """
     view = next(iter(views.values()))
     d, k = n_features, int(view["n_components"])
-    per_entry = 8
-    if view.get("backend") == "paillier":
-        per_entry = 2 * int(view.get("key_bits") or 3072) // 8 + 8
+    per_entry = backend_class(str(view.get("backend"))).max_bytes_per_entry(view.get("key_bits"))
     rows = max(int(v["n_rows"]) for v in views.values() if "n_rows" in v)
     return (d * d + d + 1) * per_entry + (d + rows) * k * 8 + (1 << 20)
 

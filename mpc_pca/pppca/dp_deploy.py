@@ -47,10 +47,9 @@ from mpc_pca.pppca.dp_sum import (
 )
 from mpc_pca.roles import SERVER
 from mpc_pca.validation import check_n_components
-from protocols.backends import SecureSumBackend, make_backend
+from protocols.backends import SecureSumBackend, backend_class, make_backend
 from protocols.dp.calibration import check_delta_value, check_epsilon_value, gaussian_sigma
 from protocols.errors import InputValidationError
-from protocols.paillier.keys import DEFAULT_KEY_BITS
 
 __all__ = ["HARNESS_FIELDS", "PPPCADPDeployment"]
 
@@ -117,9 +116,9 @@ class PPPCADPDeployment(HoldersFirst):
         if h is not None and (isinstance(h, bool) or not isinstance(h, int) or h < 1):
             raise InputValidationError(f"min_honest={h!r} must be None or a positive integer")
         backend = settings.get("backend") or "additive"
-        if backend == "crypten":
+        if not backend_class(backend).fixed_point_ring:
             raise InputValidationError(
-                "backend 'crypten' encodes in its own ring; pppca-dp adds integer noise in the 64-bit "
+                f"backend {backend!r} encodes in its own ring; pppca-dp adds integer noise in the 64-bit "
                 "fixed-point ring and needs 'additive', 'additive-masks' or 'paillier'"
             )
         frac_bits = DEFAULT_FRAC_BITS if settings.get("frac_bits") is None else settings["frac_bits"]
@@ -170,9 +169,8 @@ class PPPCADPDeployment(HoldersFirst):
     def message_cap(self, config: PPPCADPDeployConfig) -> int:
         """The Gram triangle's secure sum (``D(D+1)/2`` ring elements, or Paillier ciphertexts) and ``T``."""
         d = config.plan.n_features
-        per_entry = 8
-        if config.settings["backend"] == "paillier":
-            per_entry = 2 * int(config.settings["key_bits"] or DEFAULT_KEY_BITS) // 8 + 8
+        backend = backend_class(config.settings["backend"])
+        per_entry = backend.max_bytes_per_entry(config.settings["key_bits"])
         entries = d * (d + 1) // 2 + d + 1
         return 2 * entries * per_entry + 8 * d * config.n_components + CAP_SLACK
 

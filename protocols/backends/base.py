@@ -75,6 +75,15 @@ class SecureSumBackend(ABC):
     def __init__(self, codec: FixedPointCodec | None = None) -> None:
         self.codec = FixedPointCodec() if codec is None else codec
 
+    @classmethod
+    def max_bytes_per_entry(cls, key_bits: int | None = None) -> int:
+        """Most bytes one summed entry can take on the wire (a ring element: 8).
+
+        For sizing message caps from the agreed settings, before any backend
+        exists; ``key_bits`` is the agreed key size of a backend with keys.
+        """
+        return 8
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(codec={self.codec!r})"
 

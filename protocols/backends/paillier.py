@@ -172,6 +172,11 @@ class PaillierBackend(SecureSumBackend):
         self.window_bits = int(window_bits)
         self.offline = bool(offline)
 
+    @classmethod
+    def max_bytes_per_entry(cls, key_bits: int | None = None) -> int:
+        """One ciphertext mod ``n^2`` when nothing is packed (``2 key_bits`` bits) plus its length field."""
+        return 2 * int(DEFAULT_KEY_BITS if key_bits is None else key_bits) // 8 + 8
+
     def __repr__(self) -> str:
         return (
             f"PaillierBackend(key_bits={self.key_bits}, precompute={self.precompute}, "

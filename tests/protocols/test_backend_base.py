@@ -160,3 +160,16 @@ def test_real_input_keeps_a_float64_array_and_converts_integers_exactly():
     assert real_input(x) is x  # no copy of a summand that may be a large Gram triangle
     converted = real_input(np.array([2**53, -1], dtype=np.int64))
     assert converted.dtype == np.float64 and converted.tolist() == [2.0**53, -1.0]
+
+
+def test_wire_size_per_entry_is_a_capability_that_bounds_real_ciphertexts():
+    """Message caps are sized from ``max_bytes_per_entry`` of the agreed backend, never from its name."""
+    from protocols.backends import backend_class
+    from protocols.paillier.keys import DEFAULT_KEY_BITS, generate_keypair
+
+    assert backend_class("additive").max_bytes_per_entry() == 8
+    assert backend_class("additive-masks").max_bytes_per_entry(4096) == 8
+    paillier = backend_class("paillier")
+    assert paillier.max_bytes_per_entry() == paillier.max_bytes_per_entry(DEFAULT_KEY_BITS)
+    key = generate_keypair(512, allow_insecure_key_size=True).public_key
+    assert key.ciphertext_bytes <= paillier.max_bytes_per_entry(512) < 2 * key.ciphertext_bytes
