@@ -44,7 +44,13 @@ def worker(args: Any) -> None:
     ranks = {c: i for i, c in enumerate(contributors)} | {RECEIVER: m}
     creds = None if args.tls_dir is None else Credentials.from_dir(args.tls_dir, args.worker)
     channel = open_links(
-        args.worker, ranks, args.master, credentials=creds, timeout=300, connect_timeout=120, host_rendezvous=False
+        args.worker,
+        ranks,
+        args.master,
+        credentials=creds,
+        timeout=300,
+        connect_timeout=120,
+        host_rendezvous=False,
     )
     agree(channel, {"d": d}, 120)
     channel.set_message_cap(8 * d * d + (1 << 20))
@@ -136,7 +142,9 @@ def run_point(d: int, m: int, repeats: int, worlds: int = 2) -> dict[str, Any]:
             "median_startup_seconds": statistics.median(data["startup"]),
         }
     row["tls_over_plain"] = row["tls"]["median_seconds"] / row["plain"]["median_seconds"]
-    row["startup_tls_over_plain"] = row["tls"]["median_startup_seconds"] / row["plain"]["median_startup_seconds"]
+    row["startup_tls_over_plain"] = (
+        row["tls"]["median_startup_seconds"] / row["plain"]["median_startup_seconds"]
+    )
     return row
 
 

@@ -113,7 +113,9 @@ def main() -> None:
                 f"max |diff| {row['max_component_difference']:.2e}"
             )
     name = "reveal_quick" if args.quick else "reveal"
-    path = write_json(f"{name}.json", {"machine": machine(), "k": K, "quick": args.quick, "rows": rows}, folder)
+    path = write_json(
+        f"{name}.json", {"machine": machine(), "k": K, "quick": args.quick, "rows": rows}, folder
+    )
     plot(rows, folder / f"{name}.png")
     print(f"wrote {path} and {name}.png")
 

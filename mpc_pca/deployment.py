@@ -71,7 +71,9 @@ class Deployment(ABC):
         """The names of the parties that hold rows, in part order."""
 
     @abstractmethod
-    def public(self, party: str, data: NDArray[np.float64] | None, settings: Mapping[str, Any]) -> PublicSettings:
+    def public(
+        self, party: str, data: NDArray[np.float64] | None, settings: Mapping[str, Any]
+    ) -> PublicSettings:
         """What ``party`` announces to every peer before the run.
 
         ``settings`` are the protocol options every party was given (the
@@ -117,7 +119,9 @@ class Deployment(ABC):
         """Largest message (bytes) any party of this run may receive; see :data:`DEFAULT_MESSAGE_CAP`."""
         return DEFAULT_MESSAGE_CAP
 
-    def generator(self, party: str, layout: Mapping[str, int], noise_seed: int | None) -> np.random.Generator | None:
+    def generator(
+        self, party: str, layout: Mapping[str, int], noise_seed: int | None
+    ) -> np.random.Generator | None:
         """``party``'s DP noise generator (``None`` for a protocol without DP noise)."""
         return None
 

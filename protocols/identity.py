@@ -82,7 +82,8 @@ def group_identities(names: Iterable[str]) -> dict[str, Identity]:
     keys = {name: Ed25519PrivateKey.generate() for name in names}
     publics = {name: _raw(key.public_key()) for name, key in keys.items()}
     return {
-        name: Identity(name, key, {p: raw for p, raw in publics.items() if p != name}) for name, key in keys.items()
+        name: Identity(name, key, {p: raw for p, raw in publics.items() if p != name})
+        for name, key in keys.items()
     }
 
 

@@ -147,4 +147,6 @@ def expect_array_list(
     if not isinstance(message, list) or len(message) != len(shapes):
         got = len(message) if isinstance(message, list) else type(message).__name__
         raise ProtocolError(f"expected a list of {len(shapes)} arrays from {sender!r}, got {got}")
-    return [expect_array(m, sender=sender, shape=s, dtype=dtype) for m, s in zip(message, shapes, strict=True)]
+    return [
+        expect_array(m, sender=sender, shape=s, dtype=dtype) for m, s in zip(message, shapes, strict=True)
+    ]

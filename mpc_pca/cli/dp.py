@@ -266,7 +266,9 @@ def run_ppm(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]
 
 def run_ppca(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
     """Exponential mechanism by Gibbs sampling (trusted curator)."""
-    return _runner(lambda a, m: _dp().ExponentialMechanismPCA(epsilon=a.epsilon, **_common(a, m)))(args, parts)
+    return _runner(lambda a, m: _dp().ExponentialMechanismPCA(epsilon=a.epsilon, **_common(a, m)))(
+        args, parts
+    )
 
 
 def run_pooled(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:

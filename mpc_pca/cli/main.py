@@ -51,7 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser(
-        "run", help="run a protocol on one file per provider, or on one data set split among them",
+        "run",
+        help="run a protocol on one file per provider, or on one data set split among them",
         epilog=EXIT_CODES_HELP,
     )
     run.add_argument("--protocol", required=True, help=f"one of: {', '.join(names())}")
@@ -65,7 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
         f"builtin:NAME (NAME in {{{', '.join(builtin_names())}}}) or synthetic:stm|mog[:N[:SEED]] (capeagn) "
         "split among --parties",
     )
-    run.add_argument("--parties", type=int, default=None, help="one data set: number of providers (default 3)")
+    run.add_argument(
+        "--parties", type=int, default=None, help="one data set: number of providers (default 3)"
+    )
     run.add_argument("--n-components", type=int, default=2, help="number of components k (default 2)")
     run.add_argument(
         "--split", choices=("even", "random"), default=None, help="one data set: how rows are split (even)"
@@ -176,7 +179,9 @@ def run_command(args: argparse.Namespace) -> dict[str, Any]:
         from mpc_pca.deploy.local import start_party_server
 
         start_party_server()  # its imports overlap the reading of the data
-    data = provider_data(args.data, read_options(args), parties=args.parties, split=args.split, seed=args.seed)
+    data = provider_data(
+        args.data, read_options(args), parties=args.parties, split=args.split, seed=args.seed
+    )
     for note in data.notes:
         print(f"mpc-pca: {note}", file=sys.stderr)
     parts = data.parts
@@ -189,7 +194,9 @@ def run_command(args: argparse.Namespace) -> dict[str, Any]:
         "feature_names": list(data.names),
         "n_components": args.n_components,
     }
-    result["transport"] = getattr(args, "transport", "inprocess")  # as typed: "torch" is an alias of "processes"
+    result["transport"] = getattr(
+        args, "transport", "inprocess"
+    )  # as typed: "torch" is an alias of "processes"
     result["_data"] = data
     if transport == "processes":
         from mpc_pca.cli.runners import run_processes

@@ -26,6 +26,7 @@ EXIT_CODES_HELP = (
     "found before any party starts); 4 protocol failure (a party failed, timed out or sent bad data)"
 )
 
+
 def check_protocol_options(args: argparse.Namespace, protocol: ProtocolEntry) -> None:
     """Refuse every protocol-specific option the protocol does not use; fill in the defaults.
 

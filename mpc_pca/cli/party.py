@@ -52,14 +52,19 @@ def add_party_parser(sub: Any) -> None:
     )  # fmt: skip
     party.add_argument("--rank", type=int, default=None, help="this party's rank (default: $RANK)")
     party.add_argument(
-        "--world-size", type=int, default=None, help="number of parties, e.g. PPPCA: M + 2 (default: $WORLD_SIZE)"
+        "--world-size",
+        type=int,
+        default=None,
+        help="number of parties, e.g. PPPCA: M + 2 (default: $WORLD_SIZE)",
     )
     party.add_argument(
         "--master", default=None,
         help="ADDR:PORT of the rendezvous, hosted by rank 0 on that interface "
         "(default: $MASTER_ADDR:$MASTER_PORT)",
     )  # fmt: skip
-    party.add_argument("--listen", default=None, help="interface for this party's links (default: route to master)")
+    party.add_argument(
+        "--listen", default=None, help="interface for this party's links (default: route to master)"
+    )
     party.add_argument("--data", default=None, help="providers: this party's rows (CSV or builtin:NAME)")
     party.add_argument("--n-components", type=int, default=2, help="number of components k (default 2)")
     party.add_argument("--backend", default=None, help="secure-sum backend (protocol default if omitted)")
@@ -80,7 +85,9 @@ def add_party_parser(sub: Any) -> None:
     )  # fmt: skip
     party.add_argument("--ifname", default=None, help="crypten only: network interface for gloo")
     party.add_argument("--output", type=Path, default=None, help="write this party's JSON result here")
-    party.add_argument("--external-rendezvous", "--external-store", action="store_true", help=argparse.SUPPRESS)
+    party.add_argument(
+        "--external-rendezvous", "--external-store", action="store_true", help=argparse.SUPPRESS
+    )
     party.add_argument(
         "--reveal", choices=("covariance", "components"), default=None, help="pppca: what the server learns"
     )
@@ -96,7 +103,9 @@ def add_party_parser(sub: Any) -> None:
 
     certs = sub.add_parser("certs", help="make a consortium CA and a key + certificate per party")
     certs.add_argument("--parties", required=True, help="comma-separated party names, e.g. provider0,server")
-    certs.add_argument("--out", type=Path, required=True, help="directory to write ca.pem, NAME.pem, NAME.key")
+    certs.add_argument(
+        "--out", type=Path, required=True, help="directory to write ca.pem, NAME.pem, NAME.key"
+    )
     certs.add_argument("--days", type=int, default=30, help="certificate lifetime in days (default 30)")
 
 
@@ -119,8 +128,10 @@ def resolve_layout(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[in
         master = args.master
     else:
         addr = _from_env(None, "MASTER_ADDR", env, "--master")
-        master = f"[{addr}]:{_from_env(None, 'MASTER_PORT', env, '--master')}" if ":" in addr else (
-            f"{addr}:{_from_env(None, 'MASTER_PORT', env, '--master')}"
+        master = (
+            f"[{addr}]:{_from_env(None, 'MASTER_PORT', env, '--master')}"
+            if ":" in addr
+            else (f"{addr}:{_from_env(None, 'MASTER_PORT', env, '--master')}")
         )
     return rank, world, master
 
@@ -136,7 +147,9 @@ def credentials_of(args: argparse.Namespace, name: str) -> Any:
     for field, value in parts.items():
         if value is None:
             if base is None:
-                raise InputValidationError(f"--{field} is missing (give --tls-dir, or all of --ca, --cert, --key)")
+                raise InputValidationError(
+                    f"--{field} is missing (give --tls-dir, or all of --ca, --cert, --key)"
+                )
             parts[field] = getattr(base, field)
     creds = Credentials(**parts)
     creds.check()
@@ -160,7 +173,10 @@ def party_command(args: argparse.Namespace, env: Mapping[str, str] | None = None
         os.environ["GLOO_SOCKET_IFNAME"] = args.ifname
     credentials = None if args.insecure else credentials_of(args, name)
     if args.insecure:
-        print(f"mpc-pca: warning: {name}: --insecure: links are neither encrypted nor authenticated", file=sys.stderr)
+        print(
+            f"mpc-pca: warning: {name}: --insecure: links are neither encrypted nor authenticated",
+            file=sys.stderr,
+        )
     links = LinkOptions(
         master, credentials, args.insecure, listen_host=args.listen, timeout=args.timeout,
         connect_timeout=args.connect_timeout, host_rendezvous=False if args.external_rendezvous else None,

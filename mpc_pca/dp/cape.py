@@ -410,7 +410,13 @@ def run_capepca(
     arrays, k = prepare_parts(parts, n_components, row_norm)
     config = CapeConfig(len(arrays), arrays[0].shape[1], k, eps, dlt, relation, mode, noise_calibration)
     run = run_cape_parties(
-        arrays, config, site_role, aggregator_role, noise_generator_role, random_state=random_state, timeout=timeout
+        arrays,
+        config,
+        site_role,
+        aggregator_role,
+        noise_generator_role,
+        random_state=random_state,
+        timeout=timeout,
     )
     return CapeRun(
         model=run.outputs[AGGREGATOR],

@@ -345,7 +345,13 @@ def run_capeagn(
         noise_calibration=noise_calibration,
     )
     run = run_cape_parties(
-        arrays, config, site_role, aggregator_role, noise_generator_role, random_state=random_state, timeout=timeout
+        arrays,
+        config,
+        site_role,
+        aggregator_role,
+        noise_generator_role,
+        random_state=random_state,
+        timeout=timeout,
     )
     return CapeAGNRun(
         model=run.outputs[AGGREGATOR],

@@ -36,6 +36,7 @@ from protocols.errors import InputValidationError
 
 ROW_NORM_MODES = ("clip", "error")
 
+
 def bound_rows(parts: Sequence[NDArray[np.float64]], mode: str) -> list[NDArray[np.float64]]:
     """Apply the row-norm policy ``mode`` (``"clip"`` or ``"error"``) to every part."""
     if mode not in ROW_NORM_MODES:

@@ -255,7 +255,10 @@ def _agree_pairwise_keys(party: Party, contributors: tuple[str, ...], receiver: 
         )
     private = X25519PrivateKey.generate()
     own_public = _raw_public(private)
-    signed = {"key": own_public, "sig": identity.sign(_key_statement(party.name, own_public, contributors, receiver))}
+    signed = {
+        "key": own_public,
+        "sig": identity.sign(_key_statement(party.name, own_public, contributors, receiver)),
+    }
     if party.name == receiver:
         publics = {party.name: signed}
         publics.update({c: party.recv(c) for c in contributors if c != party.name})
@@ -281,7 +284,9 @@ def _agree_pairwise_keys(party: Party, contributors: tuple[str, ...], receiver: 
             )
         if peer == party.name:
             if peer_public != own_public:
-                raise ProtocolError(f"the relay {receiver!r} returned a different public key for {party.name!r}")
+                raise ProtocolError(
+                    f"the relay {receiver!r} returned a different public key for {party.name!r}"
+                )
             continue
         shared = private.exchange(X25519PublicKey.from_public_bytes(peer_public))
         low, high = sorted((party.name, peer))

@@ -128,7 +128,9 @@ def start_fork_server(preload: Sequence[str]) -> None:
 class _ForkedParty:
     """The :class:`subprocess.Popen` calls :func:`launch` uses, for a fork-server child."""
 
-    def __init__(self, entry: PythonEntry | PythonCall, stderr_path: Path, environment: dict[str, str]) -> None:
+    def __init__(
+        self, entry: PythonEntry | PythonCall, stderr_path: Path, environment: dict[str, str]
+    ) -> None:
         method = entry.start_method if isinstance(entry, PythonCall) else "forkserver"
         if method not in ("forkserver", "spawn"):
             raise InputValidationError(f"start_method must be 'forkserver' or 'spawn', got {method!r}")

@@ -97,13 +97,21 @@ def open_links(
     host = listen_host or local_address_towards(master_host)
     listener = listen(host, 0)
     address = (host, listener.getsockname()[1])
-    log.info("%s: rank %d listening on %s:%d (%s)", name, rank, *address, "TLS 1.3" if credentials else "INSECURE")
+    log.info(
+        "%s: rank %d listening on %s:%d (%s)", name, rank, *address, "TLS 1.3" if credentials else "INSECURE"
+    )
     rank0 = next(n for n, r in table.items() if r == 0)
     introducer_name = rank0 if host_rendezvous is None or hosting else INTRODUCER_NAME
     try:
         addresses = register(master, name, rank, address, client_ctx, introducer_name, connect_timeout)
         streams = connect_mesh(
-            name, table, addresses, listener, client_ctx=client_ctx, server_ctx=server_ctx, timeout=connect_timeout
+            name,
+            table,
+            addresses,
+            listener,
+            client_ctx=client_ctx,
+            server_ctx=server_ctx,
+            timeout=connect_timeout,
         )
     except BaseException:
         listener.close()
@@ -115,7 +123,10 @@ def open_links(
     channel = SocketChannel(name, table, streams, timeout)
     try:
         channel.identity = exchange_identity(
-            name, channel.peers, channel.send_control, lambda peer: channel.recv_control(peer, connect_timeout)
+            name,
+            channel.peers,
+            channel.send_control,
+            lambda peer: channel.recv_control(peer, connect_timeout),
         )
     except BaseException as exc:
         fail(channel, exc)

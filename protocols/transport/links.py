@@ -101,7 +101,9 @@ class TlsStream(Stream):
 
     secure = True
 
-    def __init__(self, sock: socket.socket, obj: ssl.SSLObject, incoming: ssl.MemoryBIO, outgoing: ssl.MemoryBIO):
+    def __init__(
+        self, sock: socket.socket, obj: ssl.SSLObject, incoming: ssl.MemoryBIO, outgoing: ssl.MemoryBIO
+    ):
         super().__init__(sock)
         self._obj, self._in, self._out = obj, incoming, outgoing
         self._ssl_lock = threading.Lock()
@@ -127,7 +129,9 @@ class TlsStream(Stream):
                 except ssl.SSLError as exc:
                     reason = str(exc.reason or exc)
                     if "ALERT" in reason or "CERTIFICATE" in reason:
-                        raise AuthenticationError(f"authentication failed: the peer sent TLS alert {reason}") from None
+                        raise AuthenticationError(
+                            f"authentication failed: the peer sent TLS alert {reason}"
+                        ) from None
                     raise ProtocolError(f"TLS record error: {reason}") from None
             if pending:
                 with self._send_lock:
@@ -229,7 +233,9 @@ def _handshake(
                 sock.sendall(data)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise PeerTimeoutError(f"{me!r}: TLS handshake with {where} did not finish within {timeout:g} s")
+                raise PeerTimeoutError(
+                    f"{me!r}: TLS handshake with {where} did not finish within {timeout:g} s"
+                )
             sock.settimeout(remaining)
             raw = sock.recv(_RECV)
             if not raw:
@@ -249,7 +255,9 @@ def _handshake(
             f"{me!r}: authentication failed for {where}: TLS handshake error: {exc.reason or exc}"
         ) from None
     except TimeoutError:
-        raise PeerTimeoutError(f"{me!r}: TLS handshake with {where} did not finish within {timeout:g} s") from None
+        raise PeerTimeoutError(
+            f"{me!r}: TLS handshake with {where} did not finish within {timeout:g} s"
+        ) from None
     except OSError as exc:
         raise AuthenticationError(f"{me!r}: authentication failed for {where}: {exc}") from None
     sock.settimeout(None)

@@ -127,7 +127,9 @@ def connect_mesh(
         missing = [f"{n!r} (rank {r})" for n, r in lower.items() if n not in accepted]
         if missing:
             why = f"; refused: {'; '.join(refused)}" if refused else ""
-            raise PeerTimeoutError(f"{me!r} waited {timeout:g} s, but {', '.join(missing)} did not connect{why}")
+            raise PeerTimeoutError(
+                f"{me!r} waited {timeout:g} s, but {', '.join(missing)} did not connect{why}"
+            )
     except BaseException:
         for stream in [*streams.values(), *accepted.values()]:
             stream.close()

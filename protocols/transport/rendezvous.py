@@ -122,7 +122,9 @@ class Introducer:
         Seconds to wait for every party.
     """
 
-    def __init__(self, address: str, ranks: Mapping[str, int], context: ssl.SSLContext | None, timeout: float):
+    def __init__(
+        self, address: str, ranks: Mapping[str, int], context: ssl.SSLContext | None, timeout: float
+    ):
         host, port = parse_address(address)
         self.ranks = dict(ranks)
         self._by_rank = {r: n for n, r in self.ranks.items()}
@@ -143,9 +145,7 @@ class Introducer:
             if remaining <= 0:
                 missing = [f"{n!r} (rank {r})" for n, r in self.ranks.items() if n not in joined]
                 refused = f"; refused: {'; '.join(self.refused)}" if self.refused else ""
-                self.error = (
-                    f"the rendezvous waited {self._timeout:g} s, but {', '.join(missing)} did not join{refused}"
-                )
+                self.error = f"the rendezvous waited {self._timeout:g} s, but {', '.join(missing)} did not join{refused}"
                 break
             self._sock.settimeout(remaining)
             try:
@@ -173,7 +173,9 @@ class Introducer:
             msg = read_message(stream, who)
             name, rank = msg.get("name"), msg.get("rank")
             if not isinstance(rank, int) or self._by_rank.get(rank) != name:
-                raise AuthenticationError(f"{who} claimed to be {name!r} at rank {rank!r}, which is not in the layout")
+                raise AuthenticationError(
+                    f"{who} claimed to be {name!r} at rank {rank!r}, which is not in the layout"
+                )
             if self._ctx is not None and cert_name != name:
                 raise AuthenticationError(
                     f"authentication failed for {who} claiming to be {name!r} (rank {rank}): its certificate "

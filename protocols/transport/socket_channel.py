@@ -149,7 +149,9 @@ class SocketChannel(Channel):
             with self._cond:
                 self._failed.setdefault(
                     peer,
-                    PeerFailureError(f"{self.where(peer)} closed the connection (its process ended or reset the link: {exc})"),
+                    PeerFailureError(
+                        f"{self.where(peer)} closed the connection (its process ended or reset the link: {exc})"
+                    ),
                 )
                 self._cond.notify_all()
 
@@ -159,7 +161,9 @@ class SocketChannel(Channel):
             try:
                 value = decode_message(payload)
             except WireFormatError as exc:
-                raise ProtocolError(f"{self.where(peer)} sent a malformed {_KINDS[kind]} frame: {exc}") from None
+                raise ProtocolError(
+                    f"{self.where(peer)} sent a malformed {_KINDS[kind]} frame: {exc}"
+                ) from None
             if not isinstance(value, dict):
                 raise ProtocolError(f"{self.where(peer)} sent a malformed {_KINDS[kind]} frame")
         with self._cond:
@@ -247,7 +251,9 @@ class SocketChannel(Channel):
                         return queues[frm].popleft()
                     self._raise_run_failure()
                     if frm in self._bye:
-                        raise ProtocolError(f"{self.me!r} expected a message from {self.where(frm)}, which has finished")
+                        raise ProtocolError(
+                            f"{self.me!r} expected a message from {self.where(frm)}, which has finished"
+                        )
                     t = now()
                     if t >= max(started, self._progress) + limit:
                         raise PeerTimeoutError(self._blame(frm, limit))
@@ -261,7 +267,13 @@ class SocketChannel(Channel):
                         continue
                     if t >= next_log:
                         next_log = t + _LOG_EVERY
-                        log.info("%s: waiting for %s (%s) %.0f s", self.me, frm, self.phase_label or "protocol", t - started)
+                        log.info(
+                            "%s: waiting for %s (%s) %.0f s",
+                            self.me,
+                            frm,
+                            self.phase_label or "protocol",
+                            t - started,
+                        )
                     self._cond.wait(min(1.0, max(0.01, max(started, self._progress) + limit - t)))
         except PeerTimeoutError:
             # Still true: this party was waiting for ``frm``. Leave that announced, so that a peer

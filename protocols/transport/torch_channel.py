@@ -68,6 +68,7 @@ CHANNEL_TAG = 0x6D7063
 _BACKLOG_BYTES = 32 << 20
 _BACKLOG_MESSAGES = 256
 
+
 def _new_buffer(nbytes: int) -> np.ndarray:
     """An uninitialised byte buffer from numpy's allocator.
 

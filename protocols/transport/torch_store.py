@@ -45,6 +45,7 @@ _ABORT_KEY = "mpc/abort"
 _ABORT_COUNT_KEY = "mpc/abort-count"
 _STORE_POLL_SECONDS = 0.05
 
+
 def parse_master(master: str) -> tuple[str, int]:
     """Split ``ADDR:PORT`` (``[v6addr]:PORT`` for IPv6) into host and port."""
     host, sep, port_text = master.rpartition(":")

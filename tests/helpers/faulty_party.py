@@ -95,7 +95,9 @@ def main() -> int:
             FileSource(args.data, read_options(args)),
             {"n_components": args.n_components, "backend": args.backend},
         )
-        run_party(spec, deployment=PPPCADeployment("pppca-ss", lambda settings: faulty_backend(mode, args.backend)))
+        run_party(
+            spec, deployment=PPPCADeployment("pppca-ss", lambda settings: faulty_backend(mode, args.backend))
+        )
     except Exception as exc:
         print(f"mpc-pca: error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         os._exit(2)

@@ -5,7 +5,12 @@ from __future__ import annotations
 import struct
 from collections import defaultdict
 
-_MAGICS = {b"\xd4\xc3\xb2\xa1": "<", b"\xa1\xb2\xc3\xd4": ">", b"\x4d\x3c\xb2\xa1": "<", b"\xa1\xb2\x3c\x4d": ">"}
+_MAGICS = {
+    b"\xd4\xc3\xb2\xa1": "<",
+    b"\xa1\xb2\xc3\xd4": ">",
+    b"\x4d\x3c\xb2\xa1": "<",
+    b"\xa1\xb2\x3c\x4d": ">",
+}
 _ETHERNET = 1
 
 

@@ -39,7 +39,9 @@ def run_socket_world(
                 creds = credentials[name]
             elif tls_dir is not None:
                 creds = Credentials.from_dir(tls_dir, name)
-            channel = open_links(name, ranks, master, credentials=creds, timeout=timeout, connect_timeout=timeout)
+            channel = open_links(
+                name, ranks, master, credentials=creds, timeout=timeout, connect_timeout=timeout
+            )
             agree(channel, {"name": name}, timeout)
             channel.set_message_cap(cap)
             results[name] = run_role(channel, roles[name])

@@ -106,7 +106,9 @@ def test_certificate_from_another_ca_is_refused(tmp_path, wine):
     _keep, _port, commands, outputs = start_run(tmp_path, wine)
     other = tmp_path / "other-ca"
     write_credentials(["consumer"], other)
-    commands["consumer"] = _impostor(commands, other / "ca.pem", other / "consumer.pem", other / "consumer.key")
+    commands["consumer"] = _impostor(
+        commands, other / "ca.pem", other / "consumer.pem", other / "consumer.key"
+    )
     outcomes = launch(commands, timeout=TIMEOUT, env=child_environment(), grace=CONNECT + 5)
     assert outcomes["consumer"].returncode == EXIT_PROTOCOL
     assert "authentication failed" in outcomes["consumer"].error_line()
@@ -155,6 +157,8 @@ def test_malicious_insider_frames_stop_everyone(tmp_path, wine, mode, needle):
         outcome = outcomes[name]
         assert outcome.returncode == EXIT_PROTOCOL, (name, outcome.stderr[-2000:])
         assert not outcome.killed_by_launcher, name
-        assert "ProtocolError" in outcome.error_line() and needle in outcome.error_line(), outcome.error_line()
+        assert "ProtocolError" in outcome.error_line() and needle in outcome.error_line(), (
+            outcome.error_line()
+        )
     for path in outputs.values():
         assert not path.exists(), f"{path.name} was written"

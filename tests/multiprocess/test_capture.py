@@ -109,4 +109,6 @@ def test_a_passive_observer_sees_no_plaintext_over_tls(tmp_path, mode):
     if mode == "tls":
         assert found == [], f"plaintext on the wire despite TLS: {found}"
     else:
-        assert found == sorted(secrets), f"the insecure run should expose all of them; found only {found} (tcpdump: {counts})"
+        assert found == sorted(secrets), (
+            f"the insecure run should expose all of them; found only {found} (tcpdump: {counts})"
+        )

@@ -42,7 +42,9 @@ def run_faulty(
     """Run the five parties (TLS links, crypten: gloo) with the launcher's rendezvous."""
     parts = np.array_split(wine, 3)
     crypten = backend == "crypten"
-    _keep, port = host_rendezvous(pppca_ranks(3), tmp_path, insecure=crypten, gloo=crypten, timeout=connect_timeout)
+    _keep, port = host_rendezvous(
+        pppca_ranks(3), tmp_path, insecure=crypten, gloo=crypten, timeout=connect_timeout
+    )
     commands, outputs = party_commands(
         tmp_path,
         parts,
@@ -120,7 +122,9 @@ def test_provider_that_stops_responding_is_blamed_by_everyone(tmp_path, wine):
     # the chain of "waiting for" reports leads every party to the stalled one.
     for name in ("provider0", "provider2", "server", "consumer"):
         line = outcomes[name].error_line()
-        assert "PeerTimeoutError" in line and "'provider1' (rank 1) did not send within the deadline" in line, line
+        assert (
+            "PeerTimeoutError" in line and "'provider1' (rank 1) did not send within the deadline" in line
+        ), line
         assert "'provider0' (rank 0) did not send" not in line, line
 
 

@@ -129,7 +129,13 @@ def test_pppca_with_one_party_per_network_namespace(tmp_path: Path, topology: To
     master = f"{topology.addresses[0]}:{topology.free_port(0)}"
     write_credentials(list(pppca_ranks(3)), tmp_path / "tls")
     commands, outputs = party_commands(
-        tmp_path, parts, master, timeout=20, connect_timeout=60, external_store=False, tls_dir=tmp_path / "tls"
+        tmp_path,
+        parts,
+        master,
+        timeout=20,
+        connect_timeout=60,
+        external_store=False,
+        tls_dir=tmp_path / "tls",
     )
     placed = {}
     for i, (name, command) in enumerate(commands.items()):  # ranks 0..4 in order

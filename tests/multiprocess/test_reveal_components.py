@@ -19,7 +19,9 @@ def test_components_mode_over_processes_matches_sklearn():
     from mpc_pca.deploy import launch_local
 
     data = StandardScaler().fit_transform(load_iris().data)
-    result = launch_local("pppca-ss", np.array_split(data, 2), {"n_components": 2, "reveal": "components"}, timeout=120)
+    result = launch_local(
+        "pppca-ss", np.array_split(data, 2), {"n_components": 2, "reveal": "components"}, timeout=120
+    )
     ref = PCA(2).fit(data)
     components = np.array(result["components"])
     assert np.max(np.abs(align_signs(components, ref.components_) - ref.components_)) < 1e-4

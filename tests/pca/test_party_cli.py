@@ -48,7 +48,10 @@ def test_crypten_requires_insecure(tmp_path):
 def test_certs_command_writes_one_pair_per_party(tmp_path, capsys):
     assert main(["certs", "--parties", "provider0,provider1,server", "--out", str(tmp_path)]) == 0
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert names == sorted(["ca.pem", "ca.key"] + [f"{n}.{e}" for n in ("provider0", "provider1", "server") for e in ("pem", "key")])
+    assert names == sorted(
+        ["ca.pem", "ca.key"]
+        + [f"{n}.{e}" for n in ("provider0", "provider1", "server") for e in ("pem", "key")]
+    )
     assert main(["certs", "--parties", "x", "--out", str(tmp_path)]) == 3
     err = capsys.readouterr().err
     assert "ca.pem" in err and "already exist" in err and "nothing was written" in err

@@ -219,7 +219,9 @@ def test_any_scale_matches_sklearn_with_default_settings(wine, scale):
     X = wine * scale
     model = PPPCA(n_components=3).fit(np.array_split(X, 3))
     reference = PCA(n_components=3, svd_solver="full").fit(X)
-    assert np.max(np.abs(align_signs(model.components_, reference.components_) - reference.components_)) < 1e-6
+    assert (
+        np.max(np.abs(align_signs(model.components_, reference.components_) - reference.components_)) < 1e-6
+    )
     assert np.max(np.abs(model.explained_variance_ / reference.explained_variance_ - 1)) < 1e-6
     assert np.max(np.abs(model.mean_ - reference.mean_) / np.max(np.abs(X), axis=0)) < 1e-9
 

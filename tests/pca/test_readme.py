@@ -22,7 +22,10 @@ def run_script(block: str, directory: Path) -> str:
     """Write a README script block to ``directory`` and run it as its own interpreter; return stdout."""
     name = SCRIPT.match(block).group(1)
     (directory / name).write_text(block)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
+    }
     done = subprocess.run(
         [sys.executable, name], cwd=directory, env=env, capture_output=True, text=True, timeout=300
     )

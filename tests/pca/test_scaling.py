@@ -42,7 +42,9 @@ def test_agreement_over_any_split_equals_the_pooled_exponents(data, cut):
 
 @pytest.mark.parametrize("value", [1025, -1074, 10**30, ZERO_COLUMN + 1])
 def test_exponents_outside_float64_are_refused_naming_the_provider(value):
-    with pytest.raises(InputValidationError, match=rf"provider1 published column exponents \[{value}\] outside"):
+    with pytest.raises(
+        InputValidationError, match=rf"provider1 published column exponents \[{value}\] outside"
+    ):
         agree_exponents([[0, 1], [0, value]])
 
 

@@ -154,7 +154,10 @@ def test_corrupted_encodings_only_raise_wire_errors(message, data):
     [
         (b"A\x03<,8", "invalid array dtype"),  # a comma dtype string: numpy raised SyntaxError
         (b"A\x03<f8\x02" + (2**62).to_bytes(8, "little") + bytes(8) + bytes(8) + b"\x00", "axis of length"),
-        (b"A\x03<f8\x01" + (10**6).to_bytes(8, "little") + (8 * 10**6).to_bytes(8, "little"), "axis of length"),
+        (
+            b"A\x03<f8\x01" + (10**6).to_bytes(8, "little") + (8 * 10**6).to_bytes(8, "little"),
+            "axis of length",
+        ),
         (b"B" + (32_000).to_bytes(8, "little") + bytes(8), "truncated"),  # announces more than it holds
         (b"I" + (2**63).to_bytes(8, "little"), "truncated"),
         (b"A\x02O8\x00", "invalid array dtype"),
