@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -125,6 +126,15 @@ def centred_energy_ratio(model: Any, parts: list[np.ndarray]) -> float:
     rows = np.vstack(bound_rows(parts, "clip"))
     centred = rows - rows.mean(axis=0)
     return captured_energy_ratio(centred.T @ centred / rows.shape[0], model.components_)
+
+
+def energy_ratio_of(protocol: str, components: np.ndarray, parts: list[np.ndarray]) -> float:
+    """``captured_energy_ratio`` of released ``components``, as the in-process run of ``protocol`` reports it.
+
+    For a run whose parties were processes: the harness that launched them holds every part.
+    """
+    energy = centred_energy_ratio if protocol == "dpdpca" else second_moment_energy_ratio
+    return energy(SimpleNamespace(components_=components), parts)
 
 
 def _result(

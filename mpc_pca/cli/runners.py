@@ -115,7 +115,7 @@ def run_processes(
     for option in ("eigengap", "min_ratio"):
         if getattr(args, option, None) is not None:
             raise InputValidationError("--eigengap and --min-ratio are not passed to separate processes yet")
-    return launch_local(
+    result = launch_local(
         args.protocol,
         parts,
         settings_of(args),
@@ -126,3 +126,12 @@ def run_processes(
         verbosity=args.verbose - args.quiet,
         feature_names=names,
     )
+    if "captured_energy_ratio" in protocol.result_fields:
+        # Computed by this harness, which holds every part, exactly as the in-process run does;
+        # no party of the run could compute it.
+        from mpc_pca.cli.dp import energy_ratio_of
+
+        result["captured_energy_ratio"] = energy_ratio_of(
+            args.protocol, np.asarray(result["components"]), parts
+        )
+    return result
