@@ -34,6 +34,14 @@ HARNESS_FIELDS: tuple[str, ...] = ("captured_energy_ratio", "report")
 CAP_SLACK = 1 << 20
 
 
+def check_noise_seed(noise_seed: object) -> None:
+    """Refuse a noise seed that is not ``None`` or a non-negative integer, naming it."""
+    if noise_seed is None:
+        return
+    if isinstance(noise_seed, bool) or not isinstance(noise_seed, Integral) or noise_seed < 0:
+        raise InputValidationError(f"noise_seed={noise_seed!r} must be None or a non-negative integer")
+
+
 def seeded_generator(noise_seed: int | None, index: int) -> np.random.Generator:
     """The ``index``-th generator of ``spawn_generators(noise_seed, n)`` for any ``n > index``.
 
@@ -49,8 +57,7 @@ def seeded_generator(noise_seed: int | None, index: int) -> np.random.Generator:
     """
     if noise_seed is None:
         return np.random.default_rng(np.random.SeedSequence(secrets.randbits(128)))
-    if isinstance(noise_seed, bool) or not isinstance(noise_seed, Integral) or noise_seed < 0:
-        raise InputValidationError(f"noise_seed={noise_seed!r} must be None or a non-negative integer")
+    check_noise_seed(noise_seed)
     return np.random.default_rng(np.random.SeedSequence(int(noise_seed), spawn_key=(int(index),)))
 
 

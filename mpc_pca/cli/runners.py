@@ -70,6 +70,7 @@ def run_pppca_dp(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str,
         noise_calibration=getattr(args, "noise_calibration", "analytic"),
         backend=backend,
         timeout=args.timeout,
+        random_state=getattr(args, "seed", None),
     )
     model.fit(parts)
     return {

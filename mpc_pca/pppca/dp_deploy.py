@@ -4,10 +4,11 @@ The roles of :mod:`mpc_pca.pppca.dp_sum`, one party each:
 ``provider0 .. provider{M-1}`` (ranks ``0 .. M-1``) and the ``server``
 (rank ``M``), each with its own secure-sum backend built from the agreed
 settings. Every provider draws its discrete-Gaussian noise share exactly
-from :mod:`secrets` (Canonne, Kamath & Steinke 2020), in-process too, so no
-party takes a numpy noise generator and a noise seed cannot reproduce the
-noise: runs agree exactly only without noise (``epsilon=inf``), where the
-secure sum is exact ring arithmetic.
+(Canonne, Kamath & Steinke 2020) from :mod:`secrets`, in-process too: the
+private default. With a noise seed (experiments only: not private) provider
+``i`` draws from a source seeded by the ``i``-th generator of that seed
+(:func:`~mpc_pca.pppca.dp_sum.noise_source`), as ``PPPCADP(random_state=seed)``
+does in-process, so the two runs add the same noise and agree exactly.
 
 Announced (public) settings: every party's ``n_components``, ``epsilon``,
 ``delta``, ``noise_calibration``, ``min_honest``, ``backend``, ``frac_bits``
@@ -35,12 +36,14 @@ from mpc_pca.deployment_kit import (
     check_components_setting,
     check_no_data,
     check_own_rows,
+    seeded_generator,
 )
 from mpc_pca.pppca.dp_estimator import DEFAULT_FRAC_BITS
 from mpc_pca.pppca.dp_sum import (
     DPSumModel,
     DPSumPlan,
     check_plan_parameters,
+    noise_source,
     provider_role,
     provider_statistics,
     server_role,
@@ -174,6 +177,18 @@ class PPPCADPDeployment(HoldersFirst):
         entries = d * (d + 1) // 2 + d + 1
         return 2 * entries * per_entry + 8 * d * config.n_components + CAP_SLACK
 
+    def generator(
+        self, party: str, layout: Mapping[str, int], noise_seed: int | None
+    ) -> np.random.Generator | None:
+        """Provider ``i``'s generator of ``noise_seed`` (as ``run_pppca_dp``); none without a seed.
+
+        Without a noise seed every provider draws its noise from :mod:`secrets`
+        (the private default); the server draws none.
+        """
+        if noise_seed is None or party == SERVER:
+            return None
+        return seeded_generator(noise_seed, layout[party])
+
     def role(
         self,
         party: str,
@@ -188,7 +203,8 @@ class PPPCADPDeployment(HoldersFirst):
             return lambda p: server_role(p, plan, backend, config.n_components, None)
         rows = check_own_rows(party, data)
         stats = provider_statistics(rows, int(party.removeprefix("provider")), plan, backend, rows.shape[0])
-        return lambda p: provider_role(p, stats, plan, backend)
+        noise = noise_source(rng)
+        return lambda p: provider_role(p, stats, plan, backend, noise)
 
     def result(self, party: str, config: PPPCADPDeployConfig, output: Any) -> dict[str, Any]:
         """The server's model as ``run --protocol pppca-dp`` writes it (but :data:`HARNESS_FIELDS`)."""

@@ -8,6 +8,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from mpc_pca.base import ParamCheck, SubspaceMixin, boolean, instance_of, integer, validated_by
+from mpc_pca.deployment_kit import check_noise_seed
 from mpc_pca.pppca.dp_sum import check_plan_parameters, run_pppca_dp
 from protocols.backends import SecureSumBackend, make_backend
 from protocols.dp.accounting import PrivacyAccountant
@@ -56,6 +57,12 @@ class PPPCADP(SubspaceMixin):
     timeout : float, default=120
     accountant : PrivacyAccountant, optional
         Charged ``rho = 1 / (2 u^2)`` (both releases together) before anything is sent.
+    random_state : int, optional
+        ``None`` (the default, and the only private choice): every provider
+        draws its noise from :mod:`secrets`. An integer seeds each provider's
+        noise source (:func:`~mpc_pca.pppca.dp_sum.noise_source`), so two fits
+        add the same noise, and a deployed run with the same noise seed adds
+        it too: for reproducible experiments only, **not private**.
 
     Attributes
     ----------
@@ -92,6 +99,7 @@ class PPPCADP(SubspaceMixin):
         "backend": instance_of(str, SecureSumBackend),
         "timeout": validated_by(check_timeout),
         "accountant": instance_of(PrivacyAccountant, None),
+        "random_state": validated_by(check_noise_seed),
     }
 
     def __init__(
@@ -107,8 +115,10 @@ class PPPCADP(SubspaceMixin):
         backend: str | SecureSumBackend = "additive",
         timeout: float = 120.0,
         accountant: PrivacyAccountant | None = None,
+        random_state: int | None = None,
     ) -> None:
         self.accountant = accountant
+        self.random_state = random_state
         self.n_components = n_components
         self.epsilon = epsilon
         self.delta = delta
@@ -157,6 +167,7 @@ class PPPCADP(SubspaceMixin):
             noise_calibration=self.noise_calibration,
             timeout=self.timeout,
             accountant=self.accountant,
+            random_state=self.random_state,
         )
         scale = 2.0**plan.frac_bits
         self.components_ = model.components

@@ -77,6 +77,7 @@ the noisy Gram matrix; providers learn ``T``.
 from __future__ import annotations
 
 import math
+import random
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -87,6 +88,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from mpc_pca.deployment_kit import seeded_generator
 from mpc_pca.linalg import top_eigenpairs
 from mpc_pca.roles import SERVER, provider_names
 from mpc_pca.row_norms import clip_rows
@@ -99,7 +101,7 @@ from protocols.dp.calibration import (
     check_epsilon_value,
     gaussian_sigma,
 )
-from protocols.dp.discrete_gaussian import sample_discrete_gaussian
+from protocols.dp.discrete_gaussian import RandBelow, sample_discrete_gaussian
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.messages import expect_real_array
 from protocols.party import Party
@@ -273,14 +275,35 @@ def carrier(ring_integers: NDArray[np.int64], frac_bits: int, name: str) -> NDAr
 # -- roles ------------------------------------------------------------------------------
 
 
-def provider_role(party: Party, stats: IntegerStatistics, plan: DPSumPlan, backend: SecureSumBackend) -> None:
-    """Provider: add its noise shares to its integer payloads, take part in both secure sums."""
+def noise_source(rng: np.random.Generator | None) -> RandBelow | None:
+    """A provider's source of uniform integers for its discrete Gaussian noise.
+
+    ``None`` (no noise seed: the private default) draws from :mod:`secrets`;
+    a generator (a known noise seed) seeds a deterministic source from it, so
+    a run with the same seed adds the same noise: experiments only, not private.
+    """
+    if rng is None:
+        return None
+    return random.Random(int.from_bytes(rng.bytes(32), "big")).randrange
+
+
+def provider_role(
+    party: Party,
+    stats: IntegerStatistics,
+    plan: DPSumPlan,
+    backend: SecureSumBackend,
+    noise: RandBelow | None = None,
+) -> None:
+    """Provider: add its noise shares to its integer payloads, take part in both secure sums.
+
+    ``noise`` is the source of its discrete Gaussian draws (:func:`noise_source`).
+    """
     providers = provider_names(plan.n_parties)
     d = plan.n_features
     if plan.centre:
         sums = stats.sums * (1 << plan.row_bits)
         if plan.sums_sigma > 0:
-            sums = sums + sample_discrete_gaussian(plan.provider_variance(plan.sums_sigma), d)
+            sums = sums + sample_discrete_gaussian(plan.provider_variance(plan.sums_sigma), d, noise)
         payload = np.concatenate([sums, [stats.n_rows << plan.frac_bits]]).astype(np.int64)
         backend.secure_sum(
             party,
@@ -291,7 +314,9 @@ def provider_role(party: Party, stats: IntegerStatistics, plan: DPSumPlan, backe
         )
     triangle = stats.gram_triangle
     if plan.gram_sigma > 0:
-        triangle = triangle + sample_discrete_gaussian(plan.provider_variance(plan.gram_sigma), triangle.size)
+        triangle = triangle + sample_discrete_gaussian(
+            plan.provider_variance(plan.gram_sigma), triangle.size, noise
+        )
     backend.secure_sum(
         party,
         carrier(triangle, plan.frac_bits, GRAM_NAME),
@@ -417,8 +442,14 @@ def run_pppca_dp(
     noise_calibration: str = "analytic",
     timeout: float = 120.0,
     accountant: PrivacyAccountant | None = None,
+    random_state: int | None = None,
 ) -> tuple[DPSumModel, DPSumPlan, RunResult]:
     """Validate everything, then run pppca-dp in-process (one thread per party).
+
+    ``random_state=None`` (private) draws every provider's noise from
+    :mod:`secrets`; an integer gives provider ``i`` the noise source of
+    :func:`noise_source` on the ``i``-th generator of that seed, the one a
+    deployed run with ``noise_seed=random_state`` gives it (not private).
 
     Raises
     ------
@@ -444,9 +475,13 @@ def run_pppca_dp(
     plan.unit_sigma  # noqa: B018  (validates the calibration, e.g. classical with epsilon >= 1)
     stats = [provider_statistics(part, i, plan, backend, n_samples) for i, part in enumerate(arrays)]
     providers = provider_names(n_parties)
+    sources = [
+        None if random_state is None else noise_source(seeded_generator(random_state, i))
+        for i in range(n_parties)
+    ]
     roles: dict[str, Any] = {
-        name: (lambda party, st=st: provider_role(party, st, plan, backend))
-        for name, st in zip(providers, stats, strict=True)
+        name: (lambda party, st=st, src=src: provider_role(party, st, plan, backend, src))
+        for name, st, src in zip(providers, stats, sources, strict=True)
     }
     roles[SERVER] = lambda party: server_role(party, plan, backend, k, n_samples)
     if not math.isinf(eps):  # the two releases are one Gaussian mechanism with sigma / Delta = unit_sigma

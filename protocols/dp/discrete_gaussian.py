@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 import secrets
+from collections.abc import Callable
 from fractions import Fraction
 from numbers import Integral, Real
 
@@ -44,53 +45,64 @@ from protocols.errors import InputValidationError
 
 _randbelow = secrets.randbelow
 
+#: ``randbelow(n)``: a uniform integer in ``[0, n)``. ``None`` means :func:`secrets.randbelow`
+#: (the private default); a seeded source is for reproducible experiments only.
+RandBelow = Callable[[int], int]
 
-def bernoulli_exp(num: int, den: int) -> bool:
+
+def _source(randbelow: RandBelow | None) -> RandBelow:
+    return _randbelow if randbelow is None else randbelow
+
+
+def bernoulli_exp(num: int, den: int, randbelow: RandBelow | None = None) -> bool:
     """``True`` with probability ``exp(-num/den)`` exactly (CKS 2020, Alg. 1), for ``num >= 0``, ``den >= 1``."""
     if num < 0 or den < 1:
         raise InputValidationError(f"bernoulli_exp needs num >= 0 and den >= 1, got {num}/{den}")
+    source = _source(randbelow)
     whole, num = divmod(num, den)
     for _ in range(whole):  # exp(-gamma) = exp(-1)^floor(gamma) exp(-(gamma - floor(gamma)))
-        if not _bernoulli_exp_le_one(1, 1):
+        if not _bernoulli_exp_le_one(1, 1, source):
             return False
-    return _bernoulli_exp_le_one(num, den)
+    return _bernoulli_exp_le_one(num, den, source)
 
 
-def _bernoulli_exp_le_one(num: int, den: int) -> bool:
+def _bernoulli_exp_le_one(num: int, den: int, randbelow: RandBelow) -> bool:
     """Alg. 1 for ``0 <= num/den <= 1``: the first ``K`` with ``Bernoulli(gamma/K) = 0``; output ``K`` odd."""
     k = 1
-    while _randbelow(den * k) < num:  # Bernoulli(num / (den k))
+    while randbelow(den * k) < num:  # Bernoulli(num / (den k))
         k += 1
     return k % 2 == 1
 
 
-def discrete_laplace(t: int) -> int:
+def discrete_laplace(t: int, randbelow: RandBelow | None = None) -> int:
     """One draw of ``P[X = x] proportional to exp(-|x|/t)`` on the integers (CKS 2020, Alg. 2, ``s = 1``)."""
+    source = _source(randbelow)
     while True:
-        u = _randbelow(t)
-        if not bernoulli_exp(u, t):
+        u = source(t)
+        if not bernoulli_exp(u, t, source):
             continue
         v = 0
-        while bernoulli_exp(1, 1):
+        while bernoulli_exp(1, 1, source):
             v += 1
         x = u + t * v
-        negative = _randbelow(2) == 1
+        negative = source(2) == 1
         if negative and x == 0:
             continue
         return -x if negative else x
 
 
-def discrete_gaussian(sigma2: Fraction) -> int:
+def discrete_gaussian(sigma2: Fraction, randbelow: RandBelow | None = None) -> int:
     """One exact draw of ``N_Z(0, sigma2)`` (CKS 2020, Alg. 3)."""
+    source = _source(randbelow)
     p, q = sigma2.numerator, sigma2.denominator
     t = math.isqrt(p // q) + 1  # floor(sigma) + 1
     two_pq_t2 = 2 * p * q * t * t
     qt = q * t
     while True:
-        y = discrete_laplace(t)
+        y = discrete_laplace(t, source)
         # accept with exp(-(|y| - sigma^2/t)^2 / (2 sigma^2)) = exp(-(|y| q t - p)^2 / (2 p q t^2))
         gap = abs(y) * qt - p
-        if bernoulli_exp(gap * gap, two_pq_t2):
+        if bernoulli_exp(gap * gap, two_pq_t2, source):
             return y
 
 
@@ -110,8 +122,10 @@ def check_variance(sigma2: object) -> Fraction:
     return value
 
 
-def sample_discrete_gaussian(sigma2: object, size: int) -> NDArray[np.int64]:
-    """``size`` independent exact draws of ``N_Z(0, sigma2)`` as int64, from :mod:`secrets`.
+def sample_discrete_gaussian(
+    sigma2: object, size: int, randbelow: RandBelow | None = None
+) -> NDArray[np.int64]:
+    """``size`` independent exact draws of ``N_Z(0, sigma2)`` as int64, from :mod:`secrets` by default.
 
     Parameters
     ----------
@@ -121,6 +135,10 @@ def sample_discrete_gaussian(sigma2: object, size: int) -> NDArray[np.int64]:
         within ``exp(-2 pi^2 sigma^2)``-relative of it for ``sigma >= 1``.
     size : int
         Number of draws, ``>= 0``.
+    randbelow : callable, optional
+        The source of uniform integers; ``None`` (the default, and the only
+        private choice) is :func:`secrets.randbelow`. A seeded source makes the
+        draws reproducible, for experiments only.
 
     Raises
     ------
@@ -140,7 +158,8 @@ def sample_discrete_gaussian(sigma2: object, size: int) -> NDArray[np.int64]:
         raise InputValidationError(
             f"sigma2={float(variance):.3g} exceeds 2^112: draws of sigma > 2^56 could leave int64"
         )
-    return np.array([discrete_gaussian(variance) for _ in range(int(size))], dtype=np.int64)
+    source = _source(randbelow)
+    return np.array([discrete_gaussian(variance, source) for _ in range(int(size))], dtype=np.int64)
 
 
 def discrete_gaussian_variance(sigma2: float, terms: int | None = None) -> float:

@@ -9,7 +9,6 @@ sent, and the message cap bounds every message actually sent.
 from __future__ import annotations
 
 import argparse
-import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -89,8 +88,6 @@ def settings_for(name: str) -> dict[str, Any]:
     settings = dict(DEFAULTS)
     if name == "dpdpca":
         settings.update(SMALL_KEY)
-    if name == "pppca-dp":
-        settings["epsilon"] = math.inf  # its noise comes from secrets in both runs: compare without it
     if name == "capeagn":
         settings.update(n_components=2, epsilon=4.0)
     return settings
@@ -125,7 +122,13 @@ def cli_json(name: str, parts: list[np.ndarray], settings: Mapping[str, Any]) ->
             "effective_epsilon": model.effective_epsilon_,
         }
     if name == "pppca-dp":  # the fields of mpc_pca.cli.main._run_pppca_dp, from the estimator it builds
-        est = PPPCADP(n_components=2, epsilon=settings["epsilon"], delta=settings["delta"], timeout=60.0)
+        est = PPPCADP(
+            n_components=2,
+            epsilon=settings["epsilon"],
+            delta=settings["delta"],
+            timeout=60.0,
+            random_state=SEED,
+        )
         est.fit(parts)
         return {
             "backend": "additive",
@@ -277,3 +280,15 @@ def test_public_refuses_bad_rows_and_settings_before_anything_is_sent(
             dep.public(holder, long_row, {**settings, "row_norm": "error"})
     with pytest.raises(InputValidationError, match="holds no data"):
         dep.public(other, parts[0], settings)
+
+
+def test_pppca_dp_noise_is_reproducible_only_with_a_seed(wine_parts: list[np.ndarray]) -> None:
+    """A noise seed fixes every provider's discrete Gaussian draws; without one they come from secrets."""
+    fits = [PPPCADP(n_components=2, epsilon=1.0, random_state=seed).fit(wine_parts) for seed in (3, 3, 4)]
+    assert np.array_equal(fits[0].components_, fits[1].components_)
+    assert np.array_equal(fits[0].explained_variance_, fits[1].explained_variance_)
+    assert not np.array_equal(fits[0].explained_variance_, fits[2].explained_variance_)
+    private = [PPPCADP(n_components=2, epsilon=1.0).fit(wine_parts) for _ in range(2)]
+    assert not np.array_equal(private[0].explained_variance_, private[1].explained_variance_)
+    with pytest.raises(InputValidationError, match="noise_seed=-1"):
+        PPPCADP(n_components=2, random_state=-1).fit(wine_parts)
