@@ -35,7 +35,7 @@ from mpc_pca.deploy.party import check_floor_views, floor_public, run_party
 from mpc_pca.deploy.spec import ArraySource, PartySpec, Rows
 from mpc_pca.deployment import Deployment
 from protocols.errors import InputValidationError, ProtocolError
-from protocols.runtime.parties import LinkOptions
+from protocols.runtime.parties import host_introducer, local_links
 
 #: What the fork server imports once for every party of a run that is not over gloo:
 #: a party forked from it starts without re-importing numpy, the deploy floor, the
@@ -85,16 +85,7 @@ def host_rendezvous(
         from protocols.runtime.launcher import host_store
 
         return host_store(len(ranks), timeout)
-    from protocols.transport.rendezvous import INTRODUCER_NAME, Introducer
-    from protocols.transport.tls import Credentials, server_context
-
-    ctx = None
-    if not insecure:
-        from protocols.transport.certs import write_credentials
-
-        write_credentials([*ranks, INTRODUCER_NAME], workdir / "tls", days=1)
-        ctx = server_context(Credentials.from_dir(workdir / "tls", INTRODUCER_NAME))
-    introducer = Introducer("127.0.0.1:0", ranks, ctx, timeout)
+    introducer = host_introducer(ranks, workdir, insecure=insecure, timeout=timeout)
     return introducer, introducer.port
 
 
@@ -217,7 +208,6 @@ def launch_local(
     """
     from mpc_pca.registry import entry
     from protocols.runtime.launcher import PythonCall, launch, raise_on_failure
-    from protocols.transport.tls import Credentials
 
     deployment = _deployment(protocol, deployment)
     full = entry(protocol).settings(settings)
@@ -241,14 +231,8 @@ def launch_local(
         outputs = {name: workdir / f"{name}.json" for name in layout}
         commands = {}
         for name in layout:
-            links = LinkOptions(
-                f"127.0.0.1:{port}",
-                None if insecure else Credentials.from_dir(workdir / "tls", name),
-                insecure,
-                listen_host="127.0.0.1",
-                timeout=timeout,
-                connect_timeout=connect_timeout,
-                host_rendezvous=False,
+            links = local_links(
+                name, port, workdir, insecure=insecure, timeout=timeout, connect_timeout=connect_timeout
             )
             rows = ArraySource(data[name], names) if name in data else None
             spec = PartySpec(protocol, name, len(arrays), links, rows, full, outputs[name], noise_seed)

@@ -207,6 +207,47 @@ def _party_process(name: str, role: Role, ranks: dict[str, int], links: LinkOpti
     return 0
 
 
+def host_introducer(ranks: Mapping[str, int], workdir: Path, *, insecure: bool, timeout: float) -> Any:
+    """Host a local run's rendezvous on 127.0.0.1 at a port the kernel picks; return it (keep it alive).
+
+    Without ``insecure``, first writes throw-away credentials for every party
+    and the rendezvous under ``workdir / "tls"`` (:func:`local_links` reads them).
+    """
+    from protocols.transport.rendezvous import INTRODUCER_NAME, Introducer
+    from protocols.transport.tls import server_context
+
+    context = None
+    if not insecure:
+        from protocols.transport.certs import write_credentials
+
+        write_credentials([*ranks, INTRODUCER_NAME], workdir / "tls", days=1)
+        context = server_context(Credentials.from_dir(workdir / "tls", INTRODUCER_NAME))
+    return Introducer("127.0.0.1:0", ranks, context, timeout)
+
+
+def local_links(
+    name: str,
+    port: int,
+    workdir: Path,
+    *,
+    insecure: bool,
+    timeout: float,
+    connect_timeout: float,
+    message_cap: int = DEFAULT_MESSAGE_CAP,
+) -> LinkOptions:
+    """Party ``name``'s links in a local run hosted by :func:`host_introducer` on ``port``."""
+    return LinkOptions(
+        f"127.0.0.1:{port}",
+        None if insecure else Credentials.from_dir(workdir / "tls", name),
+        insecure,
+        listen_host="127.0.0.1",
+        timeout=timeout,
+        connect_timeout=connect_timeout,
+        host_rendezvous=False,
+        message_cap=message_cap,
+    )
+
+
 def run_processes(
     roles: Mapping[str, Role],
     *,
@@ -251,8 +292,6 @@ def run_processes(
         If any party failed, naming the first failure and how each failed party ended.
     """
     from protocols.runtime.launcher import PythonCall, launch, raise_on_failure
-    from protocols.transport.rendezvous import INTRODUCER_NAME, Introducer
-    from protocols.transport.tls import server_context
     from protocols.transport.wire import decode_message
 
     ranks = check_ranks({name: rank for rank, name in enumerate(roles)})
@@ -270,24 +309,17 @@ def run_processes(
                 message_cap=message_cap).check("every party")  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="mpc-pca-processes-") as tmp:
         workdir = Path(tmp)
-        context = None
-        if not insecure:
-            from protocols.transport.certs import write_credentials
-
-            write_credentials([*ranks, INTRODUCER_NAME], workdir / "tls", days=1)
-            context = server_context(Credentials.from_dir(workdir / "tls", INTRODUCER_NAME))
-        introducer = Introducer("127.0.0.1:0", ranks, context, connect_timeout + 3)
+        introducer = host_introducer(ranks, workdir, insecure=insecure, timeout=connect_timeout + 3)
         outputs = {name: workdir / f"{name}.out" for name in ranks}
         commands = {}
         for name in ranks:
-            links = LinkOptions(
-                f"127.0.0.1:{introducer.port}",
-                None if insecure else Credentials.from_dir(workdir / "tls", name),
-                insecure,
-                listen_host="127.0.0.1",
+            links = local_links(
+                name,
+                introducer.port,
+                workdir,
+                insecure=insecure,
                 timeout=timeout,
                 connect_timeout=connect_timeout,
-                host_rendezvous=False,
                 message_cap=message_cap,
             )
             commands[name] = PythonCall(_party_process, (name, roles[name], ranks, links, str(outputs[name])))
@@ -300,4 +332,12 @@ def run_processes(
     )
 
 
-__all__ = ["DEFAULT_MESSAGE_CAP", "LinkOptions", "connect", "run_party", "run_processes"]
+__all__ = [
+    "DEFAULT_MESSAGE_CAP",
+    "LinkOptions",
+    "connect",
+    "host_introducer",
+    "local_links",
+    "run_party",
+    "run_processes",
+]
