@@ -105,17 +105,21 @@ def check_output(
     Raises
     ------
     InputValidationError
-        If ``path`` is one of the input files (or another output), a directory,
+        If ``path`` is one of the input files (by name, symlink or hard link)
+        or another output, a directory,
         exists without ``--force``, or its directory is missing or not writable.
     """
     if path is None:
         return
     target = path.resolve()
     for spec in inputs:
-        if not spec.startswith("builtin:") and Path(spec).resolve() == target:
-            raise InputValidationError(
-                f"{flag} {str(path)!r} is one of the input data files; choose another path"
-            )
+        if spec.startswith(("builtin:", "synthetic:")):
+            continue
+        same = Path(spec).resolve() == target
+        if not same and target.exists() and Path(spec).exists():
+            same = os.path.samefile(spec, target)  # a hard link is the same file under another name
+        if same:
+            raise InputValidationError(f"{flag} {str(path)!r} is one of the input files; choose another path")
     for other in taken:
         if other is not None and other.resolve() == target:
             raise InputValidationError(f"{flag} {str(path)!r} is also another output; choose another path")

@@ -18,7 +18,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mpc_pca.cli.options import EXIT_INPUT, EXIT_INTERNAL, EXIT_PROTOCOL, add_read_arguments, read_options
+from mpc_pca.cli.options import (
+    EXIT_INPUT,
+    EXIT_INTERNAL,
+    EXIT_PROTOCOL,
+    add_read_arguments,
+    check_output,
+    read_options,
+    write_atomic,
+)
 from protocols.errors import InputValidationError, ProtocolError
 
 
@@ -84,7 +92,11 @@ def add_party_parser(sub: Any) -> None:
         help="plain TCP links: nothing encrypted or authenticated (required by --backend crypten)",
     )  # fmt: skip
     party.add_argument("--ifname", default=None, help="crypten only: network interface for gloo")
-    party.add_argument("--output", type=Path, default=None, help="write this party's JSON result here")
+    party.add_argument(
+        "--output", type=Path, default=None,
+        help="write this party's JSON result here (checked before the run, written atomically)",
+    )  # fmt: skip
+    party.add_argument("--force", action="store_true", help="overwrite an existing --output file")
     party.add_argument(
         "--external-rendezvous", "--external-store", action="store_true", help=argparse.SUPPRESS
     )
@@ -156,6 +168,14 @@ def credentials_of(args: argparse.Namespace, name: str) -> Any:
     return creds
 
 
+def party_inputs(args: argparse.Namespace) -> list[str]:
+    """Every file this party reads (its data and its credentials): ``--output`` may be none of them."""
+    files = [str(path) for path in (args.data, args.ca, args.cert, args.key) if path is not None]
+    if args.tls_dir is not None and Path(args.tls_dir).is_dir():
+        files += [str(path) for path in Path(args.tls_dir).iterdir() if path.is_file()]
+    return files
+
+
 def party_command(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Execute ``mpc-pca party``: parse the arguments into a :class:`~mpc_pca.deploy.PartySpec` and run it."""
     from mpc_pca.cli.options import check_protocol_options
@@ -166,6 +186,7 @@ def party_command(args: argparse.Namespace, env: Mapping[str, str] | None = None
 
     protocol = entry(args.protocol)
     check_protocol_options(args, protocol)
+    check_output(args.output, "--output", party_inputs(args), args.force)
     deployment = protocol.make_deployment()
     rank, world, master = resolve_layout(args, os.environ if env is None else env)
     name, n_providers = resolve_party(deployment, args.role, rank, world)
@@ -202,7 +223,7 @@ def party_main(args: argparse.Namespace) -> int:
         print(f"mpc-pca: error: internal error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         os._exit(EXIT_INTERNAL)
     if args.output is not None:
-        args.output.write_text(json.dumps(result, indent=2))
+        write_atomic(args.output, json.dumps(result, indent=2))
     traffic = result["report"][result["party"]]
     print(
         f"{result['party']} (rank {result['rank']}) done: sent {traffic['bytes_sent']:,} B, "

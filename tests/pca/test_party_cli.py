@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from mpc_pca.cli import build_parser, main
@@ -55,3 +57,35 @@ def test_certs_command_writes_one_pair_per_party(tmp_path, capsys):
     assert main(["certs", "--parties", "x", "--out", str(tmp_path)]) == 3
     err = capsys.readouterr().err
     assert "ca.pem" in err and "already exist" in err and "nothing was written" in err
+
+
+def test_party_output_is_checked_before_the_run(tmp_path):
+    """A bad --output ends the party before any link is opened (no master listens at port 1)."""
+    env = {"RANK": "0", "WORLD_SIZE": "5", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}
+    data = tmp_path / "mine.csv"
+    data.write_text("1,2\n3,4\n")
+    existing = tmp_path / "old.json"
+    existing.write_text("{}")
+    hard = tmp_path / "hard.csv"
+    os.link(data, hard)
+    cases = {
+        str(tmp_path / "missing" / "out.json"): "does not exist",
+        str(existing): "exists; pass --force",
+        str(data): "is one of the input files",
+        str(hard): "is one of the input files",
+        str(tmp_path): "is a directory",
+    }
+    for output, message in cases.items():
+        args = parse("--data", str(data), "--no-header", "--insecure", "--output", output)
+        with pytest.raises(InputValidationError, match=message):
+            party_command(args, env)
+    assert existing.read_text() == "{}" and data.read_text() == "1,2\n3,4\n"
+
+
+def test_party_output_may_not_overwrite_its_credentials(tmp_path):
+    env = {"RANK": "3", "WORLD_SIZE": "5", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}
+    main(["certs", "--parties", "server", "--out", str(tmp_path / "tls")])
+    key = tmp_path / "tls" / "server.key"
+    args = parse("--tls-dir", str(tmp_path / "tls"), "--output", str(key), "--force")
+    with pytest.raises(InputValidationError, match="is one of the input files"):
+        party_command(args, env)

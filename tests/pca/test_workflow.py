@@ -114,10 +114,10 @@ def test_output_is_checked_before_any_party_starts(tmp_path, hospitals, capsys, 
     base = ["run", "--protocol", "pppca-ss", "--data", *files]
     before = [Path(f).read_text() for f in files]
     cases = [
-        (["--output", files[1]], "is one of the input data files"),
+        (["--output", files[1]], "is one of the input files"),
         (["--output", str(tmp_path / "no" / "such" / "dir.json")], "does not exist"),
         (["--output", str(tmp_path)], "is a directory"),
-        (["--output", files[0], "--force"], "is one of the input data files"),
+        (["--output", files[0], "--force"], "is one of the input files"),
         (
             ["--transform-output", str(tmp_path / "r.json"), "--output", str(tmp_path / "r.json")],
             "is also another output",
