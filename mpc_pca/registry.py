@@ -21,6 +21,7 @@ Adding a protocol is one entry here, its role functions, and its Deployment.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.util
 from collections.abc import Mapping
@@ -382,17 +383,35 @@ def deployable_names() -> list[str]:
 
 
 def entry(name: str) -> ProtocolEntry:
-    """The entry of protocol ``name``.
+    """The entry of protocol ``name``, matched without regard to case (``PPPCA-SS`` is ``pppca-ss``).
+
+    This is the one place a protocol name given by a user is resolved: callers
+    use the returned entry's :attr:`~ProtocolEntry.name` (the registry's
+    spelling) from then on.
+
+    Parameters
+    ----------
+    name : str
+        The name as given, e.g. on the command line.
+
+    Returns
+    -------
+    ProtocolEntry
+        The protocol's entry.
 
     Raises
     ------
     InputValidationError
-        For an unknown name, listing the known ones.
+        For an unknown name: names it, suggests the closest known name when
+        one is close ("did you mean"), and lists the known ones.
     """
     table = entries()
-    if name not in table:
-        raise InputValidationError(f"unknown protocol {name!r}; choose one of {list(table)}")
-    return table[name]
+    key = str(name).strip().lower()
+    if key in table:
+        return table[key]
+    close = difflib.get_close_matches(key, list(table), n=1, cutoff=0.75)
+    hint = f"; did you mean {close[0]!r}?" if close else ";"
+    raise InputValidationError(f"unknown protocol {name!r}{hint} choose one of {list(table)}")
 
 
 def deployment(name: str) -> Deployment:

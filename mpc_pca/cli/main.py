@@ -155,6 +155,7 @@ def run_command(args: argparse.Namespace) -> dict[str, Any]:
     ``_data`` (neither is part of the JSON).
     """
     protocol = entry(args.protocol)
+    args.protocol = protocol.name  # the registry's spelling from here on (PPPCA-SS -> pppca-ss)
     check_protocol_options(args, protocol)
     transport = getattr(args, "transport", "inprocess")
     transport = "processes" if transport == "torch" else transport

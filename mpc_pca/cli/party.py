@@ -185,6 +185,7 @@ def party_command(args: argparse.Namespace, env: Mapping[str, str] | None = None
     from mpc_pca.registry import entry
 
     protocol = entry(args.protocol)
+    args.protocol = protocol.name  # the registry's spelling from here on (PPPCA-SS -> pppca-ss)
     check_protocol_options(args, protocol)
     check_output(args.output, "--output", party_inputs(args), args.force)
     deployment = protocol.make_deployment()

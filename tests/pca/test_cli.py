@@ -124,3 +124,23 @@ def test_split_rows_rejects_bad_counts():
         split_rows(np.ones((5, 2)), 6)
     with pytest.raises(InputValidationError, match="unknown split"):
         split_rows(np.ones((5, 2)), 2, "diagonal")
+
+
+def test_protocol_names_are_case_insensitive(tmp_path):
+    out = tmp_path / "r.json"
+    assert main(["run", "--protocol", "PPPCA-SS", "--data", "builtin:iris", "--output", str(out)]) == 0
+    assert json.loads(out.read_text())["protocol"] == "pppca-ss"  # the registry's spelling
+
+
+@pytest.mark.parametrize(("typo", "meant"), [("pppca-sss", "pppca-ss"), ("Capepac", "capepca")])
+def test_a_protocol_typo_gets_did_you_mean_and_exit_3(typo, meant, capsys):
+    assert main(["run", "--protocol", typo, "--data", "builtin:iris"]) == 3
+    err = capsys.readouterr().err
+    assert f"unknown protocol {typo!r}; did you mean {meant!r}? choose one of [" in err
+    assert "Traceback" not in err
+
+
+def test_a_far_protocol_name_gets_no_suggestion(capsys):
+    assert main(["run", "--protocol", "nope", "--data", "builtin:iris"]) == 3
+    err = capsys.readouterr().err
+    assert "unknown protocol 'nope'; choose one of [" in err and "did you mean" not in err

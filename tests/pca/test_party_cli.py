@@ -89,3 +89,21 @@ def test_party_output_may_not_overwrite_its_credentials(tmp_path):
     args = parse("--tls-dir", str(tmp_path / "tls"), "--output", str(key), "--force")
     with pytest.raises(InputValidationError, match="is one of the input files"):
         party_command(args, env)
+
+
+def test_party_protocol_names_resolve_like_run(monkeypatch, capsys):
+    """``party`` resolves the name in the registry as ``run`` does: any case, "did you mean", exit 3."""
+    env = {"RANK": "3", "WORLD_SIZE": "5", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}
+    args = build_parser().parse_args(["party", "--protocol", "PPPCA-SS"])
+    with pytest.raises(InputValidationError, match="no TLS credentials"):  # got past the name
+        party_command(args, env)
+    assert args.protocol == "pppca-ss"
+
+    def leave(code: int) -> None:
+        raise SystemExit(code)
+
+    monkeypatch.setattr(os, "_exit", leave)  # party_main ends the process at once on an error
+    with pytest.raises(SystemExit) as ended:
+        main(["party", "--protocol", "pppca-sss", "--rank", "0", "--world-size", "5", "--master", "h:1"])
+    assert ended.value.code == 3
+    assert "unknown protocol 'pppca-sss'; did you mean 'pppca-ss'? choose one of [" in capsys.readouterr().err
