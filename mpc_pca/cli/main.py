@@ -26,6 +26,7 @@ from mpc_pca.cli.options import (
     check_output,
     check_protocol_options,
     read_options,
+    require_backend,
     write_atomic,
 )
 from mpc_pca.cli.party import add_party_parser, add_verbosity, certs_main, configure_logging, party_main
@@ -157,6 +158,7 @@ def run_command(args: argparse.Namespace) -> dict[str, Any]:
     protocol = entry(args.protocol)
     args.protocol = protocol.name  # the registry's spelling from here on (PPPCA-SS -> pppca-ss)
     check_protocol_options(args, protocol)
+    require_backend(args.backend)
     transport = getattr(args, "transport", "inprocess")
     transport = "processes" if transport == "torch" else transport
     if getattr(args, "timeout", None) is None:

@@ -4,9 +4,10 @@ options, the data-reading options, and checked, atomic output files."""
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,51 @@ EXIT_CODES_HELP = (
     "2 usage error (malformed command line); 3 input error (bad data, options or output path, "
     "found before any party starts); 4 protocol failure (a party failed, timed out or sent bad data)"
 )
+
+
+#: ``pip install`` lines of the optional dependencies (extras of ``pyproject.toml``).
+PLOTS_INSTALL = "pip install 'mpc-pca[plots]'"
+STUDIES_INSTALL = "pip install 'mpc-pca[studies]'"
+CRYPTEN_INSTALL = "pip install 'mpc-pca[torch]' && pip install --no-deps crypten==0.4.1"
+
+
+def installed(module: str) -> bool:
+    """Whether ``module`` can be found, without importing it (a module set to ``None`` in ``sys.modules`` cannot)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a missing parent package, or a module without a spec
+        return False
+
+
+def require_installed(what: str, modules: Sequence[str], install: str) -> None:
+    """Refuse, before any work starts, a command whose optional dependencies are not installed.
+
+    Parameters
+    ----------
+    what : str
+        The command or option that needs them, e.g. ``"mpc-pca plot"``.
+    modules : sequence of str
+        The top-level modules it imports.
+    install : str
+        The ``pip install`` line that installs them.
+
+    Raises
+    ------
+    InputValidationError
+        Naming every missing module and the install line (exit 3, not an internal error).
+    """
+    missing = [module for module in modules if not installed(module)]
+    if missing:
+        verb = "is" if len(missing) == 1 else "are"
+        raise InputValidationError(
+            f"{what} needs {' and '.join(missing)}, which {verb} not installed: {install}"
+        )
+
+
+def require_backend(backend: str | None) -> None:
+    """Refuse a secure-sum backend whose optional dependencies are missing (``crypten``: torch and CrypTen)."""
+    if backend == "crypten":
+        require_installed("--backend crypten", ("torch", "crypten"), CRYPTEN_INSTALL)
 
 
 def check_protocol_options(args: argparse.Namespace, protocol: ProtocolEntry) -> None:

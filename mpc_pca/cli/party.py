@@ -178,7 +178,7 @@ def party_inputs(args: argparse.Namespace) -> list[str]:
 
 def party_command(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Execute ``mpc-pca party``: parse the arguments into a :class:`~mpc_pca.deploy.PartySpec` and run it."""
-    from mpc_pca.cli.options import check_protocol_options
+    from mpc_pca.cli.options import check_protocol_options, require_backend
     from mpc_pca.cli.runners import settings_of
     from mpc_pca.deploy import FileSource, LinkOptions, PartySpec, run_party
     from mpc_pca.deploy.party import resolve_party
@@ -187,6 +187,7 @@ def party_command(args: argparse.Namespace, env: Mapping[str, str] | None = None
     protocol = entry(args.protocol)
     args.protocol = protocol.name  # the registry's spelling from here on (PPPCA-SS -> pppca-ss)
     check_protocol_options(args, protocol)
+    require_backend(args.backend)
     check_output(args.output, "--output", party_inputs(args), args.force)
     deployment = protocol.make_deployment()
     rank, world, master = resolve_layout(args, os.environ if env is None else env)

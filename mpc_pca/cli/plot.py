@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from mpc_pca.cli.options import EXIT_CODES_HELP, check_output, write_atomic
+from mpc_pca.cli.options import EXIT_CODES_HELP, PLOTS_INSTALL, check_output, require_installed, write_atomic
 from protocols.errors import InputValidationError
 
 
@@ -61,7 +61,8 @@ def _load_projection(path: Path) -> tuple[list[str], np.ndarray]:
 
 
 def plot_command(args: argparse.Namespace) -> int:
-    """Draw the figure; every input is checked before matplotlib is touched."""
+    """Draw the figure; matplotlib's presence and every input are checked before any is read."""
+    require_installed("mpc-pca plot", ("matplotlib",), PLOTS_INSTALL)
     result = _load_result(args.result)
     projection = None if args.projection is None else _load_projection(args.projection)
     check_output(
@@ -70,13 +71,11 @@ def plot_command(args: argparse.Namespace) -> int:
         [str(args.result), *([] if args.projection is None else [str(args.projection)])],
         args.force,
     )
-    try:
-        import matplotlib
+    import matplotlib
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:  # pragma: no cover - matplotlib is in the test extras
-        raise InputValidationError("mpc-pca plot needs matplotlib: pip install 'mpc-pca[plots]'") from exc
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     variance = np.array([np.nan if v is None else v for v in result["explained_variance"]], dtype=float)
     ratio = result.get("explained_variance_ratio")
     ratio = np.asarray(ratio, dtype=float) if ratio is not None else variance / np.nansum(variance)

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from mpc_pca.cli.options import STUDIES_INSTALL, require_installed
 from protocols.errors import InputValidationError
 
 
@@ -60,6 +61,7 @@ def study_command(args: argparse.Namespace) -> int:
                 print(f"{'':16s}   --option {key}=...  {text}")
         return 0
     study = load_study(args.name)
+    require_installed("mpc-pca study", ("matplotlib",), STUDIES_INSTALL)  # its plots, drawn after the points
     options = {}
     for item in args.option:
         key, sep, value = item.partition("=")
@@ -85,6 +87,8 @@ def study_command(args: argparse.Namespace) -> int:
 def report_command(args: argparse.Namespace) -> int:
     """Execute ``mpc-pca report DIR``."""
     from mpc_pca.studies.report import write_report
+
+    require_installed("mpc-pca report", ("matplotlib",), STUDIES_INSTALL)  # it redraws the plots
 
     md, html = write_report(args.dir)
     print(f"wrote {md} and {html}")
