@@ -25,6 +25,39 @@ from protocols.errors import InputValidationError
 NORM_TOLERANCE = 1e-9
 
 
+#: A party clipping more than this share of its rows is told that its data are probably not
+#: scaled for DP at all (the clip still keeps the guarantee, but the release describes
+#: mostly clipped rows), with the ``--row-norm`` options.
+CLIP_SHARE_LIMIT = 0.10
+
+
+def clipped_hint(count: int, total: int, row_norm_option: bool = True) -> str:
+    """The advice a clipping warning ends with: stronger when more than :data:`CLIP_SHARE_LIMIT` of the rows were clipped.
+
+    Examples
+    --------
+    >>> clipped_hint(1, 100)[:22]
+    'Rescale the data so th'
+    >>> clipped_hint(20, 100)[:40]
+    'that is 20% of the rows, more than 10%: '
+
+    ``row_norm_option=False``: the protocol always clips (pppca-dp), so the
+    advice is only to rescale.
+    """
+    if total > 0 and count > CLIP_SHARE_LIMIT * total:
+        refuse = (
+            ", or pass --row-norm error (row_norm='error') to refuse rows longer than 1"
+            if row_norm_option
+            else ""
+        )
+        return (
+            f"that is {100 * count / total:.0f}% of the rows, more than {100 * CLIP_SHARE_LIMIT:.0f}%: "
+            "the data are probably not scaled to norm <= 1, and the release describes the clipped rows. "
+            f"Rescale every row to norm <= 1 before the run{refuse}"
+        )
+    return "Rescale the data so that every row has norm <= 1 to avoid clipping"
+
+
 def _row_scales(X: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Split every row as ``x = m u`` with ``m = max_i |x_i|`` and ``max_i |u_i| = 1`` (``u = 0`` if ``m = 0``).
 

@@ -6,6 +6,8 @@ offending value and the limit it broke.
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Sequence
 from numbers import Integral, Real
 
@@ -172,6 +174,82 @@ class RowsClippedWarning(UserWarning):
     Emitted by the party that holds the rows, with the count; the count is
     local information and is never sent to another party.
     """
+
+
+class PrivacyLeakWarning(UserWarning):
+    """A differentially private release is not private as it was run (the name diffprivlib uses).
+
+    Emitted by the library, once per cause: data-dependent row norms
+    (``row_norm="scale"``), a fixed noise seed, ``epsilon=inf``, ``delta >=
+    1/n``, a retracted mechanism. The release itself is computed as asked;
+    only the guarantee is void. :func:`privacy_leaks` lists the causes that
+    depend on the parameters.
+    """
+
+
+def privacy_leaks(
+    *,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    n_samples: int | None = None,
+    random_state: object = None,
+) -> list[str]:
+    """Why a DP release with these parameters is not private (an empty list if it is).
+
+    Parameters
+    ----------
+    epsilon : float, optional
+        ``inf`` adds no noise.
+    delta : float, optional
+        ``delta >= 1 / n_samples`` allows releasing a whole row with probability delta.
+    n_samples : int, optional
+        The total number of rows the release is computed from.
+    random_state : object, optional
+        Any value but ``None`` fixes the noise: whoever knows it can remove the noise.
+
+    Returns
+    -------
+    list of str
+        One message per cause, naming the value and the limit.
+
+    Examples
+    --------
+    >>> privacy_leaks(epsilon=1.0, delta=1e-5, n_samples=1000)
+    []
+    >>> privacy_leaks(delta=0.01, n_samples=150)[0][:38]
+    'delta=0.01 >= 1/n = 1/150 (n the rows)'
+    """
+    reasons = []
+    if epsilon is not None and math.isinf(float(epsilon)):
+        reasons.append("epsilon=inf: no noise is added, the release is NOT private")
+    if random_state is not None:
+        seed = random_state if isinstance(random_state, Integral) else type(random_state).__name__
+        reasons.append(
+            f"a fixed noise seed ({seed}) makes the DP noise reproducible by whoever knows it: the release "
+            "is NOT private (random_state / --noise-seed are for experiments only; leave them unset)"
+        )
+    if delta is not None and n_samples is not None and n_samples > 0 and float(delta) >= 1.0 / n_samples:
+        reasons.append(
+            f"delta={float(delta):g} >= 1/n = 1/{n_samples} (n the rows): a mechanism may then publish a "
+            f"whole row with probability delta, so the release is NOT private; choose delta < 1/n, e.g. "
+            f"{10.0 ** math.floor(math.log10(1.0 / n_samples**2)):g}"
+        )
+    return reasons
+
+
+def warn_privacy_leaks(
+    *,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    n_samples: int | None = None,
+    random_state: object = None,
+    stacklevel: int = 2,
+) -> list[str]:
+    """Warn (:class:`PrivacyLeakWarning`) once for each cause :func:`privacy_leaks` finds; return them."""
+    reasons = privacy_leaks(epsilon=epsilon, delta=delta, n_samples=n_samples, random_state=random_state)
+    for reason in reasons:
+        warnings.warn(reason, PrivacyLeakWarning, stacklevel=stacklevel + 1)
+    return reasons
 
 
 def align_columns(

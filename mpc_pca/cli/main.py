@@ -27,6 +27,7 @@ from mpc_pca.cli.options import (
     check_protocol_options,
     read_options,
     require_backend,
+    warnings_once,
     write_atomic,
 )
 from mpc_pca.cli.party import add_party_parser, add_verbosity, certs_main, configure_logging, party_main
@@ -74,7 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--split", choices=("even", "random"), default=None, help="one data set: how rows are split (even)"
     )
-    run.add_argument("--seed", type=int, default=None, help="seed for --split random and for DP noise")
+    run.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="one data set: seed of --split random (the row split only; the DP noise takes --noise-seed)",
+    )
     run.add_argument("--backend", default=None, help="secure-sum backend (protocol default if omitted)")
     run.add_argument("--frac-bits", type=int, default=None, help="fixed-point fractional bits (default 20)")
     run.add_argument(
@@ -233,7 +239,8 @@ def summarize(result: dict[str, Any]) -> str:
         f"holding {result['part_rows']} rows, {result['n_features']} features",
     ]
     if "epsilon" in result:
-        lines.append(f"privacy: epsilon={result['epsilon']}, delta={result.get('delta')}")
+        private = "" if result.get("private", True) else " (NOT private: see the warnings)"
+        lines.append(f"privacy: epsilon={result['epsilon']}, delta={result.get('delta')}{private}")
     ratio = result.get("explained_variance_ratio")
     if "weights" in result and "explained_variance" not in result:
         lines.append("weights: " + ", ".join(f"{w:.4f}" for w in result["weights"]))
@@ -282,7 +289,14 @@ def _guarded(command: Callable[[], int]) -> int:
 
 
 def _run_main(args: argparse.Namespace) -> int:
-    result = run_command(args)
+    with warnings_once() as leaks:
+        result = run_command(args)
+    if "epsilon" in result:  # a DP protocol: say whether the release is private, and if not why
+        reasons = list(leaks)
+        if result["epsilon"] is None:
+            reasons.append(f"protocol {result['protocol']} adds no noise: it is not differentially private")
+        result["private"] = not reasons
+        result["privacy_leaks"] = reasons
     projection = result.pop("_projection", None)
     data = result.pop("_data")
     print(summarize(result))

@@ -4,15 +4,19 @@ options, the data-reading options, and checked, atomic output files."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import os
+import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from mpc_pca.data.inputs import ReadOptions
 from mpc_pca.registry import FLAGS, PRIVACY_DEFAULTS, ProtocolEntry
+from mpc_pca.validation import PrivacyLeakWarning
 from protocols.errors import InputValidationError
 
 #: Exit codes of ``mpc-pca`` (listed in ``--help``).
@@ -80,6 +84,10 @@ def check_protocol_options(args: argparse.Namespace, protocol: ProtocolEntry) ->
     entry (:mod:`mpc_pca.registry`); the privacy options every DP result
     records get :data:`~mpc_pca.registry.PRIVACY_DEFAULTS` when unused.
     """
+    if getattr(args, "noise_seed", None) is not None and "epsilon" not in protocol.options:
+        raise InputValidationError(
+            f"--noise-seed does not apply to protocol {protocol.name!r}: it adds no noise"
+        )
     for option, flag in FLAGS.items():
         value = getattr(args, option, None)
         if value not in (None, False) and option not in protocol.options:
@@ -194,3 +202,34 @@ def write_atomic(path: Path, content: str | bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+@contextlib.contextmanager
+def warnings_once() -> Iterator[list[str]]:
+    """Record a command's warnings; when it ends, print each distinct one once as ``mpc-pca: warning: ...``.
+
+    Python's own format (category, source file and line) is replaced by one
+    line per message on stderr, printed whether the command succeeds or fails.
+
+    Yields
+    ------
+    list of str
+        Filled when the block ends: the messages of the
+        :class:`~mpc_pca.validation.PrivacyLeakWarning` causes (the release is
+        not private), each once, in the order they were first raised.
+    """
+    leaks: list[str] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield leaks
+        finally:
+            seen: set[str] = set()
+            for record in caught:
+                text = " ".join(str(record.message).split())
+                if text in seen:
+                    continue
+                seen.add(text)
+                print(f"mpc-pca: warning: {text}", file=sys.stderr)
+                if issubclass(record.category, PrivacyLeakWarning):
+                    leaks.append(text)

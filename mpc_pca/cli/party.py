@@ -25,6 +25,7 @@ from mpc_pca.cli.options import (
     add_read_arguments,
     check_output,
     read_options,
+    warnings_once,
     write_atomic,
 )
 from protocols.errors import InputValidationError, ProtocolError
@@ -104,9 +105,7 @@ def add_party_parser(sub: Any) -> None:
         "--reveal", choices=("covariance", "components"), default=None, help="pppca: what the server learns"
     )
     party.add_argument("--standardize", action="store_true", help="standardize the columns (all parties)")
-    party.add_argument(
-        "--seed", type=int, default=None, help="seed of this party's DP noise (experiments only: not private)"
-    )
+    party.add_argument("--seed", type=int, default=None, help="deprecated alias of --noise-seed")
     from mpc_pca.cli.dp import add_dp_arguments
 
     add_dp_arguments(party)
@@ -183,9 +182,20 @@ def party_command(args: argparse.Namespace, env: Mapping[str, str] | None = None
     from mpc_pca.deploy import FileSource, LinkOptions, PartySpec, run_party
     from mpc_pca.deploy.party import resolve_party
     from mpc_pca.registry import entry
+    from mpc_pca.validation import warn_privacy_leaks
 
     protocol = entry(args.protocol)
     args.protocol = protocol.name  # the registry's spelling from here on (PPPCA-SS -> pppca-ss)
+    if args.seed is not None:
+        print(
+            "mpc-pca: warning: party --seed is deprecated; use --noise-seed (the same DP noise seed)",
+            file=sys.stderr,
+        )
+        if args.noise_seed not in (None, args.seed):
+            raise InputValidationError(
+                f"--seed {args.seed} and --noise-seed {args.noise_seed} differ; give only --noise-seed"
+            )
+        args.noise_seed = args.seed
     check_protocol_options(args, protocol)
     require_backend(args.backend)
     check_output(args.output, "--output", party_inputs(args), args.force)
@@ -205,7 +215,11 @@ def party_command(args: argparse.Namespace, env: Mapping[str, str] | None = None
         connect_timeout=args.connect_timeout, host_rendezvous=False if args.external_rendezvous else None,
     )  # fmt: skip
     data = None if args.data is None else FileSource(args.data, read_options(args))
-    spec = PartySpec(args.protocol, name, n_providers, links, data, settings_of(args), noise_seed=args.seed)
+    if args.noise_seed is not None:
+        warn_privacy_leaks(random_state=args.noise_seed)
+    spec = PartySpec(
+        args.protocol, name, n_providers, links, data, settings_of(args), noise_seed=args.noise_seed
+    )
     return run_party(spec, deployment=deployment)
 
 
@@ -213,7 +227,8 @@ def party_main(args: argparse.Namespace) -> int:
     """Run one party; on failure end the process at once so that its links close."""
     configure_logging(args)
     try:
-        result = party_command(args)
+        with warnings_once():
+            result = party_command(args)
     except (InputValidationError, ProtocolError) as exc:
         print(f"mpc-pca: error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         # do not wait for any teardown: peers must see this party's links close

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from mpc_pca.registry import IN_PROCESS_ONLY, entry
+from mpc_pca.validation import warn_privacy_leaks
 from protocols.errors import InputValidationError
 
 
@@ -70,7 +71,7 @@ def run_pppca_dp(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str,
         noise_calibration=getattr(args, "noise_calibration", "analytic"),
         backend=backend,
         timeout=args.timeout,
-        random_state=getattr(args, "seed", None),
+        random_state=getattr(args, "noise_seed", None),
     )
     model.fit(parts)
     return {
@@ -120,13 +121,20 @@ def run_processes(
         args.protocol,
         parts,
         settings_of(args),
-        noise_seed=args.seed,
+        noise_seed=args.noise_seed,
         timeout=args.timeout,
         connect_timeout=args.connect_timeout,
         insecure=args.insecure,
         verbosity=args.verbose - args.quiet,
         feature_names=names,
     )
+    if "epsilon" in protocol.options:  # the parties warn in their own processes: say it here too
+        warn_privacy_leaks(
+            epsilon=args.epsilon,
+            delta=args.delta if "delta" in protocol.options else None,
+            n_samples=sum(part.shape[0] for part in parts),
+            random_state=args.noise_seed,
+        )
     if "captured_energy_ratio" in protocol.result_fields:
         # Computed by this harness, which holds every part, exactly as the in-process run does;
         # no party of the run could compute it.

@@ -16,7 +16,7 @@ from mpc_pca.dp.capeagn import make_agn_config, run_capeagn
 from mpc_pca.dp.common import dp_constraints
 from mpc_pca.dp.mechanisms import RandomState, gaussian_noise_scale
 from mpc_pca.dp.moments import check_model, check_sigma
-from mpc_pca.validation import RowsClippedWarning
+from mpc_pca.validation import RowsClippedWarning, warn_privacy_leaks
 from protocols.dp.accounting import PrivacyAccountant, gaussian_rho
 
 
@@ -213,6 +213,9 @@ class CapeAGN(PartiesEstimator):
         self.effective_epsilon_ = fitted.effective_epsilon
         self.site_weights_ = fitted.site_weights
         self.n_samples_ = int(sum(fitted.site_samples))
+        warn_privacy_leaks(
+            epsilon=self.epsilon, delta=self.delta, n_samples=self.n_samples_, random_state=self.random_state
+        )
         self.n_features_in_ = int(fitted.components.shape[1])
         self.n_components_ = int(fitted.components.shape[0])
         self.report_ = result.run.report_dict()

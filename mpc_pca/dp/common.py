@@ -35,7 +35,7 @@ from mpc_pca.dp.mechanisms import (
 from mpc_pca.dp.preprocessing import ROW_NORM_MODES, bound_rows
 from mpc_pca.linalg import from_upper_triangle
 from mpc_pca.roles import AGGREGATOR, CURATOR, NOISE_GENERATOR  # noqa: F401  (re-exported for the DP modules)
-from mpc_pca.validation import RowsClippedWarning, check_n_components, check_parts
+from mpc_pca.validation import RowsClippedWarning, check_n_components, check_parts, warn_privacy_leaks
 from protocols.dp.accounting import PrivacyAccountant
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.messages import expect_real_array
@@ -232,3 +232,11 @@ class DPSubspaceMixin(SubspaceMixin):
         self.n_components_ = k
         self.n_features_in_ = d
         self.report_ = run.report_dict()
+        if hasattr(self, "epsilon"):  # every DP estimator; PooledPCA adds no noise and claims no privacy
+            warn_privacy_leaks(
+                epsilon=self.epsilon,
+                delta=getattr(self, "delta", None),
+                n_samples=n_samples,
+                random_state=getattr(self, "random_state", None),
+                stacklevel=3,
+            )

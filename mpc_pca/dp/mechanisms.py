@@ -82,7 +82,7 @@ from typing import Union
 import numpy as np
 from numpy.typing import NDArray
 
-from mpc_pca.validation import check_positive
+from mpc_pca.validation import PrivacyLeakWarning, check_positive
 from protocols.dp.calibration import CALIBRATIONS, check_calibration, check_delta_value, gaussian_sigma  # noqa: F401  (re-exported)
 from protocols.errors import InputValidationError
 
@@ -96,8 +96,11 @@ class Neighbour(str, Enum):
     ADD_REMOVE = "add-remove"
 
 
-class RetractedMechanismWarning(UserWarning):
-    """A mechanism whose privacy claim was retracted by its authors was used (not DP)."""
+class RetractedMechanismWarning(PrivacyLeakWarning):
+    """A mechanism whose privacy claim was retracted by its authors was used (not DP).
+
+    A :class:`~mpc_pca.validation.PrivacyLeakWarning`: one filter or record catches every such cause.
+    """
 
 
 def parse_neighbour(value: Neighbour | str) -> Neighbour:

@@ -30,8 +30,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from mpc_pca.row_norms import check_row_norms, clip_rows, row_norms
-from mpc_pca.validation import RowsClippedWarning
+from mpc_pca.row_norms import check_row_norms, clip_rows, clipped_hint, row_norms
+from mpc_pca.validation import PrivacyLeakWarning, RowsClippedWarning
 from protocols.errors import InputValidationError
 
 ROW_NORM_MODES = ("clip", "error")
@@ -55,7 +55,7 @@ def bound_rows(parts: Sequence[NDArray[np.float64]], mode: str) -> list[NDArray[
             warnings.warn(
                 f"site {i}: {count} of {part.shape[0]} rows had norm > 1 and were clipped to norm 1 "
                 "before the DP noise (local information, not sent); utility metrics on these rows "
-                "describe the clipped data. Rescale the data so that rows have norm <= 1 to avoid it",
+                f"describe the clipped data; {clipped_hint(count, part.shape[0])}",
                 RowsClippedWarning,
                 stacklevel=3,
             )
@@ -70,10 +70,22 @@ def center_and_scale_non_private(X: ArrayLike) -> NDArray[np.float64]:
     (centering) and normalizing the samples with the maximum L2 norm". This
     reads the pooled data and is **not differentially private**; use it to
     reproduce experiments, not in a deployment.
+
+    Warns
+    -----
+    PrivacyLeakWarning
+        Always: a release from rows scaled this way is not differentially private.
     """
     arr = np.asarray(X, dtype=np.float64)
     if arr.ndim != 2 or arr.shape[0] == 0:
         raise InputValidationError(f"expected a non-empty 2-D array, got shape {arr.shape}")
+    warnings.warn(
+        "row norms scaled by the pooled data's largest row norm (row_norm='scale', the papers' "
+        "preprocessing) depend on every row: the release is NOT private; use --row-norm clip or error "
+        "for a private run",
+        PrivacyLeakWarning,
+        stacklevel=2,
+    )
     centred = arr - arr.mean(axis=0)
     largest = float(row_norms(centred).max())
     return centred / largest if largest > 0 else centred

@@ -10,6 +10,7 @@ from numpy.typing import ArrayLike
 from mpc_pca.base import ParamCheck, SubspaceMixin, boolean, instance_of, integer, validated_by
 from mpc_pca.deployment_kit import check_noise_seed
 from mpc_pca.pppca.dp_sum import check_plan_parameters, run_pppca_dp
+from mpc_pca.validation import warn_privacy_leaks
 from protocols.backends import SecureSumBackend, make_backend
 from protocols.dp.accounting import PrivacyAccountant
 from protocols.dp.calibration import check_calibration, check_delta_value, check_epsilon_value
@@ -187,4 +188,10 @@ class PPPCADP(SubspaceMixin):
         self.plan_ = plan
         self.model_ = model
         self.report_ = run.report_dict()
+        warn_privacy_leaks(
+            epsilon=self.epsilon,
+            delta=self.delta,
+            n_samples=self.n_samples_,
+            random_state=self.random_state,
+        )
         return self

@@ -91,7 +91,7 @@ from numpy.typing import ArrayLike, NDArray
 from mpc_pca.deployment_kit import seeded_generator
 from mpc_pca.linalg import top_eigenpairs
 from mpc_pca.roles import SERVER, provider_names
-from mpc_pca.row_norms import clip_rows
+from mpc_pca.row_norms import clip_rows, clipped_hint
 from mpc_pca.validation import RowsClippedWarning, check_n_components, check_parts
 from protocols.backends import SecureSumBackend
 from protocols.dp.accounting import PrivacyAccountant, charge_gaussian
@@ -237,7 +237,7 @@ def clip_rows_locally(data: NDArray[np.float64], index: int) -> NDArray[np.float
     warnings.warn(
         f"provider{index}: {count} of {data.shape[0]} rows had norm > 1 and were clipped to norm 1 "
         "before the DP noise (local information, not sent to any party); the released subspace is "
-        "that of the clipped rows. Rescale the data so that every row has norm <= 1 to avoid clipping",
+        f"that of the clipped rows; {clipped_hint(count, data.shape[0], row_norm_option=False)}",
         RowsClippedWarning,
         stacklevel=3,
     )

@@ -231,25 +231,29 @@ def test_every_dp_protocol_is_in_the_table():
 
 
 @pytest.mark.parametrize("protocol", DP_PROTOCOLS)
-def test_cli_runs_each_dp_protocol(tmp_path, protocol):
+def test_cli_runs_each_dp_protocol(tmp_path, protocol, capsys):
     out = tmp_path / "result.json"
     argv = ["run", "--protocol", protocol, "--data", "builtin:wine", "--parties", "3", "--n-components", "2"]
-    argv += ["--row-norm", "scale", "--seed", "1", "--output", str(out)]
+    argv += ["--row-norm", "scale", "--output", str(out)]
     uses = entry(protocol).options  # options a protocol does not use are refused
-    argv += ["--epsilon", "4"] if "epsilon" in uses else []
-    argv += ["--delta", "0.01"] if "delta" in uses else []
-    if protocol == "sn":
-        with pytest.warns(RetractedMechanismWarning):
-            assert main(argv) == 0
-    else:
-        assert main(argv) == 0
+    argv += ["--epsilon", "4", "--noise-seed", "1"] if "epsilon" in uses else []
+    argv += ["--delta", "0.001"] if "delta" in uses else []
+    assert main(argv) == 0
+    err = capsys.readouterr().err
     result = json.loads(out.read_text())
+    # --row-norm scale (the papers' preprocessing) and a noise seed: the run says it is not private
+    assert result["private"] is False
+    assert err.count("mpc-pca: warning: row norms scaled by the pooled data") == 1
+    assert any("row_norm='scale'" in reason for reason in result["privacy_leaks"])
+    if protocol == "sn":  # the retracted mechanism's warning is one of the causes, printed once
+        assert err.count("mpc-pca: warning: SN (Wishart noise") == 1
+        assert any("retracted" in reason for reason in result["privacy_leaks"])
     assert {"components", "explained_variance", "mean", "report", "epsilon", "delta"} <= set(result)
     if protocol == "pooled":  # not private: the JSON claims no privacy parameter
         assert result["epsilon"] is None and result["delta"] is None and result["neighbour"] is None
     else:
         assert result["epsilon"] == (4.0 if "epsilon" in uses else 1.0)
-        assert result["delta"] == (0.01 if "delta" in uses else 1e-5)
+        assert result["delta"] == (0.001 if "delta" in uses else 1e-5)
     assert np.asarray(result["components"]).shape == (2, 13)
     assert 0.0 < result["captured_energy_ratio"] <= 1.0 + 1e-12
 
@@ -280,7 +284,7 @@ def test_cli_rejects_bad_privacy_parameters(capsys):
 def test_cli_capepca_calibration(tmp_path, flag, calibration, factor):
     out = tmp_path / "result.json"
     argv = ["run", "--protocol", "capepca", "--data", "builtin:wine", "--parties", "3", "--n-components", "2"]
-    argv += ["--epsilon", "4", "--delta", "0.01", "--seed", "1", "--output", str(out), *flag]
+    argv += ["--epsilon", "4", "--delta", "0.01", "--noise-seed", "1", "--output", str(out), *flag]
     assert main(argv) == 0
     result = json.loads(out.read_text())
     assert result["calibration"] == calibration

@@ -145,7 +145,7 @@ def cli_json(name: str, parts: list[np.ndarray], settings: Mapping[str, Any]) ->
             "report": est.report_,
         }
     # the in-process runner `mpc-pca run` uses for this protocol, through the registry
-    args = argparse.Namespace(protocol=name, seed=SEED, timeout=60.0, **settings)
+    args = argparse.Namespace(protocol=name, noise_seed=SEED, timeout=60.0, **settings)
     result: dict[str, Any] = registry.entry(name).run_in_process(args, parts)
     return result
 

@@ -139,7 +139,7 @@ def test_bad_parameters_are_refused_before_anything_is_sent(kwargs, match):
         PPPCADP(2, **kwargs).fit([unit_rows(30, 4, 0), unit_rows(30, 4, 1)])
 
 
-def test_cli_pppca_dp_writes_the_guarantee(tmp_path):
+def test_cli_pppca_dp_writes_the_guarantee(tmp_path, capsys):
     import json
 
     from mpc_pca.cli import main
@@ -157,9 +157,14 @@ def test_cli_pppca_dp_writes_the_guarantee(tmp_path):
         "3",
     ]
     argv += ["--epsilon", "2", "--delta", "1e-6", "--min-honest", "2", "--backend", "additive-masks"]
-    with pytest.warns(RowsClippedWarning):  # digits rows have norms far above 1
-        assert main([*argv, "--output", str(out)]) == 0
+    assert main([*argv, "--output", str(out)]) == 0
+    err = capsys.readouterr().err  # digits rows have norms far above 1: each provider says so, once
+    for i in range(3):
+        assert err.count(f"mpc-pca: warning: provider{i}: ") == 1
+        assert f"provider{i}: 599 of 599 rows had norm > 1" in err
+    assert "more than 10%" in err and "--row-norm" not in err  # pppca-dp always clips
     result = json.loads(out.read_text())
+    assert result["private"] is True and result["privacy_leaks"] == []
     assert result["min_honest"] == 2 and result["backend"] == "additive-masks"
     assert result["epsilon_by_colluders"][:2] == [2.0, 2.0]
     assert result["epsilon_by_colluders"][2] > 2.0

@@ -95,7 +95,7 @@ def test_cli_runs_a_dp_protocol_as_processes(tmp_path, parts):
         "--delta",
         "1e-3",
     ]
-    argv += ["--seed", str(NOISE_SEED), "--output", str(out)]
+    argv += ["--noise-seed", str(NOISE_SEED), "--output", str(out)]
     assert main([*argv, "--transport", "processes"]) == 0
     over_processes = json.loads(out.read_text())
     assert main([*argv, "--force"]) == 0
