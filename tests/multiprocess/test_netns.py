@@ -173,7 +173,7 @@ def test_capepca_with_one_party_per_network_namespace(tmp_path: Path, topology: 
         command = [
             sys.executable, "-m", "mpc_pca.cli", "party", "--protocol", "capepca", "--rank", str(rank),
             "--world-size", str(len(layout)), "--master", master, "--tls-dir", str(tmp_path / "tls"),
-            "--epsilon", "2", "--delta", "1e-3", "--seed", str(seed), "--timeout", "20",
+            "--epsilon", "2", "--delta", "1e-3", "--noise-seed", str(seed), "--timeout", "20",
             "--connect-timeout", "60", "--output", str(outputs[name]),
         ]  # fmt: skip
         if rank < len(parts):
