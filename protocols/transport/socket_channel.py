@@ -20,18 +20,25 @@ Reader threads
 
 Deadlines and blame
     A receive waits until ``timeout`` seconds have passed without progress of
-    the run: the deadline restarts when this party enters a phase and whenever
-    a peer announces a new phase or delivers data. A party that has waited a
-    second tells its peers whom it waits for; when a deadline passes, the
-    waiting party follows that chain to the party that is not waiting for
-    anyone, and blames it. Every failure is broadcast to all peers over the
-    authenticated links, so each survivor quotes the root cause.
+    the run as this party sees it: the deadline restarts when this party
+    enters a phase and whenever a peer delivers data to it. A peer's STATUS
+    frame is evidence about its sender only and restarts nobody's deadline,
+    so a peer that announces phases without sending what is needed cannot
+    keep anyone waiting. A party that has waited a second tells its peers
+    whom it waits for. When a deadline passes, the waiting party blames the
+    party it was waiting for (what that party failed to send is the
+    evidence); a "waiting for" report from that party is quoted as its claim
+    and buys it one more deadline to report its own failure, never a shift
+    of the blame. So a party ends at most ``timeout`` (``2 * timeout`` if the
+    awaited peer claims to wait for another) after its last progress. Every
+    failure is broadcast to all peers over the authenticated links; a
+    received ``ABORT`` is quoted as its sender's report (``'p' (rank 1)
+    reported: ...``), never as this party's finding.
 """
 
 from __future__ import annotations
 
 import collections
-import itertools
 import logging
 import threading
 from collections.abc import Mapping
@@ -175,8 +182,7 @@ class SocketChannel(Channel):
             elif kind == ABORT:
                 self._aborts.setdefault(peer, str(value.get("reason", "no reason given")))
             elif kind == STATUS:
-                if value.get("phase") != self._status[peer].get("phase"):
-                    self._progress = now()
+                # Evidence about the sender only: a new phase label restarts nobody's deadline.
                 self._status[peer] = value
             else:
                 self._bye.add(peer)
@@ -243,6 +249,7 @@ class SocketChannel(Channel):
         limit = self.timeout if timeout is None else float(timeout)
         started = now()
         announced = False
+        grace: float | None = None
         next_log = started + _LOG_EVERY
         try:
             with self._cond:
@@ -255,8 +262,17 @@ class SocketChannel(Channel):
                             f"{self.me!r} expected a message from {self.where(frm)}, which has finished"
                         )
                     t = now()
-                    if t >= max(started, self._progress) + limit:
-                        raise PeerTimeoutError(self._blame(frm, limit))
+                    deadline = max(started, self._progress) + limit
+                    if t >= deadline:
+                        if grace is None and self._claims_to_wait(frm):
+                            # ``frm`` says it waits for someone else: give it one more deadline to
+                            # report its own failure (quoted as its claim when it comes).
+                            grace = t + limit
+                        if grace is None or t >= grace:
+                            raise PeerTimeoutError(self._blame(frm, limit, grace is not None))
+                        deadline = grace
+                    else:
+                        grace = None  # real progress since: a fresh deadline, a fresh grace
                     if not announced and t - started >= _WAIT_ANNOUNCE:
                         announced = True
                         self._cond.release()
@@ -274,36 +290,41 @@ class SocketChannel(Channel):
                             self.phase_label or "protocol",
                             t - started,
                         )
-                    self._cond.wait(min(1.0, max(0.01, max(started, self._progress) + limit - t)))
+                    self._cond.wait(min(1.0, max(0.01, deadline - t)))
         except PeerTimeoutError:
             # Still true: this party was waiting for ``frm``. Leave that announced, so that a peer
-            # whose own deadline fires a moment later blames along the chain, not this party.
+            # waiting for this party gives it time to report this failure instead of blaming it.
             announced = False
             raise
         finally:
             if announced:
                 self._broadcast(STATUS, {"phase": self.phase_label, "waiting": None})
 
-    def _blame(self, frm: str, limit: float) -> str:
-        """The timeout message: follow who waits for whom to the party that is not waiting."""
-        chain = [frm]
-        while True:
-            nxt = self._status.get(chain[-1], {}).get("waiting")
-            if not isinstance(nxt, str) or nxt not in self.ranks or nxt == self.me or nxt in chain:
-                break
-            chain.append(nxt)
-        culprit = chain[-1]
+    def _claims_to_wait(self, peer: str) -> bool:
+        """True if ``peer``'s last STATUS says it waits for a party other than this one."""
+        waiting = self._status[peer].get("waiting")
+        return isinstance(waiting, str) and waiting != self.me
+
+    def _blame(self, frm: str, limit: float, extended: bool) -> str:
+        """The timeout message: blame ``frm``, which did not send; quote its claims as claims."""
         phase = self.phase_label or "protocol"
-        via = "".join(f"; {a!r} is itself waiting for {b!r}" for a, b in itertools.pairwise(chain))
+        status = self._status[frm]
+        claim = ""
+        if status.get("phase") is not None:
+            claim += f"; {frm!r} says it is in phase {status['phase']!r}"
+        if isinstance(status.get("waiting"), str):
+            claim += f"; {frm!r} says it waits for {status['waiting']!r} (its claim, not checked)"
+            if extended:
+                claim += f", but reported no failure within {limit:g} s more"
         return (
             f"{self.me!r} waited {limit:g} s in phase {phase!r} for {frm!r} with no progress of the run"
-            f"{via}; {self.where(culprit)} did not send within the deadline"
+            f"; {self.where(frm)} did not send within the deadline{claim}"
         )
 
     # -- phases, failure, end -----------------------------------------------------------------
 
     def enter_phase(self, label: str | None) -> None:
-        """Tell every peer this party entered phase ``label`` (restarts everybody's deadline)."""
+        """Tell every peer this party entered phase ``label`` (restarts this party's deadline only)."""
         super().enter_phase(label)
         with self._cond:
             self._progress = now()
