@@ -18,6 +18,20 @@ Reader threads
     without ``BYE`` end the link with a :class:`~protocols.errors.ProtocolError`
     that names the peer.
 
+Bounded memory per peer
+    At most :data:`CONTROL_QUEUE_CAP` control frames and :attr:`SocketChannel.data_budget`
+    bytes of data frames (``DATA_BUDGET_FACTOR`` times the message cap this
+    party set, at least :data:`DATA_BUDGET_FLOOR`) may wait unread from one
+    peer; the next frame is refused unread, the peer's queue dropped and its
+    link ended with a ``ProtocolError`` naming it, raised to this party at
+    its next receive. At the end of a run (:meth:`SocketChannel.close`, before and
+    after ``BYE``) a data frame that was never read is unsolicited: a
+    ``ProtocolError`` naming the peer and the count. Not guaranteed: the
+    message cap itself comes from the run's settings (e.g. announced row
+    counts), which are not yet checked against anything; nor does a budget
+    tell a replayed or reordered message that the protocol does read from a
+    fresh one (no sequence numbers yet).
+
 Deadlines and blame
     A receive waits until ``timeout`` seconds have passed without progress of
     the run as this party sees it: the deadline restarts when this party
@@ -55,6 +69,12 @@ DATA, CONTROL, ABORT, STATUS, BYE = 1, 2, 3, 4, 5
 _KINDS = {DATA: "data", CONTROL: "control", ABORT: "abort", STATUS: "status", BYE: "bye"}
 #: Largest control, abort or status frame accepted (bytes).
 CONTROL_CAP = 1 << 20
+#: Most control frames queued unread from one peer.
+CONTROL_QUEUE_CAP = 64
+#: Least number of bytes of unread data frames a peer may have queued at a receiver.
+DATA_BUDGET_FLOOR = 64 << 20
+#: A peer's unread data may reach this many times the message cap (if above the floor).
+DATA_BUDGET_FACTOR = 2
 _WAIT_ANNOUNCE = 1.0
 _LOG_EVERY = 10.0
 
@@ -72,11 +92,21 @@ class SocketChannel(Channel):
         The connected, authenticated stream to each peer.
     timeout : float
         Seconds a receive may wait without any progress of the run.
+    data_budget_floor : int
+        Least :attr:`data_budget` (bytes), whatever the message cap.
     """
 
     private_payloads = True
 
-    def __init__(self, me: str, ranks: Mapping[str, int], streams: Mapping[str, Stream], timeout: float):
+    def __init__(
+        self,
+        me: str,
+        ranks: Mapping[str, int],
+        streams: Mapping[str, Stream],
+        timeout: float,
+        *,
+        data_budget_floor: int = DATA_BUDGET_FLOOR,
+    ):
         super().__init__(me, list(ranks), timeout)
         self.ranks = dict(ranks)
         self.streams = dict(streams)
@@ -89,6 +119,10 @@ class SocketChannel(Channel):
         self._cond = threading.Condition()
         self._data: dict[str, collections.deque] = {p: collections.deque() for p in self.peers}
         self._control: dict[str, collections.deque] = {p: collections.deque() for p in self.peers}
+        self.data_budget_floor = int(data_budget_floor)
+        #: Bytes of data frames received from each peer and not yet read, and their high-water mark.
+        self.queued_bytes: dict[str, int] = {p: 0 for p in self.peers}
+        self.peak_queued_bytes: dict[str, int] = {p: 0 for p in self.peers}
         self._failed: dict[str, ProtocolError] = {}
         self._bye: set[str] = set()
         self._aborts: dict[str, str] = {}
@@ -104,6 +138,16 @@ class SocketChannel(Channel):
 
     def where(self, peer: str) -> str:
         return f"{peer!r} (rank {self.ranks[peer]})"
+
+    @property
+    def data_budget(self) -> int:
+        """Most bytes of unread data frames one peer may have queued here.
+
+        ``DATA_BUDGET_FACTOR`` times the message cap this party set, at least
+        :attr:`data_budget_floor`; nothing a peer sends changes it.
+        """
+        cap = self.max_message_bytes or 0
+        return max(self.data_budget_floor, DATA_BUDGET_FACTOR * cap)
 
     def set_message_cap(self, nbytes: int) -> None:
         """Largest ``DATA`` payload accepted from a peer; until it is set, data frames wait."""
@@ -137,6 +181,8 @@ class SocketChannel(Channel):
                         f"{self.where(peer)} announced a {_KINDS[kind]} frame of {size} bytes; at most "
                         f"{cap} are allowed for these settings"
                     )
+                if kind == DATA:
+                    self._check_data_budget(peer, size)
                 try:
                     payload = stream.read_exact(size)
                 except ClosedError as exc:
@@ -162,6 +208,23 @@ class SocketChannel(Channel):
                 )
                 self._cond.notify_all()
 
+    def _check_data_budget(self, peer: str, size: int) -> None:
+        """Refuse a data frame that would put ``peer``'s unread data over :attr:`data_budget`.
+
+        The frame is not read; the peer's unread data are dropped (the run has failed).
+        """
+        with self._cond:
+            queued, budget = self.queued_bytes[peer], self.data_budget
+            if queued + size <= budget:
+                return
+            count = len(self._data[peer])
+            self._data[peer].clear()
+            self.queued_bytes[peer] = 0
+        raise ProtocolError(
+            f"{self.where(peer)} sent more data than was read: {count} unread data frames of {queued} bytes "
+            f"and one more of {size} bytes exceed the {budget} bytes a peer may have waiting"
+        )
+
     def _deliver(self, peer: str, kind: int, payload: memoryview) -> bool:
         """File a frame; return True after ``BYE`` (the peer sends nothing more)."""
         if kind in (ABORT, STATUS):
@@ -176,8 +239,15 @@ class SocketChannel(Channel):
         with self._cond:
             if kind == DATA:
                 self._data[peer].append(payload)
+                self.queued_bytes[peer] += len(payload)
+                self.peak_queued_bytes[peer] = max(self.peak_queued_bytes[peer], self.queued_bytes[peer])
                 self._progress = now()
             elif kind == CONTROL:
+                if len(self._control[peer]) >= CONTROL_QUEUE_CAP:
+                    raise ProtocolError(
+                        f"{self.where(peer)} sent more control frames than were read: at most "
+                        f"{CONTROL_QUEUE_CAP} may wait unread"
+                    )
                 self._control[peer].append(payload)
             elif kind == ABORT:
                 self._aborts.setdefault(peer, str(value.get("reason", "no reason given")))
@@ -255,7 +325,10 @@ class SocketChannel(Channel):
             with self._cond:
                 while True:
                     if queues[frm]:
-                        return queues[frm].popleft()
+                        item: memoryview = queues[frm].popleft()
+                        if queues is self._data:
+                            self.queued_bytes[frm] -= len(item)
+                        return item
                     self._raise_run_failure()
                     if frm in self._bye:
                         raise ProtocolError(
@@ -337,14 +410,37 @@ class SocketChannel(Channel):
         self._aborted = True
         self._broadcast(ABORT, {"reason": reason})
 
+    def _check_nothing_unread(self) -> None:
+        """Raise :class:`ProtocolError` naming the first peer with data frames this party never read."""
+        with self._cond:
+            for peer in self.peers:
+                if self._data[peer]:
+                    count = len(self._data[peer])
+                    raise ProtocolError(
+                        f"{self.me!r}: {self.where(peer)} sent {count} unsolicited data "
+                        f"frame{'s' if count > 1 else ''} ({self.queued_bytes[peer]} bytes) that the "
+                        "protocol never read"
+                    )
+
     def close(self, timeout: float | None = None) -> None:
-        """End cleanly: ``BYE`` to every peer, wait for theirs (or their failure), close the links."""
+        """End cleanly: ``BYE`` to every peer, wait for theirs (or their failure), close the links.
+
+        Raises
+        ------
+        ProtocolError
+            If a peer sent data frames that were never read: before ``BYE``
+            (then the caller should :meth:`abort`), or after the peers' ``BYE``
+            (frames that were still on their way); the links are then left
+            open for :meth:`shutdown`.
+        """
+        self._check_nothing_unread()
         self._broadcast(BYE, {})
         limit = self.timeout if timeout is None else timeout
         deadline = now() + limit
         with self._cond:
             while set(self.peers) - self._bye - set(self._failed) and now() < deadline:
                 self._cond.wait(0.5)
+        self._check_nothing_unread()
         for stream in self.streams.values():
             stream.close()
 
@@ -364,4 +460,4 @@ class SocketChannel(Channel):
             stream.close()
 
 
-__all__ = ["CONTROL_CAP", "SocketChannel"]
+__all__ = ["CONTROL_CAP", "CONTROL_QUEUE_CAP", "DATA_BUDGET_FACTOR", "DATA_BUDGET_FLOOR", "SocketChannel"]

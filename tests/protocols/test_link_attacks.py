@@ -12,9 +12,10 @@ import time
 
 import pytest
 
-from protocols.errors import PeerFailureError, PeerTimeoutError
+from protocols.errors import PeerFailureError, PeerTimeoutError, ProtocolError
 from protocols.transport.certs import write_credentials
-from protocols.transport.socket_channel import ABORT, STATUS
+from protocols.transport.links import HEADER
+from protocols.transport.socket_channel import ABORT, CONTROL_QUEUE_CAP, DATA, STATUS
 from tests.helpers.socket_helpers import run_socket_world
 
 TIMEOUT = 3.0
@@ -43,9 +44,9 @@ def timed(role, ended):
 
 
 def idle_until_stopped(party, limit: float = 30.0) -> None:
-    """Send nothing until a peer reports a failure (or ``limit`` seconds pass)."""
+    """Send nothing until a peer reports a failure or a link fails (or ``limit`` seconds pass)."""
     end = time.perf_counter() + limit
-    while not party.channel._aborts and time.perf_counter() < end:
+    while not (party.channel._aborts or party.channel._failed) and time.perf_counter() < end:
         time.sleep(0.05)
 
 
@@ -123,3 +124,78 @@ def test_a_forged_abort_is_quoted_as_its_senders_claim(tls_dir):
             message
         )
         assert "did not send" not in message, message
+
+
+def test_a_flood_of_unsolicited_data_frames_is_refused_within_the_budget(tls_dir):
+    """a0 sends 100 x 1 MiB that nobody reads: r refuses it naming a0, its queue never over budget."""
+    frame = bytes(1 << 20)
+    channels = {}
+
+    def flooder(party):
+        for _ in range(100):
+            if party.channel._aborts or party.channel._failed:
+                break
+            party.channel.streams["r"].send_parts([HEADER.pack(DATA, len(frame)), frame])
+        idle_until_stopped(party)
+
+    def r(party):
+        channels["r"] = party.channel
+        return party.recv("a1")  # a1 sends nothing: r is busy with a1 while a0 floods it
+
+    roles = {"a0": flooder, "a1": idle_until_stopped, "r": r}
+    results = run_socket_world(roles, tls_dir, timeout=TIMEOUT, cap=1 << 20)
+    channel = channels["r"]
+    budget = channel.data_budget
+    assert budget == 64 << 20  # the floor: twice the 1 MiB cap is less
+    error = results["r"]
+    assert isinstance(error, ProtocolError), error
+    assert "'a0' (rank 0) sent more data than was read" in str(error), error
+    assert f"exceed the {budget} bytes a peer may have waiting" in str(error), error
+    assert 0 < channel.peak_queued_bytes["a0"] <= budget
+    assert channel.queued_bytes["a0"] == 0  # dropped once refused
+
+
+def test_a_flood_of_control_frames_is_refused_naming_the_sender(tls_dir):
+    def flooder(party):
+        for _ in range(CONTROL_QUEUE_CAP + 10):
+            party.channel.send_control("r", {"settings": "again"})
+        idle_until_stopped(party)
+
+    def r(party):
+        return party.recv("a1")
+
+    results = run_socket_world({"a0": flooder, "a1": idle_until_stopped, "r": r}, tls_dir, timeout=TIMEOUT)
+    error = results["r"]
+    assert isinstance(error, ProtocolError), error
+    assert "'a0' (rank 0) sent more control frames than were read" in str(error), error
+    assert f"at most {CONTROL_QUEUE_CAP} may wait unread" in str(error), error
+
+
+def test_one_unsolicited_data_frame_is_named_at_the_end(tls_dir):
+    """a0 sends r one message more than the protocol reads: r's run fails naming a0 and the count."""
+
+    def a0(party):
+        party.send("r", "the answer")
+        party.send("r", "and one more")
+
+    def r(party):
+        return party.recv("a0")
+
+    results = run_socket_world({"a0": a0, "r": r}, tls_dir, timeout=TIMEOUT)
+    error = results["r"]
+    assert isinstance(error, ProtocolError), error
+    assert "'a0' (rank 0) sent 1 unsolicited data frame" in str(error), error
+    assert "never read" in str(error)
+
+
+def test_a_run_that_reads_everything_ends_cleanly(tls_dir):
+    def a0(party):
+        party.send("r", "the answer")
+        return party.recv("r")
+
+    def r(party):
+        party.send("a0", "thanks")
+        return party.recv("a0")
+
+    results = run_socket_world({"a0": a0, "r": r}, tls_dir, timeout=TIMEOUT)
+    assert results["r"][0] == "the answer" and results["a0"][0] == "thanks", results
