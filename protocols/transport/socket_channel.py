@@ -32,6 +32,15 @@ Bounded memory per peer
     tell a replayed or reordered message that the protocol does read from a
     fresh one (no sequence numbers yet).
 
+Control frames
+    ``STATUS`` and ``ABORT`` payloads have typed schemas (:func:`parse_status`,
+    :func:`parse_abort`): exact keys, ``str`` or ``None`` values, a
+    ``waiting`` that names a party of the run, lengths bounded by
+    :data:`MAX_LABEL_CHARS` and :data:`MAX_REASON_CHARS`. Any other shape
+    ends the link with a ``ProtocolError`` naming the sender; an unexpected
+    exception in a reader thread does too, so no frame can leave a party
+    waiting on a dead reader.
+
 Deadlines and blame
     A receive waits until ``timeout`` seconds have passed without progress of
     the run as this party sees it: the deadline restarts when this party
@@ -55,7 +64,7 @@ from __future__ import annotations
 import collections
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from protocols.errors import PeerFailureError, PeerTimeoutError, ProtocolError, WireFormatError
@@ -75,8 +84,93 @@ CONTROL_QUEUE_CAP = 64
 DATA_BUDGET_FLOOR = 64 << 20
 #: A peer's unread data may reach this many times the message cap (if above the floor).
 DATA_BUDGET_FACTOR = 2
+#: Longest phase label or party name a STATUS frame may carry (characters).
+MAX_LABEL_CHARS = 256
+#: Longest reason an ABORT frame may carry (characters); longer reasons are cut before sending.
+MAX_REASON_CHARS = 1 << 16
 _WAIT_ANNOUNCE = 1.0
 _LOG_EVERY = 10.0
+
+
+def _control_mapping(
+    sender: str, what: str, payload: bytes | memoryview, keys: frozenset[str]
+) -> dict[str, Any]:
+    """Decode a control frame's payload: a mapping with exactly ``keys``, else ProtocolError."""
+    try:
+        value = decode_message(payload)
+    except WireFormatError as exc:
+        raise ProtocolError(f"{sender} sent a malformed {what} frame: {exc}") from None
+    if not isinstance(value, dict):
+        raise ProtocolError(
+            f"{sender} sent a malformed {what} frame: a {type(value).__name__}, not a mapping"
+        )
+    if set(value) != keys:
+        raise ProtocolError(
+            f"{sender} sent a malformed {what} frame: its keys are {sorted(value)[:8]!r}, expected {sorted(keys)}"
+        )
+    return value
+
+
+def _text(sender: str, what: str, key: str, value: Any, limit: int, optional: bool) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise ProtocolError(
+            f"{sender} sent a malformed {what} frame: {key!r} is a {type(value).__name__}, not a str"
+            + (" or None" if optional else "")
+        )
+    if len(value) > limit:
+        raise ProtocolError(
+            f"{sender} sent a malformed {what} frame: {key!r} has {len(value)} characters, at most {limit} "
+            "are allowed"
+        )
+    return value
+
+
+def _short(label: str | None) -> str | None:
+    """A phase label as a STATUS frame may carry it."""
+    return None if label is None else str(label)[:MAX_LABEL_CHARS]
+
+
+def parse_status(sender: str, payload: bytes | memoryview, names: Collection[str]) -> dict[str, str | None]:
+    """Check a STATUS frame: ``{"phase": str or None, "waiting": a party's name or None}``.
+
+    Parameters
+    ----------
+    sender : str
+        How to name the peer that sent it in an error.
+    payload : bytes or memoryview
+        The frame's payload (wire format).
+    names : collection of str
+        The parties of the run (``waiting`` must be one of them).
+
+    Raises
+    ------
+    ProtocolError
+        Naming ``sender``, for any other shape: not a mapping, other keys,
+        values of other types, strings longer than :data:`MAX_LABEL_CHARS`.
+    """
+    value = _control_mapping(sender, "status", payload, frozenset({"phase", "waiting"}))
+    phase = _text(sender, "status", "phase", value["phase"], MAX_LABEL_CHARS, optional=True)
+    waiting = _text(sender, "status", "waiting", value["waiting"], MAX_LABEL_CHARS, optional=True)
+    if waiting is not None and waiting not in names:
+        raise ProtocolError(
+            f"{sender} sent a malformed status frame: it waits for {waiting!r}, which is not a party of this run"
+        )
+    return {"phase": phase, "waiting": waiting}
+
+
+def parse_abort(sender: str, payload: bytes | memoryview) -> str:
+    """Check an ABORT frame: ``{"reason": str}`` of at most :data:`MAX_REASON_CHARS`; return the reason.
+
+    Raises
+    ------
+    ProtocolError
+        Naming ``sender``, for any other shape.
+    """
+    value = _control_mapping(sender, "abort", payload, frozenset({"reason"}))
+    reason = _text(sender, "abort", "reason", value["reason"], MAX_REASON_CHARS, optional=False)
+    return reason or ""  # never None: not optional
 
 
 class SocketChannel(Channel):
@@ -207,6 +301,16 @@ class SocketChannel(Channel):
                     ),
                 )
                 self._cond.notify_all()
+        except Exception as exc:  # a bug here must still end the link with a named error, not a hang
+            with self._cond:
+                self._failed.setdefault(
+                    peer,
+                    ProtocolError(
+                        f"the link to {self.where(peer)} failed: its frames could not be handled "
+                        f"({type(exc).__name__}: {exc})"
+                    ),
+                )
+                self._cond.notify_all()
 
     def _check_data_budget(self, peer: str, size: int) -> None:
         """Refuse a data frame that would put ``peer``'s unread data over :attr:`data_budget`.
@@ -227,15 +331,12 @@ class SocketChannel(Channel):
 
     def _deliver(self, peer: str, kind: int, payload: memoryview) -> bool:
         """File a frame; return True after ``BYE`` (the peer sends nothing more)."""
-        if kind in (ABORT, STATUS):
-            try:
-                value = decode_message(payload)
-            except WireFormatError as exc:
-                raise ProtocolError(
-                    f"{self.where(peer)} sent a malformed {_KINDS[kind]} frame: {exc}"
-                ) from None
-            if not isinstance(value, dict):
-                raise ProtocolError(f"{self.where(peer)} sent a malformed {_KINDS[kind]} frame")
+        status: dict[str, str | None] = {}
+        reason = ""
+        if kind == STATUS:
+            status = parse_status(self.where(peer), payload, self.ranks)
+        elif kind == ABORT:
+            reason = parse_abort(self.where(peer), payload)
         with self._cond:
             if kind == DATA:
                 self._data[peer].append(payload)
@@ -250,10 +351,10 @@ class SocketChannel(Channel):
                     )
                 self._control[peer].append(payload)
             elif kind == ABORT:
-                self._aborts.setdefault(peer, str(value.get("reason", "no reason given")))
+                self._aborts.setdefault(peer, reason)
             elif kind == STATUS:
                 # Evidence about the sender only: a new phase label restarts nobody's deadline.
-                self._status[peer] = value
+                self._status[peer] = status
             else:
                 self._bye.add(peer)
             self._cond.notify_all()
@@ -350,7 +451,7 @@ class SocketChannel(Channel):
                         announced = True
                         self._cond.release()
                         try:
-                            self._broadcast(STATUS, {"phase": self.phase_label, "waiting": frm})
+                            self._broadcast(STATUS, {"phase": _short(self.phase_label), "waiting": frm})
                         finally:
                             self._cond.acquire()
                         continue
@@ -371,7 +472,7 @@ class SocketChannel(Channel):
             raise
         finally:
             if announced:
-                self._broadcast(STATUS, {"phase": self.phase_label, "waiting": None})
+                self._broadcast(STATUS, {"phase": _short(self.phase_label), "waiting": None})
 
     def _claims_to_wait(self, peer: str) -> bool:
         """True if ``peer``'s last STATUS says it waits for a party other than this one."""
@@ -401,14 +502,14 @@ class SocketChannel(Channel):
         super().enter_phase(label)
         with self._cond:
             self._progress = now()
-        self._broadcast(STATUS, {"phase": label, "waiting": None})
+        self._broadcast(STATUS, {"phase": _short(label), "waiting": None})
 
     def abort(self, reason: str) -> None:
         """Send ``reason`` to every peer (once); they stop and quote it."""
         if self._aborted:
             return
         self._aborted = True
-        self._broadcast(ABORT, {"reason": reason})
+        self._broadcast(ABORT, {"reason": reason[:MAX_REASON_CHARS]})
 
     def _check_nothing_unread(self) -> None:
         """Raise :class:`ProtocolError` naming the first peer with data frames this party never read."""
@@ -460,4 +561,14 @@ class SocketChannel(Channel):
             stream.close()
 
 
-__all__ = ["CONTROL_CAP", "CONTROL_QUEUE_CAP", "DATA_BUDGET_FACTOR", "DATA_BUDGET_FLOOR", "SocketChannel"]
+__all__ = [
+    "CONTROL_CAP",
+    "CONTROL_QUEUE_CAP",
+    "DATA_BUDGET_FACTOR",
+    "DATA_BUDGET_FLOOR",
+    "MAX_LABEL_CHARS",
+    "MAX_REASON_CHARS",
+    "SocketChannel",
+    "parse_abort",
+    "parse_status",
+]

@@ -70,8 +70,8 @@ def test_status_frames_with_new_phase_labels_restart_nobodys_deadline(tls_dir):
     stop.set()
     for name in ("a0", "r"):
         assert ended.get(name, float("inf")) <= TIMEOUT + SLACK, (name, ended.get(name, "still waiting"))
-        error = results[name]
-        assert isinstance(error, PeerTimeoutError), (name, error)
+        error = results[name]  # its own timeout, or the other's report of it if that came first
+        assert isinstance(error, (PeerTimeoutError, PeerFailureError)), (name, error)
         assert "'a1' (rank 1) did not send within the deadline" in str(error), error
 
 
