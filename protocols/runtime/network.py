@@ -172,12 +172,12 @@ def run_role(channel: SocketChannel, role: Role) -> tuple[Any, PartyReport]:
     start = now()
     try:
         output = role(party)
+        seconds = now() - start
+        report = make_report(party, seconds)
+        channel.close()  # raises if a peer sent data that was never read
     except BaseException as exc:
         fail(channel, exc)
         raise
-    seconds = now() - start
-    report = make_report(party, seconds)
-    channel.close()
     log.info("%s: done in %.2f s", channel.me, seconds)
     return output, report
 

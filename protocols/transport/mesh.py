@@ -20,7 +20,7 @@ from collections.abc import Mapping
 
 from protocols.errors import PeerTimeoutError, ProtocolError
 from protocols.transport.links import Stream, handshake
-from protocols.transport.rendezvous import read_message, send_message
+from protocols.transport.rendezvous import parse_hello, read_message, send_message
 from protocols.transport.tls import AuthenticationError
 
 
@@ -50,8 +50,7 @@ def _accept_all(
                     conn, ctx, server=True, expected=None, me=me, where=who, timeout=min(remaining, 10.0)
                 )
                 conn.settimeout(min(remaining, 10.0))
-                hello = read_message(stream, who)
-                name = hello.get("name")
+                name = parse_hello(who, read_message(stream, who))
                 if name not in expected or name in out:
                     raise AuthenticationError(
                         f"{me!r}: authentication failed for {who}: it claims to be {name!r}, which is not a "

@@ -18,6 +18,16 @@ Links
     dialler then sends a ``HELLO`` frame with its name (which is all an
     ``--insecure`` link has to go by). Failed handshakes from anyone else are
     refused and reported if the run does not come together in time.
+
+Schemas
+    Every set-up message has a typed schema: the link ``HELLO``
+    (:func:`parse_hello`), the registration (:func:`parse_registration`) and
+    the introducer's reply with its address table (:func:`parse_reply`):
+    exact keys, ``str`` names and hosts of at most :data:`MAX_NAME_CHARS`
+    characters, integer ranks and ports in range. Any other shape is a
+    :class:`~protocols.errors.ProtocolError` naming the sender, never a crash
+    of the introducer or of a party's acceptor thread. Not yet: handshakes
+    are still done one at a time, so idle connections can delay a run.
 """
 
 from __future__ import annotations
@@ -42,6 +52,10 @@ log = logging.getLogger("mpc_pca.transport")
 INTRODUCER_NAME = "rendezvous"
 _HELLO_CAP = 64 << 10
 _KIND_HELLO = 6
+#: Longest party name or host a set-up message may carry (characters).
+MAX_NAME_CHARS = 256
+#: Longest refusal or error text in the introducer's reply (characters).
+MAX_TEXT_CHARS = 16 << 10
 
 
 def parse_address(address: str) -> tuple[str, int]:
@@ -107,6 +121,84 @@ def read_message(stream: Stream, who: str, kind: int = _KIND_HELLO) -> dict[str,
     return value
 
 
+def _exact_keys(who: str, what: str, msg: dict[str, Any], keys: set[str]) -> None:
+    if set(msg) != keys:
+        raise ProtocolError(
+            f"{who} sent a malformed {what}: its keys are {sorted(msg)[:8]!r}, expected {sorted(keys)}"
+        )
+
+
+def _short_str(who: str, what: str, key: str, value: Any, limit: int = MAX_NAME_CHARS) -> str:
+    if not isinstance(value, str):
+        raise ProtocolError(f"{who} sent a malformed {what}: {key} is a {type(value).__name__}, not a str")
+    if len(value) > limit:
+        raise ProtocolError(
+            f"{who} sent a malformed {what}: {key} has {len(value)} characters, at most {limit} are allowed"
+        )
+    return value
+
+
+def _port(who: str, what: str, value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < 65536:
+        raise ProtocolError(
+            f"{who} sent a malformed {what}: port {value!r:.40} is not an integer in 1 .. 65535"
+        )
+    return value
+
+
+def parse_hello(who: str, msg: dict[str, Any]) -> str:
+    """The dialler's name from a link's ``HELLO`` (``{"name": str}``); any other shape is a ProtocolError."""
+    _exact_keys(who, "hello", msg, {"name"})
+    return _short_str(who, "hello", "name", msg["name"])
+
+
+def parse_registration(who: str, msg: dict[str, Any]) -> tuple[str, int, str, int]:
+    """``(name, rank, host, port)`` from a registration at the introducer; any other shape is a ProtocolError."""
+    what = "registration"
+    _exact_keys(who, what, msg, {"name", "rank", "host", "port"})
+    name = _short_str(who, what, "name", msg["name"])
+    rank = msg["rank"]
+    if not isinstance(rank, int) or isinstance(rank, bool) or rank < 0:
+        raise ProtocolError(f"{who} sent a malformed {what}: rank {rank!r:.40} is not a non-negative integer")
+    return name, rank, _short_str(who, what, "host", msg["host"]), _port(who, what, msg["port"])
+
+
+def parse_reply(where: str, msg: dict[str, Any]) -> tuple[str, Any]:
+    """The introducer's reply: ``("refused" | "error", str)`` or ``("table", {name: (host, port)})``.
+
+    Raises
+    ------
+    ProtocolError
+        Naming ``where``, for any other shape (other keys, a name or host
+        that is not a str, an address that is not ``[host, port]``, a port
+        out of range, oversize strings).
+    """
+    what = "reply"
+    if len(msg) != 1 or next(iter(msg)) not in ("refused", "error", "table"):
+        raise ProtocolError(
+            f"{where} sent a malformed {what}: its keys are {sorted(msg)[:8]!r}, expected one of "
+            "'refused', 'error' or 'table'"
+        )
+    key, value = next(iter(msg.items()))
+    if key != "table":
+        return key, _short_str(where, what, key, value, MAX_TEXT_CHARS)
+    what = "address table"
+    if not isinstance(value, dict):
+        raise ProtocolError(f"{where} sent a malformed {what}: a {type(value).__name__}, not a mapping")
+    table: dict[str, tuple[str, int]] = {}
+    for name, address in value.items():
+        _short_str(where, what, "a name", name)
+        if not isinstance(address, list) or len(address) != 2:
+            raise ProtocolError(
+                f"{where} sent a malformed {what}: the address of {name!r} is not [host, port]"
+            )
+        table[name] = (
+            _short_str(where, what, f"the host of {name!r}", address[0]),
+            _port(where, what, address[1]),
+        )
+    return key, table
+
+
 class Introducer:
     """Collects every party's listening address and hands out the table (runs in a thread).
 
@@ -170,9 +262,8 @@ class Introducer:
                 conn, self._ctx, server=True, expected=None, me=INTRODUCER_NAME, where=who, timeout=timeout
             )
             conn.settimeout(timeout)
-            msg = read_message(stream, who)
-            name, rank = msg.get("name"), msg.get("rank")
-            if not isinstance(rank, int) or self._by_rank.get(rank) != name:
+            name, rank, host, port = parse_registration(who, read_message(stream, who))
+            if self._by_rank.get(rank) != name:
                 raise AuthenticationError(
                     f"{who} claimed to be {name!r} at rank {rank!r}, which is not in the layout"
                 )
@@ -183,9 +274,6 @@ class Introducer:
                 )
             if name in joined:
                 raise AuthenticationError(f"{who} registered {name!r} a second time")
-            host, port = msg.get("host"), msg.get("port")
-            if not isinstance(host, str) or not isinstance(port, int):
-                raise ProtocolError(f"{who} sent a malformed address")
             conn.settimeout(None)
             joined[name] = (stream, [host, port])
         except ProtocolError as exc:
@@ -235,14 +323,24 @@ def register(
         raise PeerTimeoutError(f"{name!r} got no address table from {where} within {timeout:g} s") from None
     finally:
         stream.close()
-    if "refused" in reply:
-        raise AuthenticationError(f"{name!r}: the rendezvous refused this party: {reply['refused']}")
-    if "error" in reply:
-        raise PeerTimeoutError(f"{name!r} could not start: {reply['error']}")
-    table = reply.get("table")
-    if not isinstance(table, dict):
-        raise ProtocolError(f"{where} sent a malformed address table")
-    return {str(n): (str(a[0]), int(a[1])) for n, a in table.items()}
+    key, value = parse_reply(where, reply)
+    if key == "refused":
+        raise AuthenticationError(f"{name!r}: the rendezvous refused this party: {value}")
+    if key == "error":
+        raise PeerTimeoutError(f"{name!r} could not start: {value}")
+    return dict(value)
 
 
-__all__ = ["INTRODUCER_NAME", "Introducer", "listen", "local_address_towards", "parse_address", "register"]
+__all__ = [
+    "INTRODUCER_NAME",
+    "MAX_NAME_CHARS",
+    "MAX_TEXT_CHARS",
+    "Introducer",
+    "listen",
+    "local_address_towards",
+    "parse_address",
+    "parse_hello",
+    "parse_registration",
+    "parse_reply",
+    "register",
+]

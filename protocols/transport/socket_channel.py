@@ -18,23 +18,53 @@ Reader threads
     without ``BYE`` end the link with a :class:`~protocols.errors.ProtocolError`
     that names the peer.
 
+Bounded memory per peer
+    At most :data:`CONTROL_QUEUE_CAP` control frames and :attr:`SocketChannel.data_budget`
+    bytes of data frames (``DATA_BUDGET_FACTOR`` times the message cap this
+    party set, at least :data:`DATA_BUDGET_FLOOR`) may wait unread from one
+    peer; the next frame is refused unread, the peer's queue dropped and its
+    link ended with a ``ProtocolError`` naming it, raised to this party at
+    its next receive. At the end of a run (:meth:`SocketChannel.close`, before and
+    after ``BYE``) a data frame that was never read is unsolicited: a
+    ``ProtocolError`` naming the peer and the count. Not guaranteed: the
+    message cap itself comes from the run's settings (e.g. announced row
+    counts), which are not yet checked against anything; nor does a budget
+    tell a replayed or reordered message that the protocol does read from a
+    fresh one (no sequence numbers yet).
+
+Control frames
+    ``STATUS`` and ``ABORT`` payloads have typed schemas (:func:`parse_status`,
+    :func:`parse_abort`): exact keys, ``str`` or ``None`` values, a
+    ``waiting`` that names a party of the run, lengths bounded by
+    :data:`MAX_LABEL_CHARS` and :data:`MAX_REASON_CHARS`. Any other shape
+    ends the link with a ``ProtocolError`` naming the sender; an unexpected
+    exception in a reader thread does too, so no frame can leave a party
+    waiting on a dead reader.
+
 Deadlines and blame
     A receive waits until ``timeout`` seconds have passed without progress of
-    the run: the deadline restarts when this party enters a phase and whenever
-    a peer announces a new phase or delivers data. A party that has waited a
-    second tells its peers whom it waits for; when a deadline passes, the
-    waiting party follows that chain to the party that is not waiting for
-    anyone, and blames it. Every failure is broadcast to all peers over the
-    authenticated links, so each survivor quotes the root cause.
+    the run as this party sees it: the deadline restarts when this party
+    enters a phase and whenever a peer delivers data to it. A peer's STATUS
+    frame is evidence about its sender only and restarts nobody's deadline,
+    so a peer that announces phases without sending what is needed cannot
+    keep anyone waiting. A party that has waited a second tells its peers
+    whom it waits for. When a deadline passes, the waiting party blames the
+    party it was waiting for (what that party failed to send is the
+    evidence); a "waiting for" report from that party is quoted as its claim
+    and buys it one more deadline to report its own failure, never a shift
+    of the blame. So a party ends at most ``timeout`` (``2 * timeout`` if the
+    awaited peer claims to wait for another) after its last progress. Every
+    failure is broadcast to all peers over the authenticated links; a
+    received ``ABORT`` is quoted as its sender's report (``'p' (rank 1)
+    reported: ...``), never as this party's finding.
 """
 
 from __future__ import annotations
 
 import collections
-import itertools
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from protocols.errors import PeerFailureError, PeerTimeoutError, ProtocolError, WireFormatError
@@ -48,8 +78,99 @@ DATA, CONTROL, ABORT, STATUS, BYE = 1, 2, 3, 4, 5
 _KINDS = {DATA: "data", CONTROL: "control", ABORT: "abort", STATUS: "status", BYE: "bye"}
 #: Largest control, abort or status frame accepted (bytes).
 CONTROL_CAP = 1 << 20
+#: Most control frames queued unread from one peer.
+CONTROL_QUEUE_CAP = 64
+#: Least number of bytes of unread data frames a peer may have queued at a receiver.
+DATA_BUDGET_FLOOR = 64 << 20
+#: A peer's unread data may reach this many times the message cap (if above the floor).
+DATA_BUDGET_FACTOR = 2
+#: Longest phase label or party name a STATUS frame may carry (characters).
+MAX_LABEL_CHARS = 256
+#: Longest reason an ABORT frame may carry (characters); longer reasons are cut before sending.
+MAX_REASON_CHARS = 1 << 16
 _WAIT_ANNOUNCE = 1.0
 _LOG_EVERY = 10.0
+
+
+def _control_mapping(
+    sender: str, what: str, payload: bytes | memoryview, keys: frozenset[str]
+) -> dict[str, Any]:
+    """Decode a control frame's payload: a mapping with exactly ``keys``, else ProtocolError."""
+    try:
+        value = decode_message(payload)
+    except WireFormatError as exc:
+        raise ProtocolError(f"{sender} sent a malformed {what} frame: {exc}") from None
+    if not isinstance(value, dict):
+        raise ProtocolError(
+            f"{sender} sent a malformed {what} frame: a {type(value).__name__}, not a mapping"
+        )
+    if set(value) != keys:
+        raise ProtocolError(
+            f"{sender} sent a malformed {what} frame: its keys are {sorted(value)[:8]!r}, expected {sorted(keys)}"
+        )
+    return value
+
+
+def _text(sender: str, what: str, key: str, value: Any, limit: int, optional: bool) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise ProtocolError(
+            f"{sender} sent a malformed {what} frame: {key!r} is a {type(value).__name__}, not a str"
+            + (" or None" if optional else "")
+        )
+    if len(value) > limit:
+        raise ProtocolError(
+            f"{sender} sent a malformed {what} frame: {key!r} has {len(value)} characters, at most {limit} "
+            "are allowed"
+        )
+    return value
+
+
+def _short(label: str | None) -> str | None:
+    """A phase label as a STATUS frame may carry it."""
+    return None if label is None else str(label)[:MAX_LABEL_CHARS]
+
+
+def parse_status(sender: str, payload: bytes | memoryview, names: Collection[str]) -> dict[str, str | None]:
+    """Check a STATUS frame: ``{"phase": str or None, "waiting": a party's name or None}``.
+
+    Parameters
+    ----------
+    sender : str
+        How to name the peer that sent it in an error.
+    payload : bytes or memoryview
+        The frame's payload (wire format).
+    names : collection of str
+        The parties of the run (``waiting`` must be one of them).
+
+    Raises
+    ------
+    ProtocolError
+        Naming ``sender``, for any other shape: not a mapping, other keys,
+        values of other types, strings longer than :data:`MAX_LABEL_CHARS`.
+    """
+    value = _control_mapping(sender, "status", payload, frozenset({"phase", "waiting"}))
+    phase = _text(sender, "status", "phase", value["phase"], MAX_LABEL_CHARS, optional=True)
+    waiting = _text(sender, "status", "waiting", value["waiting"], MAX_LABEL_CHARS, optional=True)
+    if waiting is not None and waiting not in names:
+        raise ProtocolError(
+            f"{sender} sent a malformed status frame: it waits for {waiting!r}, which is not a party of this run"
+        )
+    return {"phase": phase, "waiting": waiting}
+
+
+def parse_abort(sender: str, payload: bytes | memoryview) -> str:
+    """Check an ABORT frame: ``{"reason": str}`` of at most :data:`MAX_REASON_CHARS`; return the reason.
+
+    Raises
+    ------
+    ProtocolError
+        Naming ``sender``, for any other shape.
+    """
+    value = _control_mapping(sender, "abort", payload, frozenset({"reason"}))
+    reason = _text(sender, "abort", "reason", value["reason"], MAX_REASON_CHARS, optional=False)
+    return reason or ""  # never None: not optional
 
 
 class SocketChannel(Channel):
@@ -65,11 +186,21 @@ class SocketChannel(Channel):
         The connected, authenticated stream to each peer.
     timeout : float
         Seconds a receive may wait without any progress of the run.
+    data_budget_floor : int
+        Least :attr:`data_budget` (bytes), whatever the message cap.
     """
 
     private_payloads = True
 
-    def __init__(self, me: str, ranks: Mapping[str, int], streams: Mapping[str, Stream], timeout: float):
+    def __init__(
+        self,
+        me: str,
+        ranks: Mapping[str, int],
+        streams: Mapping[str, Stream],
+        timeout: float,
+        *,
+        data_budget_floor: int = DATA_BUDGET_FLOOR,
+    ):
         super().__init__(me, list(ranks), timeout)
         self.ranks = dict(ranks)
         self.streams = dict(streams)
@@ -82,6 +213,10 @@ class SocketChannel(Channel):
         self._cond = threading.Condition()
         self._data: dict[str, collections.deque] = {p: collections.deque() for p in self.peers}
         self._control: dict[str, collections.deque] = {p: collections.deque() for p in self.peers}
+        self.data_budget_floor = int(data_budget_floor)
+        #: Bytes of data frames received from each peer and not yet read, and their high-water mark.
+        self.queued_bytes: dict[str, int] = {p: 0 for p in self.peers}
+        self.peak_queued_bytes: dict[str, int] = {p: 0 for p in self.peers}
         self._failed: dict[str, ProtocolError] = {}
         self._bye: set[str] = set()
         self._aborts: dict[str, str] = {}
@@ -97,6 +232,16 @@ class SocketChannel(Channel):
 
     def where(self, peer: str) -> str:
         return f"{peer!r} (rank {self.ranks[peer]})"
+
+    @property
+    def data_budget(self) -> int:
+        """Most bytes of unread data frames one peer may have queued here.
+
+        ``DATA_BUDGET_FACTOR`` times the message cap this party set, at least
+        :attr:`data_budget_floor`; nothing a peer sends changes it.
+        """
+        cap = self.max_message_bytes or 0
+        return max(self.data_budget_floor, DATA_BUDGET_FACTOR * cap)
 
     def set_message_cap(self, nbytes: int) -> None:
         """Largest ``DATA`` payload accepted from a peer; until it is set, data frames wait."""
@@ -130,6 +275,8 @@ class SocketChannel(Channel):
                         f"{self.where(peer)} announced a {_KINDS[kind]} frame of {size} bytes; at most "
                         f"{cap} are allowed for these settings"
                     )
+                if kind == DATA:
+                    self._check_data_budget(peer, size)
                 try:
                     payload = stream.read_exact(size)
                 except ClosedError as exc:
@@ -154,30 +301,60 @@ class SocketChannel(Channel):
                     ),
                 )
                 self._cond.notify_all()
+        except Exception as exc:  # a bug here must still end the link with a named error, not a hang
+            with self._cond:
+                self._failed.setdefault(
+                    peer,
+                    ProtocolError(
+                        f"the link to {self.where(peer)} failed: its frames could not be handled "
+                        f"({type(exc).__name__}: {exc})"
+                    ),
+                )
+                self._cond.notify_all()
+
+    def _check_data_budget(self, peer: str, size: int) -> None:
+        """Refuse a data frame that would put ``peer``'s unread data over :attr:`data_budget`.
+
+        The frame is not read; the peer's unread data are dropped (the run has failed).
+        """
+        with self._cond:
+            queued, budget = self.queued_bytes[peer], self.data_budget
+            if queued + size <= budget:
+                return
+            count = len(self._data[peer])
+            self._data[peer].clear()
+            self.queued_bytes[peer] = 0
+        raise ProtocolError(
+            f"{self.where(peer)} sent more data than was read: {count} unread data frames of {queued} bytes "
+            f"and one more of {size} bytes exceed the {budget} bytes a peer may have waiting"
+        )
 
     def _deliver(self, peer: str, kind: int, payload: memoryview) -> bool:
         """File a frame; return True after ``BYE`` (the peer sends nothing more)."""
-        if kind in (ABORT, STATUS):
-            try:
-                value = decode_message(payload)
-            except WireFormatError as exc:
-                raise ProtocolError(
-                    f"{self.where(peer)} sent a malformed {_KINDS[kind]} frame: {exc}"
-                ) from None
-            if not isinstance(value, dict):
-                raise ProtocolError(f"{self.where(peer)} sent a malformed {_KINDS[kind]} frame")
+        status: dict[str, str | None] = {}
+        reason = ""
+        if kind == STATUS:
+            status = parse_status(self.where(peer), payload, self.ranks)
+        elif kind == ABORT:
+            reason = parse_abort(self.where(peer), payload)
         with self._cond:
             if kind == DATA:
                 self._data[peer].append(payload)
+                self.queued_bytes[peer] += len(payload)
+                self.peak_queued_bytes[peer] = max(self.peak_queued_bytes[peer], self.queued_bytes[peer])
                 self._progress = now()
             elif kind == CONTROL:
+                if len(self._control[peer]) >= CONTROL_QUEUE_CAP:
+                    raise ProtocolError(
+                        f"{self.where(peer)} sent more control frames than were read: at most "
+                        f"{CONTROL_QUEUE_CAP} may wait unread"
+                    )
                 self._control[peer].append(payload)
             elif kind == ABORT:
-                self._aborts.setdefault(peer, str(value.get("reason", "no reason given")))
+                self._aborts.setdefault(peer, reason)
             elif kind == STATUS:
-                if value.get("phase") != self._status[peer].get("phase"):
-                    self._progress = now()
-                self._status[peer] = value
+                # Evidence about the sender only: a new phase label restarts nobody's deadline.
+                self._status[peer] = status
             else:
                 self._bye.add(peer)
             self._cond.notify_all()
@@ -243,25 +420,38 @@ class SocketChannel(Channel):
         limit = self.timeout if timeout is None else float(timeout)
         started = now()
         announced = False
+        grace: float | None = None
         next_log = started + _LOG_EVERY
         try:
             with self._cond:
                 while True:
                     if queues[frm]:
-                        return queues[frm].popleft()
+                        item: memoryview = queues[frm].popleft()
+                        if queues is self._data:
+                            self.queued_bytes[frm] -= len(item)
+                        return item
                     self._raise_run_failure()
                     if frm in self._bye:
                         raise ProtocolError(
                             f"{self.me!r} expected a message from {self.where(frm)}, which has finished"
                         )
                     t = now()
-                    if t >= max(started, self._progress) + limit:
-                        raise PeerTimeoutError(self._blame(frm, limit))
+                    deadline = max(started, self._progress) + limit
+                    if t >= deadline:
+                        if grace is None and self._claims_to_wait(frm):
+                            # ``frm`` says it waits for someone else: give it one more deadline to
+                            # report its own failure (quoted as its claim when it comes).
+                            grace = t + limit
+                        if grace is None or t >= grace:
+                            raise PeerTimeoutError(self._blame(frm, limit, grace is not None))
+                        deadline = grace
+                    else:
+                        grace = None  # real progress since: a fresh deadline, a fresh grace
                     if not announced and t - started >= _WAIT_ANNOUNCE:
                         announced = True
                         self._cond.release()
                         try:
-                            self._broadcast(STATUS, {"phase": self.phase_label, "waiting": frm})
+                            self._broadcast(STATUS, {"phase": _short(self.phase_label), "waiting": frm})
                         finally:
                             self._cond.acquire()
                         continue
@@ -274,56 +464,84 @@ class SocketChannel(Channel):
                             self.phase_label or "protocol",
                             t - started,
                         )
-                    self._cond.wait(min(1.0, max(0.01, max(started, self._progress) + limit - t)))
+                    self._cond.wait(min(1.0, max(0.01, deadline - t)))
         except PeerTimeoutError:
             # Still true: this party was waiting for ``frm``. Leave that announced, so that a peer
-            # whose own deadline fires a moment later blames along the chain, not this party.
+            # waiting for this party gives it time to report this failure instead of blaming it.
             announced = False
             raise
         finally:
             if announced:
-                self._broadcast(STATUS, {"phase": self.phase_label, "waiting": None})
+                self._broadcast(STATUS, {"phase": _short(self.phase_label), "waiting": None})
 
-    def _blame(self, frm: str, limit: float) -> str:
-        """The timeout message: follow who waits for whom to the party that is not waiting."""
-        chain = [frm]
-        while True:
-            nxt = self._status.get(chain[-1], {}).get("waiting")
-            if not isinstance(nxt, str) or nxt not in self.ranks or nxt == self.me or nxt in chain:
-                break
-            chain.append(nxt)
-        culprit = chain[-1]
+    def _claims_to_wait(self, peer: str) -> bool:
+        """True if ``peer``'s last STATUS says it waits for a party other than this one."""
+        waiting = self._status[peer].get("waiting")
+        return isinstance(waiting, str) and waiting != self.me
+
+    def _blame(self, frm: str, limit: float, extended: bool) -> str:
+        """The timeout message: blame ``frm``, which did not send; quote its claims as claims."""
         phase = self.phase_label or "protocol"
-        via = "".join(f"; {a!r} is itself waiting for {b!r}" for a, b in itertools.pairwise(chain))
+        status = self._status[frm]
+        claim = ""
+        if status.get("phase") is not None:
+            claim += f"; {frm!r} says it is in phase {status['phase']!r}"
+        if isinstance(status.get("waiting"), str):
+            claim += f"; {frm!r} says it waits for {status['waiting']!r} (its claim, not checked)"
+            if extended:
+                claim += f", but reported no failure within {limit:g} s more"
         return (
             f"{self.me!r} waited {limit:g} s in phase {phase!r} for {frm!r} with no progress of the run"
-            f"{via}; {self.where(culprit)} did not send within the deadline"
+            f"; {self.where(frm)} did not send within the deadline{claim}"
         )
 
     # -- phases, failure, end -----------------------------------------------------------------
 
     def enter_phase(self, label: str | None) -> None:
-        """Tell every peer this party entered phase ``label`` (restarts everybody's deadline)."""
+        """Tell every peer this party entered phase ``label`` (restarts this party's deadline only)."""
         super().enter_phase(label)
         with self._cond:
             self._progress = now()
-        self._broadcast(STATUS, {"phase": label, "waiting": None})
+        self._broadcast(STATUS, {"phase": _short(label), "waiting": None})
 
     def abort(self, reason: str) -> None:
         """Send ``reason`` to every peer (once); they stop and quote it."""
         if self._aborted:
             return
         self._aborted = True
-        self._broadcast(ABORT, {"reason": reason})
+        self._broadcast(ABORT, {"reason": reason[:MAX_REASON_CHARS]})
+
+    def _check_nothing_unread(self) -> None:
+        """Raise :class:`ProtocolError` naming the first peer with data frames this party never read."""
+        with self._cond:
+            for peer in self.peers:
+                if self._data[peer]:
+                    count = len(self._data[peer])
+                    raise ProtocolError(
+                        f"{self.me!r}: {self.where(peer)} sent {count} unsolicited data "
+                        f"frame{'s' if count > 1 else ''} ({self.queued_bytes[peer]} bytes) that the "
+                        "protocol never read"
+                    )
 
     def close(self, timeout: float | None = None) -> None:
-        """End cleanly: ``BYE`` to every peer, wait for theirs (or their failure), close the links."""
+        """End cleanly: ``BYE`` to every peer, wait for theirs (or their failure), close the links.
+
+        Raises
+        ------
+        ProtocolError
+            If a peer sent data frames that were never read: before ``BYE``
+            (then the caller should :meth:`abort`), or after the peers' ``BYE``
+            (frames that were still on their way); the links are then left
+            open for :meth:`shutdown`.
+        """
+        self._check_nothing_unread()
         self._broadcast(BYE, {})
         limit = self.timeout if timeout is None else timeout
         deadline = now() + limit
         with self._cond:
             while set(self.peers) - self._bye - set(self._failed) and now() < deadline:
                 self._cond.wait(0.5)
+        self._check_nothing_unread()
         for stream in self.streams.values():
             stream.close()
 
@@ -343,4 +561,14 @@ class SocketChannel(Channel):
             stream.close()
 
 
-__all__ = ["CONTROL_CAP", "SocketChannel"]
+__all__ = [
+    "CONTROL_CAP",
+    "CONTROL_QUEUE_CAP",
+    "DATA_BUDGET_FACTOR",
+    "DATA_BUDGET_FLOOR",
+    "MAX_LABEL_CHARS",
+    "MAX_REASON_CHARS",
+    "SocketChannel",
+    "parse_abort",
+    "parse_status",
+]

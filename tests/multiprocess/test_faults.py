@@ -118,8 +118,8 @@ def test_provider_that_stops_responding_is_blamed_by_everyone(tmp_path, wine):
     outcomes, outputs = run_faulty(tmp_path, wine, faulty={"provider1": "stall"})
     assert outcomes["provider1"].killed_by_launcher  # it never ends by itself
     check_survivors(outcomes, "provider1", outputs)
-    # The server and the consumer wait for provider0, which waits for provider1:
-    # the chain of "waiting for" reports leads every party to the stalled one.
+    # The server and the consumer wait for provider0, which says it waits for provider1: they
+    # give provider0 one more deadline to report, and quote its report naming the stalled one.
     for name in ("provider0", "provider2", "server", "consumer"):
         line = outcomes[name].error_line()
         assert (

@@ -113,7 +113,7 @@ def test_oversized_and_short_frames_are_protocol_errors_naming_the_sender(tls_di
 
 
 def test_deadline_blames_the_end_of_the_waiting_chain(tls_dir):
-    """r waits for a0, a0 waits for a1, a1 never sends: both blame a1."""
+    """r waits for a0, a0 waits for a1, a1 never sends: a0 blames a1, r quotes a0's report (no chain of claims)."""
     import threading
 
     release = threading.Event()
