@@ -42,8 +42,10 @@ def run_faulty(
     """Run the five parties (TLS links, crypten: gloo) with the launcher's rendezvous."""
     parts = np.array_split(wine, 3)
     crypten = backend == "crypten"
+    # The rendezvous's clock starts now, the parties' a moment later (as in launch_local): on a
+    # loaded machine a party may start seconds after it, so it waits longer than they do.
     _keep, port = host_rendezvous(
-        pppca_ranks(3), tmp_path, insecure=crypten, gloo=crypten, timeout=connect_timeout
+        pppca_ranks(3), tmp_path, insecure=crypten, gloo=crypten, timeout=connect_timeout + 3
     )
     commands, outputs = party_commands(
         tmp_path,
