@@ -36,7 +36,7 @@ def lazy_exports(
             raise AttributeError(f"module {namespace['__name__']!r} has no attribute {name!r}")
         module = importlib.import_module(exports[name])
         # Store every export of that module now: importing it set the package's attribute of
-        # the same name to the submodule (e.g. ``cli.main``), which must not shadow the export.
+        # the same name to the submodule (e.g. a module named like one of its exports), which must not shadow the export.
         for other, source in exports.items():
             if source == exports[name]:
                 namespace[other] = getattr(module, other)

@@ -2,9 +2,10 @@
 
 Modules
 -------
-main
+app
     The parser and ``run`` (every protocol in one process; a deployable one
-    as local processes through :mod:`mpc_pca.deploy`).
+    as local processes through :mod:`mpc_pca.deploy`). Named ``app``, not
+    ``main``, so that importing it never shadows the exported :func:`main`.
 party
     ``party`` (one party of a multi-host run, parsed into a PartySpec) and ``certs``.
 runners, dp
@@ -15,6 +16,8 @@ options
     the data-reading options, checked and atomic output files.
 plot
     ``mpc-pca plot``: scree plot and the projected rows by provider.
+studies
+    ``mpc-pca study`` and ``mpc-pca report``.
 """
 
 from __future__ import annotations
@@ -24,12 +27,12 @@ from typing import TYPE_CHECKING
 from mpc_pca.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from mpc_pca.cli.main import build_parser, main
+    from mpc_pca.cli.app import build_parser, main
 
 #: Public name -> the module that defines it, imported on first use (mpc_pca.lazy).
 _EXPORTS = {
-    "build_parser": "mpc_pca.cli.main",
-    "main": "mpc_pca.cli.main",
+    "build_parser": "mpc_pca.cli.app",
+    "main": "mpc_pca.cli.app",
 }
 
 __all__ = [

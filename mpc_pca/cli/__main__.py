@@ -2,6 +2,6 @@
 
 import sys
 
-from mpc_pca.cli.main import main
+from mpc_pca.cli.app import main
 
 sys.exit(main())

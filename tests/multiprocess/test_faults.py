@@ -65,7 +65,7 @@ def run_faulty(
     # (CrypTen: new interpreters), so a loaded machine's slow interpreter start-up does not
     # eat the 4 s deadlines; the faulty party stays a script of its own.
     started: dict[str, list[str] | PythonEntry] = {
-        name: PythonEntry("mpc_pca.cli.main", "main", tuple(command[3:]))
+        name: PythonEntry("mpc_pca.cli.app", "main", tuple(command[3:]))
         if not crypten and command[1:3] == ["-m", "mpc_pca.cli"]
         else command
         for name, command in commands.items()

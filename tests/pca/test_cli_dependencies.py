@@ -35,7 +35,7 @@ def no_work(*args: object, **kwargs: object) -> None:
 def test_run_with_crypten_missing_exits_3_before_any_party(monkeypatch, capsys, missing, extra):
     absent(monkeypatch, *missing)
     monkeypatch.setattr(deploy_local, "start_party_server", no_work)
-    monkeypatch.setattr(importlib.import_module("mpc_pca.cli.main"), "provider_data", no_work)
+    monkeypatch.setattr(importlib.import_module("mpc_pca.cli.app"), "provider_data", no_work)
     argv = ["run", "--protocol", "pppca-ss", "--data", "builtin:iris", "--backend", "crypten"]
     code = main([*argv, "--transport", "processes", "--insecure", *extra])
     err = capsys.readouterr().err

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mpc_pca.cli.main import main
+from mpc_pca.cli.app import main
 from mpc_pca.cli.options import EXIT_INPUT
 from mpc_pca.studies import registry, report
 from mpc_pca.studies.framework import append_record, load_records, results_path, run_study
