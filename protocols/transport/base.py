@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from protocols.errors import ProtocolError
+from protocols.errors import ProtocolError, WireFormatError
 from protocols.transport.wire import decode_message, encode_message
 
 if TYPE_CHECKING:
@@ -91,12 +91,21 @@ class Channel(ABC):
         self.meter.record_send(to, len(payload))
 
     def recv(self, frm: str, timeout: float | None = None) -> Any:
-        """Receive and parse the next message from ``frm``."""
+        """Receive and parse the next message from ``frm``.
+
+        Raises
+        ------
+        WireFormatError
+            Naming ``frm``, if its message is not in the wire format.
+        """
         self._check_peer(frm)
         deadline = self.timeout if timeout is None else float(timeout)
         payload = self._recv_bytes(frm, deadline)
         self.meter.record_recv(frm, len(payload))
-        return decode_message(payload, copy_arrays=not self.private_payloads)
+        try:
+            return decode_message(payload, copy_arrays=not self.private_payloads)
+        except WireFormatError as exc:
+            raise WireFormatError(f"{self.me!r}: {frm!r} sent a malformed message: {exc}") from None
 
     #: This party's per-run signing key and its peers' verification keys
     #: (:mod:`protocols.identity`), set by the runtime or transport that made the channel.

@@ -62,12 +62,17 @@ Deadlines and blame
 from __future__ import annotations
 
 import collections
+import hashlib
 import logging
+import struct
 import threading
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from cryptography.hazmat.primitives import serialization
+
 from protocols.errors import PeerFailureError, PeerTimeoutError, ProtocolError, WireFormatError
+from protocols.identity import Identity
 from protocols.transport.base import Channel, now
 from protocols.transport.links import HEADER, ClosedError, Stream
 from protocols.transport.wire import decode_message, encode_message, encode_message_parts
@@ -88,8 +93,43 @@ DATA_BUDGET_FACTOR = 2
 MAX_LABEL_CHARS = 256
 #: Longest reason an ABORT frame may carry (characters); longer reasons are cut before sending.
 MAX_REASON_CHARS = 1 << 16
+#: Bytes of a link's run id, carried by every data frame.
+LINK_ID_BYTES = 16
+#: What every ``DATA`` payload starts with: its sequence number on the link (8 bytes, little
+#: endian) and the link's run id (:func:`link_id`); 24 bytes, so the message keeps its 8-byte alignment.
+DATA_PREFIX = struct.Struct(f"<Q{LINK_ID_BYTES}s")
 _WAIT_ANNOUNCE = 1.0
 _LOG_EVERY = 10.0
+_LINK_ID_CONTEXT = b"mpc-pca data link v1"
+
+
+def link_id(sender: str, receiver: str, sender_key: bytes = b"", receiver_key: bytes = b"") -> bytes:
+    """The run id that data frames from ``sender`` to ``receiver`` carry.
+
+    SHA-256 over the two names and the two parties' per-run verification
+    keys (:mod:`protocols.identity`, exchanged over this very link when the
+    channel was opened), cut to :data:`LINK_ID_BYTES`. Both ends compute it
+    from what they alone saw on the link, so no third party can make two
+    honest parties disagree on it; it differs per run (fresh keys) and per
+    direction. Without identities (empty keys) it binds the names only.
+
+    Parameters
+    ----------
+    sender, receiver : str
+        The names at the two ends, in the direction of the frames.
+    sender_key, receiver_key : bytes, optional
+        Their raw per-run verification keys.
+
+    Returns
+    -------
+    bytes
+        :data:`LINK_ID_BYTES` bytes.
+    """
+    digest = hashlib.sha256(_LINK_ID_CONTEXT)
+    for part in (sender.encode(), receiver.encode(), sender_key, receiver_key):
+        digest.update(struct.pack("<Q", len(part)))
+        digest.update(part)
+    return digest.digest()[:LINK_ID_BYTES]
 
 
 def _control_mapping(
@@ -223,6 +263,10 @@ class SocketChannel(Channel):
         self._status: dict[str, dict[str, Any]] = {p: {} for p in self.peers}
         self._progress = now()
         self._aborted = False
+        #: Sequence number of the next data frame to each peer / expected from each peer.
+        self._sent_seq: dict[str, int] = {p: 0 for p in self.peers}
+        self._recv_seq: dict[str, int] = {p: 0 for p in self.peers}
+        self._data_send_lock = threading.Lock()
         self._readers = [
             threading.Thread(target=self._read_loop, args=(p,), name=f"recv-{me}-{p}", daemon=True)
             for p in self.peers
@@ -232,6 +276,18 @@ class SocketChannel(Channel):
 
     def where(self, peer: str) -> str:
         return f"{peer!r} (rank {self.ranks[peer]})"
+
+    def link_id(self, sender: str, receiver: str) -> bytes:
+        """The run id of data frames from ``sender`` to ``receiver`` (one of them is this party).
+
+        See :func:`link_id`; it uses this channel's :attr:`identity` once the
+        runtime has set it (before any data frame is sent or read).
+        """
+        keys = [b"", b""]
+        if self.identity is not None:
+            for i, name in enumerate((sender, receiver)):
+                keys[i] = self.identity.public if name == self.me else _peer_key(self.identity, name)
+        return link_id(sender, receiver, keys[0], keys[1])
 
     @property
     def data_budget(self) -> int:
@@ -269,14 +325,24 @@ class SocketChannel(Channel):
                     raise ProtocolError(f"{self.where(peer)} sent a frame of unknown kind {kind}")
                 if kind == DATA:
                     self._cap_set.wait()
-                cap = self.max_message_bytes if kind == DATA else CONTROL_CAP
-                if cap is None or size > cap:
+                    cap = self.max_message_bytes
+                    if cap is None or size > cap + DATA_PREFIX.size:
+                        raise ProtocolError(
+                            f"{self.where(peer)} announced a data frame of {size} bytes; at most {cap} "
+                            f"message bytes (plus the {DATA_PREFIX.size}-byte sequence header) are allowed "
+                            "for these settings"
+                        )
+                    if size < DATA_PREFIX.size:
+                        raise ProtocolError(
+                            f"{self.where(peer)} sent a data frame of {size} bytes, shorter than its "
+                            f"{DATA_PREFIX.size}-byte sequence header"
+                        )
+                    self._check_data_budget(peer, size - DATA_PREFIX.size)
+                elif size > CONTROL_CAP:
                     raise ProtocolError(
                         f"{self.where(peer)} announced a {_KINDS[kind]} frame of {size} bytes; at most "
-                        f"{cap} are allowed for these settings"
+                        f"{CONTROL_CAP} are allowed"
                     )
-                if kind == DATA:
-                    self._check_data_budget(peer, size)
                 try:
                     payload = stream.read_exact(size)
                 except ClosedError as exc:
@@ -284,6 +350,8 @@ class SocketChannel(Channel):
                         f"{self.where(peer)} sent a truncated frame: it announced {size} bytes, then "
                         f"closed the connection ({exc})"
                     ) from None
+                if kind == DATA:
+                    payload = self._check_sequence(peer, payload)
                 if self._deliver(peer, kind, payload):
                     return
         except ProtocolError as exc:
@@ -329,6 +397,31 @@ class SocketChannel(Channel):
             f"and one more of {size} bytes exceed the {budget} bytes a peer may have waiting"
         )
 
+    def _check_sequence(self, peer: str, payload: memoryview) -> memoryview:
+        """Check a data frame's sequence number and run id; return the message it carries.
+
+        Raises
+        ------
+        ProtocolError
+            Naming ``peer``, if the frame does not carry exactly the next
+            sequence number on the link from ``peer`` (a replayed, reordered
+            or dropped frame) or not this link's run id (a frame of another
+            run or of another link).
+        """
+        seq, run = DATA_PREFIX.unpack_from(payload)
+        expected = self._recv_seq[peer]
+        if seq != expected:
+            raise ProtocolError(
+                f"{self.where(peer)} sent data frame {seq} where {expected} was expected: replayed or reordered"
+            )
+        if run != self.link_id(peer, self.me):
+            raise ProtocolError(
+                f"{self.where(peer)} sent data frame {seq} with run id {run.hex()}, not this run's link id "
+                f"{self.link_id(peer, self.me).hex()}: a frame of another run or of another link"
+            )
+        self._recv_seq[peer] = expected + 1
+        return payload[DATA_PREFIX.size :]
+
     def _deliver(self, peer: str, kind: int, payload: memoryview) -> bool:
         """File a frame; return True after ``BYE`` (the peer sends nothing more)."""
         status: dict[str, str | None] = {}
@@ -365,7 +458,14 @@ class SocketChannel(Channel):
     def _send_frame(self, to: str, kind: int, parts: list[Any]) -> None:
         size = sum(len(p) for p in parts)
         try:
-            self.streams[to].send_parts([HEADER.pack(kind, size), *parts])
+            if kind == DATA:
+                # Numbered under a lock, so frames leave in the order of their numbers.
+                with self._data_send_lock:
+                    prefix = DATA_PREFIX.pack(self._sent_seq[to], self.link_id(self.me, to))
+                    self.streams[to].send_parts([HEADER.pack(kind, len(prefix) + size), prefix, *parts])
+                    self._sent_seq[to] += 1
+            else:
+                self.streams[to].send_parts([HEADER.pack(kind, size), *parts])
         except (OSError, ValueError) as exc:
             self._raise_run_failure()
             raise PeerFailureError(
@@ -373,7 +473,12 @@ class SocketChannel(Channel):
             ) from None
 
     def send(self, to: str, obj: Any) -> None:
-        """Serialise ``obj`` and send it to ``to`` as one ``DATA`` frame (metered)."""
+        """Serialise ``obj`` and send it to ``to`` as one ``DATA`` frame.
+
+        The frame carries the link's next sequence number and run id
+        (:data:`DATA_PREFIX`); the meter counts the message only, as the
+        in-process transport does.
+        """
         self._check_peer(to)
         self._raise_run_failure()
         parts = encode_message_parts(obj)
@@ -561,14 +666,25 @@ class SocketChannel(Channel):
             stream.close()
 
 
+def _peer_key(identity: Identity, peer: str) -> bytes:
+    """``peer``'s raw per-run verification key as ``identity`` holds it (empty if it holds none)."""
+    key = identity._peers.get(peer)
+    if key is None:
+        return b""
+    return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+
 __all__ = [
     "CONTROL_CAP",
     "CONTROL_QUEUE_CAP",
     "DATA_BUDGET_FACTOR",
     "DATA_BUDGET_FLOOR",
+    "DATA_PREFIX",
+    "LINK_ID_BYTES",
     "MAX_LABEL_CHARS",
     "MAX_REASON_CHARS",
     "SocketChannel",
+    "link_id",
     "parse_abort",
     "parse_status",
 ]

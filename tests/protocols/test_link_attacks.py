@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-from protocols.errors import PeerFailureError, PeerTimeoutError, ProtocolError
+from protocols.errors import PeerFailureError, PeerTimeoutError, ProtocolError, WireFormatError
 from protocols.transport.certs import write_credentials
 from protocols.transport.links import HEADER
-from protocols.transport.socket_channel import ABORT, CONTROL_QUEUE_CAP, DATA, STATUS
+from protocols.transport.socket_channel import ABORT, CONTROL_QUEUE_CAP, DATA, DATA_PREFIX, STATUS
 from tests.helpers.socket_helpers import run_socket_world
 
 TIMEOUT = 3.0
@@ -128,14 +128,14 @@ def test_a_forged_abort_is_quoted_as_its_senders_claim(tls_dir):
 
 def test_a_flood_of_unsolicited_data_frames_is_refused_within_the_budget(tls_dir):
     """a0 sends 100 x 1 MiB that nobody reads: r refuses it naming a0, its queue never over budget."""
-    frame = bytes(1 << 20)
+    frame = bytes((1 << 20) - 16)  # encoded (9 bytes more), within the 1 MiB cap
     channels = {}
 
     def flooder(party):
         for _ in range(100):
             if party.channel._aborts or party.channel._failed:
                 break
-            party.channel.streams["r"].send_parts([HEADER.pack(DATA, len(frame)), frame])
+            party.channel.send("r", frame)  # numbered frames: only the budget can refuse them
         idle_until_stopped(party)
 
     def r(party):
@@ -199,3 +199,127 @@ def test_a_run_that_reads_everything_ends_cleanly(tls_dir):
 
     results = run_socket_world({"a0": a0, "r": r}, tls_dir, timeout=TIMEOUT)
     assert results["r"][0] == "the answer" and results["a0"][0] == "thanks", results
+
+
+def record_sends(party, peer: str) -> list[list[bytes]]:
+    """Keep a copy of every frame ``party`` writes on its link to ``peer`` (header, prefix, body)."""
+    stream = party.channel.streams[peer]
+    sent: list[list[bytes]] = []
+    original = stream.send_parts
+
+    def send_parts(parts):
+        sent.append([bytes(p) for p in parts])
+        original(parts)
+
+    stream.send_parts = send_parts
+    return sent
+
+
+def test_a_replayed_data_frame_is_refused_naming_the_sender(tls_dir):
+    """a0 re-sends its own first data frame, byte for byte (valid TLS, valid message): r names a0."""
+
+    def a0(party):
+        frames = record_sends(party, "r")
+        party.send("r", "pay 10")
+        data = [f for f in frames if f[0][0] == DATA]
+        party.channel.streams["r"].send_parts(data[0])  # the same frame again: sequence number 0
+        idle_until_stopped(party)
+
+    def r(party):
+        return [party.recv("a0"), party.recv("a0")]
+
+    results = run_socket_world({"a0": a0, "r": r}, tls_dir, timeout=TIMEOUT)
+    error = results["r"]
+    assert isinstance(error, ProtocolError), error
+    assert "'a0' (rank 0) sent data frame 0 where 1 was expected: replayed or reordered" in str(error), error
+
+
+def test_a_reordered_data_frame_is_refused_naming_the_sender(tls_dir):
+    """a0 holds back its first frame and sends the second first: r refuses frame 1 where 0 was due."""
+
+    def a0(party):
+        stream = party.channel.streams["r"]
+        original = stream.send_parts
+        stream.send_parts = lambda parts: None  # held back: only recorded
+        frames = record_sends(party, "r")
+        party.send("r", "first")
+        party.send("r", "second")
+        stream.send_parts = original
+        data = [f for f in frames if f[0][0] == DATA]
+        original(data[1])
+        original(data[0])
+        idle_until_stopped(party)
+
+    def r(party):
+        return [party.recv("a0"), party.recv("a0")]
+
+    results = run_socket_world({"a0": a0, "r": r}, tls_dir, timeout=TIMEOUT)
+    error = results["r"]
+    assert isinstance(error, ProtocolError), error
+    assert "'a0' (rank 0) sent data frame 1 where 0 was expected: replayed or reordered" in str(error), error
+
+
+def test_a_frame_of_another_link_is_refused_by_its_run_id(tls_dir):
+    """a0 passes r the frame it sent a1 (sequence number 0, as r expects): its run id gives it away."""
+
+    def a0(party):
+        frames = record_sends(party, "a1")
+        party.send("a1", "for a1 only")
+        data = [f for f in frames if f[0][0] == DATA]
+        party.channel.streams["r"].send_parts(data[0])
+        idle_until_stopped(party)
+
+    def a1(party):
+        return party.recv("a0")
+
+    def r(party):
+        return party.recv("a0")
+
+    results = run_socket_world({"a0": a0, "a1": a1, "r": r}, tls_dir, timeout=TIMEOUT)
+    error = results["r"]
+    assert isinstance(error, ProtocolError), error
+    message = str(error)
+    assert "'a0' (rank 0) sent data frame 0 with run id" in message, message
+    assert "a frame of another run or of another link" in message, message
+
+
+def test_a_malformed_data_body_names_its_sender(tls_dir):
+    """A correctly numbered data frame whose body is not the wire format: the error names a0."""
+
+    def a0(party):
+        party.channel._send_bytes("r", b"\xffnot a message")
+        idle_until_stopped(party)
+
+    def r(party):
+        return party.recv("a0")
+
+    results = run_socket_world({"a0": a0, "r": r}, tls_dir, timeout=TIMEOUT)
+    error = results["r"]
+    assert isinstance(error, WireFormatError), error  # a ProtocolError
+    assert "'r': 'a0' sent a malformed message: unknown tag" in str(error), error
+
+
+def test_data_frames_carry_the_sequence_header_outside_the_metered_bytes(tls_dir):
+    """Each data frame is the message plus 24 bytes; the meters count the message only."""
+    frames_seen: dict[str, list[list[bytes]]] = {}
+    meters = {}
+
+    def a0(party):
+        frames_seen["a0"] = record_sends(party, "r")
+        party.send("r", b"x" * 100)
+        party.send("r", "y")
+        meters["a0"] = party.channel.meter
+        return party.recv("r")
+
+    def r(party):
+        got = [party.recv("a0"), party.recv("a0")]
+        party.send("a0", "ok")
+        meters["r"] = party.channel.meter
+        return got
+
+    results = run_socket_world({"a0": a0, "r": r}, tls_dir, timeout=TIMEOUT)
+    assert results["r"][0] == [b"x" * 100, "y"], results
+    data = [f for f in frames_seen["a0"] if f[0][0] == DATA]
+    assert [DATA_PREFIX.unpack(f[1])[0] for f in data] == [0, 1]
+    framed = sum(HEADER.unpack(f[0])[1] for f in data)
+    assert meters["a0"].sent_to["r"] == meters["r"].received_from["a0"] == framed - 2 * DATA_PREFIX.size

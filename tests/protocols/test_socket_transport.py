@@ -12,7 +12,7 @@ from protocols.errors import InputValidationError, PeerTimeoutError, ProtocolErr
 from protocols.runtime import run_inprocess
 from protocols.transport.certs import write_credentials
 from protocols.transport.links import HEADER
-from protocols.transport.socket_channel import DATA
+from protocols.transport.socket_channel import DATA, DATA_PREFIX
 from protocols.transport.tls import AuthenticationError, Credentials
 from tests.helpers.socket_helpers import run_socket_world
 from tests.helpers.torch_worker import echo_roles
@@ -99,7 +99,7 @@ def test_links_check_the_party_name_at_both_ends(tls_dir):
 
 def test_oversized_and_short_frames_are_protocol_errors_naming_the_sender(tls_dir):
     def liar(party):
-        party.channel.streams["r"].send_parts([HEADER.pack(DATA, (1 << 26) + 1)])
+        party.channel.streams["r"].send_parts([HEADER.pack(DATA, (1 << 26) + DATA_PREFIX.size + 1)])
         party.recv("r")
 
     def receiver(party):
@@ -107,7 +107,7 @@ def test_oversized_and_short_frames_are_protocol_errors_naming_the_sender(tls_di
 
     results = run_socket_world({"a0": liar, "r": receiver}, tls_dir, timeout=5)
     assert isinstance(results["r"], ProtocolError)
-    assert "'a0' (rank 0) announced a data frame of 67108865 bytes" in str(results["r"])
+    assert "'a0' (rank 0) announced a data frame of 67108889 bytes" in str(results["r"])
     assert "67108864" in str(results["r"])
     assert isinstance(results["a0"], ProtocolError)  # it gets the receiver's abort
 
