@@ -7,7 +7,11 @@
     the receiver, who adds the ``M`` partial sums. The shares given away are
     PRG outputs, as in the paper, so each is sent as its 32-byte ChaCha20
     seed and expanded by its holder (seed-compressed sharing): a contributor
-    sends ``M - 1`` seeds to peers and one array to the receiver, in two rounds. Secure against an
+    sends ``M - 1`` seeds to peers and one array to the receiver, in two rounds. A seed that a
+    peer already sent in an earlier sum of the run (a replay: the share it expands to is not the
+    one its sender subtracted, so the sum would be silently wrong) is refused with a
+    :class:`~protocols.errors.ProtocolError` naming that peer; each party keeps SHA-256 digests of
+    the seeds it received in ``party.context`` for this. Secure against an
     honest-but-curious receiver that does not collude with any contributor,
     and against any coalition of up to ``M - 1`` curious contributors.
 
@@ -41,6 +45,7 @@ contributors; both use the same fixed-point encoding and give identical sums.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Literal
 
 import numpy as np
@@ -196,12 +201,40 @@ def _share_round(
     mine, seeds = split_seeded(encoded, len(contributors), overwrite=True)  # encoded is ours
     for peer, seed in zip(peers, seeds, strict=True):
         party.send(peer, seed)
+    seen: dict[str, set[bytes]] = party.context.setdefault(_SEEN_SEEDS, {})
     for peer in peers:
         seed = party.recv(peer)
         if not isinstance(seed, bytes) or len(seed) != KEY_BYTES:
             raise ProtocolError(f"{peer!r} sent a malformed share seed; expected {KEY_BYTES} bytes")
+        _check_fresh_seed(party.name, peer, seed, seen.setdefault(peer, set()))
         RingPRG(seed).accumulate(mine)  # mine += expand_share(seed), chunk by chunk
     return mine
+
+
+#: ``party.context`` key of the digests of the share seeds each peer has sent this party in this run.
+_SEEN_SEEDS = "additive-shares|seen-seeds"
+
+
+def _check_fresh_seed(me: str, peer: str, seed: bytes, seen: set[bytes]) -> None:
+    """Refuse a share seed ``peer`` already sent ``me`` in this run, then remember it.
+
+    An honest contributor draws every seed afresh (32 random bytes), so a
+    repeat is a replay: the share it stands for is not the one its sender
+    subtracted, and the sum would be silently wrong. Only SHA-256 digests of
+    the seeds are kept, not the seeds.
+
+    Raises
+    ------
+    ProtocolError
+        Naming ``peer``, if ``seed`` was seen before.
+    """
+    digest = hashlib.sha256(seed).digest()
+    if digest in seen:
+        raise ProtocolError(
+            f"{me!r}: {peer!r} sent a share seed it already sent in an earlier sum of this run; "
+            "expected a fresh seed per sum (a replayed seed would make the sum silently wrong)"
+        )
+    seen.add(digest)
 
 
 # -- masks mode ------------------------------------------------------------------

@@ -17,8 +17,8 @@ Covered here:
 * a fixed ``graph_seed`` is what the receiver publishes, and a receiver that
   publishes another one is caught;
 * malformed messages (a short share seed, a float partial sum, a bad key
-  list, a bad key, a replayed own key) and a channel without identities are
-  refused with a :class:`ProtocolError` naming the party at fault.
+  list, a bad key, a replayed own key), a share seed replayed from an earlier
+  sum of the run, and a channel without identities are refused with a :class:`ProtocolError` naming the party at fault.
 """
 
 from __future__ import annotations
@@ -284,6 +284,55 @@ def test_a_short_share_seed_is_refused_naming_its_sender():
     run = run_recorded(roles, timeout=5)
     assert isinstance(run.errors["a"], ProtocolError)
     assert str(run.errors["a"]) == "'b' sent a malformed share seed; expected 32 bytes"
+
+
+def replay_first_seed_to(victim: str):
+    """A fault: the sender's first share seed to ``victim`` is sent again in place of every later one."""
+    first: list[bytes] = []
+
+    def fault(to, message):
+        if to != victim or not isinstance(message, bytes):
+            return message
+        if not first:
+            first.append(message)
+            return message
+        return first[0]
+
+    return fault
+
+
+def test_a_replayed_share_seed_is_refused_naming_its_sender():
+    """p1 replays its first-sum seed to p2 in the second sum: p2 refuses it naming p1, nobody ends with a sum.
+
+    Without the check every party ends normally and the second sum is wrong
+    (the share p2 expands is not the one p1 subtracted).
+    """
+    backend = AdditiveBackend("shares")
+    contributors = ["p0", "p1", "p2"]
+    values = [np.arange(4.0), np.ones(4)]
+    roles = {c: _contributor(backend, values, contributors) for c in contributors}
+    roles["server"] = _receiver(backend, len(values), contributors)
+    run = run_recorded(roles, timeout=10, faults={"p1": replay_first_seed_to("p2")})
+    seeds = [d.message for d in run.recorder.sent_by("p1") if d.receiver == "p2"]
+    assert len(seeds) == 2 and seeds[0] == seeds[1]  # the replay did happen
+    error = run.errors.get("p2")
+    assert isinstance(error, ProtocolError), run.errors or run.outputs
+    assert str(error) == (
+        "'p2': 'p1' sent a share seed it already sent in an earlier sum of this run; expected a fresh "
+        "seed per sum (a replayed seed would make the sum silently wrong)"
+    )
+    assert "server" not in run.outputs  # no silently wrong result
+
+
+def test_fresh_share_seeds_over_many_sums_pass_the_replay_check():
+    backend = AdditiveBackend("shares")
+    contributors = ["p0", "p1", "p2"]
+    values = [np.full(3, float(k)) for k in range(5)]
+    roles = {c: _contributor(backend, values, contributors) for c in contributors}
+    roles["server"] = _receiver(backend, len(values), contributors)
+    result = run_inprocess(roles, timeout=10)
+    for k, total in enumerate(result.outputs["server"]):
+        assert np.allclose(total, 3.0 * k)
 
 
 def test_a_partial_sum_of_the_wrong_dtype_is_refused_naming_its_sender():
