@@ -9,6 +9,26 @@ Frames
     phase a party entered and whom it waits for, ``BYE`` a clean end. None of
     these control frames is metered.
 
+Sequencing
+    A ``DATA`` payload starts with :data:`DATA_PREFIX` (24 bytes, inside the
+    authenticated TLS stream): the frame's sequence number on its link (0, 1,
+    2, ... for each ordered pair of parties) and the link's run id
+    (:func:`link_id`: a hash of the two names and of the two parties'
+    per-run identity keys, so it differs per run and per direction). The
+    reader thread checks both as the frame arrives: a frame that does not
+    carry exactly the next number (a peer re-sending its own earlier bytes,
+    or sending them out of order) or carries another run id (a frame of an
+    earlier run, or one meant for another party) ends the link with a
+    ``ProtocolError`` naming the sender (``'p' (rank 1) sent data frame 7
+    where 5 was expected: replayed or reordered``). The prefix is not
+    metered: the meters count the message, as in-process. The message cap
+    and the data budget count message bytes. A data body that is not in the
+    wire format is a :class:`~protocols.errors.WireFormatError` naming its
+    sender. What sequencing cannot tell: a peer that sends new frames whose
+    content repeats an earlier message (e.g. a share seed); the protocol
+    layers check what they must (:mod:`protocols.backends.additive` refuses a
+    repeated share seed).
+
 Reader threads
     One thread per peer reads frames as they arrive, so a sender never blocks
     on a receiver that is busy computing. A frame that announces more than
@@ -28,9 +48,7 @@ Bounded memory per peer
     after ``BYE``) a data frame that was never read is unsolicited: a
     ``ProtocolError`` naming the peer and the count. Not guaranteed: the
     message cap itself comes from the run's settings (e.g. announced row
-    counts), which are not yet checked against anything; nor does a budget
-    tell a replayed or reordered message that the protocol does read from a
-    fresh one (no sequence numbers yet).
+    counts), which are not yet checked against anything.
 
 Control frames
     ``STATUS`` and ``ABORT`` payloads have typed schemas (:func:`parse_status`,
