@@ -56,6 +56,11 @@ class Identity:
         """The owner's raw verification key."""
         return _raw(self._key.public_key())
 
+    def peer_public(self, name: str) -> bytes:
+        """``name``'s raw verification key for this run (``b""`` if this identity holds none for it)."""
+        key = self._peers.get(name)
+        return b"" if key is None else _raw(key)
+
     def sign(self, data: bytes) -> bytes:
         """Ed25519 signature of ``data`` by the owner."""
         return self._key.sign(data)

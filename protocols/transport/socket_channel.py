@@ -87,10 +87,7 @@ import threading
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from cryptography.hazmat.primitives import serialization
-
 from protocols.errors import PeerFailureError, PeerTimeoutError, ProtocolError, WireFormatError
-from protocols.identity import Identity
 from protocols.transport.base import Channel, now
 from protocols.transport.links import HEADER, ClosedError, Stream
 from protocols.transport.wire import decode_message, encode_message, encode_message_parts
@@ -304,7 +301,7 @@ class SocketChannel(Channel):
         keys = [b"", b""]
         if self.identity is not None:
             for i, name in enumerate((sender, receiver)):
-                keys[i] = self.identity.public if name == self.me else _peer_key(self.identity, name)
+                keys[i] = self.identity.public if name == self.me else self.identity.peer_public(name)
         return link_id(sender, receiver, keys[0], keys[1])
 
     @property
@@ -682,14 +679,6 @@ class SocketChannel(Channel):
             thread.join(max(0.0, deadline - now()))
         for stream in self.streams.values():
             stream.close()
-
-
-def _peer_key(identity: Identity, peer: str) -> bytes:
-    """``peer``'s raw per-run verification key as ``identity`` holds it (empty if it holds none)."""
-    key = identity._peers.get(peer)
-    if key is None:
-        return b""
-    return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
 
 
 __all__ = [
