@@ -179,6 +179,26 @@ FLOOR_SCHEMA: dict[str, Key] = {
     "n_providers": Key("int", 1, 1 << 16, required=False),
 }
 FLOOR_HOLDER_SCHEMA: dict[str, Key] = {"columns_hash": Key("text", nullable=True)}
+#: A data holder's width, which every DP protocol's holders announce (with the floor's keys).
+HOLDER_WIDTH_SCHEMA: dict[str, Key] = {**FLOOR_HOLDER_SCHEMA, "n_features": Key("int", 1, MAX_FEATURES)}
+
+
+def gaussian_schema(protocol: str) -> dict[str, Key]:
+    """Every party's keys of a DP protocol announcing the Gaussian settings (``mpc_pca.dp.common.GAUSSIAN_SHARED``).
+
+    Types only, and ``n_components``' range: the privacy parameters' meaning is
+    checked after agreement (``check_privacy``), which refuses with the same family.
+    """
+    return {
+        **FLOOR_SCHEMA,
+        "protocol": Key("text", choices=(protocol,)),
+        "n_components": Key("int", 1, MAX_FEATURES, nullable=True),
+        "epsilon": Key("real"),
+        "delta": Key("real"),
+        "neighbour": Key("text"),
+        "noise_calibration": Key("text"),
+        "row_norm": Key("text"),
+    }
 
 
 def check_noise_seed(noise_seed: object) -> None:

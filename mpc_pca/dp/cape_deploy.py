@@ -31,10 +31,8 @@ from numpy.typing import NDArray
 
 from mpc_pca.deployment import PublicSettings, Role
 from mpc_pca.deployment_kit import (
-    FLOOR_HOLDER_SCHEMA,
-    FLOOR_SCHEMA,
     HARNESS_FIELDS,
-    MAX_FEATURES,
+    HOLDER_WIDTH_SCHEMA,
     HoldersFirst,
     Key,
     agree,
@@ -42,6 +40,7 @@ from mpc_pca.deployment_kit import (
     check_announcements,
     check_no_data,
     floats_cap,
+    gaussian_schema,
     seeded_generator,
     subspace_fields,
 )
@@ -69,19 +68,9 @@ __all__ = ["HARNESS_FIELDS", "CapeDeployment"]
 #: Settings every party announces and all must agree on.
 SHARED = (*GAUSSIAN_SHARED, "cape_calibration")
 #: Every party's announcement (the values' meaning is checked after agreement, by ``check_privacy``).
-SCHEMA: dict[str, Key] = {
-    **FLOOR_SCHEMA,
-    "protocol": Key("text", choices=("capepca",)),
-    "n_components": Key("int", 1, MAX_FEATURES, nullable=True),
-    "epsilon": Key("real"),
-    "delta": Key("real"),
-    "neighbour": Key("text"),
-    "noise_calibration": Key("text"),
-    "row_norm": Key("text"),
-    "cape_calibration": Key("text"),
-}
+SCHEMA: dict[str, Key] = {**gaussian_schema("capepca"), "cape_calibration": Key("text")}
 #: A site's further key: the width of its rows.
-SITE_SCHEMA: dict[str, Key] = {**FLOOR_HOLDER_SCHEMA, "n_features": Key("int", 1, MAX_FEATURES)}
+SITE_SCHEMA = HOLDER_WIDTH_SCHEMA
 
 
 @dataclass(frozen=True)

@@ -196,10 +196,6 @@ PPPCA_KEYS = [
     "protocol", "n_providers", "columns_hash", "n_components", "backend", "frac_bits", "key_bits",
     "reveal", "standardize", "n_features", "n_rows", "column_exponents", "n_parties", "x",
 ]  # fmt: skip
-CAPE_KEYS = [
-    "protocol", "n_providers", "columns_hash", "n_components", "epsilon", "delta", "neighbour",
-    "noise_calibration", "row_norm", "cape_calibration", "n_features", "x",
-]  # fmt: skip
 
 
 def edits(keys: list[str], parties: list[str]) -> st.SearchStrategy[list[tuple[str, str, Any, bool]]]:
@@ -247,7 +243,6 @@ def cape_views() -> dict[str, dict[str, Any]]:
 
 
 PPPCA_PARTIES = ["provider0", "provider1", "server", "consumer"]
-CAPE_PARTIES = ["provider0", "provider1", "aggregator", "noise-generator"]
 
 
 @settings(max_examples=400, deadline=None)
@@ -267,11 +262,34 @@ def test_pppca_announcements_of_any_shape_configure_or_are_refused_naming_the_se
     only_protocol_errors(lambda v: deployment.configure(v, 2), views, PPPCA_PARTIES)
 
 
-@settings(max_examples=300, deadline=None)
-@given(changes=edits(CAPE_KEYS, CAPE_PARTIES))
-def test_cape_announcements_of_any_shape_configure_or_are_refused_naming_the_sender(cape_views, changes):
-    deployment = CapeDeployment()
-    only_protocol_errors(lambda v: deployment.configure(v, 2), apply(cape_views, changes), CAPE_PARTIES)
+#: DP protocols whose own keys have a declared schema, and those checked by value only (no crash either way).
+DP_SCHEMAS = ("capepca", "dpdpca", "pppca-dp")
+DP_BY_VALUE = ("dispca", "dispca-full", "ag", "pooled")
+
+
+@pytest.mark.parametrize("name", DP_SCHEMAS + DP_BY_VALUE)
+def test_dp_announcements_of_any_shape_configure_or_are_refused(name):
+    from tests.dp.test_deployments import DEFAULTS, SMALL_KEY, deployment
+
+    dep = deployment(name)
+    wine = wine_rows()
+    rows = (wine - wine.mean(axis=0)) / (1.01 * np.linalg.norm(wine - wine.mean(axis=0), axis=1).max())
+    chosen = {**DEFAULTS, **(SMALL_KEY if name == "dpdpca" else {})}
+    layout, views = announce(dep, np.array_split(rows, 2), chosen)
+    parties = list(layout)
+    keys = sorted({key for view in views.values() for key in view} | {"n_providers", "columns_hash", "x"})
+
+    @settings(max_examples=150, deadline=None)
+    @given(changes=edits(keys, parties))
+    def fuzz(changes: list[tuple[str, str, Any, bool]]) -> None:
+        only_protocol_errors(lambda v: dep.configure(v, 2), apply(views, changes), parties)
+
+    fuzz()
+    if name in DP_SCHEMAS:  # an exact schema: an unknown key is refused naming its sender
+        edited = copy.deepcopy(views)
+        edited[parties[-1]]["x"] = 1
+        with pytest.raises(InputValidationError, match=rf"{parties[-1]} announced unexpected keys \['x'\]"):
+            dep.configure(edited, 2)
 
 
 @pytest.mark.parametrize(
