@@ -4,8 +4,20 @@ A bottom module (next to :mod:`mpc_pca.deployment`): both :mod:`mpc_pca.dp`
 and :mod:`mpc_pca.pppca` use it, and it imports neither. It holds what every
 adaptor does the same way: a party's noise generator from the run's noise
 seed, the refusal of settings that cannot run between organisations, the
-check of a data holder's own rows, and the agreement of every party's
-announcement (errors name the parties and their values).
+check of a data holder's own rows, the typed schema every peer's
+announcement is checked against (:class:`Key`, :func:`check_announcements`)
+and the agreement of every party's announcement (errors name the parties
+and their values).
+
+Announcements come from peers, so before any value is compared, converted or
+used, :func:`check_announcements` checks each sender's against the
+protocol's declared schema: exactly the declared keys, each of its declared
+JSON type (a ``bool`` is not an integer, ``bytes`` and containers are not
+strings) and within its declared range. Anything else is an
+:class:`~protocols.errors.InputValidationError` (the error family of every
+refused announcement, disagreement included) naming the sender, the key,
+the value (shortened) and the limit, never a ``TypeError`` or
+``OverflowError`` from whatever code would have used the value.
 """
 
 from __future__ import annotations
@@ -14,6 +26,7 @@ import json
 import math
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from numbers import Integral
 from typing import Any
 
@@ -32,6 +45,160 @@ HARNESS_FIELDS: tuple[str, ...] = ("captured_energy_ratio", "report")
 
 #: Headroom added to every computed message cap: headers, dict keys, dtype and shape fields.
 CAP_SLACK = 1 << 20
+
+
+#: Longest text value (and longest list) any announcement may carry.
+MAX_TEXT = 256
+MAX_LIST = 100_000
+#: Most features a data holder may announce (every protocol here sends ``d x d`` matrices).
+MAX_FEATURES = 1 << 16
+
+
+@dataclass(frozen=True)
+class Key:
+    """The declared shape of one announced value.
+
+    Parameters
+    ----------
+    kind : {"int", "real", "text", "flag", "ints"}
+        ``int``: an integer (not a ``bool``); ``real``: an integer or a float
+        (not a ``bool``; ``inf`` allowed, ``nan`` never); ``text``: a ``str`` of
+        at most :data:`MAX_TEXT` characters; ``flag``: a ``bool``; ``ints``: a
+        list of at most :data:`MAX_LIST` integers.
+    low, high : float, optional
+        Inclusive range of the value (of every element for ``ints``).
+    choices : tuple, optional
+        The only values allowed (``text``).
+    nullable : bool
+        ``None`` is allowed.
+    required : bool
+        The key must be present (a nullable key may be absent either way).
+    """
+
+    kind: str
+    low: int | float | None = None
+    high: int | float | None = None
+    choices: tuple[Any, ...] | None = None
+    nullable: bool = False
+    required: bool = True
+
+    def problem(self, value: object) -> str | None:
+        """Why ``value`` does not fit this key, or ``None`` if it does."""
+        if value is None:
+            return None if self.nullable else "must not be null"
+        if self.kind == "ints":
+            if not isinstance(value, list):
+                return f"must be a list of integers, not {type(value).__name__}"
+            if len(value) > MAX_LIST:
+                return f"has {len(value)} elements, more than {MAX_LIST}"
+            for i, item in enumerate(value):
+                reason = Key("int", self.low, self.high).problem(item)
+                if reason is not None:
+                    return f"element {i} {reason}"
+            return None
+        if self.kind == "flag":
+            return None if isinstance(value, bool) else f"must be a bool, not {type(value).__name__}"
+        if self.kind == "text":
+            if not isinstance(value, str):
+                return f"must be a str, not {type(value).__name__}"
+            if len(value) > MAX_TEXT:
+                return f"has {len(value)} characters, more than {MAX_TEXT}"
+            if self.choices is not None and value not in self.choices:
+                return f"must be one of {list(self.choices)}"
+            return None
+        if self.kind not in ("int", "real"):  # pragma: no cover - a schema bug, not a peer's
+            raise ValueError(f"unknown kind {self.kind!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"must be {'an integer' if self.kind == 'int' else 'a number'}, not {type(value).__name__}"
+        if self.kind == "int" and not isinstance(value, int):
+            return f"must be an integer, not {type(value).__name__}"
+        if isinstance(value, float) and math.isnan(value):
+            return "must not be NaN"
+        if self.low is not None and value < self.low:
+            return f"must be >= {self.low!r}"
+        if self.high is not None and value > self.high:
+            return f"must be <= {self.high!r}"
+        return None
+
+
+#: An announcement's declared keys.
+Schema = Mapping[str, Key]
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """``repr(value)``, shortened to ``limit`` characters (a peer's value may be huge)."""
+    text = repr(value) if not isinstance(value, (list, dict)) or len(value) <= 32 else None
+    if text is None:
+        text = f"<{type(value).__name__} of {len(value)} elements>"  # type: ignore[arg-type]
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def check_announcement(sender: str, view: object, schema: Schema) -> None:
+    """Refuse ``sender``'s announcement unless it has exactly the keys of ``schema``, each of its shape.
+
+    Raises
+    ------
+    InputValidationError
+        Naming ``sender``, the key, the value (shortened) and the limit.
+    """
+    if not isinstance(view, Mapping):
+        raise InputValidationError(f"{sender} announced {type(view).__name__}, not a mapping of settings")
+    extra = sorted(k if isinstance(k, str) else shown(k) for k in view if k not in schema)
+    if extra:
+        raise InputValidationError(
+            f"{sender} announced unexpected keys {extra[:8]}; the announcement's keys are {sorted(schema)}"
+        )
+    for key, spec in schema.items():
+        if key not in view:
+            if spec.required and not spec.nullable:
+                raise InputValidationError(f"{sender} announced no {key}")
+            continue
+        reason = spec.problem(view[key])
+        if reason is not None:
+            raise InputValidationError(f"{sender} announced {key}={shown(view[key])}, which {reason}")
+
+
+def check_announcements(
+    views: Mapping[str, object],
+    schema: Schema,
+    holders: Iterable[str] = (),
+    holder_schema: Schema | None = None,
+) -> None:
+    """:func:`check_announcement` for every sender; data holders' against ``schema | holder_schema``."""
+    holding = set(holders)
+    full = {**schema, **(holder_schema or {})}
+    for sender, view in views.items():
+        check_announcement(str(sender), view, full if sender in holding else schema)
+
+
+#: The deploy floor's own keys (:func:`mpc_pca.deploy.party.floor_public`); a deployment's
+#: schema includes them, optional so that its :meth:`~mpc_pca.deployment.Deployment.configure`
+#: also takes the announcements of :meth:`~mpc_pca.deployment.Deployment.public` alone.
+FLOOR_SCHEMA: dict[str, Key] = {
+    "protocol": Key("text"),
+    "n_providers": Key("int", 1, 1 << 16, required=False),
+}
+FLOOR_HOLDER_SCHEMA: dict[str, Key] = {"columns_hash": Key("text", nullable=True)}
+#: A data holder's width, which every DP protocol's holders announce (with the floor's keys).
+HOLDER_WIDTH_SCHEMA: dict[str, Key] = {**FLOOR_HOLDER_SCHEMA, "n_features": Key("int", 1, MAX_FEATURES)}
+
+
+def gaussian_schema(protocol: str) -> dict[str, Key]:
+    """Every party's keys of a DP protocol announcing the Gaussian settings (``mpc_pca.dp.common.GAUSSIAN_SHARED``).
+
+    Types only, and ``n_components``' range: the privacy parameters' meaning is
+    checked after agreement (``check_privacy``), which refuses with the same family.
+    """
+    return {
+        **FLOOR_SCHEMA,
+        "protocol": Key("text", choices=(protocol,)),
+        "n_components": Key("int", 1, MAX_FEATURES, nullable=True),
+        "epsilon": Key("real"),
+        "delta": Key("real"),
+        "neighbour": Key("text"),
+        "noise_calibration": Key("text"),
+        "row_norm": Key("text"),
+    }
 
 
 def check_noise_seed(noise_seed: object) -> None:

@@ -27,6 +27,7 @@ import numpy as np
 
 from mpc_pca.deploy.spec import PartySpec, Rows, load_rows
 from mpc_pca.deployment import Deployment, PublicSettings, Role
+from mpc_pca.deployment_kit import FLOOR_HOLDER_SCHEMA, FLOOR_SCHEMA, shown
 from protocols.errors import InputValidationError
 from protocols.runtime.runner import PartyReport
 
@@ -49,11 +50,26 @@ def floor_public(protocol: str, n_providers: int, holder: bool, rows: Rows | Non
 def check_floor_views(views: Mapping[str, PublicSettings], holders: tuple[str, ...]) -> None:
     """Every party runs the same protocol with the same number of providers; holders' columns match.
 
+    Each party's floor keys are checked against
+    :data:`~mpc_pca.deployment_kit.FLOOR_SCHEMA` (and a holder's against
+    :data:`~mpc_pca.deployment_kit.FLOOR_HOLDER_SCHEMA`) before they are
+    compared; the deployment's :meth:`~mpc_pca.deployment.Deployment.configure`
+    checks the rest of each announcement against its own schema.
+
     Raises
     ------
     InputValidationError
-        Naming every party's value of the first key they disagree on.
+        Naming the sender, key, value and limit of a floor key of the wrong
+        type or range, or every party's value of the first key they disagree on.
     """
+    for sender, view in views.items():
+        if not isinstance(view, Mapping):
+            raise InputValidationError(f"{sender} announced {type(view).__name__}, not a mapping of settings")
+        schema = {**FLOOR_SCHEMA, **(FLOOR_HOLDER_SCHEMA if sender in holders else {})}
+        for key, spec in schema.items():
+            reason = spec.problem(view.get(key))
+            if reason is not None:
+                raise InputValidationError(f"{sender} announced {key}={shown(view.get(key))}, which {reason}")
     for key in ("protocol", "n_providers"):
         values = {name: view.get(key) for name, view in views.items()}
         if len({json.dumps(v, sort_keys=True) for v in values.values()}) != 1:

@@ -12,6 +12,12 @@ Announced (public) settings: every party's ``n_components``, ``epsilon``,
 ``row_norm``; each site adds its number of features. The row counts ``N_s``
 are not announced: sites send them to the aggregator and the noise generator
 in Alg. 1 step 1, as in-process.
+
+Every announcement is checked against :data:`SCHEMA` (a site's against
+:data:`SITE_SCHEMA` too) before any value is compared or used: exactly those
+keys, each of its type and range, or an
+:class:`~protocols.errors.InputValidationError` naming the sender, the key
+and the limit.
 """
 
 from __future__ import annotations
@@ -26,11 +32,15 @@ from numpy.typing import NDArray
 from mpc_pca.deployment import PublicSettings, Role
 from mpc_pca.deployment_kit import (
     HARNESS_FIELDS,
+    HOLDER_WIDTH_SCHEMA,
     HoldersFirst,
+    Key,
     agree,
     agree_width,
+    check_announcements,
     check_no_data,
     floats_cap,
+    gaussian_schema,
     seeded_generator,
     subspace_fields,
 )
@@ -57,6 +67,10 @@ __all__ = ["HARNESS_FIELDS", "CapeDeployment"]
 
 #: Settings every party announces and all must agree on.
 SHARED = (*GAUSSIAN_SHARED, "cape_calibration")
+#: Every party's announcement (the values' meaning is checked after agreement, by ``check_privacy``).
+SCHEMA: dict[str, Key] = {**gaussian_schema("capepca"), "cape_calibration": Key("text")}
+#: A site's further key: the width of its rows.
+SITE_SCHEMA = HOLDER_WIDTH_SCHEMA
 
 
 @dataclass(frozen=True)
@@ -114,6 +128,7 @@ class CapeDeployment(HoldersFirst):
     def configure(self, views: Mapping[str, PublicSettings], n_providers: int) -> CapeDeployConfig:
         """:class:`CapeConfig` from the announcements, refused (naming parties) where they differ."""
         holders = self.check_views(views, n_providers)
+        check_announcements(views, SCHEMA, holders, SITE_SCHEMA)
         agreed = agree(views, SHARED)
         d = agree_width(views, holders)
         k = check_n_components(agreed["n_components"], d)

@@ -29,10 +29,14 @@ from mpc_pca.deployment import PublicSettings, Role
 from mpc_pca.deployment_kit import (
     CAP_SLACK,
     HARNESS_FIELDS,
+    HOLDER_WIDTH_SCHEMA,
     HoldersFirst,
+    Key,
     agree,
     agree_width,
+    check_announcements,
     check_no_data,
+    gaussian_schema,
     seeded_generator,
     subspace_fields,
 )
@@ -50,6 +54,12 @@ MAX_ROWS = 1 << 40
 #: The CLI's Paillier modulus size when ``key_bits`` is not given.
 DEFAULT_KEY_BITS = 2048
 SHARED = (*GAUSSIAN_SHARED, "key_bits", "allow_insecure_key_size")
+#: Every party's announcement, checked (naming the sender) before anything is compared or used.
+SCHEMA: dict[str, Key] = {
+    **gaussian_schema("dpdpca"),
+    "key_bits": Key("int", 1, 1 << 14),
+    "allow_insecure_key_size": Key("flag"),
+}
 
 
 @dataclass(frozen=True)
@@ -108,6 +118,7 @@ class DPDPCADeployment(HoldersFirst):
             cannot hold the largest plaintext for up to :data:`MAX_ROWS` rows.
         """
         holders = self.check_views(views, n_providers)
+        check_announcements(views, SCHEMA, holders, HOLDER_WIDTH_SCHEMA)
         agreed = agree(views, SHARED)
         d = agree_width(views, holders)
         k = check_n_components(agreed["n_components"], d)

@@ -11,8 +11,32 @@ Before the protocol starts, the parties announce their public parameters
 reveal, standardize and, for providers, the number of features and rows, the
 hash of their ordered column names and their column exponents) and check that
 they agree, so a misconfigured party is reported by name instead of
-surfacing as a malformed message later. The agreed settings also bound the
-size of every message a party accepts (:func:`message_cap`).
+surfacing as a malformed message later.
+
+What a peer announces is checked before it is used, in three steps:
+
+1. *Shape* (:data:`SCHEMA`, :data:`PROVIDER_SCHEMA`): every announcement has
+   exactly the declared keys, each of its declared type and range; in
+   particular a provider's ``n_rows`` is an integer in ``1 ..``
+   :data:`MAX_ANNOUNCED_ROWS` and ``n_features`` one in ``1 ..``
+   :data:`~mpc_pca.deployment_kit.MAX_FEATURES`. Anything else is refused at :meth:`configure`
+   naming the sender, the key and the limit.
+2. *Agreement*: the shared settings, and the providers' widths and column
+   names, must be the same for every party (so ``d``, ``k``, the backend and
+   the key size are values that every party, or every provider, chose).
+3. *The row counts against the secure sum*: the row counts are the only
+   announced values that no other party repeats. The server compares their
+   sum with the ``N`` that the secure sum of ``[column sums, row count]``
+   reveals and refuses the run (:class:`~protocols.errors.ProtocolError`
+   naming every provider's count and both totals) before it sends the mean;
+   the consumer accepts from each provider exactly the rows it announced.
+
+Message caps (:func:`message_cap`) are computed from agreed values only
+(``d``, ``k``, the backend, the key size), never from a row count: a
+provider's projected rows ``X_i T`` go to the consumer in chunks of at most
+:func:`~mpc_pca.pppca.protocol.projection_chunk_rows` rows
+(:data:`~mpc_pca.pppca.protocol.PROJECTION_CHUNK_BYTES` per chunk), so no
+announcement can raise the cap above :func:`cap_bound`.
 
 Settings (``mpc_pca.registry``): ``n_components``, ``backend``,
 ``frac_bits``, ``key_bits``, ``reveal``, ``standardize``.
@@ -29,14 +53,27 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mpc_pca.deployment import Deployment, PublicSettings, Role
+from mpc_pca.deployment_kit import (
+    FLOOR_HOLDER_SCHEMA,
+    FLOOR_SCHEMA,
+    MAX_FEATURES,
+    Key,
+    check_announcements,
+)
 from mpc_pca.pppca.components import check_reveal
 from mpc_pca.pppca.driver import preflight
 from mpc_pca.pppca.local_stats import LocalStatistics
-from mpc_pca.pppca.protocol import PPPCAConfig, consumer_role, provider_role, server_role
-from mpc_pca.pppca.scaling import agree_exponents, provider_exponents
+from mpc_pca.pppca.protocol import (
+    PROJECTION_CHUNK_BYTES,
+    PPPCAConfig,
+    consumer_role,
+    provider_role,
+    server_role,
+)
+from mpc_pca.pppca.scaling import MAX_EXPONENT, ZERO_COLUMN, agree_exponents, provider_exponents
 from mpc_pca.roles import CONSUMER, SERVER, provider_names
 from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite
-from protocols.backends import SecureSumBackend, backend_class, make_backend
+from protocols.backends import BACKEND_NAMES, SecureSumBackend, backend_class, make_backend
 from protocols.errors import InputValidationError
 
 #: The settings every party must announce identically.
@@ -51,6 +88,29 @@ SHARED = (
     "standardize",
 )
 PROTOCOLS = ("pppca-ss", "pppca-he")
+#: Largest row count a provider may announce (refused at :meth:`PPPCADeployment.configure`).
+MAX_ANNOUNCED_ROWS = 1 << 40
+#: Largest Paillier modulus (bits) a party may announce.
+MAX_KEY_BITS = 1 << 14
+
+#: Every party's announcement: the floor's keys and the shared settings.
+SCHEMA: dict[str, Key] = {
+    **FLOOR_SCHEMA,
+    "protocol": Key("text", choices=PROTOCOLS),
+    "n_components": Key("int", 1, MAX_FEATURES),
+    "backend": Key("text", choices=tuple(BACKEND_NAMES)),
+    "frac_bits": Key("int", 0, 52),
+    "key_bits": Key("int", 1, MAX_KEY_BITS, nullable=True),
+    "reveal": Key("text", choices=("covariance", "components")),
+    "standardize": Key("flag"),
+}
+#: A provider's further keys: its rows' width and count, its column exponents.
+PROVIDER_SCHEMA: dict[str, Key] = {
+    **FLOOR_HOLDER_SCHEMA,
+    "n_features": Key("int", 1, MAX_FEATURES),
+    "n_rows": Key("int", 1, MAX_ANNOUNCED_ROWS),
+    "column_exponents": Key("ints", ZERO_COLUMN, MAX_EXPONENT),
+}
 
 
 def pppca_ranks(n_parties: int) -> dict[str, int]:
@@ -96,14 +156,28 @@ def message_cap(views: Mapping[str, Mapping[str, Any]], n_features: int) -> int:
 
     The largest payloads are the Gram matrix's secure sum (at most ``d^2 + d + 1``
     ring elements, or that many Paillier ciphertexts of ``2 * key_bits`` bits
-    when nothing is packed), ``T`` (``d x k`` floats) and a provider's projected
-    rows (``n_i x k`` floats); 1 MiB covers headers and key exchanges.
+    when nothing is packed), ``T`` (``d x k`` floats) and one chunk of a
+    provider's projected rows (at most ``max(PROJECTION_CHUNK_BYTES, 8 k)``
+    bytes); 1 MiB covers headers and key exchanges. No row count enters: the
+    cap depends only on values every party (or every provider) agreed on, and
+    stays below :func:`cap_bound` of them.
     """
     view = next(iter(views.values()))
     d, k = n_features, int(view["n_components"])
     per_entry = backend_class(str(view.get("backend"))).max_bytes_per_entry(view.get("key_bits"))
-    rows = max(int(v["n_rows"]) for v in views.values() if "n_rows" in v)
-    return (d * d + d + 1) * per_entry + (d + rows) * k * 8 + (1 << 20)
+    return (d * d + d + 1) * per_entry + d * k * 8 + max(PROJECTION_CHUNK_BYTES, 8 * k) + (1 << 20)
+
+
+def cap_bound(n_features: int, n_components: int, key_bits: int | None) -> int:
+    """The largest :func:`message_cap` of any run with these agreed values, whatever the row counts.
+
+    Every backend's summed entry takes at most ``2 * key_bits / 8 + 8`` bytes
+    (a Paillier ciphertext; ring elements take 8), ``key_bits`` at most
+    :data:`MAX_KEY_BITS`.
+    """
+    d, k = n_features, n_components
+    per_entry = max(8, 2 * (MAX_KEY_BITS if key_bits is None else key_bits) // 8 + 8)
+    return (d * d + d + 1) * per_entry + d * k * 8 + max(PROJECTION_CHUNK_BYTES, 8 * k) + (1 << 20)
 
 
 @dataclass(frozen=True)
@@ -205,6 +279,23 @@ class PPPCADeployment(Deployment):
         return public
 
     def configure(self, views: Mapping[str, PublicSettings], n_providers: int) -> PPPCARun:
+        """The run from every party's announcement, each checked against :data:`SCHEMA` first.
+
+        Raises
+        ------
+        InputValidationError
+            Naming the sender, key, value and limit of an announcement that does
+            not fit the schema (e.g. ``n_rows`` above :data:`MAX_ANNOUNCED_ROWS`),
+            or the parties and their values where they disagree.
+        """
+        layout = self.layout(n_providers)
+        missing, extra = sorted(set(layout) - set(views)), sorted(map(str, set(views) - set(layout)))
+        if missing or extra:
+            raise InputValidationError(
+                f"announcements must come from exactly the parties {sorted(layout)}; missing {missing}, "
+                f"unexpected {extra}"
+            )
+        check_announcements(views, SCHEMA, provider_names(n_providers), PROVIDER_SCHEMA)
         views = {name: {"n_parties": n_providers, **view} for name, view in views.items()}
         n_features = _agree(views, n_providers)
         view = next(iter(views.values()))
@@ -213,9 +304,11 @@ class PPPCADeployment(Deployment):
         exponents = _agree_columns(views, n_providers)
         if reveal == "components":  # no column scaling in that mode (see mpc_pca.pppca.protocol.preflight)
             exponents = (0,) * n_features
+        rows = tuple(int(views[name]["n_rows"]) for name in provider_names(n_providers))
         config = PPPCAConfig(
-            n_providers, n_features, k, True, exponents, bool(view.get("standardize")), reveal
-        )
+            n_providers, n_features, k, True, exponents, bool(view.get("standardize")), reveal,
+            announced_rows=rows,
+        )  # fmt: skip
         return PPPCARun(
             config, view["backend"], view["frac_bits"], view.get("key_bits"), message_cap(views, n_features)
         )

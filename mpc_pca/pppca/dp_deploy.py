@@ -29,10 +29,15 @@ from numpy.typing import NDArray
 from mpc_pca.deployment import PublicSettings, Role
 from mpc_pca.deployment_kit import (
     CAP_SLACK,
+    FLOOR_SCHEMA,
     HARNESS_FIELDS,
+    HOLDER_WIDTH_SCHEMA,
+    MAX_FEATURES,
     HoldersFirst,
+    Key,
     agree,
     agree_width,
+    check_announcements,
     check_components_setting,
     check_no_data,
     check_own_rows,
@@ -50,7 +55,7 @@ from mpc_pca.pppca.dp_sum import (
 )
 from mpc_pca.roles import SERVER
 from mpc_pca.validation import check_n_components
-from protocols.backends import SecureSumBackend, backend_class, make_backend
+from protocols.backends import BACKEND_NAMES, SecureSumBackend, backend_class, make_backend
 from protocols.dp.calibration import check_delta_value, check_epsilon_value, gaussian_sigma
 from protocols.errors import InputValidationError
 
@@ -67,6 +72,19 @@ SHARED = (
     "frac_bits",
     "key_bits",
 )
+#: Every party's announcement, checked (naming the sender) before anything is compared or used.
+SCHEMA: dict[str, Key] = {
+    **FLOOR_SCHEMA,
+    "protocol": Key("text", choices=("pppca-dp",)),
+    "n_components": Key("int", 1, MAX_FEATURES, nullable=True),
+    "epsilon": Key("real"),
+    "delta": Key("real"),
+    "noise_calibration": Key("text"),
+    "min_honest": Key("int", 1, 1 << 16, nullable=True),
+    "backend": Key("text", choices=BACKEND_NAMES),
+    "frac_bits": Key("int", 0, 52),
+    "key_bits": Key("int", 1, 1 << 14, nullable=True),
+}
 #: Share of the squared privacy loss spent on the column sums (``PPPCADP``'s default, which the CLI uses).
 MEAN_SHARE = 0.1
 
@@ -153,6 +171,7 @@ class PPPCADPDeployment(HoldersFirst):
     def configure(self, views: Mapping[str, PublicSettings], n_providers: int) -> PPPCADPDeployConfig:
         """The :class:`DPSumPlan` (centred, ``mean_share=0.1``), refused where announcements differ."""
         holders = self.check_views(views, n_providers)
+        check_announcements(views, SCHEMA, holders, HOLDER_WIDTH_SCHEMA)
         agreed = agree(views, SHARED)
         d = agree_width(views, holders)
         k = check_n_components(agreed["n_components"], d)

@@ -14,7 +14,14 @@ Roles and messages (M providers, a server, a data consumer):
    ``X_i^T X_i`` (steps 5-7/6-8). Only its upper triangle is summed.
 4. server: ``C = sum / (N - 1)``, eigendecomposition, ``T`` = top-k
    eigenvectors, sent to providers (step 8).
-5. optional: providers -> consumer, ``X_i T`` (steps 9-10).
+5. optional: providers -> consumer, ``X_i T`` (steps 9-10), in chunks of
+   :func:`projection_chunk_rows` rows (at most :data:`PROJECTION_CHUNK_BYTES`
+   each, whatever ``n_i``), the last one shorter (possibly empty).
+
+Between organisations (:mod:`mpc_pca.pppca.deployment`) the providers also
+announce their row counts (``PPPCAConfig.announced_rows``); the server checks
+that they add up to the ``N`` of step 1 before it sends anything, and the
+consumer accepts exactly ``n_i`` projected rows from provider ``i``.
 
 Deviation from the paper, same result: the paper scales each
 ``X_i^T X_i`` by ``1/(n-1)`` before sharing; here the server divides the
@@ -84,6 +91,9 @@ class PPPCAConfig:
     #: :mod:`mpc_pca.pppca.components`; no column scaling, no standardization).
     reveal: str = "covariance"
     components: ComponentsSettings = field(default_factory=ComponentsSettings)
+    #: The row count each provider announced, in provider order (``None``: nothing announced,
+    #: the in-process run). The server checks their sum against the secure sum's ``N``.
+    announced_rows: tuple[int, ...] | None = None
 
     @property
     def providers(self) -> tuple[str, ...]:
@@ -140,6 +150,34 @@ PHASE_MEAN = "mean secure sum"
 PHASE_GRAM = "Gram secure sum"
 PHASE_EIGENSOLVE = "eigensolve on shares"
 PHASE_PROJECTION = "projection"
+
+#: Most bytes of one chunk of a provider's projected rows ``X_i T`` (for ``k`` up to
+#: ``PROJECTION_CHUNK_BYTES / 8``; a chunk holds at least one row).
+PROJECTION_CHUNK_BYTES = 16 << 20
+
+
+def projection_chunk_rows(n_components: int) -> int:
+    """Rows of ``X_i T`` per chunk: as many ``k``-float rows as fit :data:`PROJECTION_CHUNK_BYTES`, at least 1."""
+    return max(1, PROJECTION_CHUNK_BYTES // (8 * int(n_components)))
+
+
+def check_announced_rows(config: PPPCAConfig, n_samples: int) -> None:
+    """Refuse a run whose providers' announced row counts do not add up to the secure sum's ``N``.
+
+    Raises
+    ------
+    ProtocolError
+        Naming every provider's announced count, their sum and ``N``.
+    """
+    if config.announced_rows is None:
+        return
+    announced = dict(zip(config.providers, config.announced_rows, strict=True))
+    if sum(announced.values()) != n_samples:
+        raise ProtocolError(
+            f"the providers announced {sum(announced.values())} rows in total ({announced}), but the "
+            f"secure sum of their row counts is N={n_samples}: a provider announced a row count that is "
+            "not the one it summed; refusing the run"
+        )
 
 
 def provider_role(
@@ -227,7 +265,10 @@ def provider_role(
             if isinstance(data, ChunkedPart)
             else (data - raw_mean) @ transfer
         )
-        party.send(CONSUMER, projected)
+        step = projection_chunk_rows(config.n_components)
+        # full chunks, then a shorter one (possibly empty) that ends the rows
+        for start in range(0, projected.shape[0] + 1, step):
+            party.send(CONSUMER, np.ascontiguousarray(projected[start : start + step]))
     return projected
 
 
@@ -244,9 +285,12 @@ def server_role(party: Party, config: PPPCAConfig, backend: SecureSumBackend) ->
     if stats.shape != (d + 1,):
         raise ProtocolError(f"the summed {STATS_NAME} have shape {stats.shape}, expected ({d + 1},)")
     stats = np.ldexp(stats, -sums_scale_exponent(config.n_parties, f))
+    if not np.isfinite(stats[-1]):
+        raise ProtocolError(f"the summed row count {float(stats[-1])!r} is not finite")
     n_samples = round(float(stats[-1]))
     if abs(float(stats[-1]) - n_samples) > 1e-3:
         raise ProtocolError(f"the summed row count {float(stats[-1])!r} is not a whole number")
+    check_announced_rows(config, n_samples)
     if n_samples < 2:
         raise ProtocolError(f"the providers hold {n_samples} row(s) in total; PCA needs at least 2")
     mean_y = stats[:d] / n_samples
@@ -339,11 +383,44 @@ def _gram_shift(message: object) -> int:
 
 
 def consumer_role(party: Party, config: PPPCAConfig) -> NDArray[np.float64]:
-    """Data consumer (steps 10): stack the providers' projected rows in provider order."""
+    """Data consumer (step 10): stack the providers' projected rows in provider order.
+
+    Each provider's rows arrive in chunks of :func:`projection_chunk_rows`
+    rows, ended by a shorter one; with announced row counts, a provider must
+    send exactly the rows it announced.
+
+    Raises
+    ------
+    ProtocolError
+        Naming the provider, for a chunk of the wrong shape or more (or fewer)
+        rows than it announced.
+    """
+    step = projection_chunk_rows(config.n_components)
+    announced = (
+        dict(zip(config.providers, config.announced_rows, strict=True)) if config.announced_rows else {}
+    )
     blocks = []
     with party.phase(PHASE_PROJECTION):
         for provider in config.providers:
-            blocks.append(
-                expect_real_array(party.recv(provider), provider, (None, config.n_components), "X_i T")
-            )
+            expected = announced.get(provider)
+            received = 0
+            while True:
+                chunk = expect_real_array(
+                    party.recv(provider), provider, (None, config.n_components), "X_i T"
+                )
+                rows = chunk.shape[0]
+                received += rows
+                if rows > step:
+                    raise ProtocolError(
+                        f"{provider} sent a chunk of {rows} projected rows; chunks hold at most {step}"
+                    )
+                if expected is not None and received > expected:
+                    raise ProtocolError(
+                        f"{provider} sent more than the {expected} projected rows it announced ({received})"
+                    )
+                blocks.append(chunk)
+                if rows < step:
+                    break
+            if expected is not None and received != expected:
+                raise ProtocolError(f"{provider} sent {received} projected rows but announced {expected}")
     return np.vstack(blocks)
