@@ -262,6 +262,7 @@ class HandshakeGate:
         self._lock = threading.Lock()
         self._in_flight: dict[str, int] = {}
         self._conns: set[socket.socket] = set()
+        self._abandoned: set[socket.socket] = set()
         self._stopped = False
         #: Connections that sent nothing in time, closed early or stalled mid-handshake.
         self.incomplete = 0
@@ -324,12 +325,15 @@ class HandshakeGate:
             handle(conn, who)
         except (PeerTimeoutError, UnansweredError, ClosedError) as exc:
             with self._lock:
-                self.incomplete += 1
+                if conn not in self._abandoned:
+                    self.incomplete += 1
             log.info("%s: %s", self.where, exc)
             with contextlib.suppress(OSError):
                 conn.close()
         except ProtocolError as exc:
             with self._lock:
+                if conn in self._abandoned:  # shut down by stop(), already counted
+                    return
                 self.refused_count += 1
                 if len(self.refused) < _KEEP_REASONS:
                     self.refused.append(str(exc))
@@ -345,8 +349,12 @@ class HandshakeGate:
             with contextlib.suppress(OSError):
                 conn.close()
         finally:
+            with contextlib.suppress(OSError):
+                if conn in self._abandoned:
+                    conn.close()
             with self._lock:
                 self._conns.discard(conn)
+                self._abandoned.discard(conn)
                 left = self._in_flight[host] - 1
                 if left:
                     self._in_flight[host] = left
@@ -359,10 +367,12 @@ class HandshakeGate:
             self._conns.discard(conn)
 
     def stop(self) -> None:
-        """Admit no more connections and close those still in a handshake (their threads end)."""
+        """Admit no more connections and close those still in a handshake (counted as incomplete)."""
         with self._lock:
             self._stopped = True
             conns = list(self._conns)
+            self.incomplete += len(conns)
+            self._abandoned.update(conns)
         for conn in conns:
             with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
@@ -374,7 +384,7 @@ class HandshakeGate:
             if self.incomplete:
                 parts.append(
                     f"{_plural(self.incomplete, 'connection')} did not complete a handshake at {self.where} "
-                    f"(nothing sent within {first_bytes:g} s, or stalled or closed mid-handshake)"
+                    f"(nothing sent within {first_bytes:g} s, stalled or closed mid-handshake, or still in one at the end)"
                 )
             if self.over_limit:
                 parts.append(

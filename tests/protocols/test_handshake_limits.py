@@ -185,6 +185,19 @@ def test_a_party_that_times_out_says_what_happened_at_the_rendezvous(tls_dir, ou
         assert "authentication failed" not in text, text
 
 
+def test_connections_still_in_a_handshake_when_the_rendezvous_gives_up_are_counted(tls_dir, outsider_factory):
+    """The rendezvous gives up before the idle connections' first-bytes deadline: they are still reported."""
+    ctx = server_context(Credentials.from_dir(tls_dir, INTRODUCER_NAME))
+    introducer = Introducer("127.0.0.1:0", RANKS, ctx, FIRST_BYTES_SECONDS / 3)
+    outsider_factory("127.0.0.2").flood(("127.0.0.1", introducer.port), 2)
+    introducer.join(FIRST_BYTES_SECONDS * 3)
+    assert introducer.error is not None
+    assert "'a0' (rank 0), 'a1' (rank 1), 'a2' (rank 2) did not join" in introducer.error, introducer.error
+    assert "2 connections did not complete a handshake at the rendezvous" in introducer.error, (
+        introducer.error
+    )
+
+
 def test_a_party_whose_peer_never_dials_counts_the_idle_connections(tls_dir, outsider_factory):
     """'a1' waits for 'a0', which never dials, while idle connections and an over-limit burst arrive."""
     listener = listen("127.0.0.1", 0)
