@@ -37,6 +37,14 @@ class ClosedError(ProtocolError):
         self.truncated = truncated
 
 
+class UnansweredError(ProtocolError):
+    """The accepting end closed a connection before sending any byte of the TLS handshake.
+
+    It never looked at this party's hello (it was over its limit of handshakes
+    in flight, or stopping), so nothing was refused: the dialler may retry.
+    """
+
+
 class Stream:
     """A plain TCP stream (``--insecure``): nothing is encrypted or authenticated."""
 
@@ -180,6 +188,7 @@ def handshake(
     me: str,
     where: str,
     timeout: float,
+    first_bytes: float | None = None,
 ) -> tuple[Stream, str | None]:
     """Run the TLS handshake on a connected socket; return the stream and the peer's names.
 
@@ -187,17 +196,25 @@ def handshake(
     :class:`Stream`. With ``expected`` the peer's certificate must name that
     party; otherwise (an accepting end that learns who dialled) the first
     certificate name is returned for the caller to check. On failure the
-    socket is closed, so the peer learns of the refusal at once.
+    socket is closed, so the peer learns of the refusal at once. With
+    ``first_bytes`` the peer must send its first bytes within that many
+    seconds (an accepting end's bound on idle connections).
 
     Raises
     ------
     AuthenticationError
         The handshake failed (no certificate, another CA, ...) or the name does not match.
+    UnansweredError
+        The peer closed the connection before sending any byte (a dialler may retry).
     PeerTimeoutError
-        The handshake did not finish within ``timeout`` seconds.
+        The peer sent nothing within ``first_bytes`` seconds, or the handshake did not
+        finish within ``timeout`` seconds.
     """
     try:
-        return _handshake(sock, ctx, server=server, expected=expected, me=me, where=where, timeout=timeout)
+        return _handshake(
+            sock, ctx, server=server, expected=expected, me=me, where=where, timeout=timeout,
+            first_bytes=first_bytes,
+        )  # fmt: skip
     except ProtocolError:
         with contextlib.suppress(OSError):
             sock.close()
@@ -213,6 +230,7 @@ def _handshake(
     me: str,
     where: str,
     timeout: float,
+    first_bytes: float | None = None,
 ) -> tuple[Stream, str | None]:
     """See :func:`handshake`."""
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -220,7 +238,10 @@ def _handshake(
         return Stream(sock), None
     incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
     obj = ctx.wrap_bio(incoming, outgoing, server_side=server)
-    deadline = time.monotonic() + timeout
+    start = time.monotonic()
+    deadline = start + timeout
+    silent_until = start + first_bytes if first_bytes is not None else deadline
+    received = False
     try:
         while True:
             try:
@@ -231,18 +252,29 @@ def _handshake(
             data = outgoing.read()
             if data:
                 sock.sendall(data)
-            remaining = deadline - time.monotonic()
+            remaining = (deadline if received else min(deadline, silent_until)) - time.monotonic()
             if remaining <= 0:
-                raise PeerTimeoutError(
-                    f"{me!r}: TLS handshake with {where} did not finish within {timeout:g} s"
-                )
+                raise TimeoutError
             sock.settimeout(remaining)
-            raw = sock.recv(_RECV)
+            try:
+                raw = sock.recv(_RECV)
+            except ConnectionResetError:
+                if received:
+                    raise
+                raw = b""
+            if not raw and not received and server:
+                raise UnansweredError(f"{me!r}: {where} closed the connection without sending anything")
+            if not raw and not received:
+                raise UnansweredError(
+                    f"{me!r}: {where} closed the connection before answering the TLS handshake "
+                    "(busy or over its limit of handshakes in flight; nothing was refused)"
+                )
             if not raw:
                 raise AuthenticationError(
                     f"{me!r}: authentication failed for {where}: the peer closed the connection during "
                     "the TLS handshake (it probably refused our certificate)"
                 )
+            received = True
             incoming.write(raw)
         data = outgoing.read()
         if data:
@@ -255,6 +287,10 @@ def _handshake(
             f"{me!r}: authentication failed for {where}: TLS handshake error: {exc.reason or exc}"
         ) from None
     except TimeoutError:
+        if not received and first_bytes is not None and time.monotonic() < deadline:
+            raise PeerTimeoutError(
+                f"{me!r}: {where} sent nothing within {first_bytes:g} s of connecting (no TLS handshake)"
+            ) from None
         raise PeerTimeoutError(
             f"{me!r}: TLS handshake with {where} did not finish within {timeout:g} s"
         ) from None
@@ -268,4 +304,4 @@ def _handshake(
     return TlsStream(sock, obj, incoming, outgoing), (names[0] if names else None)
 
 
-__all__ = ["HEADER", "ClosedError", "Stream", "TlsStream", "handshake"]
+__all__ = ["HEADER", "ClosedError", "Stream", "TlsStream", "UnansweredError", "handshake"]

@@ -7,6 +7,14 @@ rank, and the acceptor demands that the dialler's certificate names the party
 its ``HELLO`` claims to be, one of the lower ranks that has not connected yet.
 Connections that fail these checks are refused and remembered, so a run that
 does not come together says why.
+
+The acceptor runs each handshake in its own thread under a
+:class:`~protocols.transport.rendezvous.HandshakeGate` (first bytes within
+:data:`~protocols.transport.rendezvous.FIRST_BYTES_SECONDS`, at most
+:data:`~protocols.transport.rendezvous.MAX_HANDSHAKES_PER_ADDRESS` in flight
+per source address and :data:`~protocols.transport.rendezvous.MAX_HANDSHAKES`
+in all), so idle or slow connections from an outsider delay no dialler; a
+dialler closed unanswered by a busy acceptor retries until its deadline.
 """
 
 from __future__ import annotations
@@ -20,55 +28,78 @@ from collections.abc import Mapping
 
 from protocols.errors import PeerTimeoutError, ProtocolError
 from protocols.transport.links import Stream, handshake
-from protocols.transport.rendezvous import parse_hello, read_message, send_message
+from protocols.transport.rendezvous import (
+    FIRST_BYTES_SECONDS,
+    HANDSHAKE_SECONDS,
+    HandshakeGate,
+    dial,
+    parse_hello,
+    read_message,
+    send_message,
+)
 from protocols.transport.tls import AuthenticationError
 
 
-def _accept_all(
-    listener: socket.socket,
-    me: str,
-    expected: dict[str, int],
-    ctx: ssl.SSLContext | None,
-    deadline: float,
-    out: dict[str, Stream],
-    refused: list[str],
-    done: threading.Event,
-) -> None:
-    try:
-        while len(out) < len(expected):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return
-            listener.settimeout(remaining)
-            try:
-                conn, addr = listener.accept()
-            except (TimeoutError, OSError):
-                continue
-            who = f"a connection from {addr[0]}:{addr[1]}"
-            try:
-                stream, cert_name = handshake(
-                    conn, ctx, server=True, expected=None, me=me, where=who, timeout=min(remaining, 10.0)
+class _Acceptor:
+    """Accepts the links from lower ranks, each handshake in its own thread (see :class:`HandshakeGate`)."""
+
+    def __init__(
+        self, me: str, expected: dict[str, int], ctx: ssl.SSLContext | None, deadline: float
+    ) -> None:
+        self.me = me
+        self.expected = expected
+        self.ctx = ctx
+        self.deadline = deadline
+        self.gate = HandshakeGate(repr(me))
+        self.accepted: dict[str, Stream] = {}
+        self.complete = threading.Event()
+        self._lock = threading.Lock()
+        self._finished = False
+        if not expected:
+            self.complete.set()
+
+    def serve(self, listener: socket.socket, done: threading.Event) -> None:
+        try:
+            self.gate.serve(listener, self.deadline, self._admit, self.complete)
+        finally:
+            with self._lock:
+                self._finished = True
+            self.gate.stop()
+            done.set()
+
+    def _admit(self, conn: socket.socket, who: str) -> None:
+        me, expected = self.me, self.expected
+        timeout = max(0.1, min(self.deadline - time.monotonic(), HANDSHAKE_SECONDS))
+        stream, cert_name = handshake(
+            conn, self.ctx, server=True, expected=None, me=me, where=who, timeout=timeout,
+            first_bytes=FIRST_BYTES_SECONDS,
+        )  # fmt: skip
+        try:
+            conn.settimeout(FIRST_BYTES_SECONDS if self.ctx is None else timeout)
+            name = parse_hello(who, read_message(stream, who))
+            if self.ctx is not None and name in expected and cert_name != name:
+                raise AuthenticationError(
+                    f"{me!r}: authentication failed for {who} claiming to be {name!r} "
+                    f"(rank {expected[name]}): its certificate is issued to {cert_name!r}"
                 )
-                conn.settimeout(min(remaining, 10.0))
-                name = parse_hello(who, read_message(stream, who))
-                if name not in expected or name in out:
+            conn.settimeout(None)
+            with self._lock:
+                if self._finished:
+                    raise PeerTimeoutError(
+                        f"{me!r}: {who} said it is {name!r} after {me!r} stopped accepting"
+                    )
+                if name not in expected or name in self.accepted:
                     raise AuthenticationError(
                         f"{me!r}: authentication failed for {who}: it claims to be {name!r}, which is not a "
-                        f"party that dials {me!r} (expected one of {sorted(set(expected) - set(out))})"
+                        f"party that dials {me!r} (expected one of {sorted(set(expected) - set(self.accepted))})"
                     )
-                if ctx is not None and cert_name != name:
-                    raise AuthenticationError(
-                        f"{me!r}: authentication failed for {who} claiming to be {name!r} "
-                        f"(rank {expected[name]}): its certificate is issued to {cert_name!r}"
-                    )
-                conn.settimeout(None)
-                out[name] = stream
-            except ProtocolError as exc:
-                refused.append(str(exc))
-                with contextlib.suppress(OSError):
-                    conn.close()
-    finally:
-        done.set()
+                self.gate.keep(conn)
+                self.accepted[name] = stream
+                if len(self.accepted) == len(expected):
+                    self.complete.set()
+        except BaseException:
+            stream.close()
+            raise
 
 
 def connect_mesh(
@@ -93,16 +124,10 @@ def connect_mesh(
     rank = ranks[me]
     lower = {n: r for n, r in ranks.items() if r < rank}
     deadline = time.monotonic() + timeout
-    accepted: dict[str, Stream] = {}
-    refused: list[str] = []
+    acceptor = _Acceptor(me, lower, server_ctx, deadline)
+    accepted = acceptor.accepted
     done = threading.Event()
-    acceptor = threading.Thread(
-        target=_accept_all,
-        args=(listener, me, lower, server_ctx, deadline, accepted, refused, done),
-        name=f"accept-{me}",
-        daemon=True,
-    )
-    acceptor.start()
+    threading.Thread(target=acceptor.serve, args=(listener, done), name=f"accept-{me}", daemon=True).start()
     streams: dict[str, Stream] = {}
     try:
         for peer, peer_rank in sorted(ranks.items(), key=lambda item: item[1]):
@@ -112,24 +137,24 @@ def connect_mesh(
                 raise ProtocolError(f"the rendezvous gave {me!r} no address for {peer!r}")
             host, port = table[peer]
             where = f"{peer!r} (rank {peer_rank}) at {host}:{port}"
-            try:
-                sock = socket.create_connection((host, port), timeout=max(0.1, deadline - time.monotonic()))
-            except OSError as exc:
-                raise PeerTimeoutError(f"{me!r} could not connect to {where}: {exc}") from None
-            stream, _ = handshake(
-                sock, client_ctx, server=False, expected=peer, me=me, where=where,
-                timeout=max(0.1, deadline - time.monotonic()),
+            stream = dial(
+                (host, port), client_ctx, expected=peer, me=me, where=where, deadline=deadline,
+                retry_unreachable=False, what=repr(me),
             )  # fmt: skip
             send_message(stream, {"name": me})
             streams[peer] = stream
         done.wait(max(0.0, deadline - time.monotonic()) + 1.0)
-        missing = [f"{n!r} (rank {r})" for n, r in lower.items() if n not in accepted]
+        with acceptor._lock:
+            acceptor._finished = True
+            missing = [f"{n!r} (rank {r})" for n, r in lower.items() if n not in accepted]
         if missing:
-            why = f"; refused: {'; '.join(refused)}" if refused else ""
             raise PeerTimeoutError(
-                f"{me!r} waited {timeout:g} s, but {', '.join(missing)} did not connect{why}"
+                f"{me!r} waited {timeout:g} s, but {', '.join(missing)} did not connect{acceptor.gate.summary()}"
             )
     except BaseException:
+        acceptor.complete.set()  # stop accepting
+        with acceptor._lock:
+            acceptor._finished = True
         for stream in [*streams.values(), *accepted.values()]:
             stream.close()
         raise

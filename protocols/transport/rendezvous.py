@@ -26,8 +26,26 @@ Schemas
     exact keys, ``str`` names and hosts of at most :data:`MAX_NAME_CHARS`
     characters, integer ranks and ports in range. Any other shape is a
     :class:`~protocols.errors.ProtocolError` naming the sender, never a crash
-    of the introducer or of a party's acceptor thread. Not yet: handshakes
-    are still done one at a time, so idle connections can delay a run.
+    of the introducer or of a party's acceptor thread. A set-up frame that
+    announces more than :data:`MAX_SETUP_BYTES` is refused before anything is
+    allocated for it.
+
+Handshakes
+    The introducer and every party's acceptor run each accepted connection's
+    handshake in its own thread under a :class:`HandshakeGate`: the first
+    bytes must come within :data:`FIRST_BYTES_SECONDS`, the handshake and
+    set-up message within :data:`HANDSHAKE_SECONDS`, and at most
+    :data:`MAX_HANDSHAKES_PER_ADDRESS` handshakes per source address and
+    :data:`MAX_HANDSHAKES` in all are in flight; a connection beyond a limit
+    is closed at once, before any byte is sent, and an honest dialler
+    (:func:`dial`) retries until its deadline. So idle or slow connections
+    from an outsider delay no honest party on another address; from the
+    honest parties' own address they delay the run by at most about
+    :data:`FIRST_BYTES_SECONDS` per stage. What failed is counted, and a
+    run that does not come together says so ("3 connections did not
+    complete a handshake at the rendezvous; ... did not join"). An outsider
+    that keeps opening connections from the parties' own address faster than
+    they time out can still starve them: that needs a firewall, not this.
 """
 
 from __future__ import annotations
@@ -38,11 +56,11 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from protocols.errors import InputValidationError, PeerTimeoutError, ProtocolError, WireFormatError
-from protocols.transport.links import HEADER, ClosedError, Stream, handshake
+from protocols.transport.links import HEADER, ClosedError, Stream, UnansweredError, handshake
 from protocols.transport.tls import AuthenticationError
 from protocols.transport.wire import decode_message, encode_message
 
@@ -50,7 +68,18 @@ log = logging.getLogger("mpc_pca.transport")
 
 #: Name the launcher's introducer has in its certificate.
 INTRODUCER_NAME = "rendezvous"
-_HELLO_CAP = 64 << 10
+#: Largest set-up frame (HELLO, registration, reply) read before allocating (bytes).
+MAX_SETUP_BYTES = 64 << 10
+#: Seconds an accepting end waits for a connection's first bytes.
+FIRST_BYTES_SECONDS = 3.0
+#: Seconds an accepting end gives one connection for its handshake and set-up message.
+HANDSHAKE_SECONDS = 10.0
+#: Handshakes in flight per source address at an accepting end.
+MAX_HANDSHAKES_PER_ADDRESS = 8
+#: Handshakes in flight in all at an accepting end.
+MAX_HANDSHAKES = 64
+_KEEP_REASONS = 8
+_POLL_SECONDS = 0.1
 _KIND_HELLO = 6
 #: Longest party name or host a set-up message may carry (characters).
 MAX_NAME_CHARS = 256
@@ -107,14 +136,20 @@ def read_message(stream: Stream, who: str, kind: int = _KIND_HELLO) -> dict[str,
     """One small frame of ``kind`` holding a dict; anything else is a ProtocolError naming ``who``."""
     try:
         got, size = HEADER.unpack(stream.read_exact(HEADER.size))
-        if got != kind or size > _HELLO_CAP:
+        if got != kind:
             raise ProtocolError(f"{who} sent an unexpected frame (kind {got}, {size} bytes) during set-up")
+        if size > MAX_SETUP_BYTES:
+            raise ProtocolError(
+                f"{who} announced a set-up message of {size} bytes, over the limit of {MAX_SETUP_BYTES} bytes"
+            )
         value = decode_message(stream.read_exact(size))
     except ClosedError as exc:
         raise ProtocolError(f"{who} closed the connection during set-up ({exc})") from None
     except WireFormatError as exc:
         raise ProtocolError(f"{who} sent a malformed set-up message: {exc}") from None
-    except OSError as exc:  # includes the socket timeout
+    except TimeoutError:
+        raise PeerTimeoutError(f"{who} did not send its set-up message in time") from None
+    except OSError as exc:
         raise ProtocolError(f"{who} did not complete the set-up: {exc or type(exc).__name__}") from None
     if not isinstance(value, dict):
         raise ProtocolError(f"{who} sent a malformed set-up message")
@@ -199,8 +234,183 @@ def parse_reply(where: str, msg: dict[str, Any]) -> tuple[str, Any]:
     return key, table
 
 
+class HandshakeGate:
+    """Runs an accepting end's handshakes concurrently, bounded, and counts the ones that failed.
+
+    Each accepted connection gets its own thread, so an idle or slow
+    connection delays no other. At most ``per_address`` handshakes from one
+    source address and ``total`` in all are in flight; a connection beyond
+    either limit is closed at once, before any byte is sent (an honest dialler
+    sees :class:`~protocols.transport.links.UnansweredError` and retries).
+
+    Parameters
+    ----------
+    where : str
+        The accepting end, for messages ("the rendezvous", "'a1'").
+    per_address : int
+        Handshakes in flight per source address.
+    total : int
+        Handshakes in flight in all.
+    """
+
+    def __init__(
+        self, where: str, per_address: int = MAX_HANDSHAKES_PER_ADDRESS, total: int = MAX_HANDSHAKES
+    ) -> None:
+        self.where = where
+        self.per_address = per_address
+        self.total = total
+        self._lock = threading.Lock()
+        self._in_flight: dict[str, int] = {}
+        self._conns: set[socket.socket] = set()
+        self._abandoned: set[socket.socket] = set()
+        self._stopped = False
+        #: Connections that sent nothing in time, closed early or stalled mid-handshake.
+        self.incomplete = 0
+        #: Connections closed at once because a limit was reached.
+        self.over_limit = 0
+        #: Connections refused for what they sent (first :data:`_KEEP_REASONS` reasons).
+        self.refused: list[str] = []
+        self.refused_count = 0
+
+    def serve(
+        self,
+        listener: socket.socket,
+        deadline: float,
+        handle: Callable[[socket.socket, str], None],
+        stop: threading.Event,
+    ) -> None:
+        """Accept until ``stop`` is set or ``deadline`` (monotonic) passes; ``handle(conn, who)`` in a thread each.
+
+        ``handle`` raises :class:`~protocols.errors.ProtocolError` to refuse a
+        connection (it is then closed and counted); it calls :meth:`keep` on
+        a connection it admits, before anyone can see it admitted.
+        """
+        while not stop.is_set():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            listener.settimeout(min(remaining, _POLL_SECONDS))
+            try:
+                conn, addr = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                if listener.fileno() < 0:  # closed: the owner gave up
+                    return
+                continue
+            who = f"a connection from {addr[0]}:{addr[1]}"
+            if not self._enter(conn, addr[0]):
+                log.warning("%s closed %s: over the limit of handshakes in flight", self.where, who)
+                with contextlib.suppress(OSError):
+                    conn.close()
+                continue
+            threading.Thread(
+                target=self._run, args=(conn, addr[0], who, handle), name="handshake", daemon=True
+            ).start()
+
+    def _enter(self, conn: socket.socket, host: str) -> bool:
+        with self._lock:
+            busy = self._in_flight.get(host, 0)
+            if self._stopped or busy >= self.per_address or len(self._conns) >= self.total:
+                self.over_limit += 1
+                return False
+            self._in_flight[host] = busy + 1
+            self._conns.add(conn)
+            return True
+
+    def _run(
+        self, conn: socket.socket, host: str, who: str, handle: Callable[[socket.socket, str], None]
+    ) -> None:
+        try:
+            handle(conn, who)
+        except (PeerTimeoutError, UnansweredError, ClosedError) as exc:
+            with self._lock:
+                if conn not in self._abandoned:
+                    self.incomplete += 1
+            log.info("%s: %s", self.where, exc)
+            with contextlib.suppress(OSError):
+                conn.close()
+        except ProtocolError as exc:
+            with self._lock:
+                if conn in self._abandoned:  # shut down by stop(), already counted
+                    return
+                self.refused_count += 1
+                if len(self.refused) < _KEEP_REASONS:
+                    self.refused.append(str(exc))
+            log.warning("%s refused %s", self.where, exc)
+            with contextlib.suppress(OSError):
+                conn.close()
+        except Exception as exc:  # never let a connection end the acceptor silently
+            with self._lock:
+                self.refused_count += 1
+                if len(self.refused) < _KEEP_REASONS:
+                    self.refused.append(f"{who}: {type(exc).__name__}: {exc}")
+            log.exception("%s: unexpected error with %s", self.where, who)
+            with contextlib.suppress(OSError):
+                conn.close()
+        finally:
+            with contextlib.suppress(OSError):
+                if conn in self._abandoned:
+                    conn.close()
+            with self._lock:
+                self._conns.discard(conn)
+                self._abandoned.discard(conn)
+                left = self._in_flight[host] - 1
+                if left:
+                    self._in_flight[host] = left
+                else:
+                    del self._in_flight[host]
+
+    def keep(self, conn: socket.socket) -> None:
+        """``conn`` is admitted: :meth:`stop` must leave it open."""
+        with self._lock:
+            self._conns.discard(conn)
+
+    def stop(self) -> None:
+        """Admit no more connections and close those still in a handshake (counted as incomplete)."""
+        with self._lock:
+            self._stopped = True
+            conns = list(self._conns)
+            self.incomplete += len(conns)
+            self._abandoned.update(conns)
+        for conn in conns:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+
+    def summary(self, first_bytes: float = FIRST_BYTES_SECONDS) -> str:
+        """What failed, for a timeout message ("; 3 connections did not complete a handshake at ...")."""
+        with self._lock:
+            parts = []
+            if self.incomplete:
+                parts.append(
+                    f"{_plural(self.incomplete, 'connection')} did not complete a handshake at {self.where} "
+                    f"(nothing sent within {first_bytes:g} s, stalled or closed mid-handshake, or still in one at the end)"
+                )
+            if self.over_limit:
+                parts.append(
+                    f"{_plural(self.over_limit, 'connection')} {'was' if self.over_limit == 1 else 'were'} "
+                    f"closed at once, over the limit of {self.per_address} handshakes in flight per address "
+                    f"or {self.total} in all"
+                )
+            if self.refused_count:
+                more = self.refused_count - len(self.refused)
+                parts.append(
+                    f"refused: {'; '.join(self.refused)}" + (f"; and {more} more" if more > 0 else "")
+                )
+        return "".join(f"; {part}" for part in parts)
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 class Introducer:
     """Collects every party's listening address and hands out the table (runs in a thread).
+
+    Registrations are handled concurrently and bounded by a
+    :class:`HandshakeGate`: a connection must send its first bytes within
+    :data:`FIRST_BYTES_SECONDS` and finish its handshake and registration
+    within :data:`HANDSHAKE_SECONDS`.
 
     Parameters
     ----------
@@ -224,44 +434,51 @@ class Introducer:
         self._timeout = timeout
         self._sock = listen(host, port)
         self.port = self._sock.getsockname()[1]
-        self.refused: list[str] = []
+        self.gate = HandshakeGate("the rendezvous")
         self.error: str | None = None
+        self._lock = threading.Lock()
+        self._joined: dict[str, tuple[Stream, list[Any]]] = {}
+        self._finished = False
+        self._complete = threading.Event()
+        self._deadline = time.monotonic() + timeout
         self._thread = threading.Thread(target=self._serve, name="introducer", daemon=True)
         self._thread.start()
 
+    @property
+    def refused(self) -> list[str]:
+        """Reasons of the refused registrations (the first few)."""
+        return self.gate.refused
+
     def _serve(self) -> None:
-        deadline = time.monotonic() + self._timeout
-        joined: dict[str, tuple[Stream, list[Any]]] = {}
-        while len(joined) < len(self.ranks):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                missing = [f"{n!r} (rank {r})" for n, r in self.ranks.items() if n not in joined]
-                refused = f"; refused: {'; '.join(self.refused)}" if self.refused else ""
-                self.error = f"the rendezvous waited {self._timeout:g} s, but {', '.join(missing)} did not join{refused}"
-                break
-            self._sock.settimeout(remaining)
-            try:
-                conn, addr = self._sock.accept()
-            except (TimeoutError, OSError):
-                continue
-            with contextlib.suppress(ProtocolError, OSError):
-                self._admit(conn, addr, joined, min(remaining, 10.0))
+        try:
+            self.gate.serve(self._sock, self._deadline, self._admit, self._complete)
+        finally:
+            with self._lock:
+                self._finished = True
+                joined = dict(self._joined)
+            self.gate.stop()
+            self._sock.close()
+        if len(joined) < len(self.ranks):
+            missing = [f"{n!r} (rank {r})" for n, r in self.ranks.items() if n not in joined]
+            self.error = (
+                f"the rendezvous waited {self._timeout:g} s, but {', '.join(missing)} did not join"
+                f"{self.gate.summary()}"
+            )
         reply = {"error": self.error} if self.error else {"table": {n: a for n, (_, a) in joined.items()}}
         for stream, _ in joined.values():
             with contextlib.suppress(OSError, ValueError, ProtocolError):
                 send_message(stream, reply)
         for stream, _ in joined.values():
             stream.close()
-        self._sock.close()
 
-    def _admit(self, conn: socket.socket, addr: Any, joined: dict, timeout: float) -> None:
-        who = f"a connection from {addr[0]}:{addr[1]}"
-        stream = None
+    def _admit(self, conn: socket.socket, who: str) -> None:
+        timeout = max(0.1, min(self._deadline - time.monotonic(), HANDSHAKE_SECONDS))
+        stream, cert_name = handshake(
+            conn, self._ctx, server=True, expected=None, me=INTRODUCER_NAME, where=who, timeout=timeout,
+            first_bytes=FIRST_BYTES_SECONDS,
+        )  # fmt: skip
         try:
-            stream, cert_name = handshake(
-                conn, self._ctx, server=True, expected=None, me=INTRODUCER_NAME, where=who, timeout=timeout
-            )
-            conn.settimeout(timeout)
+            conn.settimeout(FIRST_BYTES_SECONDS if self._ctx is None else timeout)
             name, rank, host, port = parse_registration(who, read_message(stream, who))
             if self._by_rank.get(rank) != name:
                 raise AuthenticationError(
@@ -272,21 +489,81 @@ class Introducer:
                     f"authentication failed for {who} claiming to be {name!r} (rank {rank}): its certificate "
                     f"is issued to {cert_name!r}"
                 )
-            if name in joined:
-                raise AuthenticationError(f"{who} registered {name!r} a second time")
             conn.settimeout(None)
-            joined[name] = (stream, [host, port])
-        except ProtocolError as exc:
-            self.refused.append(str(exc))
-            log.warning("rendezvous refused %s", exc)
-            if stream is not None:  # authenticated, but not as what it claimed: say why
-                with contextlib.suppress(OSError, ValueError, ProtocolError):
-                    send_message(stream, {"refused": str(exc)})
-            with contextlib.suppress(OSError):
-                conn.close()
+            with self._lock:
+                if self._finished:
+                    raise PeerTimeoutError(f"{who} registered {name!r} after the rendezvous had finished")
+                if name in self._joined:
+                    raise AuthenticationError(f"{who} registered {name!r} a second time")
+                self.gate.keep(conn)
+                self._joined[name] = (stream, [host, port])
+                if len(self._joined) == len(self.ranks):
+                    self._complete.set()
+        except (PeerTimeoutError, ClosedError):
+            stream.close()
+            raise
+        except ProtocolError as exc:  # authenticated, but not as what it claimed: say why
+            with contextlib.suppress(OSError, ValueError, ProtocolError):
+                send_message(stream, {"refused": str(exc)})
+            stream.close()
+            raise
 
     def join(self, timeout: float | None = None) -> None:
         self._thread.join(timeout)
+
+
+def dial(
+    address: tuple[str, int],
+    context: ssl.SSLContext | None,
+    *,
+    expected: str,
+    me: str,
+    where: str,
+    deadline: float,
+    retry_unreachable: bool,
+    what: str,
+) -> Stream:
+    """Connect to ``address`` and run the handshake, retrying while the acceptor is busy.
+
+    An acceptor over its limit of handshakes in flight closes a connection
+    before answering (:class:`~protocols.transport.links.UnansweredError`);
+    that refuses nothing, so the dialler tries again until ``deadline``
+    (monotonic). With ``retry_unreachable``, so does a refused TCP connection
+    (the rendezvous may not be listening yet).
+
+    Raises
+    ------
+    PeerTimeoutError
+        ``deadline`` passed, naming what went wrong on the last attempt and how
+        many attempts the acceptor left unanswered.
+    AuthenticationError
+        The handshake failed (see :func:`~protocols.transport.links.handshake`).
+    """
+    unanswered = 0
+    pause = 0.05
+    while True:
+        remaining = deadline - time.monotonic()
+        try:
+            sock = socket.create_connection(address, timeout=max(0.1, remaining))
+        except OSError as exc:
+            if not retry_unreachable or time.monotonic() >= deadline:
+                raise PeerTimeoutError(f"{what} could not reach {where} in time: {exc}") from None
+            time.sleep(0.1)
+            continue
+        try:
+            stream, _ = handshake(
+                sock, context, server=False, expected=expected, me=me, where=where,
+                timeout=max(0.1, deadline - time.monotonic()),
+            )  # fmt: skip
+            return stream
+        except UnansweredError as exc:
+            unanswered += 1
+            if time.monotonic() + pause >= deadline:
+                raise PeerTimeoutError(
+                    f"{exc}; it left {_plural(unanswered, 'attempt')} unanswered before the deadline"
+                ) from None
+            time.sleep(pause)
+            pause = min(0.5, pause * 2)
 
 
 def register(
@@ -301,25 +578,16 @@ def register(
     """Register at the introducer and wait for the address table."""
     host, port = parse_address(master)
     deadline = time.monotonic() + timeout
-    while True:
-        try:
-            sock = socket.create_connection((host, port), timeout=max(0.1, deadline - time.monotonic()))
-            break
-        except OSError as exc:
-            if time.monotonic() >= deadline:
-                raise PeerTimeoutError(
-                    f"{name!r} (rank {rank}) could not reach the rendezvous at {master} within {timeout:g} s: {exc}"
-                ) from None
-            time.sleep(0.1)
     where = f"the rendezvous at {master}"
-    stream, _ = handshake(
-        sock, context, server=False, expected=introducer_name, me=name, where=where, timeout=timeout
-    )
+    stream = dial(
+        (host, port), context, expected=introducer_name, me=name, where=where, deadline=deadline,
+        retry_unreachable=True, what=f"{name!r} (rank {rank})",
+    )  # fmt: skip
     send_message(stream, {"name": name, "rank": rank, "host": my_address[0], "port": my_address[1]})
-    sock.settimeout(max(0.1, deadline - time.monotonic()) + 5.0)
+    stream.sock.settimeout(max(0.1, deadline - time.monotonic()) + 5.0)
     try:
         reply = read_message(stream, where)
-    except (TimeoutError, OSError):
+    except PeerTimeoutError:
         raise PeerTimeoutError(f"{name!r} got no address table from {where} within {timeout:g} s") from None
     finally:
         stream.close()
@@ -332,15 +600,24 @@ def register(
 
 
 __all__ = [
+    "FIRST_BYTES_SECONDS",
+    "HANDSHAKE_SECONDS",
     "INTRODUCER_NAME",
+    "MAX_HANDSHAKES",
+    "MAX_HANDSHAKES_PER_ADDRESS",
     "MAX_NAME_CHARS",
+    "MAX_SETUP_BYTES",
     "MAX_TEXT_CHARS",
+    "HandshakeGate",
     "Introducer",
+    "dial",
     "listen",
     "local_address_towards",
     "parse_address",
     "parse_hello",
     "parse_registration",
     "parse_reply",
+    "read_message",
     "register",
+    "send_message",
 ]
