@@ -322,11 +322,22 @@ def floats_cap(n_floats: int, extra: int = 0) -> int:
 class HoldersFirst(Deployment):
     """Layout shared by every protocol here: the data holders, then the protocol's other roles.
 
-    Subclasses set :attr:`others` (the non-holders' names, in rank order) and
+    Subclasses set :attr:`names` (the registry names they run, the first the
+    default) and :attr:`others` (the non-holders' names, in rank order), and
     may override :meth:`holder_names` (``provider0 ..`` by default).
     """
 
     others: tuple[str, ...] = ()
+    #: The registry names this deployment runs; the first is the default.
+    names: tuple[str, ...] = ()
+
+    def __init__(self, name: str | None = None) -> None:
+        chosen = self.names[0] if name is None else name
+        if chosen not in self.names:
+            raise InputValidationError(
+                f"{type(self).__name__} runs protocol {' or '.join(map(repr, self.names))}, not {name!r}"
+            )
+        self.name = chosen
 
     def holder_names(self, n_providers: int) -> tuple[str, ...]:
         """The data holders' names for ``n_providers`` holders."""

@@ -107,10 +107,7 @@ class CapeDeployment(HoldersFirst):
 
     others = (AGGREGATOR, NOISE_GENERATOR)
 
-    def __init__(self, name: str = "capepca") -> None:
-        if name != "capepca":
-            raise InputValidationError(f"CapeDeployment runs protocol 'capepca', not {name!r}")
-        self.name = name
+    names = ("capepca",)
 
     def public(
         self, party: str, data: NDArray[np.float64] | None, settings: Mapping[str, Any]

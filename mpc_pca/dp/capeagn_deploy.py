@@ -116,10 +116,7 @@ class CapeAGNDeployment(HoldersFirst):
 
     others = (AGGREGATOR, NOISE_GENERATOR)
 
-    def __init__(self, name: str = "capeagn") -> None:
-        if name != "capeagn":
-            raise InputValidationError(f"CapeAGNDeployment runs protocol 'capeagn', not {name!r}")
-        self.name = name
+    names = ("capeagn",)
 
     def _rows(self, party: str, data: Any, view: Mapping[str, Any], clip: bool) -> NDArray[np.float64]:
         if view["model"] == "stm":  # word counts: checked, never bounded

@@ -70,10 +70,7 @@ class CuratorDeployment(HoldersFirst):
 
     others = (CURATOR,)
 
-    def __init__(self, name: str = "ag") -> None:
-        if name not in NAMES:
-            raise InputValidationError(f"CuratorDeployment runs one of {list(NAMES)}, not {name!r}")
-        self.name = name
+    names = NAMES
 
     def mechanism(self, config: CuratorDeployConfig) -> Mechanism:
         """The curator's mechanism, built by the estimator ``mpc-pca run`` uses (so the two cannot drift)."""

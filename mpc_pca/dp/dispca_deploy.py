@@ -70,11 +70,12 @@ class DisPCADeployment(HoldersFirst):
 
     others = (AGGREGATOR,)
 
-    def __init__(self, name: str = "dispca") -> None:
-        if name not in NAMES:
-            raise InputValidationError(f"DisPCADeployment runs one of {list(NAMES)}, not {name!r}")
-        self.name = name
-        self.full = name == "dispca-full"
+    names = NAMES
+
+    @property
+    def full(self) -> bool:
+        """``dispca-full``: every site sends its whole noisy ``A_s``."""
+        return self.name == "dispca-full"
 
     def _shared(self) -> tuple[str, ...]:
         return GAUSSIAN_SHARED if self.full else (*GAUSSIAN_SHARED, "intermediate_dim")

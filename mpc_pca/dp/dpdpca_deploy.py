@@ -81,10 +81,7 @@ class DPDPCADeployment(HoldersFirst):
 
     others = (PROXY, USER)
 
-    def __init__(self, name: str = "dpdpca") -> None:
-        if name != "dpdpca":
-            raise InputValidationError(f"DPDPCADeployment runs protocol 'dpdpca', not {name!r}")
-        self.name = name
+    names = ("dpdpca",)
 
     def holder_names(self, n_providers: int) -> tuple[str, ...]:
         return owner_names(n_providers)

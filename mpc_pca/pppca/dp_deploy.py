@@ -114,10 +114,7 @@ class PPPCADPDeployment(HoldersFirst):
 
     others = (SERVER,)
 
-    def __init__(self, name: str = "pppca-dp") -> None:
-        if name != "pppca-dp":
-            raise InputValidationError(f"PPPCADPDeployment runs protocol 'pppca-dp', not {name!r}")
-        self.name = name
+    names = ("pppca-dp",)
 
     def public(
         self, party: str, data: NDArray[np.float64] | None, settings: Mapping[str, Any]

@@ -292,3 +292,11 @@ def test_pppca_dp_noise_is_reproducible_only_with_a_seed(wine_parts: list[np.nda
     assert not np.array_equal(private[0].explained_variance_, private[1].explained_variance_)
     with pytest.raises(InputValidationError, match="noise_seed=-1"):
         PPPCADP(n_components=2, random_state=-1).fit(wine_parts)
+
+
+def test_a_deployment_refuses_a_protocol_it_does_not_run() -> None:
+    assert CuratorDeployment().name == "ag" and DisPCADeployment("dispca-full").full
+    with pytest.raises(InputValidationError, match=r"CapeDeployment runs protocol 'capepca', not 'dispca'"):
+        CapeDeployment("dispca")
+    with pytest.raises(InputValidationError, match=r"runs protocol 'dispca' or 'dispca-full', not 'DISPCA'"):
+        DisPCADeployment("DISPCA")
