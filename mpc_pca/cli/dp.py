@@ -148,8 +148,13 @@ def energy_ratio_of(protocol: str, components: np.ndarray, parts: list[np.ndarra
 
     For a run whose parties were processes: the harness that launched them holds every part.
     """
-    energy = centred_energy_ratio if protocol == "dpdpca" else second_moment_energy_ratio
-    return energy(SimpleNamespace(components_=components), parts)
+    return energy_ratio_for(protocol)(SimpleNamespace(components_=components), parts)
+
+
+def energy_ratio_for(protocol: str) -> Callable[[Any, list[np.ndarray]], float]:
+    """The matrix whose captured energy ``protocol``'s JSON reports: the centred scatter for DPDPCA,
+    which releases that subspace, the second-moment matrix for the others."""
+    return centred_energy_ratio if protocol == "dpdpca" else second_moment_energy_ratio
 
 
 def _result(
@@ -336,7 +341,7 @@ def run_dpdpca(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, A
 
     return _runner(
         build,
-        centred_energy_ratio,
+        energy_ratio_for("dpdpca"),
         noise_sigma=lambda e: e.noise_sigma_,
         effective_epsilon=lambda e: e.effective_epsilon_,
     )(args, parts)
