@@ -102,9 +102,11 @@ def agree_exponents(per_provider: Sequence[Sequence[int]]) -> tuple[int, ...]:
         If the providers published exponent lists of different lengths, or
         values that are not integers in ``{ZERO_COLUMN} U [-1073, 1024]``.
     """
-    lengths = {len(e) for e in per_provider}
-    if len(lengths) != 1:
-        raise InputValidationError(f"the providers published column exponents of lengths {sorted(lengths)}")
+    lengths = {f"provider{i}": len(e) for i, e in enumerate(per_provider)}
+    if len(set(lengths.values())) != 1:
+        raise InputValidationError(
+            f"the providers published column exponents of different lengths: {lengths}"
+        )
     for i, exps in enumerate(per_provider):
         if not all(isinstance(e, (int, np.integer)) and not isinstance(e, bool) for e in exps):
             raise InputValidationError(f"provider{i} published non-integer column exponents {list(exps)!r}")

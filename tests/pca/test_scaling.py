@@ -50,3 +50,11 @@ def test_exponents_outside_float64_are_refused_naming_the_provider(value):
 
 def test_the_float64_extremes_are_accepted():
     assert agree_exponents([[1024, -1073], [ZERO_COLUMN, ZERO_COLUMN]]) == (1024, -1073)
+
+
+def test_exponent_lists_of_different_lengths_are_refused_naming_each_provider():
+    from mpc_pca.pppca.scaling import agree_exponents
+    from protocols.errors import InputValidationError
+
+    with pytest.raises(InputValidationError, match=r"different lengths: \{'provider0': 0, 'provider1': 2\}"):
+        agree_exponents([[], [1, 2]])
