@@ -42,6 +42,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mpc_pca.linalg import leading_eigenpairs
+from mpc_pca.pppca.answer_check import PHASE_CHECK, ServerAnswer, check_server_answer
 from mpc_pca.pppca.bounds import (
     GRAM_NAME,
     STATS_NAME,
@@ -256,6 +257,8 @@ def provider_role(
             transfer = expect_real_array(
                 party.recv(SERVER), SERVER, (config.n_features, config.n_components), "T"
             )
+    with party.phase(PHASE_CHECK):
+        check_server_answer(party, stats, mean, transfer, party.recv(SERVER), config, backend)
     if not config.with_consumer:
         return None
     raw_mean = unscale_vector(mean, config.exponents)
@@ -338,8 +341,10 @@ def server_role(party: Party, config: PPPCAConfig, backend: SecureSumBackend) ->
     )
     # Providers project centred raw rows: with standardization T_eff = diag(1/sigma) T.
     transfer = np.ascontiguousarray(components.T / server.scale[:, None])
+    answer = ServerAnswer(values, n_samples, max(total_variance, 0.0), server.scale).pack()
     for provider in config.providers:
         party.send(provider, transfer)
+        party.send(provider, answer)
     bounds = rounding_error_bounds(leading, config.n_components, server.eta)
     mean = unscale_vector(mean_y, config.exponents)
     scale = server.scale if config.standardize else None
@@ -363,14 +368,15 @@ def _server_components(
     )
     components = result.components
     values = result.eigenvalues / (n_samples - 1)
+    total_variance = result.trace / (n_samples - 1)
     transfer = np.ascontiguousarray(components.T)
+    answer = ServerAnswer(values, n_samples, max(total_variance, 0.0), np.ones(config.n_features)).pack()
     for provider in config.providers:
         party.send(provider, transfer)
+        party.send(provider, answer)
     eta, bounds = components_error_bounds(result, n_samples, config.n_parties, f_gram, config.components)
     solve = {**result.plan.as_dict(), "reveal": "components", "dealer": SERVER, "engine": engine}
-    return PPPCAModel(
-        mean, n_samples, components, values, result.trace / (n_samples - 1), eta, bounds, None, solve
-    )
+    return PPPCAModel(mean, n_samples, components, values, total_variance, eta, bounds, None, solve)
 
 
 def _gram_shift(message: object) -> int:

@@ -1,0 +1,393 @@
+"""Providers check the server's answer before they use it: a first step of active security.
+
+In PPPCA (Liu et al., AAAI 2020, Alg. 2 step 8 / Alg. 1 step 8) the server
+eigendecomposes the pooled covariance ``C`` and sends the providers
+``T``, the top-``k`` eigenvectors, which they apply to their own rows (step
+9). Under the paper's honest-but-curious model nothing checks ``T``: a server
+that sends a random orthonormal matrix goes unnoticed and every provider
+projects its rows on it. Here the server also sends what it claims about the
+spectrum (:class:`ServerAnswer`: the ``k`` eigenvalues ``Λ``, ``N``, the total
+variance and, with standardization, the column scales ``σ``), and the
+providers, without revealing anything when the server is honest, check
+
+1. ``V = diag(σ) T`` is orthonormal (each provider, locally);
+2. every provider received the same answer (provider0 sends the SHA-256 of
+   ``T`` and the answer to the others);
+3. ``Λ`` is a plausible top of a spectrum whose sum is the total variance
+   (decreasing, ``λ_1 <= total``, mean of the top ``k`` at least the mean of all);
+4. on a random combination ``r`` drawn by provider0 from a CSPRNG after every
+   provider holds ``T``, one secure sum among the providers, opened to
+   provider0 and forwarded to the others, of
+
+   * ``(R V r - V Λ r) / λ_1`` where ``R = diag(σ)^-1 C diag(σ)^-1`` is the
+     matrix the server eigendecomposed: each provider adds its own
+     ``diag(σ)^-1 G_i diag(σ)^-1 V r / ((N - 1) λ_1)`` (``G_i`` its centred
+     Gram matrix), provider0 subtracts ``V Λ r / λ_1``;
+   * ``sum_i n_i / N - 1`` (the claimed ``N``);
+   * ``(trace R - total) / (d λ_1)`` (the claimed total variance);
+   * with standardization, ``sum_i diag(G_i) / (N σ^2) - 1`` (the claimed scales).
+
+   Each entry opens to zero up to the rounding bounds of the run
+   (:func:`relative_error`) when the server is honest, so the opening
+   tells provider0 nothing it did not know; otherwise every provider raises
+   a :class:`~protocols.errors.ProtocolError` naming the server before it
+   projects a single row.
+
+What it detects: any ``T`` whose columns are not orthonormal eigenvectors of
+the pooled covariance with the eigenvalues sent, above the tolerance (a random
+orthonormal ``T``, a perturbed or rotated ``T``, ``T`` of another matrix, wrong
+``Λ``, ``N``, total variance or ``σ``), and different answers to different
+providers. What it does not: a server that sends *other* true eigenpairs of
+``C`` (e.g. the bottom ``k``) passes check 4; check 3 catches them unless the
+spectrum is nearly flat. A malicious provider0 can make honest providers
+accuse an honest server: the other providers' errors say the opening is
+provider0's report. The cost is one secure sum of ``d + 2`` (or ``2d + 2``)
+numbers among the providers and three more messages per provider; the
+providers additionally learn ``Λ``, ``N``, the total variance and ``σ``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import secrets
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.linalg.blas import dspmv
+
+from mpc_pca.pppca.bounds import components_gram_bits, gram_entry_error
+from mpc_pca.pppca.local_stats import LocalStatistics
+from mpc_pca.roles import SERVER
+from protocols.backends import SecureSumBackend
+from protocols.backends.additive import AdditiveBackend
+from protocols.errors import InputValidationError, ProtocolError
+from protocols.messages import expect_real_array, expect_seed
+from protocols.party import Party
+
+if TYPE_CHECKING:
+    from mpc_pca.pppca.protocol import PPPCAConfig
+
+#: The phase in which providers check the server's answer.
+PHASE_CHECK = "server-answer check"
+#: Name of the check's secure sum (in errors and traces).
+CHECK_NAME = "check of the server's answer"
+#: Largest allowed entry of ``V^T V - I`` (LAPACK's eigenvectors are orthonormal to ~d * 1e-16).
+ORTHONORMAL_TOL = 1e-9
+#: Relative floor of the residual tolerance: LAPACK's backward error is about ``d * 2^-52 * λ_1``.
+EIGENSOLVER_RELATIVE_ERROR = 1e-9
+#: With ``reveal="components"``, the residual of the secure eigensolve's Ritz pairs is at most
+#: about ``tol * λ_1``; the check allows this multiple of ``tol`` (and at least ``1e-4``).
+COMPONENTS_RESIDUAL_FACTOR = 64.0
+
+
+@dataclass(frozen=True)
+class ServerAnswer:
+    """What the server claims about the spectrum it eigendecomposed, sent with ``T``."""
+
+    eigenvalues: NDArray[np.float64]
+    n_samples: int
+    total_variance: float
+    #: Column divisors ``σ`` (ones without standardization).
+    scale: NDArray[np.float64]
+
+    def pack(self) -> NDArray[np.float64]:
+        """The message: ``[Λ (k), N, total variance, σ (d)]``."""
+        head = [float(self.n_samples), float(self.total_variance)]
+        return np.concatenate([self.eigenvalues, head, self.scale]).astype(np.float64)
+
+
+def parse_answer(message: object, config: PPPCAConfig) -> ServerAnswer:
+    """Check the shape and the ranges of the server's answer.
+
+    Raises
+    ------
+    ProtocolError
+        Naming the server, for a malformed message, a ``N`` that is not a
+        whole number of at least 2, a negative total variance, non-positive
+        scales, or scales other than ones without standardization.
+    """
+    k, d = config.n_components, config.n_features
+    packed = expect_real_array(message, SERVER, (k + 2 + d,), "the eigenvalues, N, total variance and scales")
+    values, n_value, total, scale = packed[:k], packed[k], float(packed[k + 1]), packed[k + 2 :]
+    if n_value != round(n_value) or not 2 <= n_value <= 2.0**62:
+        raise ProtocolError(f"{SERVER!r} sent N={n_value!r}; expected a whole number of at least 2")
+    if total < 0:
+        raise ProtocolError(f"{SERVER!r} sent a negative total variance {total!r}")
+    if np.any(scale <= 0) or (not config.standardize and np.any(scale != 1.0)):
+        raise ProtocolError(
+            f"{SERVER!r} sent column scales {scale.tolist()!r}; expected positive scales "
+            + (
+                "(the run standardizes)"
+                if config.standardize
+                else "equal to 1 (the run does not standardize)"
+            )
+        )
+    return ServerAnswer(values.copy(), int(n_value), total, scale.copy())
+
+
+def orthonormal_basis(
+    transfer: NDArray[np.float64], answer: ServerAnswer, tolerance: float
+) -> NDArray[np.float64]:
+    """``V = diag(σ) T``, refused unless its columns are orthonormal within ``tolerance``."""
+    basis = transfer * answer.scale[:, None]
+    deviation = float(np.max(np.abs(basis.T @ basis - np.eye(basis.shape[1])), initial=0.0))
+    if not deviation <= tolerance:
+        raise ProtocolError(
+            f"{SERVER!r} sent a T whose columns are not orthonormal (largest entry of V^T V - I is "
+            f"{deviation:.3g}, allowed {tolerance:.3g}): its answer is not a set of eigenvectors; refusing to use its T"
+        )
+    return basis
+
+
+def check_spectrum(answer: ServerAnswer, n_features: int, tolerance: float) -> None:
+    """Refuse eigenvalues that cannot be the top ``k`` of a spectrum summing to the total variance.
+
+    ``tolerance`` is absolute, in the eigenvalues' units.
+    """
+    values, total = answer.eigenvalues, answer.total_variance
+    k = values.shape[0]
+    problems = []
+    if np.any(np.diff(values) > tolerance):
+        problems.append("they are not decreasing")
+    if values.size and values[0] > total + tolerance:
+        problems.append(f"the largest exceeds the total variance {total:.6g}")
+    if float(np.sum(values)) < k / n_features * total - k * tolerance:
+        problems.append(
+            f"their mean {float(np.mean(values)):.6g} is below the mean of all {n_features} eigenvalues "
+            f"{total / n_features:.6g}, so they are not the largest"
+        )
+    if np.any(values < -tolerance):
+        problems.append("some are negative")
+    if problems:
+        raise ProtocolError(
+            f"{SERVER!r} sent eigenvalues {values.tolist()!r}: "
+            + "; ".join(problems)
+            + "; refusing to use its T"
+        )
+
+
+def answer_digest(transfer: NDArray[np.float64], answer: ServerAnswer) -> bytes:
+    """SHA-256 of ``T`` and the answer, compared among the providers."""
+    digest = hashlib.sha256(np.ascontiguousarray(transfer, dtype="<f8").tobytes())
+    digest.update(np.ascontiguousarray(answer.pack(), dtype="<f8").tobytes())
+    return digest.digest()
+
+
+def random_combination(k: int) -> NDArray[np.float64]:
+    """``k`` weights uniform in ``[-1, 1)`` from the operating system's CSPRNG."""
+    words = np.frombuffer(secrets.token_bytes(8 * k), dtype="<u8")
+    return np.ldexp((words >> np.uint64(11)).astype(np.float64), -52) - 1.0
+
+
+def gram_times(
+    stats: LocalStatistics, mean: NDArray[np.float64], x: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """``(X_i - mean)^T (X_i - mean) x`` from the packed scatter, without a ``d x d`` matrix."""
+    shift = stats.local_mean - mean
+    product = dspmv(stats.n_features, 1.0, stats.scatter_triangle, x, lower=1)
+    return np.asarray(product + stats.n_rows * shift * float(shift @ x))
+
+
+def contribution(
+    stats: LocalStatistics,
+    mean: NDArray[np.float64],
+    exponents: tuple[int, ...],
+    basis: NDArray[np.float64],
+    answer: ServerAnswer,
+    weights: NDArray[np.float64],
+    standardize: bool,
+    subtract_claim: bool,
+) -> NDArray[np.float64]:
+    """This provider's summand of the check (see the module docstring), before ring scaling.
+
+    ``stats`` and ``mean`` are in the agreed column units ``Y = X diag(2^-E)``
+    (:mod:`mpc_pca.pppca.scaling`); ``a = 2^E / σ`` maps them to the matrix the
+    server eigendecomposed. ``subtract_claim`` (provider0 only) subtracts the
+    server's claims so that an honest answer sums to zero.
+    """
+    n_total = answer.n_samples
+    d = basis.shape[0]
+    lam1 = _reference(answer)
+    a = np.ldexp(1.0 / answer.scale, np.asarray(exponents, dtype=np.int64))
+    a_hat = a / math.sqrt(lam1)  # a^2 / λ_1 without overflow for data near float64's range
+    direction = basis @ weights
+    residual = a_hat * gram_times(stats, mean, a_hat * direction) / (n_total - 1)
+    diagonal = stats.centred_gram_diagonal(mean)
+    trace = float(np.sum(diagonal * a_hat * a_hat)) / (n_total - 1) / d
+    count = stats.n_rows / n_total
+    scales = diagonal * a * a / n_total if standardize else np.zeros(0)
+    if subtract_claim:
+        residual -= basis @ (answer.eigenvalues * weights) / lam1
+        trace -= answer.total_variance / lam1 / d
+        count -= 1.0
+        scales = scales - 1.0
+    return np.concatenate([residual, [count, trace], scales])
+
+
+def _reference(answer: ServerAnswer) -> float:
+    """``λ_1``, the scale of the check (1 when the claimed spectrum is zero)."""
+    top = float(answer.eigenvalues[0]) if answer.eigenvalues.size else 0.0
+    return top if top > 0 else 1.0
+
+
+def relative_error(config: PPPCAConfig, backend: SecureSumBackend, answer: ServerAnswer) -> float:
+    """Largest honest ``||R - R_server||_2 / λ_1`` plus the eigensolver's own relative error.
+
+    Covariance mode: the server's ``R`` is off by at most ``eta = sum_j (u_j /
+    σ_j)^2 / (N - 1)`` in spectral norm (``u`` from
+    :func:`~mpc_pca.pppca.bounds.gram_entry_error`), and LAPACK adds about
+    ``d 2^-52 λ_1`` (:data:`EIGENSOLVER_RELATIVE_ERROR` allows ``1e-9 λ_1``).
+    With ``reveal="components"`` the Ritz residual of the secure eigensolve is
+    at most about ``tol λ_1``: ``max(64 tol, 1e-4)`` plus the Gram rounding
+    ``d M 2^-(f_G+1) / (N - 1)``.
+    """
+    n = answer.n_samples
+    lam1 = _reference(answer)
+    if config.reveal == "components":
+        gram_eta = (
+            config.n_features * config.n_parties * 2.0 ** -(components_gram_bits(backend) + 1) / (n - 1)
+        )
+        return max(COMPONENTS_RESIDUAL_FACTOR * config.components.tol, 1e-4) + gram_eta / lam1
+    u = gram_entry_error(config, backend.codec.frac_bits, n)
+    eta = float(np.sum((u / answer.scale) ** 2)) / (n - 1)
+    return eta / lam1 + EIGENSOLVER_RELATIVE_ERROR
+
+
+def verify_opening(
+    opened: NDArray[np.float64],
+    config: PPPCAConfig,
+    backend: SecureSumBackend,
+    answer: ServerAnswer,
+    weights: NDArray[np.float64],
+    reporter: str | None,
+) -> None:
+    """Refuse the server's answer unless every entry of the opened check is within its tolerance.
+
+    ``reporter`` is the provider that opened the sum and forwarded it (``None``
+    for that provider itself); errors then say it is that provider's report.
+    """
+    d = config.n_features
+    n = answer.n_samples
+    lam1 = _reference(answer)
+    source = "" if reporter is None else f" (as opened and reported by {reporter})"
+    failures = []
+    relative = relative_error(config, backend, answer)
+    residual = float(np.linalg.norm(opened[:d]))
+    allowed = 4.0 * relative * float(np.linalg.norm(weights))
+    if not residual <= allowed:
+        failures.append(
+            f"C T - T Lambda is not zero: |(C T - T Lambda) r| / lambda_1 = {residual:.3g} on a random r, allowed {allowed:.3g}"
+        )
+    if not abs(opened[d]) <= 0.25 / n:
+        failures.append(f"the providers' rows add up to {round((opened[d] + 1) * n)}, not N={n}")
+    total_allowed = 4.0 * relative  # |trace(R - R_server)| <= eta, divided by λ_1 d <= λ_1
+    if not abs(opened[d + 1]) <= total_allowed:
+        failures.append(
+            f"the total variance is off by {abs(opened[d + 1]) * lam1 * d:.6g} (claimed {answer.total_variance:.6g})"
+        )
+    if config.standardize:
+        u = gram_entry_error(config, backend.codec.frac_bits, n)
+        misfit = np.abs(opened[d + 2 :])
+        unit = answer.scale == 1.0  # a constant column is left unscaled: its variance is ~0, not 1
+        constant = np.abs(opened[d + 2 :] + 1.0) <= 4.0 * u**2 / n + 1e-9
+        bad = ~((misfit <= 1e-9 + 2.0 * u**2 / (n * answer.scale**2)) | (unit & constant))
+        if np.any(bad):
+            columns = np.flatnonzero(bad)[:5].tolist()
+            failures.append(f"the scales sigma of columns {columns} are not the columns' standard deviations")
+    if failures:
+        raise ProtocolError(
+            f"{SERVER!r} sent a wrong answer{source}: " + "; ".join(failures) + "; refusing to use its T"
+        )
+
+
+def check_server_answer(
+    party: Party,
+    stats: LocalStatistics,
+    mean: NDArray[np.float64],
+    transfer: NDArray[np.float64],
+    message: object,
+    config: PPPCAConfig,
+    backend: SecureSumBackend,
+) -> None:
+    """Run the providers' check of the server's answer (every provider calls it after receiving ``T``).
+
+    Parameters
+    ----------
+    party : Party
+        A provider.
+    stats, mean : LocalStatistics, ndarray
+        The provider's statistics and the pooled mean, in the agreed column units.
+    transfer : ndarray of shape (d, k)
+        The ``T`` the server sent.
+    message : object
+        The server's :class:`ServerAnswer` message.
+    config : PPPCAConfig
+    backend : SecureSumBackend
+        The run's backend (its fixed-point resolution sets the tolerances); the
+        check's own sum uses additive shares among the providers.
+
+    Raises
+    ------
+    ProtocolError
+        Naming the server when its answer fails a check, or naming provider0
+        when provider0's messages are malformed.
+    """
+    providers = config.providers
+    first = providers[0]
+    answer = parse_answer(message, config)
+    tolerance = ORTHONORMAL_TOL if config.reveal == "covariance" else 1e-6
+    basis = orthonormal_basis(transfer, answer, tolerance * max(1, config.n_components))
+    spectrum_tol = 4.0 * relative_error(config, backend, answer) * _reference(answer)
+    check_spectrum(answer, config.n_features, spectrum_tol)
+    digest = answer_digest(transfer, answer)
+    k = config.n_components
+    if party.name == first:
+        weights = random_combination(k)
+        for provider in providers[1:]:
+            party.send(provider, weights)
+            party.send(provider, digest)
+    else:
+        weights = expect_real_array(party.recv(first), first, (k,), "the random combination")
+        if np.any(np.abs(weights) > 1):
+            raise ProtocolError(f"{first!r} sent random weights outside [-1, 1]")
+        if expect_seed(party.recv(first), sender=first) != digest:
+            raise ProtocolError(
+                f"{SERVER!r} sent {first} and {party.name} different answers (T, eigenvalues, N, total "
+                f"variance or scales), as {first}'s digest shows; refusing to use its T"
+            )
+    summand = contribution(
+        stats, mean, config.exponents, basis, answer, weights, config.standardize, party.name == first
+    )
+    checker = AdditiveBackend()
+    bound = 2.0 * float(np.linalg.norm(weights)) + 4.0
+    if not np.all(np.abs(summand) <= 2.0 * bound):
+        raise ProtocolError(
+            f"{SERVER!r} sent a wrong answer: {party.name}'s rows alone give check values up to "
+            f"{float(np.max(np.abs(summand))):.3g}, above {2.0 * bound:.3g}, so the claimed largest eigenvalue "
+            f"{_reference(answer):.6g} is below the data's spread; refusing to use its T"
+        )
+    shift = (
+        62 - checker.codec.frac_bits - math.ceil(math.log2(len(providers))) - math.ceil(math.log2(4 * bound))
+    )
+    try:
+        opened = checker.secure_sum(
+            party, np.ldexp(summand, shift), contributors=providers, receiver=first, name=CHECK_NAME
+        )
+    except InputValidationError as exc:  # cannot happen with the bound above; never a traceback
+        raise ProtocolError(f"the check of the server's answer could not be encoded: {exc}") from exc
+    size = summand.shape[0]
+    if party.name == first:
+        if opened is None:
+            raise ProtocolError(f"the {CHECK_NAME} gave {first} no result")
+        for provider in providers[1:]:
+            party.send(provider, opened)
+        opened_values = np.ldexp(opened, -shift)
+        reporter = None
+    else:
+        received = expect_real_array(party.recv(first), first, (size,), "the opened check")
+        opened_values = np.ldexp(received, -shift)
+        reporter = first
+    verify_opening(opened_values, config, backend, answer, weights, reporter)
