@@ -13,7 +13,8 @@ the server, which sends ``T`` to the providers as in step 8.
 
 Who learns what: the server learns N, the mean, the total variance and the
 top-k components and eigenvalues, plus a Haar-random rotation of the revealed
-basis; the providers learn N, the mean, the total variance and ``T``. The
+basis; the providers learn N, the mean, the total variance, ``T`` and the top-k
+eigenvalues (which they check, :mod:`mpc_pca.pppca.answer_check`). The
 dealer's masks are independent of the data; a server colluding with any one
 provider can unmask that provider's view of every opening, i.e. learns ``G``.
 """

@@ -13,7 +13,12 @@ Roles and messages (M providers, a server, a data consumer):
 3. providers -> server, secure sum of the centred Gram matrix
    ``X_i^T X_i`` (steps 5-7/6-8). Only its upper triangle is summed.
 4. server: ``C = sum / (N - 1)``, eigendecomposition, ``T`` = top-k
-   eigenvectors, sent to providers (step 8).
+   eigenvectors, sent to providers (step 8) with the eigenvalues, N, the
+   total variance and the column scales.
+4b. (not in the paper) the providers check that answer before using it
+   (:mod:`mpc_pca.pppca.answer_check`): orthonormality, one answer for all,
+   a plausible top spectrum, and one secure sum among the providers of
+   ``(C T - T Λ) r`` (and ``N``, the trace) that opens to zero.
 5. optional: providers -> consumer, ``X_i T`` (steps 9-10), in chunks of
    :func:`projection_chunk_rows` rows (at most :data:`PROJECTION_CHUNK_BYTES`
    each, whatever ``n_i``), the last one shorter (possibly empty).
@@ -30,7 +35,9 @@ resolution for the same ring.
 
 Trust model: honest-but-curious parties; the server does not collude with any
 provider. The server learns the mean, N and the covariance matrix; providers
-learn the mean, N and T; the consumer learns the projected rows.
+learn the mean, N, T, the top-k eigenvalues, the total variance and (when
+standardizing) the column scales; the consumer learns the projected rows. A
+server that sends a wrong answer is caught by step 4b.
 """
 
 from __future__ import annotations
