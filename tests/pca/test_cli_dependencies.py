@@ -19,7 +19,10 @@ from mpc_pca.cli.options import installed
 from mpc_pca.cli.party import party_command
 from protocols.errors import InputValidationError
 
-CRYPTEN_LINE = "pip install 'mpc-pca[torch]' && pip install --no-deps crypten==0.4.1"
+CRYPTEN_LINE = (
+    "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
+    " && pip install 'mpc-pca[torch]' && pip install --no-deps crypten==0.4.1"
+)
 
 
 def absent(monkeypatch: pytest.MonkeyPatch, *modules: str) -> None:
