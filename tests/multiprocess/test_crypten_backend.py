@@ -12,7 +12,7 @@ from mpc_pca.cli import main
 from protocols.encoding import FixedPointCodec
 from tests.helpers.oracles import align_signs, ring_sum_reference
 
-pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[torch]')")
+pytest.importorskip("torch", reason="torch is not installed (README, 'Set up and run': optional line)")
 
 from protocols.backends.crypten_compat import crypten_available
 from tests.helpers.torch_worker import CONTRIBUTORS

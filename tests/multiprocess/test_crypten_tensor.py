@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from protocols.errors import InputValidationError, ProtocolError, TripleReuseError
 from tests.helpers.oracles import align_signs
 
-pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[torch]')")
+pytest.importorskip("torch", reason="torch is not installed (README, 'Set up and run': optional line)")
 
 from protocols.backends.crypten_compat import crypten_available
 

@@ -16,7 +16,7 @@ import pytest
 
 from mpc_pca.cli.options import EXIT_INPUT, EXIT_PROTOCOL
 
-pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[torch]')")
+pytest.importorskip("torch", reason="torch is not installed (README, 'Set up and run': optional line)")
 
 from mpc_pca.deploy.local import PARTY_PRELOAD, child_environment, host_rendezvous
 from mpc_pca.pppca.deployment import pppca_ranks

@@ -10,7 +10,7 @@ from sklearn.preprocessing import StandardScaler
 
 from tests.helpers.oracles import align_signs
 
-pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[torch]')")
+pytest.importorskip("torch", reason="torch is not installed (README, 'Set up and run': optional line)")
 
 
 @pytest.mark.torch

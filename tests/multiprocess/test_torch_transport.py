@@ -14,7 +14,9 @@ from mpc_pca.deploy.party import resolve_party
 from mpc_pca.pppca.deployment import PPPCADeployment, pppca_ranks
 from protocols.errors import InputValidationError, ProtocolError
 
-torch = pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[torch]')")
+torch = pytest.importorskip(
+    "torch", reason="torch is not installed (README, 'Set up and run': optional line)"
+)
 
 from mpc_pca.deploy.local import child_environment  # noqa: E402
 from protocols.runtime import run_inprocess  # noqa: E402

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 import mpc_pca
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_party_code_and_the_parser_do_not_import_scikit_learn():
@@ -38,3 +44,43 @@ def test_importing_a_cli_module_first_never_shadows_the_exported_main():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "True", "function"], out.stdout
+
+
+#: Installed as ``sitecustomize`` in every interpreter of a run (parent, fork server, parties): any attempt
+#: to import torch or CrypTen, found or not, is written to $MPC_PCA_TORCH_RECORD.
+TORCH_RECORDER = """
+import os, sys
+
+
+class _TorchRecorder:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "crypten"):
+            with open(os.environ["MPC_PCA_TORCH_RECORD"], "a") as record:
+                record.write(f"{os.getpid()} {name}\\n")
+        return None
+
+
+sys.meta_path.insert(0, _TorchRecorder())
+"""
+
+
+@pytest.mark.parametrize("transport", ["inprocess", "processes"])
+def test_the_main_job_never_imports_torch(transport, tmp_path):
+    """The README's main job (PPPCA-SS; parties as threads or as processes over TLS sockets) needs no torch."""
+    (tmp_path / "sitecustomize.py").write_text(TORCH_RECORDER)
+    record = tmp_path / "torch-imports.txt"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            p for p in (str(tmp_path), str(ROOT), os.environ.get("PYTHONPATH")) if p
+        ),
+        "MPC_PCA_TORCH_RECORD": str(record),
+    }
+    argv = ["run", "--protocol", "pppca-ss", "--data", "builtin:wine", "--parties", "3", "--n-components", "2"]  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "mpc_pca.cli", *argv, "--transport", transport, "--output", str(tmp_path / "r.json")],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "r.json").exists()
+    assert not record.exists(), record.read_text()

@@ -40,7 +40,9 @@ def test_party_refuses_to_start_without_credentials():
         party_command(parse("--ca", "ca.pem", "--cert", "server.pem"), env)
 
 
-def test_crypten_requires_insecure(tmp_path):
+def test_crypten_requires_insecure(tmp_path, monkeypatch):
+    # The TLS refusal is checked whether or not torch and CrypTen are installed (here: as if they were).
+    monkeypatch.setattr("mpc_pca.cli.options.installed", lambda module: True)
     env = {"RANK": "3", "WORLD_SIZE": "5", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}
     main(["certs", "--parties", "server", "--out", str(tmp_path)])
     with pytest.raises(InputValidationError, match="cannot be wrapped in TLS"):

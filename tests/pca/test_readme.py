@@ -62,10 +62,31 @@ def test_secure_mean_example_is_correct():
     assert namespace["run"].outputs["h0"] is None
 
 
+def setup_section() -> str:
+    text = README.read_text()
+    start = text.index("## Set up and run\n")
+    return text[start : text.index("\n## ", start + 1)]
+
+
 def test_readme_has_exactly_the_two_setup_commands():
-    bash_blocks = re.findall(r"```bash\n(.*?)```", README.read_text(), flags=re.S)
-    assert bash_blocks[0].strip().startswith("pip install") and "mpc-pca run" in bash_blocks[0]
-    assert bash_blocks[1].strip() == "pytest -q"
+    """Install + main job, then tests, each one line; torch/CrypTen is a third, optional line."""
+    install, tests, optional = re.findall(r"```bash\n(.*?)```", setup_section(), flags=re.S)
+    assert "\n" not in install.strip() and "\n" not in tests.strip() and "\n" not in optional.strip()
+    assert install.startswith("pip install -e . && mpc-pca run --protocol pppca-ss ")
+    assert "torch" not in install and "[" not in install  # the base install: no extra, no torch
+    assert tests.strip() == 'pip install -e ".[test]" && pytest -q'
+    assert "Optional: torch and CrypTen" in setup_section().split(optional)[0].split(tests)[1]
+
+
+def test_readme_torch_line_installs_the_pinned_cpu_build_first():
+    pin = re.search(r'^torch = \["(torch==[^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M).group(1)
+    optional = re.findall(r"```bash\n(.*?)```", setup_section(), flags=re.S)[2].strip()
+    steps = optional.split(" && ")
+    assert steps == [
+        f"pip install {pin} --index-url https://download.pytorch.org/whl/cpu",
+        'pip install -e ".[torch]"',
+        "pip install --no-deps crypten==0.4.1",
+    ]
 
 
 def test_verify_your_own_backend_example_fails_as_documented(capsys):

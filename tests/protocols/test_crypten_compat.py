@@ -10,7 +10,7 @@ import pytest
 
 from protocols.encoding import FixedPointCodec
 
-pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[torch]')")
+pytest.importorskip("torch", reason="torch is not installed (README, 'Set up and run': optional line)")
 
 from protocols.backends.crypten_compat import crypten_available, import_crypten
 
