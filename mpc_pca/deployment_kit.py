@@ -17,7 +17,10 @@ strings) and within its declared range. Anything else is an
 :class:`~protocols.errors.InputValidationError` (the error family of every
 refused announcement, disagreement included) naming the sender, the key,
 the value (shortened) and the limit, never a ``TypeError`` or
-``OverflowError`` from whatever code would have used the value.
+``OverflowError`` from whatever code would have used the value. A refusal of
+one sender's announcement is an :class:`AnnouncementError` (it says who sent
+it), so that a party can tell a peer's malformed announcement, which no
+honest party sends, from its own.
 """
 
 from __future__ import annotations
@@ -133,29 +136,43 @@ def shown(value: object, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+class AnnouncementError(InputValidationError):
+    """One party's announcement is refused (wrong keys, type or range); :attr:`sender` is that party."""
+
+    def __init__(self, sender: str, message: str) -> None:
+        super().__init__(message)
+        self.sender = sender
+
+    def __reduce__(self) -> tuple[type[AnnouncementError], tuple[str, str]]:
+        return (type(self), (self.sender, str(self)))
+
+
 def check_announcement(sender: str, view: object, schema: Schema) -> None:
     """Refuse ``sender``'s announcement unless it has exactly the keys of ``schema``, each of its shape.
 
     Raises
     ------
-    InputValidationError
+    AnnouncementError
         Naming ``sender``, the key, the value (shortened) and the limit.
     """
     if not isinstance(view, Mapping):
-        raise InputValidationError(f"{sender} announced {type(view).__name__}, not a mapping of settings")
+        raise AnnouncementError(
+            sender, f"{sender} announced {type(view).__name__}, not a mapping of settings"
+        )
     extra = sorted(k if isinstance(k, str) else shown(k) for k in view if k not in schema)
     if extra:
-        raise InputValidationError(
-            f"{sender} announced unexpected keys {extra[:8]}; the announcement's keys are {sorted(schema)}"
+        raise AnnouncementError(
+            sender,
+            f"{sender} announced unexpected keys {extra[:8]}; the announcement's keys are {sorted(schema)}",
         )
     for key, spec in schema.items():
         if key not in view:
             if spec.required and not spec.nullable:
-                raise InputValidationError(f"{sender} announced no {key}")
+                raise AnnouncementError(sender, f"{sender} announced no {key}")
             continue
         reason = spec.problem(view[key])
         if reason is not None:
-            raise InputValidationError(f"{sender} announced {key}={shown(view[key])}, which {reason}")
+            raise AnnouncementError(sender, f"{sender} announced {key}={shown(view[key])}, which {reason}")
 
 
 def check_announcements(

@@ -27,8 +27,8 @@ import numpy as np
 
 from mpc_pca.deploy.spec import PartySpec, Rows, load_rows
 from mpc_pca.deployment import Deployment, PublicSettings, Role
-from mpc_pca.deployment_kit import FLOOR_HOLDER_SCHEMA, FLOOR_SCHEMA, shown
-from protocols.errors import InputValidationError
+from mpc_pca.deployment_kit import FLOOR_HOLDER_SCHEMA, FLOOR_SCHEMA, AnnouncementError, shown
+from protocols.errors import InputValidationError, ProtocolError
 from protocols.runtime.runner import PartyReport
 
 log = logging.getLogger("mpc_pca.party")
@@ -64,12 +64,16 @@ def check_floor_views(views: Mapping[str, PublicSettings], holders: tuple[str, .
     """
     for sender, view in views.items():
         if not isinstance(view, Mapping):
-            raise InputValidationError(f"{sender} announced {type(view).__name__}, not a mapping of settings")
+            raise AnnouncementError(
+                sender, f"{sender} announced {type(view).__name__}, not a mapping of settings"
+            )
         schema = {**FLOOR_SCHEMA, **(FLOOR_HOLDER_SCHEMA if sender in holders else {})}
         for key, spec in schema.items():
             reason = spec.problem(view.get(key))
             if reason is not None:
-                raise InputValidationError(f"{sender} announced {key}={shown(view.get(key))}, which {reason}")
+                raise AnnouncementError(
+                    sender, f"{sender} announced {key}={shown(view.get(key))}, which {reason}"
+                )
     for key in ("protocol", "n_providers"):
         values = {name: view.get(key) for name, view in views.items()}
         if len({json.dumps(v, sort_keys=True) for v in values.values()}) != 1:
@@ -215,6 +219,25 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
+def _build_from_peers(me: str, build: Build, views: Mapping[str, PublicSettings]) -> tuple[Any, Role]:
+    """``build(views)``; a peer's announcement refused by its schema is a :class:`ProtocolError`.
+
+    No honest party announces a value of the wrong type or range (each checks
+    its own settings before it sends them), so such an announcement is a
+    failure of the run caused by its sender, not an input error of this
+    party (the process exits with the protocol-failure status). A
+    disagreement between well-formed announcements stays an
+    :class:`InputValidationError`: honest parties given different options
+    disagree.
+    """
+    try:
+        return build(views)
+    except AnnouncementError as exc:
+        if exc.sender == me:
+            raise
+        raise ProtocolError(str(exc)) from exc
+
+
 def _run_over_tls(
     spec: PartySpec, deployment: Deployment, layout: dict[str, int], public: PublicSettings, build: Build
 ) -> tuple[Any, Any, PartyReport]:
@@ -224,7 +247,7 @@ def _run_over_tls(
     channel = connect(spec.party, layout, spec.links)
     try:
         views = agree(channel, public, spec.links.connect_timeout)
-        config, role = build(views)
+        config, role = _build_from_peers(spec.party, build, views)
         channel.set_message_cap(deployment.message_cap(config))
     except BaseException as exc:
         fail(channel, exc)
@@ -248,7 +271,9 @@ def _run_over_gloo(
         host_store=links.host_rendezvous,
     )  # fmt: skip
     try:
-        config, role = build(rdv.exchange_public(public, links.connect_timeout))
+        config, role = _build_from_peers(
+            spec.party, build, rdv.exchange_public(public, links.connect_timeout)
+        )
     except BaseException as exc:
         rdv.record_failure(f"party {spec.party!r} failed: {type(exc).__name__}: {exc}")
         raise

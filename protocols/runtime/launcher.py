@@ -46,6 +46,11 @@ class ProcessOutcome:
     stderr: str
     seconds: float
     killed_by_launcher: bool = False
+    #: Peak resident set size of the process in bytes: the largest ``VmHWM`` (Linux ``/proc``) read
+    #: while it ran, sampled at every poll of the launcher (every 20 ms), so growth in its last
+    #: moments may be missed; ``None`` where ``/proc`` is not available. (``ru_maxrss`` is not used:
+    #: on Linux a child's keeps the launcher's own resident size from before its ``exec``.)
+    peak_rss_bytes: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -125,6 +130,18 @@ def start_fork_server(preload: Sequence[str]) -> None:
     multiprocessing.forkserver.ensure_running()
 
 
+def _high_water_rss(pid: int) -> int | None:
+    """``VmHWM`` of a running process from ``/proc`` (Linux), in bytes; ``None`` if it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1]) * 1024  # "VmHWM:   123456 kB"
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 class _ForkedParty:
     """The :class:`subprocess.Popen` calls :func:`launch` uses, for a fork-server child."""
 
@@ -143,6 +160,10 @@ class _ForkedParty:
     @property
     def returncode(self) -> int | None:
         return self._process.exitcode
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid
 
     def poll(self) -> int | None:
         return self._process.exitcode
@@ -225,9 +246,15 @@ def launch(
                     )
             ended: dict[str, float] = {}
             killed: set[str] = set()
+            peak_rss: dict[str, int] = {}
             kill_at = None
             while len(ended) < len(procs):
                 for name, proc in procs.items():
+                    if name not in ended:
+                        pid = getattr(proc, "pid", None)
+                        rss = None if pid is None else _high_water_rss(pid)
+                        if rss is not None:
+                            peak_rss[name] = max(rss, peak_rss.get(name, 0))
                     if name not in ended and proc.poll() is not None:
                         ended[name] = time.monotonic() - start
                         if proc.returncode != 0 and kill_at is None:
@@ -254,6 +281,7 @@ def launch(
                 stderr=logs[name].read_text(errors="replace"),
                 seconds=ended.get(name, float("nan")),
                 killed_by_launcher=name in killed,
+                peak_rss_bytes=peak_rss.get(name),
             )
             for name in commands
         }
