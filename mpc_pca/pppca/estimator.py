@@ -8,6 +8,7 @@ Algorithms 1 (Paillier) and 2 (secret sharing): ``fit`` runs steps 1-8,
 from __future__ import annotations
 
 from math import log, pi
+from numbers import Integral
 from typing import Any, ClassVar
 
 import numpy as np
@@ -18,8 +19,6 @@ from mpc_pca.base import (
     SubspaceMixin,
     boolean,
     instance_of,
-    integer,
-    one_of,
     real,
     transform_rows,
     validated_by,
@@ -44,12 +43,15 @@ def resolve_backend(backend: str | SecureSumBackend) -> SecureSumBackend:
 
 def _n_components_check(name: str, value: Any) -> None:
     """``n_components``: an integer >= 1, a variance fraction in (0, 1), ``"mle"`` or ``None``."""
-    if isinstance(value, float):
-        real(0.0, 1.0, low_open=True, high_open=True)(name, value)
-    elif isinstance(value, str):
-        one_of("mle")(name, value)
-    else:
-        integer(1, none=True)(name, value)
+    if value is None or (isinstance(value, str) and value == "mle"):
+        return
+    is_integer = isinstance(value, Integral) and not isinstance(value, bool)
+    is_fraction = isinstance(value, float) and 0.0 < value < 1.0
+    if not ((is_integer and value >= 1) or is_fraction):
+        raise InputValidationError(
+            f"{name}={value!r} is invalid; it must be an integer >= 1, a variance fraction "
+            "(a float > 0 and < 1), 'mle' or None"
+        )
 
 
 class PPPCA(SubspaceMixin):
