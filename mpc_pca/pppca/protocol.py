@@ -30,7 +30,10 @@ resolution for the same ring.
 
 Trust model: honest-but-curious parties; the server does not collude with any
 provider. The server learns the mean, N and the covariance matrix; providers
-learn the mean, N and T; the consumer learns the projected rows.
+learn the mean, N and T; the consumer learns the projected rows. When the
+server chooses ``k`` (``PPPCAConfig.select``: a variance fraction or
+``"mle"``) it uses every eigenvalue of that covariance, nothing new; the
+providers and the consumer learn ``k`` from the width of ``T`` and ``X_i T``.
 """
 
 from __future__ import annotations

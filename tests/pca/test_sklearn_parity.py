@@ -256,3 +256,19 @@ def test_every_subspace_estimator_sits_in_a_pipeline_with_groups(estimator):
     assert out.shape == (len(X), 2)
     direct = clone(estimator).set_params(**params).fit(X, groups=groups)
     np.testing.assert_allclose(pipeline[0].components_, direct.components_, rtol=0, atol=1e-12)
+
+
+def test_a_server_chosen_k_reaches_providers_and_consumer_through_chunks(monkeypatch):
+    """The providers learn k from T and the consumer from the first chunk; chunk sizes then agree."""
+    from mpc_pca.pppca import protocol
+
+    X = _data()
+    reference = PCA(n_components=0.9, svd_solver="full").fit(X)
+    k = reference.n_components_
+    monkeypatch.setattr(protocol, "PROJECTION_CHUNK_BYTES", 5 * 8 * k)  # 5 rows a chunk
+    parts = _split(X)
+    assert [len(p) for p in parts] == [37, 41, 72] and k == 3
+    model = PPPCA(n_components=0.9, timeout=TIMEOUT)
+    _close(model.fit_transform(parts), reference.transform(X))
+    sent = model.report_["provider2"]["messages_sent"] - model.report_["provider0"]["messages_sent"]
+    assert sent == 72 // 5 - 37 // 5  # the chunks, as with an agreed k
