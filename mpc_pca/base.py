@@ -386,8 +386,7 @@ class SubspaceMixin(ClassNamePrefixFeaturesOutMixin, TransformerMixin, PartiesEs
         Returns
         -------
         ndarray of shape (n, n_components_)
-            float32 if the rows are float32, else float64 (the fitted
-            attributes stay float64).
+            float32 if the rows are float32, else float64.
         """
         self._check_fitted()
         arr = transform_rows(self, X)

@@ -114,12 +114,15 @@ def leading_eigenpairs(
     return values[:k], flip_signs(vectors[:, :k].T), values, trace
 
 
-def components_for_ratio(spectrum: NDArray[np.float64], fraction: float) -> int:
+def components_for_ratio(spectrum: NDArray[np.float64], fraction: float, total: float | None = None) -> int:
     """Fewest components whose explained variance ratio exceeds ``fraction`` (scikit-learn's rule).
 
     scikit-learn's ``PCA(n_components=fraction)``: ``searchsorted(cumsum(ratio),
     fraction, side="right") + 1``, so the kept variance is strictly greater
-    than ``fraction``; at most ``len(spectrum)``.
+    than ``fraction``; at most ``len(spectrum)``. ``ratio = spectrum / total``,
+    ``total`` the total variance (default: the spectrum's sum); pass the one
+    ``explained_variance_ratio_`` is computed with, so that a fraction read
+    off those ratios selects as it does in scikit-learn.
 
     Examples
     --------
@@ -128,7 +131,7 @@ def components_for_ratio(spectrum: NDArray[np.float64], fraction: float) -> int:
     >>> components_for_ratio(np.array([6.0, 3.0, 1.0]), 0.59)
     1
     """
-    total = float(np.sum(spectrum))
+    total = float(np.sum(spectrum)) if total is None else total
     ratios = spectrum / total if total > 0 else np.zeros_like(spectrum)
     k = int(np.searchsorted(np.cumsum(ratios), fraction, side="right")) + 1
     return min(k, spectrum.shape[0])
@@ -189,9 +192,20 @@ def selected_eigenpairs(
 
     d = matrix.shape[0]
     trace = float(np.trace(matrix))
-    values, vectors = eigh(matrix, lower=True, overwrite_a=overwrite, check_finite=False)
+    # the driver leading_eigenpairs uses, so both give the same eigenvalues
+    values, vectors = eigh(
+        matrix,
+        lower=True,
+        subset_by_index=[0, d - 1],
+        driver="evr",
+        overwrite_a=overwrite,
+        check_finite=False,
+    )
     values = np.clip(values[::-1], 0.0, None)
     vectors = vectors[:, ::-1]
     spectrum = values[: min(n_samples, d)]
-    k = infer_dimension(spectrum, n_samples) if rule == "mle" else components_for_ratio(spectrum, float(rule))
+    if rule == "mle":
+        k = infer_dimension(spectrum, n_samples)
+    else:  # the ratios of explained_variance_ratio_ (PPPCAModel): relative to the trace
+        k = components_for_ratio(spectrum, float(rule), max(trace, 0.0))
     return values[:k], flip_signs(vectors[:, :k].T), values[: min(k + 1, d)], trace

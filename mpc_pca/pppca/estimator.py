@@ -172,7 +172,8 @@ class PPPCA(SubspaceMixin):
     attribute above agree up to the fixed-point rounding
     (``variance_error_bound_``). ``transform`` also takes the list of parts
     ``fit`` took (rows stacked in part order) and keeps float32 rows float32;
-    the fitted attributes stay float64 (the protocol computes in float64).
+    a fit on float32 rows has float32 attributes, as scikit-learn's (the
+    protocol still computes in float64; ``model_`` keeps its float64 output).
     Sparse input is refused with a ``TypeError``: every provider's Gram
     matrix is dense, so convert with ``.toarray()``. With ``standardize``,
     ``score``, ``score_samples``, ``get_covariance`` and ``get_precision`` are
@@ -288,6 +289,12 @@ class PPPCA(SubspaceMixin):
         )
         self.variance_error_bound_ = model.variance_error_bound
         self.component_error_bounds_ = model.component_error_bounds
+        if self._fit_float32:  # scikit-learn keeps float32 fits float32; the protocol ran in float64
+            for name in ("mean_", "components_", "explained_variance_", "explained_variance_ratio_"):
+                setattr(self, name, getattr(self, name).astype(np.float32))
+            self.singular_values_ = self.singular_values_.astype(np.float32)
+            if self.scale_ is not None:
+                self.scale_ = self.scale_.astype(np.float32)
         self.report_ = run.report_dict()
         self.model_ = model
         return projection
@@ -296,7 +303,7 @@ class PPPCA(SubspaceMixin):
         """With ``whiten``: ``sqrt(explained_variance_)``, at least float64 epsilon (as scikit-learn)."""
         if not self.whiten:
             return None
-        return np.maximum(np.sqrt(self.explained_variance_), np.finfo(np.float64).eps)
+        return np.maximum(np.sqrt(self.explained_variance_), np.finfo(self.explained_variance_.dtype).eps)
 
     def get_covariance(self) -> NDArray[np.float64]:
         """Covariance of the probabilistic PCA model, as scikit-learn's ``PCA.get_covariance``.

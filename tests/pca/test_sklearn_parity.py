@@ -151,6 +151,15 @@ def test_a_variance_fraction_keeps_strictly_more_than_it():
     assert components_for_ratio(spectrum, 0.81) == 3
 
 
+def test_a_fraction_read_off_the_fitted_ratios_selects_as_in_sklearn():
+    """scikit-learn #15669: the cumulative ratio of k components as the fraction keeps k + 1."""
+    X = _data()
+    ratios = PPPCA(timeout=TIMEOUT).fit(_split(X)).explained_variance_ratio_
+    for k in (1, 3, 5):
+        fraction = float(np.cumsum(ratios)[k - 1])
+        assert PPPCA(n_components=fraction, timeout=TIMEOUT).fit(_split(X)).n_components_ == k + 1
+
+
 def test_transform_of_the_fitted_parts_stacks_them_in_part_order():
     X = _data()
     parts = _split(X)
@@ -181,6 +190,9 @@ def test_transform_keeps_the_rows_dtype_as_sklearn(dtype):
     X = _data().astype(dtype)
     ours, theirs = _pair(X, n_components=2)
     assert ours.transform(X).dtype == theirs.transform(X).dtype == dtype
+    for name in ("components_", "explained_variance_", "mean_", "singular_values_"):
+        assert getattr(ours, name).dtype == getattr(theirs, name).dtype == dtype, name
+    assert ours.model_.components.dtype == np.float64  # the protocol's own output
     assert clone(ours).fit_transform(_split(X)).dtype == theirs.fit_transform(X).dtype == dtype
     _close(ours.transform(X), theirs.transform(X), rtol=1e-4 if dtype == np.float32 else RTOL)
 
