@@ -178,7 +178,8 @@ def test_transform_of_dataframe_parts_aligns_their_columns():
     model = PPPCA(n_components=2, timeout=TIMEOUT).fit(frames)
     permuted = list(frames)
     permuted[1] = frames[1][columns[::-1]]
-    np.testing.assert_allclose(model.transform(permuted), model.transform(X), rtol=0, atol=1e-12)
+    stacked = pd.concat(frames, ignore_index=True)
+    np.testing.assert_allclose(model.transform(permuted), model.transform(stacked), rtol=0, atol=1e-12)
     renamed = list(frames)
     renamed[2] = frames[2].set_axis(["x", *columns[1:]], axis=1)
     with pytest.raises(InputValidationError, match="feature names"):
