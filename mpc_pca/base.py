@@ -19,12 +19,13 @@ party starts; each error names the parameter, the value and what is allowed.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy.sparse import issparse
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -32,10 +33,17 @@ from mpc_pca.validation import align_columns
 from protocols.errors import InputValidationError
 
 
-def checked_data(estimator: BaseEstimator, X: Any, *, reset: bool, **kwargs: Any) -> NDArray[np.float64]:
-    """scikit-learn's ``validate_data`` with its ``ValueError`` raised as :class:`InputValidationError`."""
+def checked_data(
+    estimator: BaseEstimator, X: Any, *, reset: bool, dtype: Any = np.float64, **kwargs: Any
+) -> NDArray[Any]:
+    """scikit-learn's ``validate_data`` with its ``ValueError`` raised as :class:`InputValidationError`.
+
+    ``dtype`` is passed on (``[np.float64, np.float32]`` keeps float32 rows as
+    float32, as scikit-learn's ``PCA.transform`` does). Sparse input is refused
+    by ``validate_data`` with a ``TypeError`` that names ``.toarray()``.
+    """
     try:
-        return validate_data(estimator, X, reset=reset, dtype=np.float64, **kwargs)
+        return validate_data(estimator, X, reset=reset, dtype=dtype, **kwargs)
     except InputValidationError:
         raise
     except ValueError as exc:
@@ -86,6 +94,7 @@ def split_parts(
         The feature names, if the input carried them.
     """
     if is_parts(X):
+        refuse_sparse(X)
         if groups is not None:
             raise InputValidationError("pass groups only with a single X, not with a list of parts")
         if len(X) == 0:
@@ -122,6 +131,59 @@ def split_parts(
             f"groups must have one label per row of X: shape ({arr.shape[0]},), got {labels.shape}"
         )
     return [arr[labels == g] for g in np.unique(labels)], feature_names
+
+
+def refuse_sparse(parts: Sequence[Any]) -> None:
+    """Refuse scipy.sparse parts with a ``TypeError`` naming the dense alternative.
+
+    The providers' statistics are dense (a ``d x d`` Gram matrix per provider
+    whatever the sparsity), so sparse input would only hide a densification.
+    """
+    sparse = [i for i, p in enumerate(parts) if issparse(p)]
+    if sparse:
+        raise TypeError(
+            f"parts {sparse} are scipy.sparse matrices; sparse input is not supported (every provider's "
+            "Gram matrix is dense anyway). Convert each part with .toarray() first"
+        )
+
+
+def transform_rows(estimator: BaseEstimator, X: Any) -> NDArray[Any]:
+    """Validate the rows ``transform`` projects: one array, or the list of parts ``fit`` took.
+
+    A list of parts (each 2-D: arrays or DataFrames) is stacked in part order,
+    as ``fit_transform(parts)`` returns its rows; a DataFrame part whose
+    columns are a permutation of ``feature_names_in_`` is reordered, as
+    ``fit`` reorders it. float32 rows stay float32.
+
+    Raises
+    ------
+    TypeError
+        For sparse input (naming ``.toarray()``).
+    InputValidationError
+        For an empty list, a chunked part, or rows whose width or feature
+        names differ from the fit's.
+    """
+    if not (is_parts(X) and all(np.ndim(p) == 2 for p in X if hasattr(p, "shape"))):
+        return checked_data(estimator, X, reset=False, dtype=[np.float64, np.float32])
+    refuse_sparse(X)
+    if len(X) == 0:
+        raise InputValidationError("parts is empty; pass at least one block of rows to transform")
+    chunked = [i for i, p in enumerate(X) if not hasattr(p, "shape")]
+    if chunked:
+        raise InputValidationError(
+            f"parts {chunked} are read in chunks; transform takes arrays or DataFrames (the projection "
+            "of a chunked part is fit_transform's, made by its provider)"
+        )
+    fitted = getattr(estimator, "feature_names_in_", None)
+    fitted_names = None if fitted is None else [str(n) for n in fitted]
+    blocks = []
+    for part in X:
+        names = _names_of(part)
+        if fitted_names and names and names != fitted_names and sorted(names) == sorted(fitted_names):
+            part = part.iloc[:, [names.index(n) for n in fitted_names]]
+        blocks.append(checked_data(estimator, part, reset=False, dtype=[np.float64, np.float32]))
+    dtype = np.float32 if all(b.dtype == np.float32 for b in blocks) else np.float64
+    return np.vstack(blocks).astype(dtype, copy=False)
 
 
 #: A parameter check: called with the parameter's name and value, raises
@@ -302,23 +364,52 @@ class SubspaceMixin(ClassNamePrefixFeaturesOutMixin, TransformerMixin, PartiesEs
         """Number of output features (``get_feature_names_out``)."""
         return int(self.components_.shape[0])
 
-    def transform(self, X: ArrayLike) -> NDArray[np.float64]:
-        """Project rows onto the fitted components: ``((X - mean_) / scale_) @ components_.T``."""
+    def __sklearn_tags__(self) -> Any:
+        """scikit-learn tags: ``transform`` keeps float32 rows float32 (as ``PCA``)."""
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
+
+    def _output_scale(self) -> NDArray[np.float64] | None:
+        """Per-component divisor of the projection (whitening); ``None``: none."""
+        return None
+
+    def transform(self, X: Any) -> NDArray[Any]:
+        """Project rows onto the fitted components: ``((X - mean_) / scale_) @ components_.T``.
+
+        Parameters
+        ----------
+        X : array_like of shape (n, d), or list of array_like or DataFrame
+            Rows to project; a list of parts (as ``fit`` takes them) is
+            projected and stacked in part order.
+
+        Returns
+        -------
+        ndarray of shape (n, n_components_)
+            float32 if the rows are float32, else float64.
+        """
         self._check_fitted()
-        arr = checked_data(self, X, reset=False)
+        arr = transform_rows(self, X)
+        return self._project(arr).astype(arr.dtype, copy=False)
+
+    def _project(self, arr: NDArray[Any]) -> NDArray[np.float64]:
+        """``((arr - mean_) / scale_) @ components_.T``, divided by :meth:`_output_scale`."""
         centred = arr - self.mean_
         scale = getattr(self, "scale_", None)
         if scale is not None:
             centred = centred / scale
-        return centred @ self.components_.T
+        projected: NDArray[np.float64] = centred @ self.components_.T
+        divisor = self._output_scale()
+        return projected if divisor is None else projected / divisor
 
     def inverse_transform(self, Z: ArrayLike) -> NDArray[np.float64]:
-        """Map projected rows back to feature space: ``Z @ components_ * scale_ + mean_``."""
+        """Map projected rows back to feature space: ``Z @ components_ * scale_ + mean_`` (undoing whitening)."""
         self._check_fitted()
         arr = np.asarray(Z, dtype=np.float64)
         if arr.ndim != 2 or arr.shape[1] != self.components_.shape[0]:
             raise InputValidationError(f"Z must have shape (n, {self.components_.shape[0]}), got {arr.shape}")
-        back = arr @ self.components_
+        divisor = self._output_scale()
+        back = (arr if divisor is None else arr * divisor) @ self.components_
         scale = getattr(self, "scale_", None)
         if scale is not None:
             back = back * scale

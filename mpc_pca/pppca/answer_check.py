@@ -99,8 +99,8 @@ class ServerAnswer:
         return np.concatenate([self.eigenvalues, head, self.scale]).astype(np.float64)
 
 
-def parse_answer(message: object, config: PPPCAConfig) -> ServerAnswer:
-    """Check the shape and the ranges of the server's answer.
+def parse_answer(message: object, config: PPPCAConfig, k: int) -> ServerAnswer:
+    """Check the shape and the ranges of the server's answer for a ``T`` of ``k`` columns.
 
     Raises
     ------
@@ -109,7 +109,7 @@ def parse_answer(message: object, config: PPPCAConfig) -> ServerAnswer:
         whole number of at least 2, a negative total variance, non-positive
         scales, or scales other than ones without standardization.
     """
-    k, d = config.n_components, config.n_features
+    d = config.n_features
     packed = expect_real_array(message, SERVER, (k + 2 + d,), "the eigenvalues, N, total variance and scales")
     values, n_value, total, scale = packed[:k], packed[k], float(packed[k + 1]), packed[k + 2 :]
     if n_value != round(n_value) or not 2 <= n_value <= 2.0**62:
@@ -337,13 +337,15 @@ def check_server_answer(
     """
     providers = config.providers
     first = providers[0]
-    answer = parse_answer(message, config)
+    k = transfer.shape[1]
+    if not 1 <= k <= config.n_components:
+        raise ProtocolError(f"{SERVER!r} sent a T of {k} columns; the run allows 1 to {config.n_components}")
+    answer = parse_answer(message, config, k)
     tolerance = ORTHONORMAL_TOL if config.reveal == "covariance" else 1e-6
-    basis = orthonormal_basis(transfer, answer, tolerance * max(1, config.n_components))
+    basis = orthonormal_basis(transfer, answer, tolerance * k)
     spectrum_tol = 4.0 * relative_error(config, backend, answer) * _reference(answer)
     check_spectrum(answer, config.n_features, spectrum_tol)
     digest = answer_digest(transfer, answer)
-    k = config.n_components
     if party.name == first:
         weights = random_combination(k)
         for provider in providers[1:]:

@@ -28,9 +28,36 @@ from protocols.errors import InputValidationError
 from protocols.runtime import RunResult, check_timeout, map_parties, run_inprocess
 
 
+def selection_rule(n_components: object, reveal: str) -> float | str | None:
+    """The server's rule for choosing ``k`` if ``n_components`` is one, else ``None``.
+
+    A float in ``(0, 1)`` (variance fraction) or ``"mle"`` (Minka) needs the
+    whole spectrum, which only the server of ``reveal="covariance"`` holds.
+
+    Raises
+    ------
+    InputValidationError
+        For a rule with ``reveal="components"``, naming the option and why.
+    """
+    is_fraction = isinstance(n_components, float) and not isinstance(n_components, bool)
+    if not (is_fraction or n_components == "mle"):
+        return None
+    if reveal == "components":
+        raise InputValidationError(
+            f"n_components={n_components!r} chooses k from the whole eigenvalue spectrum, which "
+            "reveal='components' keeps secret (the server learns only the top-k eigenvalues and the "
+            "trace); pass an integer n_components or use reveal='covariance'"
+        )
+    if is_fraction and not 0.0 < float(n_components) < 1.0:  # type: ignore[arg-type]
+        raise InputValidationError(
+            f"n_components={n_components!r} is out of range; a variance fraction must be in (0, 1)"
+        )
+    return n_components  # type: ignore[return-value]
+
+
 def preflight(
     parts: Sequence[ArrayLike],
-    n_components: int | None,
+    n_components: int | float | str | None,
     backend: SecureSumBackend,
     *,
     standardize: bool = False,
@@ -54,7 +81,9 @@ def preflight(
     stats : list of LocalStatistics
         Each provider's statistics (of its raw rows), in part order.
     k : int
-        The number of components.
+        The number of components (the largest allowed when ``n_components``
+        is a variance fraction or ``"mle"``: the server chooses, see
+        :func:`selection_rule`).
     exponents : tuple of int
         The agreed column exponents ``E``.
     """
@@ -75,12 +104,19 @@ def preflight(
             check_statistics_finite(part, (st.column_sums, st.scatter_triangle), i)
     n_samples = sum(st.n_rows for st in stats)
     d = stats[0].n_features
-    k = check_n_components(n_components, d, n_samples)
+    rule = selection_rule(n_components, reveal)
+    if rule == "mle" and n_samples < d:
+        raise InputValidationError(
+            f"n_components='mle' is only supported if n_samples >= n_features (n_samples={n_samples}, "
+            f"n_features={d})"
+        )
+    # with a selection rule the server chooses k <= min(d, N) from the spectrum
+    k = min(d, n_samples) if rule is not None else check_n_components(n_components, d, n_samples)
     if reveal == "components":
         exponents: tuple[int, ...] = (0,) * d
     else:
         exponents = agree_exponents([part_exponents(a).tolist() for a in arrays])
-    config = PPPCAConfig(len(arrays), d, k, False, exponents, standardize, reveal)
+    config = PPPCAConfig(len(arrays), d, k, False, exponents, standardize, reveal, select=rule)
     scaled = [normalized(st, exponents) for st in stats]
     check_ring_range(scaled, backend, config)
     mean = np.sum([st.column_sums for st in scaled], axis=0) / n_samples
@@ -130,7 +166,7 @@ def _chunked_preflight(parts: Sequence[Any]) -> tuple[list[Any], list[LocalStati
 
 def run_pppca(
     parts: Sequence[ArrayLike],
-    n_components: int | None,
+    n_components: int | float | str | None,
     backend: SecureSumBackend,
     *,
     with_consumer: bool = False,
@@ -172,7 +208,17 @@ def run_pppca(
         )
     if reveal == "components":
         settings.plan(d, k)  # validates the settings before anything is sent
-    config = PPPCAConfig(len(arrays), d, k, with_consumer, exponents, standardize, reveal, settings)
+    config = PPPCAConfig(
+        len(arrays),
+        d,
+        k,
+        with_consumer,
+        exponents,
+        standardize,
+        reveal,
+        settings,
+        select=selection_rule(n_components, reveal),
+    )
     roles: dict[str, Any] = {
         name: (lambda party, data=data, st=st: provider_role(party, data, config, backend, st))
         for name, data, st in zip(config.providers, arrays, stats, strict=True)

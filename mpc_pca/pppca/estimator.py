@@ -7,12 +7,22 @@ Algorithms 1 (Paillier) and 2 (secret sharing): ``fit`` runs steps 1-8,
 
 from __future__ import annotations
 
+from math import log, pi
+from numbers import Integral
 from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from mpc_pca.base import ParamCheck, SubspaceMixin, boolean, instance_of, integer, real, validated_by
+from mpc_pca.base import (
+    ParamCheck,
+    SubspaceMixin,
+    boolean,
+    instance_of,
+    real,
+    transform_rows,
+    validated_by,
+)
 from mpc_pca.pppca.components import ComponentsSettings, check_reveal
 from mpc_pca.pppca.driver import run_pppca
 from protocols.backends import SecureSumBackend, make_backend
@@ -31,13 +41,34 @@ def resolve_backend(backend: str | SecureSumBackend) -> SecureSumBackend:
     )
 
 
+def _n_components_check(name: str, value: Any) -> None:
+    """``n_components``: an integer >= 1, a variance fraction in (0, 1), ``"mle"`` or ``None``."""
+    if value is None or (isinstance(value, str) and value == "mle"):
+        return
+    is_integer = isinstance(value, Integral) and not isinstance(value, bool)
+    is_fraction = isinstance(value, float) and 0.0 < value < 1.0
+    if not ((is_integer and value >= 1) or is_fraction):
+        raise InputValidationError(
+            f"{name}={value!r} is invalid; it must be an integer >= 1, a variance fraction "
+            "(a float > 0 and < 1), 'mle' or None"
+        )
+
+
 class PPPCA(SubspaceMixin):
     """Privacy-preserving PCA over horizontally partitioned data (Liu et al., AAAI 2020).
 
     Parameters
     ----------
-    n_components : int, optional
+    n_components : int, float, "mle" or None, default=None
         Number of components ``k``; ``None`` keeps ``min(n_samples, n_features)``.
+        As in scikit-learn's ``PCA(svd_solver="full")``, a float in ``(0, 1)``
+        keeps the fewest components whose explained variance ratio exceeds it,
+        and ``"mle"`` chooses ``k`` by Minka's MLE (needs ``n_samples >=
+        n_features``). Both are chosen by the server from the whole eigenvalue
+        spectrum, so ``reveal="covariance"`` only: that server holds the whole
+        covariance matrix anyway, so it learns nothing new; the providers learn
+        ``k`` from the shape of ``T``. ``reveal="components"`` refuses them
+        (its server learns only the top-k eigenvalues and the trace).
     backend : str or SecureSumBackend, default="additive"
         ``"additive"`` (Alg. 2, share distribution), ``"additive-masks"``,
         ``"paillier"`` (Alg. 1) or ``"crypten"``, or a backend object.
@@ -67,6 +98,10 @@ class PPPCA(SubspaceMixin):
         (:mod:`mpc_pca.pppca.standardize`); the providers learn them through
         the projection they receive. Not with ``reveal="components"``, which
         keeps that diagonal secret.
+    whiten : bool, default=False
+        ``transform`` (and ``fit_transform``) divide each component by
+        ``sqrt(explained_variance_)``; ``inverse_transform`` undoes it. The
+        consumer still receives the unwhitened ``X T``; the division is local.
 
     Attributes
     ----------
@@ -78,6 +113,15 @@ class PPPCA(SubspaceMixin):
         standardized columns if ``standardize``.
     explained_variance_ratio_ : ndarray of shape (k,)
         Share of the total variance each component explains.
+    singular_values_ : ndarray of shape (k,)
+        Singular values of the centred pooled rows (of the standardized rows
+        if ``standardize``): ``sqrt(explained_variance_ * (n_samples_ - 1))``.
+    noise_variance_ : float
+        Probabilistic PCA's noise variance, scikit-learn's definition: the mean
+        of the ``min(n_samples, n_features) - k`` discarded eigenvalues, i.e.
+        ``(total variance - sum(explained_variance_)) / (min(n, d) - k)``;
+        0 when ``k = min(n, d)``. From the total variance (the trace), which
+        the server learns in both modes.
     mean_ : ndarray of shape (d,)
         Pooled feature means.
     scale_ : ndarray of shape (d,) or None
@@ -117,10 +161,27 @@ class PPPCA(SubspaceMixin):
     >>> X, groups = np.vstack(parts), np.repeat([0, 1], [50, 30])
     >>> PPPCA(n_components=2, standardize=True).fit(X, groups=groups).scale_.shape
     (4,)
+    >>> PPPCA(n_components=0.9).fit(parts).n_components_
+    4
+
+    Notes
+    -----
+    Parity with scikit-learn's ``PCA(svd_solver="full")`` on the pooled rows:
+    ``transform``, ``inverse_transform``, ``fit_transform``, ``score``,
+    ``score_samples``, ``get_covariance``, ``get_precision`` and every fitted
+    attribute above agree up to the fixed-point rounding
+    (``variance_error_bound_``). ``transform`` also takes the list of parts
+    ``fit`` took (rows stacked in part order) and keeps float32 rows float32;
+    a fit on float32 rows has float32 attributes, as scikit-learn's (the
+    protocol still computes in float64; ``model_`` keeps its float64 output).
+    Sparse input is refused with a ``TypeError``: every provider's Gram
+    matrix is dense, so convert with ``.toarray()``. With ``standardize``,
+    ``score``, ``score_samples``, ``get_covariance`` and ``get_precision`` are
+    those of the standardized rows (``StandardScaler`` then ``PCA``).
     """
 
     _parameter_constraints: ClassVar[dict[str, ParamCheck]] = {
-        "n_components": integer(1, none=True),
+        "n_components": _n_components_check,
         "backend": instance_of(str, SecureSumBackend),
         "timeout": validated_by(check_timeout),
         "reveal": validated_by(check_reveal),
@@ -128,11 +189,12 @@ class PPPCA(SubspaceMixin):
         "min_ratio": real(0.0, 1.0, low_open=True),
         "tol": real(0.0, low_open=True),
         "standardize": boolean(),
+        "whiten": boolean(),
     }
 
     def __init__(
         self,
-        n_components: int | None = None,
+        n_components: int | float | str | None = None,
         *,
         backend: str | SecureSumBackend = "additive",
         timeout: float = 120.0,
@@ -141,6 +203,7 @@ class PPPCA(SubspaceMixin):
         min_ratio: float = 0.01,
         tol: float = 1e-6,
         standardize: bool = False,
+        whiten: bool = False,
     ) -> None:
         self.n_components = n_components
         self.backend = backend
@@ -150,6 +213,7 @@ class PPPCA(SubspaceMixin):
         self.min_ratio = min_ratio
         self.tol = tol
         self.standardize = standardize
+        self.whiten = whiten
 
     def fit(self, X: Any, y: None = None, groups: ArrayLike | None = None) -> PPPCA:
         """Run PPPCA steps 1-8 over the parties' data; no rows leave any party.
@@ -179,6 +243,11 @@ class PPPCA(SubspaceMixin):
         """
         projection = self._fit(X, groups, with_consumer=True)
         assert projection is not None  # with_consumer=True always yields the projection
+        divisor = self._output_scale()
+        if divisor is not None:
+            projection = projection / divisor
+        if self._fit_float32:
+            projection = projection.astype(np.float32)
         if groups is None or getattr(self, "_group_order", None) is None:
             return projection
         out = np.empty_like(projection)
@@ -186,6 +255,7 @@ class PPPCA(SubspaceMixin):
         return out
 
     def _fit(self, X: Any, groups: ArrayLike | None, *, with_consumer: bool) -> NDArray[np.float64] | None:
+        self._fit_float32 = _all_float32(X)
         parts = self._intake(X, groups)
         backend = resolve_backend(self.backend)
         settings = ComponentsSettings(eigengap=self.eigengap, min_ratio=self.min_ratio, tol=self.tol)
@@ -211,8 +281,123 @@ class PPPCA(SubspaceMixin):
         self.n_features_in_ = model.components.shape[1]
         self.explained_variance_ = model.explained_variance
         self.explained_variance_ratio_ = model.explained_variance_ratio
+        self.singular_values_ = np.sqrt(model.explained_variance * (model.n_samples - 1))
+        rank = min(model.n_samples, self.n_features_in_)
+        discarded = model.total_variance - float(np.sum(model.explained_variance))
+        self.noise_variance_ = (
+            max(discarded, 0.0) / (rank - self.n_components_) if self.n_components_ < rank else 0.0
+        )
         self.variance_error_bound_ = model.variance_error_bound
         self.component_error_bounds_ = model.component_error_bounds
+        if self._fit_float32:  # scikit-learn keeps float32 fits float32; the protocol ran in float64
+            for name in ("mean_", "components_", "explained_variance_", "explained_variance_ratio_"):
+                setattr(self, name, getattr(self, name).astype(np.float32))
+            self.singular_values_ = self.singular_values_.astype(np.float32)
+            if self.scale_ is not None:
+                self.scale_ = self.scale_.astype(np.float32)
         self.report_ = run.report_dict()
         self.model_ = model
         return projection
+
+    def _output_scale(self) -> NDArray[np.float64] | None:
+        """With ``whiten``: ``sqrt(explained_variance_)``, at least float64 epsilon (as scikit-learn)."""
+        if not self.whiten:
+            return None
+        return np.maximum(np.sqrt(self.explained_variance_), np.finfo(self.explained_variance_.dtype).eps)
+
+    def get_covariance(self) -> NDArray[np.float64]:
+        """Covariance of the probabilistic PCA model, as scikit-learn's ``PCA.get_covariance``.
+
+        ``components_.T @ diag(max(explained_variance_ - noise_variance_, 0))
+        @ components_ + noise_variance_ * I`` (with ``whiten``, scikit-learn
+        first multiplies each component by ``sqrt(explained_variance_)``; so
+        does this).
+
+        Returns
+        -------
+        ndarray of shape (n_features, n_features)
+        """
+        self._check_fitted()
+        components = self._generative_components()
+        excess = np.maximum(self.explained_variance_ - self.noise_variance_, 0.0)
+        cov: NDArray[np.float64] = (components.T * excess) @ components
+        cov[np.diag_indices_from(cov)] += self.noise_variance_
+        return cov
+
+    def get_precision(self) -> NDArray[np.float64]:
+        """Inverse of :meth:`get_covariance` by the matrix inversion lemma (scikit-learn's ``get_precision``).
+
+        Returns
+        -------
+        ndarray of shape (n_features, n_features)
+        """
+        from scipy.linalg import inv
+
+        self._check_fitted()
+        if self.noise_variance_ == 0.0:
+            inverse: NDArray[np.float64] = inv(self.get_covariance())
+            return inverse
+        components = self._generative_components()
+        excess = self.explained_variance_ - self.noise_variance_
+        with np.errstate(divide="ignore"):
+            inner = components @ components.T / self.noise_variance_
+            inner[np.diag_indices_from(inner)] += 1.0 / np.where(excess > 0, excess, 0.0)
+        precision: NDArray[np.float64] = components.T @ inv(inner) @ components
+        precision /= -(self.noise_variance_**2)
+        precision[np.diag_indices_from(precision)] += 1.0 / self.noise_variance_
+        return precision
+
+    def score_samples(self, X: Any) -> NDArray[np.float64]:
+        """Log-likelihood of each row under the probabilistic PCA model (scikit-learn's ``score_samples``).
+
+        Bishop, "Pattern Recognition and Machine Learning", 12.2.1. With
+        ``standardize`` the rows are standardized first.
+
+        Parameters
+        ----------
+        X : array_like of shape (n, d), or list of array_like or DataFrame
+            Rows, or parts stacked in part order (as :meth:`transform`).
+
+        Returns
+        -------
+        ndarray of shape (n,)
+        """
+        self._check_fitted()
+        rows = transform_rows(self, X).astype(np.float64, copy=False) - self.mean_
+        if self.scale_ is not None:
+            rows = rows / self.scale_
+        precision = self.get_precision()
+        sign, logdet = np.linalg.slogdet(precision)
+        logdet = logdet if sign > 0 else -np.inf
+        log_like: NDArray[np.float64] = -0.5 * np.sum(rows * (rows @ precision), axis=1)
+        log_like -= 0.5 * (rows.shape[1] * log(2.0 * pi) - logdet)
+        return log_like
+
+    def score(self, X: Any, y: None = None) -> float:
+        """Average log-likelihood of the rows (scikit-learn's ``PCA.score``).
+
+        Parameters
+        ----------
+        X : array_like of shape (n, d), or list of array_like or DataFrame
+            Rows, or parts.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        float
+        """
+        return float(np.mean(self.score_samples(X)))
+
+    def _generative_components(self) -> NDArray[np.float64]:
+        """``components_``, times ``sqrt(explained_variance_)`` with ``whiten`` (scikit-learn's convention)."""
+        if self.whiten:
+            scaled: NDArray[np.float64] = self.components_ * np.sqrt(self.explained_variance_[:, np.newaxis])
+            return scaled
+        return np.asarray(self.components_, dtype=np.float64)
+
+
+def _all_float32(X: Any) -> bool:
+    """Whether ``fit``'s data are float32 (every part, when a list of parts)."""
+    blocks = X if isinstance(X, (list, tuple)) and all(hasattr(p, "dtype") for p in X) else [X]
+    return len(blocks) > 0 and all(getattr(b, "dtype", None) == np.float32 for b in blocks)

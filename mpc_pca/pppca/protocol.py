@@ -37,7 +37,10 @@ Trust model: honest-but-curious parties; the server does not collude with any
 provider. The server learns the mean, N and the covariance matrix; providers
 learn the mean, N, T, the top-k eigenvalues, the total variance and (when
 standardizing) the column scales; the consumer learns the projected rows. A
-server that sends a wrong answer is caught by step 4b.
+server that sends a wrong answer is caught by step 4b. When the
+server chooses ``k`` (``PPPCAConfig.select``: a variance fraction or
+``"mle"``) it uses every eigenvalue of that covariance, nothing new; the
+providers and the consumer learn ``k`` from the width of ``T`` and ``X_i T``.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from mpc_pca.linalg import leading_eigenpairs
+from mpc_pca.linalg import leading_eigenpairs, selected_eigenpairs
 from mpc_pca.pppca.answer_check import PHASE_CHECK, ServerAnswer, check_server_answer
 from mpc_pca.pppca.bounds import (
     GRAM_NAME,
@@ -102,6 +105,15 @@ class PPPCAConfig:
     #: The row count each provider announced, in provider order (``None``: nothing announced,
     #: the in-process run). The server checks their sum against the secure sum's ``N``.
     announced_rows: tuple[int, ...] | None = None
+    #: ``reveal="covariance"`` only: the server chooses ``k`` from the whole spectrum, by a
+    #: variance fraction in (0, 1) or ``"mle"`` (:func:`mpc_pca.linalg.selected_eigenpairs`);
+    #: ``n_components`` is then the largest ``k`` allowed, and the providers learn ``k`` from T.
+    select: float | str | None = None
+
+    @property
+    def transfer_width(self) -> int | None:
+        """Columns of the ``T`` the providers expect; ``None`` when the server chooses ``k``."""
+        return self.n_components if self.select is None else None
 
     @property
     def providers(self) -> tuple[str, ...]:
@@ -246,7 +258,7 @@ def provider_role(
                 backend_engine(backend),
             )
             transfer = expect_real_array(
-                party.recv(SERVER), SERVER, (config.n_features, config.n_components), "T"
+                party.recv(SERVER), SERVER, (config.n_features, config.transfer_width), "T"
             )
     else:
         with party.phase(PHASE_GRAM):
@@ -262,7 +274,7 @@ def provider_role(
                 name=GRAM_NAME,
             )
             transfer = expect_real_array(
-                party.recv(SERVER), SERVER, (config.n_features, config.n_components), "T"
+                party.recv(SERVER), SERVER, (config.n_features, config.transfer_width), "T"
             )
     with party.phase(PHASE_CHECK):
         check_server_answer(party, stats, mean, transfer, party.recv(SERVER), config, backend)
@@ -275,7 +287,7 @@ def provider_role(
             if isinstance(data, ChunkedPart)
             else (data - raw_mean) @ transfer
         )
-        step = projection_chunk_rows(config.n_components)
+        step = projection_chunk_rows(transfer.shape[1])
         # full chunks, then a shorter one (possibly empty) that ends the rows
         for start in range(0, projected.shape[0] + 1, step):
             party.send(CONSUMER, np.ascontiguousarray(projected[start : start + step]))
@@ -342,17 +354,25 @@ def server_role(party: Party, config: PPPCAConfig, backend: SecureSumBackend) ->
         )
     del gram
     # Only the top k + 1 eigenpairs (the (k+1)-th eigenvalue bounds the last gap);
-    # the total variance is the trace. LAPACK overwrites the server's matrix.
-    values, components, leading, total_variance = leading_eigenpairs(
-        server.matrix, config.n_components, overwrite=True
-    )
+    # the total variance is the trace. LAPACK overwrites the server's matrix. A k chosen
+    # from the spectrum (config.select) needs every eigenvalue: nothing new to the
+    # server, which holds the whole covariance.
+    if config.select is None:
+        values, components, leading, total_variance = leading_eigenpairs(
+            server.matrix, config.n_components, overwrite=True
+        )
+    else:
+        values, components, leading, total_variance = selected_eigenpairs(
+            server.matrix, config.select, n_samples, overwrite=True
+        )
+    k = components.shape[0]
     # Providers project centred raw rows: with standardization T_eff = diag(1/sigma) T.
     transfer = np.ascontiguousarray(components.T / server.scale[:, None])
     answer = ServerAnswer(values, n_samples, max(total_variance, 0.0), server.scale).pack()
     for provider in config.providers:
         party.send(provider, transfer)
         party.send(provider, answer)
-    bounds = rounding_error_bounds(leading, config.n_components, server.eta)
+    bounds = rounding_error_bounds(leading, k, server.eta)
     mean = unscale_vector(mean_y, config.exponents)
     scale = server.scale if config.standardize else None
     return PPPCAModel(
@@ -408,7 +428,8 @@ def consumer_role(party: Party, config: PPPCAConfig) -> NDArray[np.float64]:
         Naming the provider, for a chunk of the wrong shape or more (or fewer)
         rows than it announced.
     """
-    step = projection_chunk_rows(config.n_components)
+    width = config.transfer_width  # None: the server chose k; the first chunk's width is k
+    step = None if width is None else projection_chunk_rows(width)
     announced = (
         dict(zip(config.providers, config.announced_rows, strict=True)) if config.announced_rows else {}
     )
@@ -418,9 +439,11 @@ def consumer_role(party: Party, config: PPPCAConfig) -> NDArray[np.float64]:
             expected = announced.get(provider)
             received = 0
             while True:
-                chunk = expect_real_array(
-                    party.recv(provider), provider, (None, config.n_components), "X_i T"
-                )
+                chunk = expect_real_array(party.recv(provider), provider, (None, width), "X_i T")
+                if width is None:
+                    width = chunk.shape[1]
+                    step = projection_chunk_rows(width)
+                assert step is not None
                 rows = chunk.shape[0]
                 received += rows
                 if rows > step:

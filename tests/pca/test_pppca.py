@@ -168,7 +168,12 @@ def no_run(monkeypatch):
         ([np.ones((1, 3))], 1, InputValidationError, "1 row.*at least 2"),
         ([np.ones((3, 3)), np.ones((3, 3))], 4, InputValidationError, "n_components=4.*between 1 and 3"),
         ([np.ones((3, 3)), np.ones((3, 3))], 0, InputValidationError, "n_components=0"),
-        ([np.ones((3, 3)), np.ones((3, 3))], 1.5, InputValidationError, "must be an integer"),
+        (
+            [np.ones((3, 3)), np.ones((3, 3))],
+            1.5,
+            InputValidationError,
+            "n_components=1.5 is invalid; it must be an integer >= 1, a variance fraction",
+        ),
         ([np.ones(3), np.ones(3)], 1, InputValidationError, "part 0 has 1 dimension"),
         ([], 1, InputValidationError, "empty"),
         ([np.ones((0, 3)), np.ones((3, 3))], 1, InputValidationError, "part 0 has 0 rows"),
@@ -208,6 +213,7 @@ def test_estimator_params_follow_sklearn_conventions():
         "min_ratio": 0.01,
         "tol": 1e-6,
         "standardize": False,
+        "whiten": False,
     }
     assert model.set_params(n_components=2) is model and model.n_components == 2
     assert not hasattr(model, "components_")
