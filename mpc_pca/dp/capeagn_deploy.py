@@ -75,8 +75,7 @@ SHARED = (
 #: Every party's announcement: the Gaussian settings (``n_components`` required: the number of
 #: topics / mixture components), the latent-variable model, its ``sigma`` (``None`` for ``stm``),
 #: the budget split and the CAPE calibration. Types and ranges only; the values' meaning is
-#: checked after agreement, by ``check_model``, ``check_sigma``, ``check_budget_split`` and
-#: ``check_privacy``.
+#: checked after agreement, by :func:`agn_view` (as each party checked its own).
 SCHEMA: dict[str, Key] = {
     **gaussian_schema("capeagn"),
     "n_components": Key("int", 1, MAX_FEATURES),
@@ -171,7 +170,7 @@ class CapeAGNDeployment(HoldersFirst):
         """
         holders = self.check_views(views, n_providers)
         check_announcements(views, SCHEMA, holders, HOLDER_WIDTH_SCHEMA)
-        agreed = agree(views, SHARED)
+        agreed = agn_view(self.name, agree(views, SHARED))  # the agreed values, checked as a party's own
         d = agree_width(views, holders)
         k = check_n_components(agreed["n_components"], d)
         eps, dlt, relation = check_privacy(agreed["epsilon"], agreed["delta"], agreed["neighbour"])

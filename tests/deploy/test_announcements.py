@@ -9,6 +9,7 @@ crashed peers with ``TypeError``/``OverflowError``.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -369,3 +370,20 @@ def test_cape_refuses_a_width_beyond_the_bound_and_an_unknown_key_naming_the_sen
     views["aggregator"]["sigma"] = 1.0
     with pytest.raises(InputValidationError, match=r"aggregator announced unexpected keys \['sigma'\]"):
         CapeDeployment().configure(views, 2)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "limit"),
+    [
+        ("budget_split", 7.0, "strictly between 0 and 1"),
+        ("model", "xyz", "choose one of ['stm', 'mog']"),
+        ("cape_calibration", "bar", "choose one of ['joint', 'paper']"),
+        ("noise_calibration", "foo", "choose one of ['analytic', 'classical']"),
+    ],
+)
+def test_capeagn_refuses_an_invalid_value_even_when_every_party_announced_it(key, value, limit):
+    dep, views = dp_views("capeagn")
+    for view in views.values():
+        view[key] = value
+    with pytest.raises(InputValidationError, match=re.escape(limit)):
+        dep.configure(views, 2)
