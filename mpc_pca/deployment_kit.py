@@ -200,21 +200,34 @@ FLOOR_HOLDER_SCHEMA: dict[str, Key] = {"columns_hash": Key("text", nullable=True
 HOLDER_WIDTH_SCHEMA: dict[str, Key] = {**FLOOR_HOLDER_SCHEMA, "n_features": Key("int", 1, MAX_FEATURES)}
 
 
-def gaussian_schema(protocol: str) -> dict[str, Key]:
-    """Every party's keys of a DP protocol announcing the Gaussian settings (``mpc_pca.dp.common.GAUSSIAN_SHARED``).
+def subspace_schema(protocol: str) -> dict[str, Key]:
+    """Every party's keys of a subspace protocol that announces no privacy parameter.
 
-    Types only, and ``n_components``' range: the privacy parameters' meaning is
-    checked after agreement (``check_privacy``), which refuses with the same family.
+    The floor's keys (``protocol`` must be ``protocol``), ``n_components``
+    (``None`` or ``1 ..`` :data:`MAX_FEATURES`) and ``row_norm``: the keys of
+    non-private pooled PCA, and the base of :func:`gaussian_schema`.
     """
     return {
         **FLOOR_SCHEMA,
         "protocol": Key("text", choices=(protocol,)),
         "n_components": Key("int", 1, MAX_FEATURES, nullable=True),
+        "row_norm": Key("text"),
+    }
+
+
+def gaussian_schema(protocol: str) -> dict[str, Key]:
+    """Every party's keys of a DP protocol announcing the Gaussian settings (``mpc_pca.dp.common.GAUSSIAN_SHARED``).
+
+    :func:`subspace_schema` and the privacy parameters. Types only, and
+    ``n_components``' range: the privacy parameters' meaning is checked after
+    agreement (``check_privacy``), which refuses with the same family.
+    """
+    return {
+        **subspace_schema(protocol),
         "epsilon": Key("real"),
         "delta": Key("real"),
         "neighbour": Key("text"),
         "noise_calibration": Key("text"),
-        "row_norm": Key("text"),
     }
 
 

@@ -13,6 +13,12 @@ Announced (public) settings: every party's ``n_components``, ``model``,
 ``noise_calibration``, ``cape_calibration`` and ``row_norm``; each site adds
 its number of features. ``N_s`` goes to the aggregator and the noise
 generator in step 1, as in-process, and is never announced.
+
+Every announcement is checked against :data:`SCHEMA` (a site's against
+:data:`~mpc_pca.deployment_kit.HOLDER_WIDTH_SCHEMA` too) before any value is
+compared or used: exactly those keys, each of its type and range, or an
+:class:`~protocols.errors.InputValidationError` naming the sender, the key,
+the value and the limit.
 """
 
 from __future__ import annotations
@@ -27,12 +33,17 @@ from numpy.typing import NDArray
 from mpc_pca.deployment import PublicSettings, Role
 from mpc_pca.deployment_kit import (
     HARNESS_FIELDS,
+    HOLDER_WIDTH_SCHEMA,
+    MAX_FEATURES,
     HoldersFirst,
+    Key,
     agree,
     agree_width,
+    check_announcements,
     check_no_data,
     check_own_rows,
     floats_cap,
+    gaussian_schema,
     refuse_pooled_scaling,
     seeded_generator,
 )
@@ -61,6 +72,18 @@ SHARED = (
     "cape_calibration",
     "row_norm",
 )
+#: Every party's announcement: the Gaussian settings (``n_components`` required: the number of
+#: topics / mixture components), the latent-variable model, its ``sigma`` (``None`` for ``stm``),
+#: the budget split and the CAPE calibration. Types and ranges only; the values' meaning is
+#: checked after agreement, by :func:`agn_view` (as each party checked its own).
+SCHEMA: dict[str, Key] = {
+    **gaussian_schema("capeagn"),
+    "n_components": Key("int", 1, MAX_FEATURES),
+    "model": Key("text"),
+    "sigma": Key("real", nullable=True),
+    "budget_split": Key("real"),
+    "cape_calibration": Key("text"),
+}
 
 
 @dataclass(frozen=True)
@@ -137,9 +160,17 @@ class CapeAGNDeployment(HoldersFirst):
         return view
 
     def configure(self, views: Mapping[str, PublicSettings], n_providers: int) -> AGNDeployConfig:
-        """:class:`AGNConfig` (default power-method options), refused where announcements differ."""
+        """:class:`AGNConfig` (default power-method options), refused where announcements differ.
+
+        Raises
+        ------
+        InputValidationError
+            Naming the sender of an announcement that does not fit :data:`SCHEMA`,
+            or every party where announcements differ or a value is invalid.
+        """
         holders = self.check_views(views, n_providers)
-        agreed = agree(views, SHARED)
+        check_announcements(views, SCHEMA, holders, HOLDER_WIDTH_SCHEMA)
+        agreed = agn_view(self.name, agree(views, SHARED))  # the agreed values, checked as a party's own
         d = agree_width(views, holders)
         k = check_n_components(agreed["n_components"], d)
         eps, dlt, relation = check_privacy(agreed["epsilon"], agreed["delta"], agreed["neighbour"])

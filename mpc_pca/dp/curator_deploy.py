@@ -14,6 +14,12 @@ Announced (public) settings: every party's ``n_components``, ``epsilon``,
 uses only ``n_components`` and ``row_norm``, but reports all, like the CLI);
 each provider adds its number of features. ``N_s`` is sent to the curator
 with the Gram matrix, as in-process, never announced.
+
+Every announcement is checked against :data:`SCHEMAS` (a provider's against
+:data:`~mpc_pca.deployment_kit.HOLDER_WIDTH_SCHEMA` too) before any value is
+compared or used: exactly those keys, each of its type and range, or an
+:class:`~protocols.errors.InputValidationError` naming the sender, the key,
+the value and the limit.
 """
 
 from __future__ import annotations
@@ -28,15 +34,20 @@ from numpy.typing import NDArray
 from mpc_pca.deployment import PublicSettings, Role
 from mpc_pca.deployment_kit import (
     HARNESS_FIELDS,
+    HOLDER_WIDTH_SCHEMA,
     HoldersFirst,
+    Key,
     agree,
     agree_width,
+    check_announcements,
     check_components_setting,
     check_no_data,
     floats_cap,
+    gaussian_schema,
     refuse_pooled_scaling,
     seeded_generator,
     subspace_fields,
+    subspace_schema,
 )
 from mpc_pca.dp.baselines import AnalyzeGaussPCA, PooledPCA
 from mpc_pca.dp.common import CURATOR, GAUSSIAN_SHARED, gaussian_view, prepare_own_rows
@@ -49,6 +60,8 @@ __all__ = ["HARNESS_FIELDS", "CuratorDeployment"]
 NAMES = ("ag", "pooled")
 #: What every party of a pooled (non-private) run must announce alike: it has no privacy parameters.
 POOLED_SHARED = ("protocol", "n_components", "row_norm")
+#: Every party's announcement, by registry name: pooled PCA announces no privacy parameter.
+SCHEMAS: dict[str, dict[str, Key]] = {"ag": gaussian_schema("ag"), "pooled": subspace_schema("pooled")}
 
 
 @dataclass(frozen=True)
@@ -112,8 +125,16 @@ class CuratorDeployment(HoldersFirst):
         return view
 
     def configure(self, views: Mapping[str, PublicSettings], n_providers: int) -> CuratorDeployConfig:
-        """:class:`CuratorConfig` from the announcements, refused (naming parties) where they differ."""
+        """:class:`CuratorConfig` from the announcements, refused (naming parties) where they differ.
+
+        Raises
+        ------
+        InputValidationError
+            Naming the sender of an announcement that does not fit :data:`SCHEMAS`,
+            or every party where announcements differ.
+        """
         holders = self.check_views(views, n_providers)
+        check_announcements(views, SCHEMAS[self.name], holders, HOLDER_WIDTH_SCHEMA)
         agreed = agree(views, POOLED_SHARED if self.name == "pooled" else GAUSSIAN_SHARED)
         d = agree_width(views, holders)
         k = check_n_components(agreed["n_components"], d)

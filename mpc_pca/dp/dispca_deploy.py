@@ -12,6 +12,12 @@ Announced (public) settings: every party's ``n_components``, ``epsilon``,
 ``intermediate_dim``; each site adds its number of features. ``N_s`` is not
 announced: each site sends it to the aggregator with ``P_s`` (step 7), as
 in-process.
+
+Every announcement is checked against :data:`SCHEMAS` (a site's against
+:data:`~mpc_pca.deployment_kit.HOLDER_WIDTH_SCHEMA` too) before any value is
+compared or used: exactly those keys, each of its type and range, or an
+:class:`~protocols.errors.InputValidationError` naming the sender, the key,
+the value and the limit.
 """
 
 from __future__ import annotations
@@ -26,11 +32,16 @@ from numpy.typing import NDArray
 from mpc_pca.deployment import PublicSettings, Role
 from mpc_pca.deployment_kit import (
     HARNESS_FIELDS,
+    HOLDER_WIDTH_SCHEMA,
+    MAX_FEATURES,
     HoldersFirst,
+    Key,
     agree,
     agree_width,
+    check_announcements,
     check_no_data,
     floats_cap,
+    gaussian_schema,
     seeded_generator,
     subspace_fields,
 )
@@ -49,6 +60,13 @@ from protocols.errors import InputValidationError
 __all__ = ["HARNESS_FIELDS", "DisPCADeployment"]
 
 NAMES = ("dispca", "dispca-full")
+#: Every party's announcement, by registry name: ``dispca`` adds its intermediate dimension ``R``
+#: (``None`` or ``1 ..`` :data:`~mpc_pca.deployment_kit.MAX_FEATURES`; checked against ``K`` and
+#: ``D`` after agreement).
+SCHEMAS: dict[str, dict[str, Key]] = {
+    "dispca": {**gaussian_schema("dispca"), "intermediate_dim": Key("int", 1, MAX_FEATURES, nullable=True)},
+    "dispca-full": gaussian_schema("dispca-full"),
+}
 
 
 @dataclass(frozen=True)
@@ -101,8 +119,16 @@ class DisPCADeployment(HoldersFirst):
         return view
 
     def configure(self, views: Mapping[str, PublicSettings], n_providers: int) -> DisPCADeployConfig:
-        """:class:`DisPCAConfig` (paper weights ``1/S``, SVD factor), refused where announcements differ."""
+        """:class:`DisPCAConfig` (paper weights ``1/S``, SVD factor), refused where announcements differ.
+
+        Raises
+        ------
+        InputValidationError
+            Naming the sender of an announcement that does not fit :data:`SCHEMAS`,
+            or every party where announcements differ.
+        """
         holders = self.check_views(views, n_providers)
+        check_announcements(views, SCHEMAS[self.name], holders, HOLDER_WIDTH_SCHEMA)
         agreed = agree(views, self._shared())
         d = agree_width(views, holders)
         k = check_n_components(agreed["n_components"], d)

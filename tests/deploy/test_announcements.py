@@ -9,6 +9,7 @@ crashed peers with ``TypeError``/``OverflowError``.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -262,21 +263,32 @@ def test_pppca_announcements_of_any_shape_configure_or_are_refused_naming_the_se
     only_protocol_errors(lambda v: deployment.configure(v, 2), views, PPPCA_PARTIES)
 
 
-#: DP protocols whose own keys have a declared schema, and those checked by value only (no crash either way).
-DP_SCHEMAS = ("capepca", "dpdpca", "pppca-dp")
-DP_BY_VALUE = ("dispca", "dispca-full", "ag", "pooled")
+#: DP protocols whose own keys have a declared schema (every one of them).
+DP_SCHEMAS = ("capepca", "dpdpca", "pppca-dp", "dispca", "dispca-full", "ag", "pooled", "capeagn")
 
 
-@pytest.mark.parametrize("name", DP_SCHEMAS + DP_BY_VALUE)
-def test_dp_announcements_of_any_shape_configure_or_are_refused(name):
-    from tests.dp.test_deployments import DEFAULTS, SMALL_KEY, deployment
+def dp_views(name: str) -> tuple[Any, dict[str, dict[str, Any]]]:
+    """``name``'s deployment and its parties' honest announcements for two data holders.
 
+    Rows of norm < 1 (the wine data, centred and scaled); ``capeagn`` gets
+    word counts of a small topic model instead.
+    """
+    from mpc_pca.data.latent import make_topic_model
+    from tests.dp.test_deployments import deployment, settings_for
+
+    if name == "capeagn":
+        parts = make_topic_model(300, n_words=6, n_topics=2, n_sites=2, rng=np.random.default_rng(3)).parts
+    else:
+        wine = wine_rows() - wine_rows().mean(axis=0)
+        parts = np.array_split(wine / (1.01 * np.linalg.norm(wine, axis=1).max()), 2)
     dep = deployment(name)
-    wine = wine_rows()
-    rows = (wine - wine.mean(axis=0)) / (1.01 * np.linalg.norm(wine - wine.mean(axis=0), axis=1).max())
-    chosen = {**DEFAULTS, **(SMALL_KEY if name == "dpdpca" else {})}
-    layout, views = announce(dep, np.array_split(rows, 2), chosen)
-    parties = list(layout)
+    return dep, announce(dep, parts, settings_for(name))[1]
+
+
+@pytest.mark.parametrize("name", DP_SCHEMAS)
+def test_dp_announcements_of_any_shape_configure_or_are_refused(name):
+    dep, views = dp_views(name)
+    parties = list(views)
     keys = sorted({key for view in views.values() for key in view} | {"n_providers", "columns_hash", "x"})
 
     @settings(max_examples=150, deadline=None)
@@ -285,11 +297,31 @@ def test_dp_announcements_of_any_shape_configure_or_are_refused(name):
         only_protocol_errors(lambda v: dep.configure(v, 2), apply(views, changes), parties)
 
     fuzz()
-    if name in DP_SCHEMAS:  # an exact schema: an unknown key is refused naming its sender
-        edited = copy.deepcopy(views)
-        edited[parties[-1]]["x"] = 1
-        with pytest.raises(InputValidationError, match=rf"{parties[-1]} announced unexpected keys \['x'\]"):
-            dep.configure(edited, 2)
+    dep.configure(views, 2)  # the honest announcements fit the schema
+    edited = copy.deepcopy(views)  # an exact schema: an unknown key is refused naming its sender
+    edited[parties[-1]]["x"] = 1
+    with pytest.raises(InputValidationError, match=rf"{parties[-1]} announced unexpected keys \['x'\]"):
+        dep.configure(edited, 2)
+
+
+@pytest.mark.parametrize(
+    ("name", "key", "value", "limit"),
+    [
+        ("dispca", "intermediate_dim", 2.5, "must be an integer, not float"),
+        ("dispca-full", "epsilon", "1.0", "must be a number, not str"),
+        ("ag", "neighbour", b"replace-one", "must be a str, not bytes"),
+        ("pooled", "n_components", True, "must be an integer, not bool"),
+        ("capeagn", "budget_split", [0.5], "must be a number, not list"),
+    ],
+)
+def test_a_dp_refusal_names_the_sender_the_key_the_value_and_the_limit(name, key, value, limit):
+    dep, views = dp_views(name)
+    sender = list(views)[1]
+    views[sender][key] = value
+    with pytest.raises(InputValidationError) as info:
+        dep.configure(views, 2)
+    assert f"{sender} announced {key}={value!r}" in str(info.value)
+    assert limit in str(info.value)
 
 
 @pytest.mark.parametrize(
@@ -338,3 +370,20 @@ def test_cape_refuses_a_width_beyond_the_bound_and_an_unknown_key_naming_the_sen
     views["aggregator"]["sigma"] = 1.0
     with pytest.raises(InputValidationError, match=r"aggregator announced unexpected keys \['sigma'\]"):
         CapeDeployment().configure(views, 2)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "limit"),
+    [
+        ("budget_split", 7.0, "strictly between 0 and 1"),
+        ("model", "xyz", "choose one of ['stm', 'mog']"),
+        ("cape_calibration", "bar", "choose one of ['joint', 'paper']"),
+        ("noise_calibration", "foo", "choose one of ['analytic', 'classical']"),
+    ],
+)
+def test_capeagn_refuses_an_invalid_value_even_when_every_party_announced_it(key, value, limit):
+    dep, views = dp_views("capeagn")
+    for view in views.values():
+        view[key] = value
+    with pytest.raises(InputValidationError, match=re.escape(limit)):
+        dep.configure(views, 2)
