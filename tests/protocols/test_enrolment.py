@@ -260,3 +260,17 @@ def test_a_certificate_may_not_outlive_the_ca(tmp_path):
         sign_request(tmp_path / "ca", files["csr"], tmp_path / "s" / "server.pem", days=30)
     with pytest.raises(InputValidationError, match=r"1 \.\. 3650 days, got 0"):
         sign_request(tmp_path / "ca", files["csr"], tmp_path / "s" / "server.pem", days=0)
+
+
+def test_the_certs_forms_do_not_mix(tmp_path, capsys):
+    """``certs`` alone needs --parties (one-shot); --parties with a subcommand is a usage error."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["certs"])
+    assert exit_info.value.code == 2 and "give --parties and --out" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        main(["certs", "--parties", "server", "request", "--party", "server", "--out", str(tmp_path)])
+    assert exit_info.value.code == 2 and "--parties belongs to the one-shot form" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+    assert main(["certs", "request", "--party", "bad_name", "--out", str(tmp_path / "p")]) == 3
+    assert "party name 'bad_name' cannot go in a certificate" in capsys.readouterr().err
+    assert not (tmp_path / "p").exists()
