@@ -24,6 +24,7 @@ symbolic link followed.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import os
 from collections.abc import Callable
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
-from cryptography.exceptions import InvalidSignature
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
 from cryptography.hazmat.primitives.asymmetric.types import CertificatePublicKeyTypes
@@ -214,19 +215,22 @@ def read_request(data: bytes, where: str = "the CSR") -> Request:
         raise InputValidationError(f"{where} is not a certificate signing request: {exc}") from None
     try:
         public_key = csr.public_key()
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
         raise InputValidationError(f"{where}: unreadable public key: {exc}") from None
     key_type = _key_type(public_key, where)
     try:
         valid = csr.is_signature_valid
-    except (InvalidSignature, ValueError, TypeError):
+    except (InvalidSignature, UnsupportedAlgorithm, ValueError, TypeError):
         valid = False
     if not valid:
         raise InputValidationError(
             f"{where}: the signature does not verify under the CSR's own public key (the request was altered, "
             "or was not made with this key); refusing to sign"
         )
-    attributes = list(csr.subject)
+    try:
+        attributes, extensions = list(csr.subject), list(csr.extensions)
+    except ValueError as exc:
+        raise InputValidationError(f"{where}: malformed subject or extensions: {exc}") from None
     if len(attributes) != 1 or attributes[0].oid != NameOID.COMMON_NAME:
         raise InputValidationError(
             f"{where}: the subject must be exactly CN=<party name>, got {csr.subject.rfc4514_string()!r}"
@@ -238,7 +242,7 @@ def read_request(data: bytes, where: str = "the CSR") -> Request:
         raise InputValidationError(f"{where}: {exc}") from None
     if name != name.strip():
         raise InputValidationError(f"{where}: party name {name!r} has surrounding spaces")
-    for extension in csr.extensions:
+    for extension in extensions:
         if extension.oid == ExtensionOID.SUBJECT_ALTERNATIVE_NAME:
             san = extension.value
             assert isinstance(san, x509.SubjectAlternativeName)
@@ -337,14 +341,14 @@ def sign_request(
         raise InputValidationError(f"CSR file {source} does not exist")
     request = read_request(source.read_bytes(), str(source))
     ca_key, ca_cert = _load_ca(Path(ca_dir))
-    cert = party_certificate(request.name, request.public_key, ca_key, ca_cert, days)
-    if cert.not_valid_after_utc > ca_cert.not_valid_after_utc:
+    if dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=days) > ca_cert.not_valid_after_utc:
         raise InputValidationError(
             f"a certificate for {days} days would outlive the CA certificate (valid until "
             f"{ca_cert.not_valid_after_utc:%Y-%m-%d %H:%M} UTC); choose a smaller --days"
         )
     if confirm is not None and not confirm(request):
         raise InputValidationError(f"not confirmed; no certificate was issued for {request.name!r}")
+    cert = party_certificate(request.name, request.public_key, ca_key, ca_cert, days)
     create_new_file(target, cert.public_bytes(serialization.Encoding.PEM), CERT_MODE)
     return request
 
