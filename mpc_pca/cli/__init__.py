@@ -7,7 +7,10 @@ app
     as local processes through :mod:`mpc_pca.deploy`). Named ``app``, not
     ``main``, so that importing it never shadows the exported :func:`main`.
 party
-    ``party`` (one party of a multi-host run, parsed into a PartySpec) and ``certs``.
+    ``party`` (one party of a multi-host run, parsed into a PartySpec).
+certs
+    ``certs``: the one-shot CA + keys (demos), and enrolment: ``init-ca``,
+    ``request`` (a party's own key and CSR), ``sign`` (the CA).
 runners, dp
     The in-process runners :mod:`mpc_pca.registry` names (PPPCA family; DP
     protocols and their options).

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from mpc_pca.cli.certs import add_certs_parser, certs_main
 from mpc_pca.cli.dp import add_dp_arguments, summarize_variance
 from mpc_pca.cli.options import (
     EXIT_CODES_HELP,
@@ -30,7 +31,7 @@ from mpc_pca.cli.options import (
     warnings_once,
     write_atomic,
 )
-from mpc_pca.cli.party import add_party_parser, add_verbosity, certs_main, configure_logging, party_main
+from mpc_pca.cli.party import add_party_parser, add_verbosity, configure_logging, party_main
 from mpc_pca.cli.studies import add_study_parsers, report_command, study_command
 from mpc_pca.data.datasets import builtin_names
 from mpc_pca.data.inputs import ProviderData, expand_specs, provider_data
@@ -124,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_torch_arguments(run)
     add_dp_arguments(run)
     add_party_parser(sub)
+    add_certs_parser(sub)
     from mpc_pca.cli.plot import add_plot_parser
 
     add_plot_parser(sub)

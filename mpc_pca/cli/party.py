@@ -1,4 +1,4 @@
-"""``mpc-pca party`` (one party of a multi-host run) and ``mpc-pca certs`` (party identities).
+"""``mpc-pca party``: one party of a multi-host run (identities: :mod:`mpc_pca.cli.certs`).
 
 ``party`` follows torchrun's conventions: ``RANK``, ``WORLD_SIZE``,
 ``MASTER_ADDR`` and ``MASTER_PORT`` are read from the environment when the
@@ -111,13 +111,6 @@ def add_party_parser(sub: Any) -> None:
     add_dp_arguments(party)
     add_read_arguments(party)
     add_verbosity(party)
-
-    certs = sub.add_parser("certs", help="make a consortium CA and a key + certificate per party")
-    certs.add_argument("--parties", required=True, help="comma-separated party names, e.g. provider0,server")
-    certs.add_argument(
-        "--out", type=Path, required=True, help="directory to write ca.pem, NAME.pem, NAME.key"
-    )
-    certs.add_argument("--days", type=int, default=30, help="certificate lifetime in days (default 30)")
 
 
 def _from_env(value: Any, variable: str, env: Mapping[str, str], flag: str) -> str:
@@ -247,18 +240,4 @@ def party_main(args: argparse.Namespace) -> int:
         f"received {traffic['bytes_received']:,} B, rounds {traffic['rounds']}, {traffic['seconds']:.3f} s"
         + (f"; result written to {args.output}" if args.output is not None else "")
     )
-    return 0
-
-
-def certs_main(args: argparse.Namespace) -> int:
-    """``mpc-pca certs``: write a CA and one key + certificate per party."""
-    from protocols.transport.certs import write_credentials
-
-    try:
-        files = write_credentials([n for n in args.parties.split(",") if n.strip()], args.out, days=args.days)
-    except InputValidationError as exc:
-        print(f"mpc-pca: error: {exc}", file=sys.stderr)
-        return EXIT_INPUT
-    print(f"wrote {len(files)} files to {args.out}: give each party ca.pem and its own NAME.pem + NAME.key;")
-    print(f"keep {args.out / 'ca.key'} with whoever admits parties (never ship it)")
     return 0

@@ -37,7 +37,8 @@ from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.asymmetric.types import CertificatePublicKeyTypes
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from protocols.errors import InputValidationError
@@ -105,7 +106,8 @@ def prepare_directory(root: Path) -> None:
         )
 
 
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+def key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    """``key`` as unencrypted PKCS#8 PEM (the file is protected by its mode, 0600)."""
     return key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
@@ -145,17 +147,34 @@ def make_ca(common_name: str, days: int) -> tuple[ec.EllipticCurvePrivateKey, x5
     return key, cert
 
 
-def make_party(
-    name: str, ca_key: ec.EllipticCurvePrivateKey, ca_cert: x509.Certificate, days: int
-) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
-    """A party key and a certificate naming ``name`` (SAN DNS + CN), signed by the CA."""
-    key = ec.generate_private_key(ec.SECP256R1())
+def check_days(days: object) -> int:
+    """A certificate lifetime in days: an integer 1 .. 3650 (else :class:`InputValidationError`)."""
+    if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= 3650:
+        raise InputValidationError(f"certificate lifetime must be 1 .. 3650 days, got {days!r}")
+    return days
+
+
+def party_certificate(
+    name: str,
+    public_key: CertificatePublicKeyTypes,
+    ca_key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey,
+    ca_cert: x509.Certificate,
+    days: int,
+) -> x509.Certificate:
+    """The certificate of party ``name`` for ``public_key``, signed by the CA.
+
+    Subject ``CN=name`` and ``subjectAltName`` DNS ``name`` (the name
+    :func:`protocols.transport.tls.check_peer_name` checks), basicConstraints
+    CA=false (critical), extended key usage TLS server and client, the CA's
+    key identifier; valid from five minutes ago for ``days`` days. Every
+    certificate this project issues, one-shot or from a request, is this one.
+    """
     start = dt.datetime.now(dt.timezone.utc) - dt.timedelta(minutes=5)
-    cert = (
+    return (
         x509.CertificateBuilder()
         .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
         .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
+        .public_key(public_key)
         .serial_number(x509.random_serial_number())
         .not_valid_before(start)
         .not_valid_after(start + dt.timedelta(days=days))
@@ -170,7 +189,14 @@ def make_party(
         )
         .sign(ca_key, hashes.SHA256())
     )
-    return key, cert
+
+
+def make_party(
+    name: str, ca_key: ec.EllipticCurvePrivateKey, ca_cert: x509.Certificate, days: int
+) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
+    """A party key and a certificate naming ``name`` (SAN DNS + CN), signed by the CA."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    return key, party_certificate(name, key.public_key(), ca_key, ca_cert, days)
 
 
 def write_credentials(
@@ -184,8 +210,7 @@ def write_credentials(
     modes and the directory checks.
     """
     parties = check_party_names(names)
-    if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= 3650:
-        raise InputValidationError(f"certificate lifetime must be 1 .. 3650 days, got {days!r}")
+    check_days(days)
     root = Path(out)
     files = {"ca": root / "ca.pem", "ca.key": root / "ca.key"}
     for name in parties:
@@ -200,19 +225,22 @@ def write_credentials(
     prepare_directory(root)
     ca_key, ca_cert = make_ca(ca_name, days)
     create_new_file(files["ca"], ca_cert.public_bytes(serialization.Encoding.PEM), CERT_MODE)
-    create_new_file(files["ca.key"], _key_pem(ca_key), KEY_MODE)
+    create_new_file(files["ca.key"], key_pem(ca_key), KEY_MODE)
     for name in parties:
         key, cert = make_party(name, ca_key, ca_cert, days)
         create_new_file(files[f"{name}.pem"], cert.public_bytes(serialization.Encoding.PEM), CERT_MODE)
-        create_new_file(files[f"{name}.key"], _key_pem(key), KEY_MODE)
+        create_new_file(files[f"{name}.key"], key_pem(key), KEY_MODE)
     return files
 
 
 __all__ = [
+    "check_days",
     "check_party_names",
     "create_new_file",
+    "key_pem",
     "make_ca",
     "make_party",
+    "party_certificate",
     "prepare_directory",
     "write_credentials",
 ]
