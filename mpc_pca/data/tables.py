@@ -58,16 +58,26 @@ class Table:
 
     def select(self, columns: Sequence[str]) -> Table:
         """The columns named in ``columns``, in that order."""
-        missing = [c for c in columns if c not in self.names]
-        if missing:
-            raise InputValidationError(
-                f"{self.source}: --columns names {missing} that it does not have; its columns are "
-                f"{list(self.names)}"
-            )
-        if len(set(columns)) != len(columns):
-            raise InputValidationError(f"--columns repeats a name: {list(columns)}")
-        index = [self.names.index(c) for c in columns]
+        index = column_index(self.source, self.names, columns)
         return Table(self.source, tuple(columns), self.values[:, index], list(self.notes))
+
+
+def column_index(source: str, names: Sequence[str], columns: Sequence[str]) -> list[int]:
+    """The positions of ``columns`` (``--columns``) among a table's ``names``.
+
+    Raises
+    ------
+    InputValidationError
+        For a name the table does not have, or a name given twice.
+    """
+    missing = [c for c in columns if c not in names]
+    if missing:
+        raise InputValidationError(
+            f"{source}: --columns names {missing} that it does not have; its columns are {list(names)}"
+        )
+    if len(set(columns)) != len(columns):
+        raise InputValidationError(f"--columns repeats a name: {list(columns)}")
+    return [list(names).index(c) for c in columns]
 
 
 def default_names(n_columns: int) -> tuple[str, ...]:
@@ -352,10 +362,20 @@ def check_block(
     return values, dropped
 
 
-def dropped_note(path: Path | str, dropped: NDArray[np.int64], where: str = "line") -> str:
-    """The note of rows dropped for a missing cell (``dropped``: their line or row numbers)."""
-    shown = ", ".join(str(int(r)) for r in dropped[:10]) + (" ..." if dropped.size > 10 else "")
-    return f"{path}: dropped {dropped.size} row(s) with missing values ({where}s {shown})"
+def dropped_note(
+    path: Path | str,
+    dropped: Sequence[int] | NDArray[np.int64],
+    where: str = "line",
+    count: int | None = None,
+) -> str:
+    """The note of rows dropped for a missing cell.
+
+    ``dropped`` holds their line (row) numbers, or the first eleven of them
+    when ``count`` gives how many rows were dropped in all.
+    """
+    count = len(dropped) if count is None else count
+    shown = ", ".join(str(int(r)) for r in dropped[:10]) + (" ..." if count > 10 else "")
+    return f"{path}: dropped {count} row(s) with missing values ({where}s {shown})"
 
 
 def _read_parquet(path: Path, drop_na: bool) -> Table:
@@ -386,4 +406,18 @@ def table_from_array(source: str, values: NDArray[np.float64], names: Sequence[s
     return Table(source, tuple(names), np.ascontiguousarray(values, dtype=np.float64), [])
 
 
-__all__ = ["Table", "default_names", "read_table", "table_from_array"]
+__all__ = [
+    "Table",
+    "check_block",
+    "column_index",
+    "csv_arguments",
+    "csv_errors",
+    "csv_format",
+    "default_names",
+    "dropped_note",
+    "numeric_columns",
+    "parse_cells",
+    "read_table",
+    "table_from_array",
+    "take_header",
+]
