@@ -194,7 +194,8 @@ class TablePart(ChunkedPart):
         """
         total: LocalStatistics | None = None
         peaks = np.zeros(self.n_features)
-        read, n_dropped, shown = 0, 0, []
+        read, n_dropped = 0, 0
+        shown: list[int] = []
         for kept, dropped, n in self.blocks():
             read += n
             n_dropped += dropped.size

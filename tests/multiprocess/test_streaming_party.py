@@ -1,0 +1,132 @@
+"""``mpc-pca party --data FILE`` of a PPPCA provider reads its file in chunks, or on a Dask cluster.
+
+Every party is an ``mpc-pca party`` process over TLS on loopback. The
+streamed runs must give the in-memory run's components and variances (the
+same rows read whole with ``--chunk-rows 0``); the bounded-memory test runs
+one provider under an ``RLIMIT_AS`` that its file read whole does not fit in.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from mpc_pca.cli import main as cli
+
+ROOT = Path(__file__).resolve().parents[2]
+N_PROVIDERS = 3
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def write_table(path: Path, rows: np.ndarray, row_group: int = 65_536) -> Path:
+    """Write ``rows`` (columns ``f0, f1, ...``) as Parquet (by extension) or CSV with a header."""
+    import pandas as pd
+
+    frame = pd.DataFrame(rows, columns=[f"f{j}" for j in range(rows.shape[1])])
+    if path.suffix == ".parquet":
+        frame.to_parquet(path, row_group_size=row_group, index=False)
+    else:
+        frame.to_csv(path, index=False, float_format="%.17g")
+    return path
+
+
+def run_parties(
+    tmp: Path,
+    files: Sequence[Path],
+    extra: Mapping[int, Sequence[str]] | None = None,
+    env: Mapping[int, Mapping[str, str]] | None = None,
+    timeout: float = 120.0,
+) -> tuple[dict[str, Any] | None, dict[int, subprocess.CompletedProcess[str]]]:
+    """Run one provider per file, the server and the consumer as ``mpc-pca party`` processes.
+
+    ``extra[rank]`` adds options and ``env[rank]`` environment variables to one
+    party. Returns the server's JSON result with the consumer's ``projection``
+    (``None`` if the server failed) and every party's completed process.
+    """
+    tls = tmp / "tls"
+    if not tls.exists():
+        names = [f"provider{i}" for i in range(len(files))] + ["server", "consumer"]
+        assert cli(["certs", "--parties", ",".join(names), "--out", str(tls)]) == 0
+    world = len(files) + 2
+    master = f"127.0.0.1:{free_port()}"
+    base_env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1", "MALLOC_ARENA_MAX": "2"}
+    processes = {}
+    stamp = time.monotonic_ns()
+    out, projected = tmp / f"server-{stamp}.json", tmp / f"consumer-{stamp}.json"
+    for rank in range(world):
+        argv = [
+            sys.executable, "-m", "tests.helpers.limited_party", "party", "--protocol", "pppca-ss",
+            "--rank", str(rank), "--world-size", str(world), "--master", master, "--tls-dir", str(tls),
+            "--timeout", str(timeout), "--connect-timeout", "60", "-q",
+        ]  # fmt: skip
+        if rank < len(files):
+            argv += ["--data", str(files[rank])]
+        if rank >= len(files):
+            argv += ["--output", str(out if rank == len(files) else projected)]
+        argv += list((extra or {}).get(rank, ()))
+        processes[rank] = subprocess.Popen(
+            argv,
+            cwd=ROOT,
+            env={**base_env, **(env or {}).get(rank, {})},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    done = {}
+    for rank, process in processes.items():
+        stdout, stderr = process.communicate(timeout=timeout + 60)
+        done[rank] = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+    result = json.loads(out.read_text()) if out.exists() else None
+    if result is not None and projected.exists():
+        result["projection"] = json.loads(projected.read_text())["projection"]
+    return result, done
+
+
+def assert_same_pca(streamed: Mapping[str, Any], in_memory: Mapping[str, Any], rtol: float = 1e-9) -> None:
+    """Components (up to sign) and explained variances agree to ``rtol`` relative."""
+    a, b = np.asarray(streamed["components"]), np.asarray(in_memory["components"])
+    signs = np.sign(np.sum(a * b, axis=1, keepdims=True))
+    np.testing.assert_allclose(a * signs, b, rtol=rtol, atol=rtol * np.max(np.abs(b)))
+    np.testing.assert_allclose(streamed["explained_variance"], in_memory["explained_variance"], rtol=rtol)
+    assert streamed["n_samples"] == in_memory["n_samples"]
+    p, q = np.asarray(streamed["projection"]), np.asarray(in_memory["projection"])
+    assert p.shape == q.shape
+    np.testing.assert_allclose(p * signs.T, q, rtol=rtol, atol=rtol * np.max(np.abs(q)))
+
+
+def parts(n_rows: Sequence[int], d: int, seed: int = 0) -> list[np.ndarray]:
+    """Correlated rows (a random mixing of independent columns), one block per provider."""
+    rng = np.random.default_rng(seed)
+    mixing = rng.normal(size=(d, d)) * np.linspace(3.0, 0.2, d)[:, None]
+    return [rng.normal(size=(n, d)) @ mixing + 5.0 for n in n_rows]
+
+
+def ok(done: Mapping[int, subprocess.CompletedProcess[str]]) -> None:
+    failed = {rank: p.stderr[-2000:] for rank, p in done.items() if p.returncode != 0}
+    assert not failed, failed
+
+
+def test_csv_streamed_in_many_chunks_equals_in_memory(tmp_path):
+    files = [write_table(tmp_path / f"p{i}.csv", x) for i, x in enumerate(parts([2_000, 1_500, 1_700], 6))]
+    in_memory, done = run_parties(tmp_path, files, {i: ["--chunk-rows", "0"] for i in range(3)})
+    ok(done)
+    # provider 0 and 2 read 97 rows at a time (a header row, then blocks that do not divide the rows)
+    streamed, done = run_parties(tmp_path, files, {0: ["--chunk-rows", "97"], 2: ["--chunk-rows", "1000"]})
+    ok(done)
+    assert streamed is not None and in_memory is not None
+    assert_same_pca(streamed, in_memory)
