@@ -227,3 +227,29 @@ def test_a_provider_computes_its_statistics_on_a_dask_cluster(tmp_path):
     ok(done)
     assert on_cluster is not None and in_memory is not None
     assert_same_pca(on_cluster, in_memory)
+
+
+def test_dask_scheduler_needs_dask_and_a_streaming_protocol(tmp_path, monkeypatch):
+    """No link is opened in either case (no master listens at port 1)."""
+    from mpc_pca.cli import build_parser
+    from mpc_pca.cli.party import party_command
+    from protocols.errors import InputValidationError
+
+    data = write_table(tmp_path / "p0.csv", parts([20], 3)[0])
+    env = {"RANK": "0", "WORLD_SIZE": "5", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}
+
+    def args(protocol: str, *more: str) -> Any:
+        argv = ["party", "--protocol", protocol, "--insecure", "--data", str(data), *more]
+        return build_parser().parse_args(argv)
+
+    with pytest.raises(InputValidationError, match=r"--dask-scheduler applies to the providers of pppca-ss"):
+        party_command(args("ag", "--dask-scheduler", "127.0.0.1:1"), env)
+    with pytest.raises(InputValidationError, match=r"drop --chunk-rows 0"):
+        party_command(args("pppca-ss", "--chunk-rows", "0", "--dask-scheduler", "127.0.0.1:1"), env)
+    with pytest.raises(InputValidationError, match=r"--chunk-rows must be a non-negative integer"):
+        party_command(args("pppca-ss", "--chunk-rows", "-1"), env)
+    monkeypatch.setattr("mpc_pca.cli.options.installed", lambda module: module not in ("dask", "distributed"))
+    with pytest.raises(
+        InputValidationError, match=r"needs dask and distributed.*pip install 'mpc-pca\[dask\]'"
+    ):
+        party_command(args("pppca-ss", "--dask-scheduler", "127.0.0.1:1"), env)
