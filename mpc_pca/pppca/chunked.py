@@ -31,7 +31,7 @@ Parts
     lives, on whatever scheduler is active (e.g. a ``dask.distributed``
     client of the provider's own cluster), and reduced by a tree of merges;
     only the ``O(d^2)`` result comes back. Dask is optional
-    (``pip install "dask[array,distributed]"``).
+    (``pip install "mpc-pca[dask]"``).
 """
 
 from __future__ import annotations

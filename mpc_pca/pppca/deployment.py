@@ -212,6 +212,9 @@ class PPPCADeployment(Deployment):
         the parties agree on.
     """
 
+    #: A provider's rows may be a ChunkedPart (``mpc-pca party --data FILE`` reads it in chunks).
+    streams_rows = True
+
     def __init__(
         self, name: str, backend_factory: Callable[[Mapping[str, Any]], SecureSumBackend] | None = None
     ) -> None:
@@ -219,9 +222,6 @@ class PPPCADeployment(Deployment):
             raise InputValidationError(f"PPPCADeployment runs {list(PROTOCOLS)}, not {name!r}")
         self.name = name
         self._factory = backend_factory
-
-    #: A provider's rows may be a ChunkedPart (``mpc-pca party --data FILE`` reads it in chunks).
-    streams_rows = True
 
     def backend(self, settings: Mapping[str, Any]) -> SecureSumBackend:
         """This party's backend object for ``settings``."""
