@@ -8,7 +8,8 @@ checks each block with the very functions that check a table read whole
 (:mod:`mpc_pca.data.tables`): the same header guess, delimiter, encoding,
 ``--columns`` selection and order, and the same refusal of a missing,
 non-numeric or non-finite cell naming its line (row) and column. Only the
-counts in a missing cell's message are those of the block it was found in.
+counts in a missing cell's message are those of the block it was found in
+(and the message says so).
 
 Two passes over the file: the first (:meth:`TablePart.scan`) computes the
 row count, column sums, scatter and column peaks that the provider
@@ -243,7 +244,7 @@ def _frame_block(
         )
     missing = frame.isna().to_numpy()
     values = frame.to_numpy(dtype=np.float64, na_value=np.nan)
-    return check_block(path, names, values, missing, first_row, drop_na, where="row")
+    return check_block(path, names, values, missing, first_row, drop_na, where="row", block=True)
 
 
 def _cells_block(
@@ -256,7 +257,7 @@ def _cells_block(
             f"the first row: {len(names)})"
         )
     values, missing = parse_cells(path, names, cells, first_line)
-    return check_block(path, names, values, missing, first_line, drop_na)
+    return check_block(path, names, values, missing, first_line, drop_na, block=True)
 
 
 def _parquet_group(path: str, group: int, first_row: int, names: tuple[str, ...], part: TablePart) -> Any:

@@ -315,12 +315,14 @@ def check_block(
     first_line: int,
     drop_na: bool,
     where: str = "line",
+    block: bool = False,
 ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
     """Refuse (or, with ``drop_na``, drop) rows with missing cells; refuse non-finite values.
 
     The same checks for a whole table and for one block of a table read in
     chunks (:mod:`mpc_pca.data.streaming`): ``first_line`` is the line (or
-    row, ``where="row"``) number of ``values[0]`` in the file.
+    row, ``where="row"``) number of ``values[0]`` in the file, and ``block``
+    says that the counts of missing cells in the message are the block's.
 
     Returns
     -------
@@ -339,11 +341,13 @@ def check_block(
     if missing.any():
         bad_rows = np.flatnonzero(missing.any(axis=1))
         if not drop_na:
+            last = first_line + values.shape[0] - 1
+            scope = f" of {where}s {first_line}..{last}, the block read" if block else ""
             r = int(bad_rows[0])
             c = int(np.flatnonzero(missing[r])[0])
             raise InputValidationError(
                 f"{path}: {where} {first_line + r}, column {c + 1} ({names[c]!r}) is missing "
-                f"({int(missing.sum())} missing cell(s) in {bad_rows.size} row(s)); "
+                f"({int(missing.sum())} missing cell(s) in {bad_rows.size} row(s){scope}); "
                 "pass --drop-na to drop such rows"
             )
         dropped = (first_line + bad_rows).astype(np.int64)
