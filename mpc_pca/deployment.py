@@ -54,9 +54,15 @@ class Deployment(ABC):
     ----------
     name : str
         The protocol's registry name (e.g. ``"capepca"``).
+    streams_rows : bool
+        Whether a data holder's :meth:`public` and :meth:`role` accept its
+        rows as a :class:`~mpc_pca.pppca.chunked.ChunkedPart` read in chunks
+        (a file given to ``mpc-pca party --data``) instead of an array. False
+        by default: the deploy floor then reads the whole table into memory.
     """
 
     name: str
+    streams_rows: bool = False
 
     @abstractmethod
     def layout(self, n_providers: int) -> dict[str, int]:

@@ -35,6 +35,7 @@ EXIT_CODES_HELP = (
 #: ``pip install`` lines of the optional dependencies (extras of ``pyproject.toml``).
 PLOTS_INSTALL = "pip install 'mpc-pca[plots]'"
 STUDIES_INSTALL = "pip install 'mpc-pca[studies]'"
+DASK_INSTALL = "pip install 'mpc-pca[dask]'"
 #: torch's CPU build first: the public index resolves the ``torch`` extra's pin to the CUDA wheels.
 CRYPTEN_INSTALL = (
     "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"

@@ -74,7 +74,21 @@ def add_party_parser(sub: Any) -> None:
     party.add_argument(
         "--listen", default=None, help="interface for this party's links (default: route to master)"
     )
-    party.add_argument("--data", default=None, help="providers: this party's rows (CSV or builtin:NAME)")
+    party.add_argument(
+        "--data", default=None,
+        help="providers: this party's rows (CSV, optionally compressed, Parquet or builtin:NAME); "
+        "pppca-ss/pppca-he providers read a file in chunks of --chunk-rows rows",
+    )  # fmt: skip
+    party.add_argument(
+        "--chunk-rows", type=int, default=None, metavar="N",
+        help="pppca providers: rows read at a time from --data (default 65,536; memory O(N x columns), "
+        "whatever the file's size); 0 reads the whole table into memory",
+    )  # fmt: skip
+    party.add_argument(
+        "--dask-scheduler", default=None, metavar="HOST:PORT",
+        help="pppca providers: compute the local statistics and projection of --data on this Dask "
+        "cluster, whose workers read the file at the same path (needs mpc-pca[dask])",
+    )  # fmt: skip
     party.add_argument("--n-components", type=int, default=2, help="number of components k (default 2)")
     party.add_argument("--backend", default=None, help="secure-sum backend (protocol default if omitted)")
     party.add_argument("--frac-bits", type=int, default=None, help="fixed-point fractional bits")
@@ -170,7 +184,7 @@ def party_inputs(args: argparse.Namespace) -> list[str]:
 
 def party_command(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Execute ``mpc-pca party``: parse the arguments into a :class:`~mpc_pca.deploy.PartySpec` and run it."""
-    from mpc_pca.cli.options import check_protocol_options, require_backend
+    from mpc_pca.cli.options import DASK_INSTALL, check_protocol_options, require_backend, require_installed
     from mpc_pca.cli.runners import settings_of
     from mpc_pca.deploy import FileSource, LinkOptions, PartySpec, run_party
     from mpc_pca.deploy.party import resolve_party
@@ -207,7 +221,13 @@ def party_command(args: argparse.Namespace, env: Mapping[str, str] | None = None
         master, credentials, args.insecure, listen_host=args.listen, timeout=args.timeout,
         connect_timeout=args.connect_timeout, host_rendezvous=False if args.external_rendezvous else None,
     )  # fmt: skip
-    data = None if args.data is None else FileSource(args.data, read_options(args))
+    if args.dask_scheduler is not None:
+        require_installed("--dask-scheduler", ("dask", "distributed"), DASK_INSTALL)
+    data = (
+        None
+        if args.data is None
+        else FileSource(args.data, read_options(args), args.chunk_rows, args.dask_scheduler)
+    )
     if args.noise_seed is not None:
         warn_privacy_leaks(random_state=args.noise_seed)
     spec = PartySpec(

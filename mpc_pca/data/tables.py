@@ -25,9 +25,11 @@ this module's.
 from __future__ import annotations
 
 import csv
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -56,16 +58,26 @@ class Table:
 
     def select(self, columns: Sequence[str]) -> Table:
         """The columns named in ``columns``, in that order."""
-        missing = [c for c in columns if c not in self.names]
-        if missing:
-            raise InputValidationError(
-                f"{self.source}: --columns names {missing} that it does not have; its columns are "
-                f"{list(self.names)}"
-            )
-        if len(set(columns)) != len(columns):
-            raise InputValidationError(f"--columns repeats a name: {list(columns)}")
-        index = [self.names.index(c) for c in columns]
+        index = column_index(self.source, self.names, columns)
         return Table(self.source, tuple(columns), self.values[:, index], list(self.notes))
+
+
+def column_index(source: str, names: Sequence[str], columns: Sequence[str]) -> list[int]:
+    """The positions of ``columns`` (``--columns``) among a table's ``names``.
+
+    Raises
+    ------
+    InputValidationError
+        For a name the table does not have, or a name given twice.
+    """
+    missing = [c for c in columns if c not in names]
+    if missing:
+        raise InputValidationError(
+            f"{source}: --columns names {missing} that it does not have; its columns are {list(names)}"
+        )
+    if len(set(columns)) != len(columns):
+        raise InputValidationError(f"--columns repeats a name: {list(columns)}")
+    return [list(names).index(c) for c in columns]
 
 
 def default_names(n_columns: int) -> tuple[str, ...]:
@@ -121,6 +133,16 @@ def read_table(
         raise InputValidationError(f"data file {str(path)!r} does not exist")
     if is_parquet(path):
         return _read_parquet(path, drop_na)
+    encoding, delimiter = csv_format(path, encoding, delimiter)
+    with csv_errors(path, encoding):
+        frame = pd.read_csv(path, **csv_arguments(delimiter, encoding))
+    cells = frame.to_numpy(dtype=object)
+    names, first_line, notes = take_header(path, cells, header)
+    return _numeric_table(path, names, cells[first_line - 1 :], first_line, drop_na, notes)
+
+
+def csv_format(path: Path, encoding: str | None, delimiter: str | None) -> tuple[str, str]:
+    """The encoding (UTF-8 with an optional byte-order mark by default) and the delimiter (sniffed)."""
     encoding = encoding or "utf-8-sig"
     try:
         "".encode(encoding)
@@ -130,19 +152,29 @@ def read_table(
         delimiter = sniff_delimiter(path, encoding)
     elif len(delimiter) != 1:
         raise InputValidationError(f"--delimiter must be one character, got {delimiter!r}")
+    return encoding, delimiter
+
+
+def csv_arguments(delimiter: str, encoding: str) -> dict[str, Any]:
+    """``pandas.read_csv`` arguments that read every cell as text (nothing guessed)."""
+    return {
+        "sep": delimiter,
+        "header": None,
+        "dtype": str,
+        "keep_default_na": False,
+        "na_filter": False,
+        "encoding": encoding,
+        "compression": "infer",
+        "skip_blank_lines": True,
+        "engine": "c",
+    }
+
+
+@contextmanager
+def csv_errors(path: Path, encoding: str) -> Iterator[None]:
+    """Turn pandas' reading errors of ``path`` into :class:`InputValidationError` naming the problem."""
     try:
-        frame = pd.read_csv(
-            path,
-            sep=delimiter,
-            header=None,
-            dtype=str,
-            keep_default_na=False,
-            na_filter=False,
-            encoding=encoding,
-            compression="infer",
-            skip_blank_lines=True,
-            engine="c",
-        )
+        yield
     except UnicodeDecodeError as exc:
         raise _decode_error(path, encoding, exc) from exc
     except pd.errors.EmptyDataError as exc:
@@ -151,7 +183,15 @@ def read_table(
         raise InputValidationError(f"{path}: rows have different numbers of fields ({exc})") from exc
     except (OSError, EOFError) as exc:
         raise InputValidationError(f"{path}: cannot read it ({exc})") from exc
-    cells = frame.to_numpy(dtype=object)
+
+
+def take_header(
+    path: Path, cells: NDArray[np.object_], header: bool | None
+) -> tuple[tuple[str, ...], int, list[str]]:
+    """The column names, the line of the first data row and the notes, from the first rows' cells.
+
+    ``header=None`` takes the first row as the header only if no cell of it is a number.
+    """
     notes: list[str] = []
     if header is None:
         header = cells.shape[0] > 0 and not any(_parses(c) for c in cells[0])
@@ -162,14 +202,9 @@ def read_table(
             )
         else:
             notes.append(f"{path}: no header (a cell of the first row is a number; --header to force)")
-    first_line = 1
     if header:
-        names = tuple(str(c).strip() for c in cells[0])
-        cells = cells[1:]
-        first_line = 2
-    else:
-        names = default_names(cells.shape[1])
-    return _numeric_table(path, names, cells, first_line, drop_na, notes)
+        return tuple(str(c).strip() for c in cells[0]), 2, notes
+    return default_names(cells.shape[1]), 1, notes
 
 
 def _parses(cell: object) -> bool:
@@ -224,6 +259,21 @@ def _numeric_table(
 ) -> Table:
     if cells.shape[0] == 0:
         raise InputValidationError(f"data file {str(path)!r} holds no data rows")
+    values, missing = parse_cells(path, names, cells, first_line)
+    return _finish(path, names, values, missing, first_line, drop_na, notes)
+
+
+def parse_cells(
+    path: Path | str, names: tuple[str, ...], cells: NDArray[np.object_], first_line: int
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """Cells read as text into floats (``NaN`` where missing) and the mask of missing cells.
+
+    Raises
+    ------
+    InputValidationError
+        For a cell that is not a number, naming its line (``first_line`` is
+        the line of ``cells[0]``), column and text.
+    """
     text = np.vectorize(lambda c: str(c).strip(), otypes=[object])(cells)
     missing = np.vectorize(lambda c: c in MISSING_TOKENS, otypes=[bool])(text)
     values = np.full(text.shape, np.nan)
@@ -236,7 +286,7 @@ def _numeric_table(
             raise InputValidationError(
                 f"{path}: line {first_line + r}, column {c + 1} ({names[c]!r}) is not a number: {cell!r}"
             ) from None
-    return _finish(path, names, values, missing, first_line, drop_na, notes)
+    return values, missing
 
 
 def _finish(
@@ -249,31 +299,87 @@ def _finish(
     notes: list[str],
     where: str = "line",
 ) -> Table:
+    values, dropped = check_block(path, names, values, missing, first_line, drop_na, where)
+    if dropped.size:
+        notes.append(dropped_note(path, dropped, where))
+        if values.shape[0] == 0:
+            raise InputValidationError(f"{path}: every row has a missing value; nothing is left")
+    return Table(str(path), names, np.ascontiguousarray(values), notes)
+
+
+def check_block(
+    path: Path | str,
+    names: tuple[str, ...],
+    values: NDArray[np.float64],
+    missing: NDArray[np.bool_],
+    first_line: int,
+    drop_na: bool,
+    where: str = "line",
+    block: bool = False,
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """Refuse (or, with ``drop_na``, drop) rows with missing cells; refuse non-finite values.
+
+    The same checks for a whole table and for one block of a table read in
+    chunks (:mod:`mpc_pca.data.streaming`): ``first_line`` is the line (or
+    row, ``where="row"``) number of ``values[0]`` in the file, and ``block``
+    says that the counts of missing cells in the message are the block's.
+
+    Returns
+    -------
+    values : ndarray
+        The rows kept.
+    dropped : ndarray of int
+        The line (row) numbers of the rows dropped for a missing cell.
+
+    Raises
+    ------
+    InputValidationError
+        Naming the line (row) and column of the first missing cell (without
+        ``drop_na``) or of the first non-finite value.
+    """
+    dropped = np.zeros(0, dtype=np.int64)
     if missing.any():
         bad_rows = np.flatnonzero(missing.any(axis=1))
         if not drop_na:
+            last = first_line + values.shape[0] - 1
+            scope = f" of {where}s {first_line}..{last}, the block read" if block else ""
             r = int(bad_rows[0])
             c = int(np.flatnonzero(missing[r])[0])
             raise InputValidationError(
                 f"{path}: {where} {first_line + r}, column {c + 1} ({names[c]!r}) is missing "
-                f"({int(missing.sum())} missing cell(s) in {bad_rows.size} row(s)); "
+                f"({int(missing.sum())} missing cell(s) in {bad_rows.size} row(s){scope}); "
                 "pass --drop-na to drop such rows"
             )
-        shown = ", ".join(str(first_line + int(r)) for r in bad_rows[:10]) + (
-            " ..." if bad_rows.size > 10 else ""
-        )
-        notes.append(f"{path}: dropped {bad_rows.size} row(s) with missing values ({where}s {shown})")
+        dropped = (first_line + bad_rows).astype(np.int64)
         values = values[~missing.any(axis=1)]
-        if values.shape[0] == 0:
-            raise InputValidationError(f"{path}: every row has a missing value; nothing is left")
+        first_kept = np.flatnonzero(~missing.any(axis=1))
+    else:
+        first_kept = None
     bad = ~np.isfinite(values)
     if bad.any():
         r, c = (int(i) for i in np.argwhere(bad)[0])
+        line = first_line + (r if first_kept is None else int(first_kept[r]))
         raise InputValidationError(
-            f"{path}: {where} {first_line + r}, column {c + 1} ({names[c]!r}) holds the non-finite value "
+            f"{path}: {where} {line}, column {c + 1} ({names[c]!r}) holds the non-finite value "
             f"{values[r, c]}; only finite numbers are accepted"
         )
-    return Table(str(path), names, np.ascontiguousarray(values), notes)
+    return values, dropped
+
+
+def dropped_note(
+    path: Path | str,
+    dropped: Sequence[int] | NDArray[np.int64],
+    where: str = "line",
+    count: int | None = None,
+) -> str:
+    """The note of rows dropped for a missing cell.
+
+    ``dropped`` holds their line (row) numbers, or the first eleven of them
+    when ``count`` gives how many rows were dropped in all.
+    """
+    count = len(dropped) if count is None else count
+    shown = ", ".join(str(int(r)) for r in dropped[:10]) + (" ..." if count > 10 else "")
+    return f"{path}: dropped {count} row(s) with missing values ({where}s {shown})"
 
 
 def _read_parquet(path: Path, drop_na: bool) -> Table:
@@ -281,15 +387,21 @@ def _read_parquet(path: Path, drop_na: bool) -> Table:
         frame = pd.read_parquet(path)
     except (OSError, ValueError, ImportError) as exc:
         raise InputValidationError(f"{path}: cannot read it as Parquet ({exc})") from exc
-    names = tuple(str(c) for c in frame.columns)
-    for name, dtype in zip(names, frame.dtypes, strict=True):
-        if not (pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)):
-            raise InputValidationError(f"{path}: column {name!r} has type {dtype}, not a number")
+    names = numeric_columns(path, frame)
     if frame.shape[0] == 0:
         raise InputValidationError(f"data file {str(path)!r} holds no data rows")
     missing = frame.isna().to_numpy()
     values = frame.to_numpy(dtype=np.float64, na_value=np.nan)
     return _finish(path, names, values, missing, 1, drop_na, [], where="row")
+
+
+def numeric_columns(path: Path | str, frame: pd.DataFrame) -> tuple[str, ...]:
+    """The names of a Parquet file's columns (a frame of its rows), refusing a non-numeric column."""
+    names = tuple(str(c) for c in frame.columns)
+    for name, dtype in zip(names, frame.dtypes, strict=True):
+        if not (pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)):
+            raise InputValidationError(f"{path}: column {name!r} has type {dtype}, not a number")
+    return names
 
 
 def table_from_array(source: str, values: NDArray[np.float64], names: Sequence[str] | None = None) -> Table:
@@ -298,4 +410,18 @@ def table_from_array(source: str, values: NDArray[np.float64], names: Sequence[s
     return Table(source, tuple(names), np.ascontiguousarray(values, dtype=np.float64), [])
 
 
-__all__ = ["Table", "default_names", "read_table", "table_from_array"]
+__all__ = [
+    "Table",
+    "check_block",
+    "column_index",
+    "csv_arguments",
+    "csv_errors",
+    "csv_format",
+    "default_names",
+    "dropped_note",
+    "numeric_columns",
+    "parse_cells",
+    "read_table",
+    "table_from_array",
+    "take_header",
+]

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from mpc_pca.deploy.spec import PartySpec, Rows, load_rows
+from mpc_pca.deploy.spec import FileSource, PartySpec, Rows, load_rows
 from mpc_pca.deployment import Deployment, PublicSettings, Role
 from mpc_pca.deployment_kit import FLOOR_HOLDER_SCHEMA, FLOOR_SCHEMA, AnnouncementError, shown
 from protocols.errors import InputValidationError, ProtocolError
@@ -145,16 +145,35 @@ def prepare(
         )
     holders = tuple(deployment.data_holders(spec.n_providers))
     holder = spec.party in holders
-    rows = load_rows(spec.data)
-    for note in () if rows is None else rows.notes:
-        log.warning("%s: %s", spec.party, note)
-    if rows is not None and not holder:
-        raise InputValidationError(f"the {spec.party} holds no data; do not pass --data to it")
-    data = None if rows is None else rows.values
-    public = {
-        **floor_public(spec.protocol, spec.n_providers, holder, rows),
-        **deployment.public(spec.party, data, settings),
-    }
+    stream = holder and deployment.streams_rows
+    data_source = spec.data
+    if isinstance(data_source, FileSource) and not stream and data_source.chunk_rows:
+        log.warning(
+            "%s: %s reads its whole table into memory (--chunk-rows applies to the providers of "
+            "pppca-ss and pppca-he)", spec.party, spec.protocol,
+        )  # fmt: skip
+    try:
+        rows = load_rows(data_source, stream=stream)
+        for note in () if rows is None else rows.notes:
+            log.warning("%s: %s", spec.party, note)
+        if rows is not None and not holder:
+            raise InputValidationError(f"the {spec.party} holds no data; do not pass --data to it")
+        # an array, or a ChunkedPart only for a deployment that streams_rows
+        data: Any = None if rows is None else rows.values
+        public = {
+            **floor_public(spec.protocol, spec.n_providers, holder, rows),
+            **deployment.public(spec.party, data, settings),
+        }
+    except MemoryError as exc:  # numpy's, and pyarrow's ArrowMemoryError
+        hint = (
+            "read it in chunks (--chunk-rows N, not 0)"
+            if stream
+            else f"{spec.protocol} needs its whole table in memory"
+        )
+        raise InputValidationError(
+            f"the {spec.party}'s rows do not fit in this process's memory ({type(exc).__name__}: {exc}); "
+            f"{hint}"
+        ) from exc
 
     def build(views: Mapping[str, PublicSettings]) -> tuple[Any, Role]:
         check_floor_views(views, holders)

@@ -11,6 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mpc_pca.data.inputs import ReadOptions
+from mpc_pca.pppca.chunked import ChunkedPart
 from protocols.errors import InputValidationError
 from protocols.runtime.parties import LinkOptions
 
@@ -19,11 +20,41 @@ from protocols.runtime.parties import LinkOptions
 class FileSource:
     """A party's rows in a file (CSV, optionally gzipped, Parquet) or ``builtin:NAME``.
 
-    Read with :func:`mpc_pca.data.inputs.load_table` and ``options``.
+    A data holder of a protocol that streams its rows
+    (:attr:`~mpc_pca.deployment.Deployment.streams_rows`: ``pppca-ss``,
+    ``pppca-he``) reads a file ``chunk_rows`` rows at a time
+    (:class:`~mpc_pca.data.streaming.TablePart`), or on the Dask cluster at
+    ``dask_scheduler``; every other party, and ``chunk_rows=0``, reads it
+    whole with :func:`mpc_pca.data.inputs.load_table`. The same ``options``
+    and checks apply either way.
+
+    Attributes
+    ----------
+    path : str
+    options : ReadOptions
+    chunk_rows : int, optional
+        Rows per block (default :data:`~mpc_pca.data.streaming.DEFAULT_STREAM_ROWS`);
+        ``0`` reads the whole table into memory.
+    dask_scheduler : str, optional
+        ``HOST:PORT`` of a Dask scheduler whose workers read ``path``.
     """
 
     path: str
     options: ReadOptions = field(default_factory=ReadOptions)
+    chunk_rows: int | None = None
+    dask_scheduler: str | None = None
+
+    def __post_init__(self) -> None:
+        rows = self.chunk_rows
+        if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 0):
+            raise InputValidationError(f"--chunk-rows must be a non-negative integer, got {rows!r}")
+        if self.dask_scheduler is not None and rows == 0:
+            raise InputValidationError("--dask-scheduler reads the file on the cluster; drop --chunk-rows 0")
+
+    @property
+    def streams(self) -> bool:
+        """Whether this source can be read in chunks (a file, not ``builtin:``/``synthetic:``, nor ``chunk_rows=0``)."""
+        return self.chunk_rows != 0 and not self.path.startswith(("builtin:", "synthetic:"))
 
 
 @dataclass(frozen=True)
@@ -36,9 +67,9 @@ class ArraySource:
 
 @dataclass(frozen=True)
 class Rows:
-    """A party's loaded rows: the matrix, the column names if known, and notes for the user."""
+    """A party's loaded rows: the matrix (or a part read in chunks), the column names if known, notes."""
 
-    values: NDArray[np.float64]
+    values: NDArray[np.float64] | ChunkedPart
     names: tuple[str, ...] | None
     notes: tuple[str, ...] = ()
 
@@ -86,8 +117,20 @@ class PartySpec:
             raise InputValidationError(f"noise_seed must be a non-negative integer or None, got {seed!r}")
 
 
-def load_rows(data: FileSource | ArraySource | NDArray[np.float64] | None) -> Rows | None:
+def load_rows(
+    data: FileSource | ArraySource | NDArray[np.float64] | None, *, stream: bool = False
+) -> Rows | None:
     """The rows a party holds (``None`` for a party that holds none).
+
+    Parameters
+    ----------
+    data : FileSource, ArraySource, ndarray or None
+    stream : bool, default=False
+        Whether the party may hold its rows as a
+        :class:`~mpc_pca.pppca.chunked.ChunkedPart`: a streamable
+        :class:`FileSource` is then read once here (every row checked, the
+        statistics kept) and never held whole. Otherwise a ``dask_scheduler``
+        is refused.
 
     Raises
     ------
@@ -96,6 +139,23 @@ def load_rows(data: FileSource | ArraySource | NDArray[np.float64] | None) -> Ro
     """
     if data is None:
         return None
+    if isinstance(data, FileSource) and data.dask_scheduler is not None:
+        if not (stream and data.streams):
+            raise InputValidationError(
+                "--dask-scheduler applies to the providers of pppca-ss and pppca-he reading a CSV or "
+                f"Parquet file; this party reads {data.path!r} whole in its own memory"
+            )
+        from mpc_pca.data.streaming import dask_table_part
+
+        cluster = dask_table_part(data.path, data.options, data.dask_scheduler, data.chunk_rows)
+        cluster.statistics()  # every block checked, on the cluster, before anything is announced
+        return Rows(cluster, cluster.names, tuple(cluster.notes))
+    if isinstance(data, FileSource) and stream and data.streams:
+        from mpc_pca.data.streaming import TablePart
+
+        part = TablePart(data.path, data.options, data.chunk_rows)
+        part.scan()
+        return Rows(part, part.names, tuple(part.notes))
     if isinstance(data, FileSource):
         from mpc_pca.data.inputs import load_table
 

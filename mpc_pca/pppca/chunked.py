@@ -31,7 +31,7 @@ Parts
     lives, on whatever scheduler is active (e.g. a ``dask.distributed``
     client of the provider's own cluster), and reduced by a tree of merges;
     only the ``O(d^2)`` result comes back. Dask is optional
-    (``pip install "dask[array,distributed]"``).
+    (``pip install "mpc-pca[dask]"``).
 """
 
 from __future__ import annotations
@@ -88,9 +88,16 @@ class ChunkedPart:
                 np.maximum(peaks, np.max(np.abs(chunk), axis=0), out=peaks)
         return peaks
 
+    def projected_chunks(
+        self, mean: NDArray[np.float64], transfer: NDArray[np.float64]
+    ) -> Iterator[NDArray[np.float64]]:
+        """``(X - mean) T`` one chunk at a time (Alg. 2 step 9): blocks of ``k`` columns."""
+        for chunk in self.chunks():
+            yield (chunk - mean) @ transfer
+
     def project(self, mean: NDArray[np.float64], transfer: NDArray[np.float64]) -> NDArray[np.float64]:
         """``(X - mean) T`` chunk by chunk (Alg. 2 step 9); the result has ``k`` columns."""
-        blocks = [(chunk - mean) @ transfer for chunk in self.chunks()]
+        blocks = list(self.projected_chunks(mean, transfer))
         return np.vstack(blocks) if blocks else np.empty((0, transfer.shape[1]))
 
 
@@ -258,6 +265,13 @@ class DaskPart(ChunkedPart):
 
     def project(self, mean: NDArray[np.float64], transfer: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.asarray(((self.array - mean) @ transfer).compute())
+
+    def projected_chunks(
+        self, mean: NDArray[np.float64], transfer: NDArray[np.float64]
+    ) -> Iterator[NDArray[np.float64]]:
+        """``(X - mean) T`` block by block, each computed where its rows live."""
+        for block in ((self.array - mean) @ transfer).to_delayed().ravel():
+            yield np.asarray(block.compute(), dtype=np.float64)
 
 
 def _block_statistics(block: NDArray[np.float64]) -> LocalStatistics:

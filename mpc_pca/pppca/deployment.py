@@ -60,6 +60,7 @@ from mpc_pca.deployment_kit import (
     Key,
     check_announcements,
 )
+from mpc_pca.pppca.chunked import ChunkedPart
 from mpc_pca.pppca.components import check_reveal
 from mpc_pca.pppca.driver import preflight
 from mpc_pca.pppca.local_stats import LocalStatistics
@@ -70,7 +71,13 @@ from mpc_pca.pppca.protocol import (
     provider_role,
     server_role,
 )
-from mpc_pca.pppca.scaling import MAX_EXPONENT, ZERO_COLUMN, agree_exponents, provider_exponents
+from mpc_pca.pppca.scaling import (
+    MAX_EXPONENT,
+    ZERO_COLUMN,
+    agree_exponents,
+    exponents_of_peaks,
+    provider_exponents,
+)
 from mpc_pca.roles import CONSUMER, SERVER, provider_names
 from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite
 from protocols.backends import BACKEND_NAMES, SecureSumBackend, backend_class, make_backend
@@ -205,6 +212,9 @@ class PPPCADeployment(Deployment):
         the parties agree on.
     """
 
+    #: A provider's rows may be a ChunkedPart (``mpc-pca party --data FILE`` reads it in chunks).
+    streams_rows = True
+
     def __init__(
         self, name: str, backend_factory: Callable[[Mapping[str, Any]], SecureSumBackend] | None = None
     ) -> None:
@@ -250,7 +260,7 @@ class PPPCADeployment(Deployment):
         return provider_names(n_providers)
 
     def public(
-        self, party: str, data: NDArray[np.float64] | None, settings: Mapping[str, Any]
+        self, party: str, data: NDArray[np.float64] | ChunkedPart | None, settings: Mapping[str, Any]
     ) -> PublicSettings:
         self.check_settings(settings)
         backend = self.backend(settings)
@@ -266,6 +276,12 @@ class PPPCADeployment(Deployment):
         if party.startswith("provider"):
             if data is None:
                 raise InputValidationError(f"{party} needs its data (--data FILE)")
+            if isinstance(data, ChunkedPart):  # every row checked as it was read
+                stats = data.statistics()
+                public["n_features"] = int(data.n_features)
+                public["n_rows"] = int(stats.n_rows)
+                public["column_exponents"] = exponents_of_peaks(data.column_peaks()).tolist()
+                return public
             (rows,) = check_parts([data], min_total_rows=1, check_values=False)
             stats = LocalStatistics.of(rows)
             check_statistics_finite(
@@ -316,7 +332,9 @@ class PPPCADeployment(Deployment):
     def message_cap(self, config: PPPCARun) -> int:
         return config.cap
 
-    def role(self, party: str, config: PPPCARun, data: NDArray[np.float64] | None, rng: Any) -> Role:
+    def role(
+        self, party: str, config: PPPCARun, data: NDArray[np.float64] | ChunkedPart | None, rng: Any
+    ) -> Role:
         settings = {"backend": config.backend, "frac_bits": config.frac_bits, "key_bits": config.key_bits}
         backend = self.backend(settings)
         run = config.config
@@ -326,6 +344,15 @@ class PPPCADeployment(Deployment):
             return lambda p: consumer_role(p, run)
         if data is None:
             raise InputValidationError(f"{party} needs its data (--data FILE)")
+        if isinstance(data, ChunkedPart):
+            part = data
+
+            def streamed(p: Any) -> dict[str, int]:
+                stats = part.statistics()  # computed when the part was read, not again
+                provider_role(p, part, run, backend, stats)
+                return {"n_rows": int(stats.n_rows)}
+
+            return streamed
         (rows,) = check_parts([data], min_total_rows=1, check_values=False)
 
         def provider(p: Any) -> dict[str, int]:

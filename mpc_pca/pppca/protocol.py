@@ -45,6 +45,7 @@ providers and the consumer learn ``k`` from the width of ``T`` and ``X_i T``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -212,7 +213,7 @@ def provider_role(
     Parameters
     ----------
     party : Party
-    data : ndarray of shape (n_i, d)
+    data : ndarray of shape (n_i, d) or ChunkedPart
         This provider's rows; they never leave the provider.
     config : PPPCAConfig
     backend : SecureSumBackend
@@ -224,7 +225,9 @@ def provider_role(
     -------
     ndarray or None
         This provider's projected rows ``(X_i - mean) T`` (also sent to the
-        consumer) when a consumer takes part, else ``None``.
+        consumer) when a consumer takes part and ``data`` is an array, else
+        ``None`` (a :class:`~mpc_pca.pppca.chunked.ChunkedPart`'s projection is
+        sent chunk by chunk and never held whole).
     """
     if isinstance(data, ChunkedPart):
         if data.n_features != config.n_features:
@@ -281,17 +284,33 @@ def provider_role(
     if not config.with_consumer:
         return None
     raw_mean = unscale_vector(mean, config.exponents)
+    k = transfer.shape[1]  # config.n_components unless the server chose k
+    step = projection_chunk_rows(k)
     with party.phase(PHASE_PROJECTION):
-        projected = (
-            data.project(raw_mean, transfer)
-            if isinstance(data, ChunkedPart)
-            else (data - raw_mean) @ transfer
-        )
-        step = projection_chunk_rows(transfer.shape[1])
+        if isinstance(data, ChunkedPart):  # never held whole: sent as it is computed
+            send_projection(party, data.projected_chunks(raw_mean, transfer), step, k)
+            return None
+        projected = (data - raw_mean) @ transfer
         # full chunks, then a shorter one (possibly empty) that ends the rows
         for start in range(0, projected.shape[0] + 1, step):
             party.send(CONSUMER, np.ascontiguousarray(projected[start : start + step]))
     return projected
+
+
+def send_projection(party: Party, blocks: Iterator[NDArray[np.float64]], step: int, k: int) -> None:
+    """Send projected rows arriving in blocks of any size as the consumer reads them.
+
+    Full chunks of ``step`` rows, then a shorter one (possibly empty) that
+    ends the rows: the same messages as a projection held whole, with at most
+    one block and one chunk in memory.
+    """
+    pending = np.empty((0, k))
+    for block in blocks:
+        pending = np.vstack([pending, block]) if pending.shape[0] else block
+        while pending.shape[0] >= step:
+            party.send(CONSUMER, np.ascontiguousarray(pending[:step]))
+            pending = pending[step:]
+    party.send(CONSUMER, np.ascontiguousarray(pending))
 
 
 def server_role(party: Party, config: PPPCAConfig, backend: SecureSumBackend) -> PPPCAModel:
