@@ -347,5 +347,7 @@ def test_idle_outsider_connections_do_not_stop_or_delay_the_run(tmp_path, wine_r
     for name, outcome in outcomes.items():
         assert outcome.ok, (name, outcome.stderr[-3000:])
         assert outputs[name].exists(), name
-        assert outcome.seconds <= slowest + SLACK, (name, outcome.seconds, slowest)
+        # The baseline ran earlier in the module: on a loaded 2-core CI machine start-up alone varies
+        # up to twice; handshakes held up by the idle connections would add 3 s each (20 per target).
+        assert outcome.seconds <= 2 * slowest + SLACK, (name, outcome.seconds, slowest)
         check_rss(outcome)
