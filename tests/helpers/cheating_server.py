@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 
 from mpc_pca.cli import build_parser
-from mpc_pca.cli.party import credentials_of
-from mpc_pca.deploy import LinkOptions, PartySpec, run_party
+from mpc_pca.deploy import run_party
 from mpc_pca.pppca.deployment import PPPCADeployment
 from mpc_pca.roles import SERVER
+from tests.helpers.party_specs import pppca_spec
 
 MODES = ("random", "split")
 
@@ -62,21 +62,7 @@ def main() -> int:
     if mode not in MODES:
         raise SystemExit(f"unknown mode {mode!r}; choose one of {MODES}")
     args = build_parser().parse_args(["party", *argv])
-    spec = PartySpec(
-        "pppca-ss",
-        SERVER,
-        args.world_size - 2,
-        LinkOptions(
-            args.master,
-            credentials_of(args, SERVER),
-            False,
-            timeout=args.timeout,
-            connect_timeout=args.connect_timeout,
-            host_rendezvous=False if args.external_rendezvous else None,
-        ),
-        None,
-        {"n_components": args.n_components, "backend": args.backend},
-    )
+    spec = pppca_spec(args, SERVER)
     run_party(spec, deployment=CheatingDeployment(mode))
     return 0
 

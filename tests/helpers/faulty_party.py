@@ -25,11 +25,10 @@ import time
 from typing import Any
 
 from mpc_pca.cli import build_parser
-from mpc_pca.cli.options import read_options
-from mpc_pca.cli.party import credentials_of
-from mpc_pca.deploy import FileSource, LinkOptions, PartySpec, run_party
+from mpc_pca.deploy import run_party
 from mpc_pca.pppca.deployment import PPPCADeployment
 from protocols.backends import SecureSumBackend, make_backend
+from tests.helpers.party_specs import pppca_spec
 
 
 def faulty_backend(mode: str, name: str) -> SecureSumBackend:
@@ -80,21 +79,7 @@ def main() -> int:
         raise SystemExit(f"unknown mode {mode!r}")
     args = build_parser().parse_args(["party", *argv])
     try:
-        spec = PartySpec(
-            "pppca-ss",
-            f"provider{args.rank}",
-            args.world_size - 2,
-            LinkOptions(
-                args.master,
-                None if args.insecure else credentials_of(args, f"provider{args.rank}"),
-                args.insecure,
-                timeout=args.timeout,
-                connect_timeout=args.connect_timeout,
-                host_rendezvous=False if args.external_rendezvous else None,
-            ),
-            FileSource(args.data, read_options(args)),
-            {"n_components": args.n_components, "backend": args.backend},
-        )
+        spec = pppca_spec(args, f"provider{args.rank}")
         run_party(
             spec, deployment=PPPCADeployment("pppca-ss", lambda settings: faulty_backend(mode, args.backend))
         )

@@ -44,12 +44,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from mpc_pca.cli import build_parser
-from mpc_pca.cli.options import read_options
-from mpc_pca.cli.party import credentials_of
-from mpc_pca.deploy import FileSource, LinkOptions, PartySpec, run_party
+from mpc_pca.deploy import run_party
 from mpc_pca.deployment import PublicSettings
 from mpc_pca.pppca.deployment import PPPCADeployment
 from protocols.backends import SecureSumBackend, make_backend
+from tests.helpers.party_specs import pppca_spec
 
 FIRST_SUM = ("status-flood", "false-waiting", "forged-abort", "control-flood", "data-flood", "malformed-body")
 SECOND_SUM = ("replay-seed", "replay-frame")
@@ -211,21 +210,7 @@ def main() -> int:
     args = build_parser().parse_args(["party", *argv])
     patch_setup(mode)
     try:
-        spec = PartySpec(
-            "pppca-ss",
-            f"provider{args.rank}",
-            args.world_size - 2,
-            LinkOptions(
-                args.master,
-                None if args.insecure else credentials_of(args, f"provider{args.rank}"),
-                args.insecure,
-                timeout=args.timeout,
-                connect_timeout=args.connect_timeout,
-                host_rendezvous=False if args.external_rendezvous else None,
-            ),
-            FileSource(args.data, read_options(args)),
-            {"n_components": args.n_components, "backend": args.backend},
-        )
+        spec = pppca_spec(args, f"provider{args.rank}")
         run_party(spec, deployment=RogueDeployment(mode, args.backend))
     except Exception as exc:
         print(f"mpc-pca: error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -54,3 +56,8 @@ def run_socket_world(
     for thread in threads:
         thread.join(4 * timeout)
     return results
+
+
+def file_mode(path: Path) -> int:
+    """The permission bits of ``path`` itself (a symbolic link is not followed)."""
+    return stat.S_IMODE(os.lstat(path).st_mode)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -65,3 +67,21 @@ def party_commands(
         else:
             commands[name] = [*python, "-m", "mpc_pca.cli", "party", *options]
     return commands, outputs
+
+
+def check_pppca_outputs(outputs: dict[str, Path], parts: list[np.ndarray], n_components: int = 2) -> Any:
+    """The server's and the consumer's JSON of a process run equal the in-process run on ``parts``.
+
+    Returns the in-process :class:`~protocols.runtime.runner.RunResult` (per-party reports).
+    """
+    from mpc_pca.pppca.driver import run_pppca
+    from protocols.backends.additive import AdditiveBackend
+
+    server = json.loads(outputs["server"].read_text())
+    model, _, reference = run_pppca(parts, n_components, AdditiveBackend(), with_consumer=True)
+    assert np.allclose(server["components"], model.components, rtol=0, atol=1e-6)
+    assert np.allclose(server["explained_variance"], model.explained_variance, rtol=1e-9)
+    assert np.allclose(server["mean"], model.mean, rtol=0, atol=1e-9)
+    consumer = json.loads(outputs["consumer"].read_text())
+    assert np.array(consumer["projection"]).shape == (sum(len(p) for p in parts), n_components)
+    return reference

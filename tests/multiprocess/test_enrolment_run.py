@@ -12,7 +12,6 @@ once with ``mpc-pca certs``, once with ``openssl`` alone.
 
 from __future__ import annotations
 
-import json
 import shlex
 import shutil
 import subprocess
@@ -24,11 +23,9 @@ import pytest
 
 from mpc_pca.deploy.local import child_environment
 from mpc_pca.pppca.deployment import pppca_ranks
-from mpc_pca.pppca.driver import run_pppca
-from protocols.backends.additive import AdditiveBackend
 from protocols.runtime.launcher import launch, raise_on_failure
 from tests.helpers.socket_helpers import free_port
-from tests.helpers.torch_helpers import party_commands
+from tests.helpers.torch_helpers import check_pppca_outputs, party_commands
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 PARTIES = tuple(pppca_ranks(3))
@@ -86,13 +83,7 @@ def run_party_processes(
         command[at : at + 2] = ["--ca", str(ca), "--cert", str(cert), "--key", str(key)]
     outcomes = launch(commands, timeout=60, env=child_environment())
     raise_on_failure(outcomes)
-    server = json.loads(outputs["server"].read_text())
-    model, _, _ = run_pppca(parts, 2, AdditiveBackend(), with_consumer=True)
-    assert np.allclose(server["components"], model.components, rtol=0, atol=1e-6)
-    assert np.allclose(server["explained_variance"], model.explained_variance, rtol=1e-9)
-    assert np.allclose(server["mean"], model.mean, rtol=0, atol=1e-9)
-    consumer = json.loads(outputs["consumer"].read_text())
-    assert np.array(consumer["projection"]).shape == (wine.shape[0], 2)
+    check_pppca_outputs(outputs, parts)
 
 
 def check_no_party_key(ca_side: Path) -> None:

@@ -193,14 +193,6 @@ IN_PROTOCOL = {
 }
 
 
-@pytest.mark.parametrize("mode", list(IN_PROTOCOL))
-def test_an_insider_in_the_protocol_is_named_by_every_honest_party(tmp_path, wine_rows, baseline, mode):
-    deadline, needles = IN_PROTOCOL[mode]
-    _keep, _port, commands, outputs = start(tmp_path, wine_rows)
-    started, outcomes = run(with_rogue(commands, mode))
-    check_honest(outcomes, outputs, started, attack_time(outcomes[ROGUE]), deadline, needles)
-
-
 def test_a_false_waiting_claim_does_not_shift_the_blame(tmp_path, wine_rows):
     """2. provider1 says it waits for honest provider0 and sends nothing: provider1 is blamed."""
     _keep, _port, commands, outputs = start(tmp_path, wine_rows)
@@ -254,10 +246,10 @@ ANNOUNCED = {
 }
 
 
-@pytest.mark.parametrize("mode", list(ANNOUNCED))
-def test_a_false_announcement_is_refused_naming_the_provider(tmp_path, wine_rows, mode):
-    """A peer's announcement that its schema refuses is a protocol failure (exit 4), not an input error."""
-    deadline, needles = ANNOUNCED[mode]
+@pytest.mark.parametrize("mode", [*IN_PROTOCOL, *ANNOUNCED])
+def test_an_insider_is_named_by_every_honest_party(tmp_path, wine_rows, baseline, mode):
+    """Attacks in the protocol, and false announcements (a protocol failure, exit 4, not an input error)."""
+    deadline, needles = {**IN_PROTOCOL, **ANNOUNCED}[mode]
     _keep, _port, commands, outputs = start(tmp_path, wine_rows)
     started, outcomes = run(with_rogue(commands, mode))
     check_honest(outcomes, outputs, started, attack_time(outcomes[ROGUE]), deadline, needles)

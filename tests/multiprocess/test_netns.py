@@ -27,11 +27,9 @@ import pytest
 from mpc_pca import registry
 from mpc_pca.deploy.local import child_environment, run_threads
 from mpc_pca.pppca.deployment import pppca_ranks
-from mpc_pca.pppca.driver import run_pppca
-from protocols.backends.additive import AdditiveBackend
 from protocols.runtime.launcher import launch, raise_on_failure
 from protocols.transport.certs import write_credentials
-from tests.helpers.torch_helpers import party_commands
+from tests.helpers.torch_helpers import check_pppca_outputs, party_commands
 
 pytestmark = [pytest.mark.netns]
 
@@ -143,13 +141,7 @@ def test_pppca_with_one_party_per_network_namespace(tmp_path: Path, topology: To
     outcomes = launch(placed, timeout=20, env=child_environment())
     raise_on_failure(outcomes)
 
-    server = json.loads(outputs["server"].read_text())
-    model, _, reference = run_pppca(parts, 2, AdditiveBackend(), with_consumer=True)
-    assert np.allclose(server["components"], model.components, rtol=0, atol=1e-6)
-    assert np.allclose(server["explained_variance"], model.explained_variance, rtol=1e-9)
-    assert np.allclose(server["mean"], model.mean, rtol=0, atol=1e-9)
-    consumer = json.loads(outputs["consumer"].read_text())
-    assert np.array(consumer["projection"]).shape == (wine.shape[0], 2)
+    reference = check_pppca_outputs(outputs, parts)
     for name in commands:
         report = json.loads(outputs[name].read_text())["report"][name]
         assert report["bytes_sent"] == reference.reports[name].bytes_sent

@@ -3,36 +3,21 @@
 from __future__ import annotations
 
 import os
-import stat
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from protocols.errors import InputValidationError
 from protocols.transport.certs import write_credentials
-
-
-@pytest.fixture
-def permissive_umask() -> Iterator[None]:
-    previous = os.umask(0)
-    try:
-        yield
-    finally:
-        os.umask(previous)
-
-
-def _mode(path: Path) -> int:
-    return stat.S_IMODE(os.lstat(path).st_mode)
+from tests.helpers.socket_helpers import file_mode
 
 
 def test_modes_are_explicit_under_umask_000(tmp_path, permissive_umask):
     out = tmp_path / "tls"
     files = write_credentials(["provider0", "server"], out)
-    assert _mode(out) == 0o755
+    assert file_mode(out) == 0o755
     for label, path in files.items():
         expected = 0o600 if path.suffix == ".key" else 0o644
-        assert _mode(path) == expected, (label, oct(_mode(path)))
+        assert file_mode(path) == expected, (label, oct(file_mode(path)))
 
 
 def test_modes_are_explicit_under_a_strict_umask(tmp_path):
@@ -41,8 +26,8 @@ def test_modes_are_explicit_under_a_strict_umask(tmp_path):
         files = write_credentials(["server"], tmp_path / "tls")
     finally:
         os.umask(previous)
-    assert _mode(files["ca"]) == 0o644 and _mode(files["server.pem"]) == 0o644
-    assert _mode(files["server.key"]) == 0o600
+    assert file_mode(files["ca"]) == 0o644 and file_mode(files["server.pem"]) == 0o644
+    assert file_mode(files["server.key"]) == 0o600
 
 
 def test_a_symlink_where_a_key_goes_is_refused_and_not_written_through(tmp_path):
@@ -74,7 +59,7 @@ def test_an_existing_key_file_is_not_reused(tmp_path):
     os.chmod(old, 0o644)
     with pytest.raises(InputValidationError, match="nothing was written"):
         write_credentials(["provider0"], out)
-    assert old.read_bytes() == b"an old key" and _mode(old) == 0o644
+    assert old.read_bytes() == b"an old key" and file_mode(old) == 0o644
     assert sorted(p.name for p in out.iterdir()) == ["provider0.key"]
 
 

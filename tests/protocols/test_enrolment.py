@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import io
-import os
 import socket
-import stat
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,19 +30,7 @@ from protocols.transport.tls import (
     client_context,
     server_context,
 )
-
-
-@pytest.fixture
-def permissive_umask() -> Iterator[None]:
-    previous = os.umask(0)
-    try:
-        yield
-    finally:
-        os.umask(previous)
-
-
-def _mode(path: Path) -> int:
-    return stat.S_IMODE(os.lstat(path).st_mode)
+from tests.helpers.socket_helpers import file_mode
 
 
 def _enrol(tmp_path: Path, name: str) -> Credentials:
@@ -101,9 +86,9 @@ def test_request_then_sign_passes_the_ca_and_the_tls_name_check(tmp_path, permis
     check_peer_name(seen_by_provider, "server", me="provider0", where="test link")
     with pytest.raises(AuthenticationError, match="expected party 'provider1'"):
         check_peer_name(seen_by_server, "provider1", me="server", where="test link")
-    assert _mode(files["key"]) == 0o600 and _mode(provider.key) == 0o600
-    assert _mode(files["csr"]) == 0o644 and _mode(provider.cert) == 0o644
-    assert _mode(tmp_path / "ca" / "ca.key") == 0o600 and _mode(tmp_path / "ca" / "ca.pem") == 0o644
+    assert file_mode(files["key"]) == 0o600 and file_mode(provider.key) == 0o600
+    assert file_mode(files["csr"]) == 0o644 and file_mode(provider.cert) == 0o644
+    assert file_mode(tmp_path / "ca" / "ca.key") == 0o600 and file_mode(tmp_path / "ca" / "ca.pem") == 0o644
 
 
 def test_the_issued_certificate_has_the_constraints_of_the_one_shot_helper(tmp_path):
