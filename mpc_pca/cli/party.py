@@ -72,8 +72,23 @@ def add_party_parser(sub: Any) -> None:
         "(default: $MASTER_ADDR:$MASTER_PORT)",
     )  # fmt: skip
     party.add_argument(
-        "--listen", default=None, help="interface for this party's links (default: route to master)"
-    )
+        "--listen", default=None, metavar="HOST[:PORT]",
+        help="where this party's links listen: an interface, or HOST:PORT for a fixed port to open in a "
+        "firewall (default: the interface that routes to the master, a port the kernel picks)",
+    )  # fmt: skip
+    party.add_argument(
+        "--advertise", default=None, metavar="HOST:PORT",
+        help="the address the others dial to reach this party (e.g. a NAT port forward; default: --listen's)",
+    )  # fmt: skip
+    party.add_argument(
+        "--join-window", default=None, metavar="DURATION",
+        help="how long the rendezvous and this party wait for every party to join: seconds or 90s, 30m, 2h "
+        "(default: --connect-timeout)",
+    )  # fmt: skip
+    party.add_argument(
+        "--waiting-log-interval", type=float, default=30.0, metavar="SECONDS",
+        help="rendezvous: seconds between two 'waiting room' lines (shown with -v; default 30)",
+    )  # fmt: skip
     party.add_argument("--data", default=None, help="providers: this party's rows (CSV or builtin:NAME)")
     party.add_argument("--n-components", type=int, default=2, help="number of components k (default 2)")
     party.add_argument("--backend", default=None, help="secure-sum backend (protocol default if omitted)")
@@ -160,6 +175,31 @@ def credentials_of(args: argparse.Namespace, name: str) -> Any:
     return creds
 
 
+def link_addresses(args: argparse.Namespace) -> dict[str, Any]:
+    """``listen``, ``advertise``, ``join_window`` and ``waiting_log_interval`` of the links, parsed.
+
+    Raises
+    ------
+    InputValidationError
+        Naming the option and its value when it does not parse.
+    """
+    from protocols.runtime.runner import parse_duration
+    from protocols.transport.rendezvous import parse_endpoint
+
+    return {
+        "listen": None
+        if args.listen is None
+        else parse_endpoint(args.listen, "--listen", port_required=False),
+        "advertise": None
+        if args.advertise is None
+        else parse_endpoint(args.advertise, "--advertise", port_required=True),
+        "join_window": None
+        if args.join_window is None
+        else parse_duration(args.join_window, "--join-window"),
+        "waiting_log_interval": args.waiting_log_interval,
+    }
+
+
 def party_inputs(args: argparse.Namespace) -> list[str]:
     """Every file this party reads (its data and its credentials): ``--output`` may be none of them."""
     files = [str(path) for path in (args.data, args.ca, args.cert, args.key) if path is not None]
@@ -204,8 +244,8 @@ def party_command(args: argparse.Namespace, env: Mapping[str, str] | None = None
             file=sys.stderr,
         )
     links = LinkOptions(
-        master, credentials, args.insecure, listen_host=args.listen, timeout=args.timeout,
-        connect_timeout=args.connect_timeout, host_rendezvous=False if args.external_rendezvous else None,
+        master, credentials, args.insecure, timeout=args.timeout, connect_timeout=args.connect_timeout,
+        host_rendezvous=False if args.external_rendezvous else None, **link_addresses(args),
     )  # fmt: skip
     data = None if args.data is None else FileSource(args.data, read_options(args))
     if args.noise_seed is not None:
