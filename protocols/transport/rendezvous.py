@@ -581,6 +581,7 @@ class Introducer:
         self._finished = False
         self._table_sent = False
         self._complete = threading.Event()
+        self._wake = threading.Event()  # every party joined, or close()
         self._answered = threading.Event()
         self._closed = threading.Event()
         self._deadline = time.monotonic() + timeout
@@ -598,16 +599,16 @@ class Introducer:
 
     def _serve(self) -> None:
         try:
-            self.gate.serve(self._sock, self._deadline, self._admit, self._complete)
+            self.gate.serve(self._sock, self._deadline, self._admit, self._wake)
             with self._lock:
                 self._finished = True
                 joined = dict(self._joined)
             self.gate.stop()
             if len(joined) < len(self.ranks):
                 missing = [f"{n!r} (rank {r})" for n, r in self.ranks.items() if n not in joined]
+                waited = "was closed" if self._closed.is_set() else f"waited {self._timeout:g} s"
                 self.error = (
-                    f"the rendezvous waited {self._timeout:g} s, but {', '.join(missing)} did not join"
-                    f"{self.gate.summary()}"
+                    f"the rendezvous {waited}, but {', '.join(missing)} did not join{self.gate.summary()}"
                 )
             else:
                 log.info("waiting room: all %d parties joined; sending the address table", len(joined))
@@ -640,7 +641,7 @@ class Introducer:
     def _watch(self) -> None:
         """The waiting room: drop parties whose connection closed; log and send the status every interval."""
         next_line = time.monotonic() + self._log_interval
-        while not self._complete.wait(_WATCH_SECONDS) and not self._answered.is_set():
+        while not self._wake.wait(_WATCH_SECONDS) and not self._answered.is_set():
             now = time.monotonic()
             if now >= self._deadline:
                 return
@@ -728,6 +729,7 @@ class Introducer:
                 count = len(self._joined)
                 if count == len(self.ranks):
                     self._complete.set()
+                    self._wake.set()
             if replaced is not None:
                 old, old_address = replaced
                 log.warning(
@@ -762,8 +764,9 @@ class Introducer:
         self._answered.wait(timeout)
 
     def close(self) -> None:
-        """Stop refusing late registrations now (the listener closes)."""
+        """Stop now: give up waiting (the parties registered so far are told), or stop refusing late ones."""
         self._closed.set()
+        self._wake.set()
 
 
 def dial(

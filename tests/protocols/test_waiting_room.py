@@ -57,9 +57,20 @@ def exchange(party):
     return VALUES[party.name] + sum(party.recv(peer) for peer in party.channel.peers)
 
 
+_HOSTED: list[Introducer] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_introducers():
+    yield
+    while _HOSTED:
+        _HOSTED.pop().close()
+
+
 def host(tls_dir, window: float = WINDOW, **kwargs: Any) -> Introducer:
     ctx = server_context(Credentials.from_dir(tls_dir, INTRODUCER_NAME))
-    return Introducer("127.0.0.1:0", RANKS, ctx, window, **kwargs)
+    _HOSTED.append(Introducer("127.0.0.1:0", RANKS, ctx, window, **kwargs))
+    return _HOSTED[-1]
 
 
 def raw_register(tls_dir, port: int, name: str, address: tuple[str, Any] = ("127.0.0.1", 1)):
@@ -308,7 +319,6 @@ def test_a_registration_after_the_table_was_sent_is_refused(tls_dir):
             f"127.0.0.1:{introducer.port}", "a1", 1, ("127.0.0.1", 5),
             client_context(Credentials.from_dir(tls_dir, "a1")), INTRODUCER_NAME, 5,
         )  # fmt: skip
-    introducer.close()
 
 
 def test_re_registrations_are_bounded_per_name(tls_dir):
