@@ -632,11 +632,15 @@ class Introducer:
             self._late_gate.stop()
             self._sock.close()
 
-    def _status(self) -> tuple[list[str], list[str], float]:
+    def _status(self) -> tuple[list[str], list[str], float, list[Stream]] | None:
+        """Who has joined, who is missing, seconds left, the joined streams; ``None`` once all are in."""
         with self._lock:
+            if self._complete.is_set() or self._finished:
+                return None
             joined = self._ordered(self._joined)
+            streams = [stream for stream, _ in self._joined.values()]
         missing = self._ordered(n for n in self.ranks if n not in joined)
-        return joined, missing, self._deadline - time.monotonic()
+        return joined, missing, self._deadline - time.monotonic(), streams
 
     def _watch(self) -> None:
         """The waiting room: drop parties whose connection closed; log and send the status every interval."""
@@ -651,17 +655,19 @@ class Introducer:
                 self._announce()
 
     def _announce(self, to: Stream | None = None) -> None:
-        joined, missing, left = self._status()
+        """Log the waiting room's status and send it to every registered party (or only to ``to``)."""
+        status = self._status()
+        if status is None:
+            return
+        joined, missing, left, streams = status
         if to is None:
             log.info("%s", waiting_line(joined, missing, left))
-            with self._lock:
-                streams = [stream for stream, _ in self._joined.values()]
         else:
             streams = [to]
-        status = {"waiting": {"joined": joined, "missing": missing, "seconds_left": max(0, math.ceil(left))}}
+        message = {"waiting": {"joined": joined, "missing": missing, "seconds_left": max(0, math.ceil(left))}}
         for stream in streams:
             with contextlib.suppress(OSError, ValueError, ProtocolError):
-                send_message(stream, status)
+                send_message(stream, message)
 
     def _drop_departed(self) -> None:
         """A registered party sends nothing until the table comes: a readable connection has closed."""
@@ -748,8 +754,7 @@ class Introducer:
                     "waiting room: %r (rank %d) joined from %s, advertising %s:%d (%d of %d)",
                     name, rank, who.removeprefix("a connection from "), host, port, count, len(self.ranks),
                 )  # fmt: skip
-            if not self._complete.is_set():
-                self._announce(stream)
+            self._announce(stream)
         except (PeerTimeoutError, ClosedError):
             stream.close()
             raise
