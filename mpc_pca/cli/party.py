@@ -178,6 +178,9 @@ def credentials_of(args: argparse.Namespace, name: str) -> Any:
 def link_addresses(args: argparse.Namespace) -> dict[str, Any]:
     """``listen``, ``advertise``, ``join_window`` and ``waiting_log_interval`` of the links, parsed.
 
+    ``--listen HOST`` without a port listens on the kernel's pick, or on the
+    port of ``--advertise`` when that is given (a 1:1 port forward).
+
     Raises
     ------
     InputValidationError
@@ -186,16 +189,20 @@ def link_addresses(args: argparse.Namespace) -> dict[str, Any]:
     from protocols.runtime.runner import parse_duration
     from protocols.transport.rendezvous import parse_endpoint
 
+    listen = advertise = window = None
+    if args.listen is not None:
+        listen = parse_endpoint(args.listen, "--listen", port_required=False)
+    if args.advertise is not None:
+        advertise = parse_endpoint(args.advertise, "--advertise", port_required=True)
+    text = (args.listen or "").strip()
+    if listen is not None and advertise is not None and "]:" not in text and text.count(":") != 1:
+        listen = (listen[0], advertise[1])
+    if args.join_window is not None:
+        window = parse_duration(args.join_window, "--join-window")
     return {
-        "listen": None
-        if args.listen is None
-        else parse_endpoint(args.listen, "--listen", port_required=False),
-        "advertise": None
-        if args.advertise is None
-        else parse_endpoint(args.advertise, "--advertise", port_required=True),
-        "join_window": None
-        if args.join_window is None
-        else parse_duration(args.join_window, "--join-window"),
+        "listen": listen,
+        "advertise": advertise,
+        "join_window": window,
         "waiting_log_interval": args.waiting_log_interval,
     }
 

@@ -116,9 +116,14 @@ class LinkOptions:
         """
         check_timeout(self.timeout)
         check_timeout(self.connect_timeout)
-        if self.join_window is not None:
-            check_timeout(self.join_window)
-        check_timeout(self.waiting_log_interval)
+        for field in ("join_window", "waiting_log_interval"):
+            value = getattr(self, field)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf")
+            ):
+                raise InputValidationError(
+                    f"{name}: {field}={value!r} is invalid; it must be a positive, finite number of seconds"
+                )
         for field, address, lowest in (("listen", self.listen, 0), ("advertise", self.advertise, 1)):
             if address is None:
                 continue

@@ -172,6 +172,10 @@ def test_the_party_command_parses_its_link_options():
         "join_window": 7200.0,
         "waiting_log_interval": 5.0,
     }
+    args.listen = "10.0.0.2"  # no port: the advertised one
+    assert link_addresses(args)["listen"] == ("10.0.0.2", 443)
+    args.listen, args.advertise = "fe80::1", None
+    assert link_addresses(args)["listen"] == ("fe80::1", 0)
     args.listen = "10.0.0.2:x"
     with pytest.raises(InputValidationError, match=r"--listen '10\.0\.0\.2:x'"):
         link_addresses(args)
@@ -183,7 +187,8 @@ def test_the_party_command_parses_its_link_options():
         ({"listen": ("127.0.0.1", 70000)}, r"listen=\('127.0.0.1', 70000\) is invalid"),
         ({"advertise": ("127.0.0.1", 0)}, r"advertise=\('127.0.0.1', 0\) is invalid; .* 1 \.\. 65535"),
         ({"listen": ("127.0.0.1", 1), "listen_host": "127.0.0.1"}, "not both"),
-        ({"join_window": 0}, "timeout=0 is invalid"),
+        ({"join_window": 0}, "a0: join_window=0 is invalid"),
+        ({"waiting_log_interval": float("nan")}, "a0: waiting_log_interval=nan is invalid"),
     ],
 )
 def test_link_options_refuse_bad_addresses(options, message):
