@@ -350,3 +350,15 @@ def test_a_party_gives_up_after_its_join_window(tls_dir):
     results = run_parties(tls_dir, introducer.port, ("a0",), a0={"join_window": 1.0})
     assert isinstance(results["a0"], PeerTimeoutError), results
     assert "'a1' (rank 1), 'a2' (rank 2) did not join" in str(results["a0"])
+
+
+def test_closing_the_room_tells_the_registered_parties(tls_dir):
+    introducer = host(tls_dir)
+    stream, (key, _) = raw_register(tls_dir, introducer.port, "a0")
+    assert key == "waiting"
+    introducer.close()
+    key, value = parse_reply("the rendezvous", read_message(stream, "the rendezvous"))
+    assert (
+        key == "error" and "the rendezvous was closed, but 'a1' (rank 1), 'a2' (rank 2) did not join" in value
+    )
+    stream.close()
