@@ -13,7 +13,10 @@
 from __future__ import annotations
 
 import json
+import random
 import re
+import socket
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -30,8 +33,36 @@ from tests.helpers.torch_helpers import party_commands
 pytestmark = pytest.mark.slow
 
 NAMES = ("provider0", "provider1", "provider2", "server", "consumer")
-#: Seconds the late provider starts after the others.
+#: Seconds the late provider starts after the rendezvous listens.
 LATE = 5.0
+#: Waits for the rendezvous's port, sleeps LATE seconds, then runs the command in argv[2:].
+LATE_START = f"""
+import os, socket, sys, time
+while True:
+    try:
+        socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1).close()
+        break
+    except OSError:
+        time.sleep(0.1)
+time.sleep({LATE})
+os.execv(sys.argv[2], sys.argv[2:])
+"""
+
+
+def fixed_port(taken: set[int]) -> int:
+    """A free port below the usual ephemeral range (32768+), so no outgoing connection takes it first."""
+    rng = random.Random()
+    while True:
+        port = rng.randrange(20000, 32000)
+        if port in taken:
+            continue
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        taken.add(port)
+        return port
 
 
 def check_result(parts: list[np.ndarray], outputs: dict[str, Path]) -> None:
@@ -56,11 +87,12 @@ def commands_for(tmp_path: Path, parts: list[np.ndarray], master: str) -> tuple[
 
 def test_a_late_provider_joins_within_the_window_and_the_room_says_who_is_missing(tmp_path, wine):
     parts = np.array_split(wine, 3)
-    commands, outputs = commands_for(tmp_path, parts, f"127.0.0.1:{free_port()}")
+    port = free_port()
+    commands, outputs = commands_for(tmp_path, parts, f"127.0.0.1:{port}")
     for name in NAMES:
         commands[name] += ["--join-window", "30", "--waiting-log-interval", "1", "-v"]
-    late = commands["provider2"]
-    commands["provider2"] = ["sh", "-c", f'sleep {LATE:g}; exec "$0" "$@"', *late]
+    # provider2 starts LATE seconds after the rendezvous (rank 0) listens, whatever the start-up time
+    commands["provider2"] = [sys.executable, "-c", LATE_START, str(port), *commands["provider2"]]
     outcomes = launch(commands, timeout=40, env=child_environment())
     raise_on_failure(outcomes)
     check_result(parts, outputs)
@@ -81,9 +113,9 @@ def test_a_late_provider_joins_within_the_window_and_the_room_says_who_is_missin
 
 def test_fixed_listening_and_advertised_addresses_give_the_same_result(tmp_path, wine):
     parts = np.array_split(wine, 3)
-    master = free_port()
-    ports = {name: free_port() for name in NAMES}
-    assert len({master, *ports.values()}) == len(NAMES) + 1
+    taken: set[int] = set()
+    master = fixed_port(taken)
+    ports = {name: fixed_port(taken) for name in NAMES}
     commands, outputs = commands_for(tmp_path, parts, f"127.0.0.1:{master}")
     for name in NAMES:
         commands[name] += ["--listen", f"127.0.0.1:{ports[name]}", "-v"]
