@@ -72,8 +72,23 @@ def add_party_parser(sub: Any) -> None:
         "(default: $MASTER_ADDR:$MASTER_PORT)",
     )  # fmt: skip
     party.add_argument(
-        "--listen", default=None, help="interface for this party's links (default: route to master)"
-    )
+        "--listen", default=None, metavar="HOST[:PORT]",
+        help="where this party's links listen: an interface, or HOST:PORT for a fixed port to open in a "
+        "firewall (default: the interface that routes to the master, a port the kernel picks)",
+    )  # fmt: skip
+    party.add_argument(
+        "--advertise", default=None, metavar="HOST:PORT",
+        help="the address the others dial to reach this party (e.g. a NAT port forward; default: --listen's)",
+    )  # fmt: skip
+    party.add_argument(
+        "--join-window", default=None, metavar="DURATION",
+        help="how long the rendezvous and this party wait for every party to join: seconds or 90s, 30m, 2h "
+        "(default: --connect-timeout)",
+    )  # fmt: skip
+    party.add_argument(
+        "--waiting-log-interval", type=float, default=30.0, metavar="SECONDS",
+        help="rendezvous: seconds between two 'waiting room' lines (shown with -v; default 30)",
+    )  # fmt: skip
     party.add_argument(
         "--data", default=None,
         help="providers: this party's rows (CSV, optionally compressed, Parquet or builtin:NAME); "
@@ -81,7 +96,7 @@ def add_party_parser(sub: Any) -> None:
     )  # fmt: skip
     party.add_argument(
         "--chunk-rows", type=int, default=None, metavar="N",
-        help="pppca providers: rows read at a time from --data (default 65,536; memory O(N x columns), "
+        help="pppca providers: rows read at a time from --data (default 65,536; memory O(N x columns + d^2) for N rows a chunk, "
         "whatever the file's size); 0 reads the whole table into memory",
     )  # fmt: skip
     party.add_argument(
@@ -174,6 +189,38 @@ def credentials_of(args: argparse.Namespace, name: str) -> Any:
     return creds
 
 
+def link_addresses(args: argparse.Namespace) -> dict[str, Any]:
+    """``listen``, ``advertise``, ``join_window`` and ``waiting_log_interval`` of the links, parsed.
+
+    ``--listen HOST`` without a port listens on the kernel's pick, or on the
+    port of ``--advertise`` when that is given (a 1:1 port forward).
+
+    Raises
+    ------
+    InputValidationError
+        Naming the option and its value when it does not parse.
+    """
+    from protocols.runtime.runner import parse_duration
+    from protocols.transport.rendezvous import parse_endpoint
+
+    listen = advertise = window = None
+    if args.listen is not None:
+        listen = parse_endpoint(args.listen, "--listen", port_required=False)
+    if args.advertise is not None:
+        advertise = parse_endpoint(args.advertise, "--advertise", port_required=True)
+    text = (args.listen or "").strip()
+    if listen is not None and advertise is not None and "]:" not in text and text.count(":") != 1:
+        listen = (listen[0], advertise[1])
+    if args.join_window is not None:
+        window = parse_duration(args.join_window, "--join-window")
+    return {
+        "listen": listen,
+        "advertise": advertise,
+        "join_window": window,
+        "waiting_log_interval": args.waiting_log_interval,
+    }
+
+
 def party_inputs(args: argparse.Namespace) -> list[str]:
     """Every file this party reads (its data and its credentials): ``--output`` may be none of them."""
     files = [str(path) for path in (args.data, args.ca, args.cert, args.key) if path is not None]
@@ -218,8 +265,8 @@ def party_command(args: argparse.Namespace, env: Mapping[str, str] | None = None
             file=sys.stderr,
         )
     links = LinkOptions(
-        master, credentials, args.insecure, listen_host=args.listen, timeout=args.timeout,
-        connect_timeout=args.connect_timeout, host_rendezvous=False if args.external_rendezvous else None,
+        master, credentials, args.insecure, timeout=args.timeout, connect_timeout=args.connect_timeout,
+        host_rendezvous=False if args.external_rendezvous else None, **link_addresses(args),
     )  # fmt: skip
     if args.dask_scheduler is not None:
         require_installed("--dask-scheduler", ("dask", "distributed"), DASK_INSTALL)

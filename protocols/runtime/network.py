@@ -27,6 +27,7 @@ from protocols.transport.mesh import connect_mesh
 from protocols.transport.ranks import check_ranks
 from protocols.transport.rendezvous import (
     INTRODUCER_NAME,
+    WAITING_LOG_SECONDS,
     Introducer,
     listen,
     local_address_towards,
@@ -56,6 +57,10 @@ def open_links(
     timeout: float = 600.0,
     connect_timeout: float = 60.0,
     host_rendezvous: bool | None = None,
+    listen_at: tuple[str, int] | None = None,
+    advertise: tuple[str, int] | None = None,
+    join_window: float | None = None,
+    waiting_log_interval: float = WAITING_LOG_SECONDS,
 ) -> SocketChannel:
     """Join the run and connect to every peer; return this party's channel.
 
@@ -77,9 +82,25 @@ def open_links(
     timeout : float
         Phase deadline of the channel (seconds without progress).
     connect_timeout : float
-        Seconds for the rendezvous and for connecting the links.
+        Seconds for connecting the links once the address table is known
+        (and for the rendezvous unless ``join_window`` is given).
     host_rendezvous : bool, optional
         Host the rendezvous here; defaults to ``True`` at rank 0.
+    listen_at : (str, int), optional
+        ``(host, port)`` of this party's listening socket (``--listen``; port
+        0: the kernel picks). A wildcard host (``0.0.0.0``, ``::``) listens on
+        every interface. Overrides ``listen_host``.
+    advertise : (str, int), optional
+        The address the rendezvous gives the others to dial (``--advertise``):
+        a NAT port forward or a firewall's public address. Default: the
+        listening address (with a wildcard host, the local address that
+        routes to the master). Without ``listen_at``, the party listens on
+        the advertised port of the interface that routes to the master.
+    join_window : float, optional
+        Seconds the rendezvous (and this party) wait for every party to
+        register; default: ``connect_timeout``.
+    waiting_log_interval : float
+        Seconds between two waiting-room lines of the rendezvous.
     """
     table = check_ranks(ranks)
     if name not in table:
@@ -92,18 +113,40 @@ def open_links(
     client_ctx = server_ctx = None
     if credentials is not None:
         client_ctx, server_ctx = client_context(credentials), server_context(credentials)
+    window = connect_timeout if join_window is None else join_window
     start = now()
-    introducer = Introducer(master, table, server_ctx, connect_timeout) if hosting else None
-    host = listen_host or local_address_towards(master_host)
-    listener = listen(host, 0)
-    address = (host, listener.getsockname()[1])
-    log.info(
-        "%s: rank %d listening on %s:%d (%s)", name, rank, *address, "TLS 1.3" if credentials else "INSECURE"
+    introducer = (
+        Introducer(master, table, server_ctx, window, log_interval=waiting_log_interval) if hosting else None
     )
+    if listen_at is not None:
+        host, port = listen_at
+    else:
+        host, port = (
+            listen_host or local_address_towards(master_host),
+            0 if advertise is None else advertise[1],
+        )
+    try:
+        listener = listen(host, port)
+    except InputValidationError as exc:
+        if introducer is not None:
+            introducer.close()
+        raise InputValidationError(f"{name!r} {exc}") from None
+    bound = (host, listener.getsockname()[1])
+    if advertise is not None:
+        address = advertise
+    elif host in ("0.0.0.0", "::", ""):
+        address = (local_address_towards(master_host), bound[1])
+    else:
+        address = bound
+    log.info(
+        "%s: rank %d listening on %s:%d%s (%s)", name, rank, *bound,
+        "" if address == bound else f", advertising {address[0]}:{address[1]}",
+        "TLS 1.3" if credentials else "INSECURE",
+    )  # fmt: skip
     rank0 = next(n for n, r in table.items() if r == 0)
     introducer_name = rank0 if host_rendezvous is None or hosting else INTRODUCER_NAME
     try:
-        addresses = register(master, name, rank, address, client_ctx, introducer_name, connect_timeout)
+        addresses = register(master, name, rank, address, client_ctx, introducer_name, window)
         streams = connect_mesh(
             name,
             table,
@@ -118,7 +161,7 @@ def open_links(
         raise
     finally:
         if introducer is not None:
-            introducer.join(connect_timeout)
+            introducer.join(window)
     log.info("%s: connected to %d peers in %.2f s", name, len(streams), now() - start)
     channel = SocketChannel(name, table, streams, timeout)
     try:

@@ -38,6 +38,7 @@ from protocols.errors import InputValidationError, ProtocolError
 from protocols.runtime.network import DEFAULT_MESSAGE_CAP, Role, fail, open_links, run_role
 from protocols.runtime.runner import PartyReport, RunResult, check_timeout
 from protocols.transport.ranks import check_ranks
+from protocols.transport.rendezvous import WAITING_LOG_SECONDS
 from protocols.transport.socket_channel import SocketChannel
 from protocols.transport.tls import Credentials
 
@@ -72,6 +73,21 @@ class LinkOptions:
         Host the rendezvous in this party; default: at rank 0.
     message_cap : int
         Largest data message (bytes) this party accepts from a peer.
+    listen : (str, int), optional
+        ``(host, port)`` of this party's listening socket (``--listen
+        HOST:PORT``): a fixed port to open in a firewall (0: the kernel
+        picks; a wildcard host listens on every interface). Give it or
+        ``listen_host``, not both.
+    advertise : (str, int), optional
+        The address the rendezvous gives the other parties to dial
+        (``--advertise HOST:PORT``), e.g. a NAT port forward; default: the
+        listening address. Without ``listen`` the party listens on the
+        advertised port of the interface that routes to the master.
+    join_window : float, optional
+        Seconds the rendezvous (and this party) wait for every party to join
+        (the waiting room); default: ``connect_timeout``.
+    waiting_log_interval : float
+        Seconds between two waiting-room lines of the rendezvous.
     """
 
     master: str
@@ -82,6 +98,10 @@ class LinkOptions:
     connect_timeout: float = 60.0
     host_rendezvous: bool | None = None
     message_cap: int = DEFAULT_MESSAGE_CAP
+    listen: tuple[str, int] | None = None
+    advertise: tuple[str, int] | None = None
+    join_window: float | None = None
+    waiting_log_interval: float = WAITING_LOG_SECONDS
 
     def check(self, name: str) -> None:
         """Refuse, before anything is sent, options that cannot make a run.
@@ -90,10 +110,36 @@ class LinkOptions:
         ------
         InputValidationError
             Naming the party and the value: no credentials without
-            ``insecure``, a non-positive deadline or message cap.
+            ``insecure``, a non-positive deadline, join window, log interval
+            or message cap, a listening or advertised address that is not
+            ``(host, port)`` with a port in range, ``listen`` with ``listen_host``.
         """
         check_timeout(self.timeout)
         check_timeout(self.connect_timeout)
+        for field in ("join_window", "waiting_log_interval"):
+            value = getattr(self, field)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf")
+            ):
+                raise InputValidationError(
+                    f"{name}: {field}={value!r} is invalid; it must be a positive, finite number of seconds"
+                )
+        for field, address, lowest in (("listen", self.listen, 0), ("advertise", self.advertise, 1)):
+            if address is None:
+                continue
+            host, port = address if isinstance(address, tuple) and len(address) == 2 else (None, None)
+            if (
+                not isinstance(host, str) or not host or isinstance(port, bool) or not isinstance(port, int)
+                or not lowest <= port < 65536
+            ):  # fmt: skip
+                raise InputValidationError(
+                    f"{name}: {field}={address!r} is invalid; it must be (host, port) with a port in "
+                    f"{lowest} .. 65535"
+                )
+        if self.listen is not None and self.listen_host is not None:
+            raise InputValidationError(
+                f"{name}: give listen=(host, port) or listen_host, not both ({self.listen!r}, {self.listen_host!r})"
+            )
         cap = self.message_cap
         if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
             raise InputValidationError(
@@ -120,6 +166,10 @@ def connect(name: str, ranks: Mapping[str, int], links: LinkOptions) -> SocketCh
         timeout=links.timeout,
         connect_timeout=links.connect_timeout,
         host_rendezvous=links.host_rendezvous,
+        listen_at=links.listen,
+        advertise=links.advertise,
+        join_window=links.join_window,
+        waiting_log_interval=links.waiting_log_interval,
     )
     channel.set_message_cap(links.message_cap)
     return channel

@@ -81,6 +81,35 @@ def check_timeout(timeout: object) -> float:
     return float(timeout)
 
 
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(text: str, flag: str) -> float:
+    """Seconds from ``90``, ``90s``, ``30m``, ``2h``, ``1.5h`` or ``1h30m`` (units s, m, h, d).
+
+    Raises
+    ------
+    InputValidationError
+        Naming ``flag`` and the value, unless it is a positive, finite duration.
+    """
+    import re
+
+    value = text.strip().lower().replace(" ", "")
+    parts = re.findall(r"(\d+(?:\.\d*)?|\.\d+)([smhd]?)", value)
+    if (
+        not value
+        or "".join(number + unit for number, unit in parts) != value
+        or (len(parts) > 1 and not all(unit for _, unit in parts))
+    ):
+        raise InputValidationError(
+            f"{flag} {text!r} is not a duration; give seconds (90) or a number with a unit: 90s, 30m, 2h, 1h30m"
+        )
+    seconds = sum(float(number) * _UNITS[unit or "s"] for number, unit in parts)
+    if not 0 < seconds < float("inf"):
+        raise InputValidationError(f"{flag} {text!r} is not a positive duration")
+    return seconds
+
+
 def run_inprocess(
     roles: Mapping[str, Role], *, timeout: float = 120.0, wrap_channel: ChannelWrapper | None = None
 ) -> RunResult:

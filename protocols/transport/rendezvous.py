@@ -11,6 +11,30 @@ Introduction
     to introduce: a wrong address just makes the link's own authentication
     fail, and nothing else it says is believed.
 
+Addresses
+    A party listens on a fixed ``HOST:PORT`` when given one (``--listen``;
+    port 0 still lets the kernel pick) and registers the address the others
+    must dial: its ``--advertise`` address when given (a NAT port forward, a
+    firewall's public address), else the one it listens on. The advertised
+    address is peer-supplied like everything in a registration: a host of at
+    most :data:`MAX_NAME_CHARS` characters and a port in 1 .. 65535, else a
+    :class:`~protocols.errors.ProtocolError` naming the sender.
+
+Waiting room
+    The introducer waits for everyone for its join window (seconds, hours if
+    asked). Every ``log_interval`` seconds it logs at INFO who has joined and
+    who is missing ("waiting room: joined [provider0, server]; missing
+    [provider1, consumer] (3540 s left)") and sends the same status to every
+    registered party, which logs it too. A registered party whose connection
+    closes leaves the room (logged); a party that registers again under the
+    same name before the table is sent replaces its earlier registration (the
+    earlier connection is told so and closed). With TLS only the holder of
+    the certificate that names a party can do so; at most
+    :data:`MAX_REJOINS` re-registrations per name are accepted, so an insider
+    cannot keep the room busy with its own. After the table is sent, a
+    registration is refused for :data:`LATE_REFUSAL_SECONDS` more (or until
+    the join window ends) with a message saying that the run has started.
+
 Links
     Each pair of parties gets one connection: the lower rank dials the higher
     one, both ends check that the peer's certificate names the party expected
@@ -52,6 +76,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
+import selectors
 import socket
 import ssl
 import threading
@@ -85,6 +111,15 @@ _KIND_HELLO = 6
 MAX_NAME_CHARS = 256
 #: Longest refusal or error text in the introducer's reply (characters).
 MAX_TEXT_CHARS = 16 << 10
+#: Re-registrations per party name the introducer accepts before the table is sent.
+MAX_REJOINS = 5
+#: Default seconds between two waiting-room lines (and status messages to the parties).
+WAITING_LOG_SECONDS = 30.0
+#: Seconds after the table is sent during which a registration is refused with a message.
+LATE_REFUSAL_SECONDS = 60.0
+#: Most names a waiting-room status message may list.
+MAX_WAITING_NAMES = 4096
+_WATCH_SECONDS = 0.1
 
 
 def parse_address(address: str) -> tuple[str, int]:
@@ -99,6 +134,51 @@ def parse_address(address: str) -> tuple[str, int]:
         raise InputValidationError(f"port {port_text!r} in {address!r} is not an integer") from None
     if not 0 <= port < 65536:
         raise InputValidationError(f"port {port} in {address!r} is out of range 0 .. 65535")
+    return host, port
+
+
+def parse_endpoint(text: str, flag: str, *, port_required: bool) -> tuple[str, int]:
+    """``HOST``, ``HOST:PORT`` or ``[v6addr]:PORT`` of an option such as ``--listen`` or ``--advertise``.
+
+    Parameters
+    ----------
+    text : str
+        The option's value. A bare IPv6 address (more than one ``:``, no
+        brackets) is a host without a port.
+    flag : str
+        The option, for messages.
+    port_required : bool
+        Require a port in 1 .. 65535 (an advertised address); otherwise a
+        missing port is 0 (the kernel picks) and 0 is allowed.
+
+    Raises
+    ------
+    InputValidationError
+        Naming the option and its value.
+    """
+    value = text.strip()
+    bracketed = value.startswith("[")
+    if not bracketed and value.count(":") != 1:
+        host, port = value, None  # a host name, an IPv4 address or a bare IPv6 address
+    elif bracketed and value.endswith("]"):
+        host, port = value[1:-1], None
+    else:
+        try:
+            host, port = parse_address(value)
+        except InputValidationError as exc:
+            raise InputValidationError(f"{flag} {text!r}: {exc}") from None
+    if not host or any(c.isspace() for c in host) or len(host) > MAX_NAME_CHARS:
+        raise InputValidationError(
+            f"{flag} {text!r} is not HOST:PORT (the host is empty, too long or has spaces)"
+        )
+    if port is None:
+        if port_required:
+            raise InputValidationError(f"{flag} {text!r} has no port; give HOST:PORT (IPv6: [ADDR]:PORT)")
+        port = 0
+    if port_required and port == 0:
+        raise InputValidationError(
+            f"{flag} {text!r}: port 0 cannot be dialled; give the port the others reach"
+        )
     return host, port
 
 
@@ -122,7 +202,8 @@ def listen(host: str, port: int = 0) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        raise InputValidationError(f"cannot listen on {host}:{port}: {exc}") from None
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        raise InputValidationError(f"cannot listen on {host}:{port}: {reason}") from None
     sock.listen(64)
     return sock
 
@@ -198,23 +279,32 @@ def parse_registration(who: str, msg: dict[str, Any]) -> tuple[str, int, str, in
     return name, rank, _short_str(who, what, "host", msg["host"]), _port(who, what, msg["port"])
 
 
+#: What a waiting-room status carries: ``(joined, missing, seconds_left)``.
+Waiting = tuple[list[str], list[str], int]
+
+
 def parse_reply(where: str, msg: dict[str, Any]) -> tuple[str, Any]:
-    """The introducer's reply: ``("refused" | "error", str)`` or ``("table", {name: (host, port)})``.
+    """The introducer's reply: ``("refused" | "error", str)``, ``("waiting", Waiting)`` or ``("table", {name: (host, port)})``.
+
+    ``waiting`` is a waiting-room status, ``{"joined": [names], "missing":
+    [names], "seconds_left": int}``; the table or a refusal follows it.
 
     Raises
     ------
     ProtocolError
         Naming ``where``, for any other shape (other keys, a name or host
         that is not a str, an address that is not ``[host, port]``, a port
-        out of range, oversize strings).
+        out of range, oversize strings or lists).
     """
     what = "reply"
-    if len(msg) != 1 or next(iter(msg)) not in ("refused", "error", "table"):
+    if len(msg) != 1 or next(iter(msg)) not in ("refused", "error", "table", "waiting"):
         raise ProtocolError(
             f"{where} sent a malformed {what}: its keys are {sorted(msg)[:8]!r}, expected one of "
-            "'refused', 'error' or 'table'"
+            "'refused', 'error', 'waiting' or 'table'"
         )
     key, value = next(iter(msg.items()))
+    if key == "waiting":
+        return key, _parse_waiting(where, value)
     if key != "table":
         return key, _short_str(where, what, key, value, MAX_TEXT_CHARS)
     what = "address table"
@@ -232,6 +322,35 @@ def parse_reply(where: str, msg: dict[str, Any]) -> tuple[str, Any]:
             _port(where, what, address[1]),
         )
     return key, table
+
+
+def _parse_waiting(where: str, value: Any) -> Waiting:
+    what = "waiting-room status"
+    if not isinstance(value, dict):
+        raise ProtocolError(f"{where} sent a malformed {what}: a {type(value).__name__}, not a mapping")
+    _exact_keys(where, what, value, {"joined", "missing", "seconds_left"})
+    lists = []
+    for key in ("joined", "missing"):
+        names = value[key]
+        if not isinstance(names, list) or len(names) > MAX_WAITING_NAMES:
+            raise ProtocolError(
+                f"{where} sent a malformed {what}: {key} is not a list of at most {MAX_WAITING_NAMES} names"
+            )
+        lists.append([_short_str(where, what, f"a name in {key}", name) for name in names])
+    left = value["seconds_left"]
+    if not isinstance(left, int) or isinstance(left, bool) or not 0 <= left < 1 << 40:
+        raise ProtocolError(
+            f"{where} sent a malformed {what}: seconds_left {left!r:.40} is not a non-negative integer"
+        )
+    return lists[0], lists[1], left
+
+
+def waiting_line(joined: list[str], missing: list[str], seconds_left: float) -> str:
+    """``waiting room: joined [a, b]; missing [c] (120 s left)``."""
+    return (
+        f"waiting room: joined [{', '.join(joined)}]; missing [{', '.join(missing)}] "
+        f"({max(0, math.ceil(seconds_left))} s left)"
+    )
 
 
 class HandshakeGate:
@@ -405,12 +524,16 @@ def _plural(n: int, noun: str) -> str:
 
 
 class Introducer:
-    """Collects every party's listening address and hands out the table (runs in a thread).
+    """Collects every party's advertised address and hands out the table (runs in a thread).
 
     Registrations are handled concurrently and bounded by a
     :class:`HandshakeGate`: a connection must send its first bytes within
     :data:`FIRST_BYTES_SECONDS` and finish its handshake and registration
-    within :data:`HANDSHAKE_SECONDS`.
+    within :data:`HANDSHAKE_SECONDS`. While parties are missing, the
+    introducer is a waiting room (see the module's documentation): it logs
+    who has joined and who is missing every ``log_interval`` seconds, notices
+    a registered party whose connection closed, and lets a party register
+    again (at most :data:`MAX_REJOINS` times) until the table is sent.
 
     Parameters
     ----------
@@ -421,55 +544,152 @@ class Introducer:
     context : ssl.SSLContext or None
         Server context (``None``: ``--insecure``, names are taken on trust).
     timeout : float
-        Seconds to wait for every party.
+        The join window: seconds to wait for every party.
+    log_interval : float
+        Seconds between two waiting-room lines and status messages.
+    max_rejoins : int
+        Re-registrations accepted per party name before the table is sent.
     """
 
     def __init__(
-        self, address: str, ranks: Mapping[str, int], context: ssl.SSLContext | None, timeout: float
+        self,
+        address: str,
+        ranks: Mapping[str, int],
+        context: ssl.SSLContext | None,
+        timeout: float,
+        *,
+        log_interval: float = WAITING_LOG_SECONDS,
+        max_rejoins: int = MAX_REJOINS,
     ):
         host, port = parse_address(address)
         self.ranks = dict(ranks)
         self._by_rank = {r: n for n, r in self.ranks.items()}
         self._ctx = context
         self._timeout = timeout
+        self._log_interval = log_interval
+        self.max_rejoins = max_rejoins
         self._sock = listen(host, port)
         self.port = self._sock.getsockname()[1]
         self.gate = HandshakeGate("the rendezvous")
+        #: Refuses registrations that come after the table was sent.
+        self._late_gate = HandshakeGate("the rendezvous (after the table was sent)")
         self.error: str | None = None
         self._lock = threading.Lock()
         self._joined: dict[str, tuple[Stream, list[Any]]] = {}
+        #: Re-registrations accepted so far, per party name.
+        self.rejoins: dict[str, int] = {}
         self._finished = False
+        self._table_sent = False
         self._complete = threading.Event()
+        self._wake = threading.Event()  # every party joined, or close()
+        self._answered = threading.Event()
+        self._closed = threading.Event()
         self._deadline = time.monotonic() + timeout
         self._thread = threading.Thread(target=self._serve, name="introducer", daemon=True)
         self._thread.start()
+        threading.Thread(target=self._watch, name="waiting-room", daemon=True).start()
 
     @property
     def refused(self) -> list[str]:
         """Reasons of the refused registrations (the first few)."""
         return self.gate.refused
 
+    def _ordered(self, names: Any) -> list[str]:
+        return sorted(names, key=lambda n: self.ranks[n])
+
     def _serve(self) -> None:
         try:
-            self.gate.serve(self._sock, self._deadline, self._admit, self._complete)
-        finally:
+            self.gate.serve(self._sock, self._deadline, self._admit, self._wake)
             with self._lock:
                 self._finished = True
                 joined = dict(self._joined)
             self.gate.stop()
+            if len(joined) < len(self.ranks):
+                missing = [f"{n!r} (rank {r})" for n, r in self.ranks.items() if n not in joined]
+                waited = "was closed" if self._closed.is_set() else f"waited {self._timeout:g} s"
+                self.error = (
+                    f"the rendezvous {waited}, but {', '.join(missing)} did not join{self.gate.summary()}"
+                )
+            else:
+                log.info("waiting room: all %d parties joined; sending the address table", len(joined))
+            reply = {"error": self.error} if self.error else {"table": {n: a for n, (_, a) in joined.items()}}
+            for stream, _ in joined.values():
+                with contextlib.suppress(OSError, ValueError, ProtocolError):
+                    send_message(stream, reply)
+            for stream, _ in joined.values():
+                stream.close()
+            with self._lock:
+                self._table_sent = self.error is None
+            self._answered.set()
+            if self._table_sent:  # refuse late registrations with a message, for a while
+                late = min(self._deadline, time.monotonic() + LATE_REFUSAL_SECONDS)
+                self._late_gate.serve(self._sock, late, self._admit, self._closed)
+        finally:
+            with self._lock:
+                self._finished = True
+            self._answered.set()
+            self.gate.stop()
+            self._late_gate.stop()
             self._sock.close()
-        if len(joined) < len(self.ranks):
-            missing = [f"{n!r} (rank {r})" for n, r in self.ranks.items() if n not in joined]
-            self.error = (
-                f"the rendezvous waited {self._timeout:g} s, but {', '.join(missing)} did not join"
-                f"{self.gate.summary()}"
-            )
-        reply = {"error": self.error} if self.error else {"table": {n: a for n, (_, a) in joined.items()}}
-        for stream, _ in joined.values():
+
+    def _status(self) -> tuple[list[str], list[str], float, list[Stream]] | None:
+        """Who has joined, who is missing, seconds left, the joined streams; ``None`` once all are in."""
+        with self._lock:
+            if self._complete.is_set() or self._finished:
+                return None
+            joined = self._ordered(self._joined)
+            streams = [stream for stream, _ in self._joined.values()]
+        missing = self._ordered(n for n in self.ranks if n not in joined)
+        return joined, missing, self._deadline - time.monotonic(), streams
+
+    def _watch(self) -> None:
+        """The waiting room: drop parties whose connection closed; log and send the status every interval."""
+        next_line = time.monotonic() + self._log_interval
+        while not self._wake.wait(_WATCH_SECONDS) and not self._answered.is_set():
+            now = time.monotonic()
+            if now >= self._deadline:
+                return
+            self._drop_departed()
+            if now >= next_line:
+                next_line = now + self._log_interval
+                self._announce()
+
+    def _announce(self, to: Stream | None = None) -> None:
+        """Log the waiting room's status and send it to every registered party (or only to ``to``)."""
+        status = self._status()
+        if status is None:
+            return
+        joined, missing, left, streams = status
+        if to is None:
+            log.info("%s", waiting_line(joined, missing, left))
+        else:
+            streams = [to]
+        message = {"waiting": {"joined": joined, "missing": missing, "seconds_left": max(0, math.ceil(left))}}
+        for stream in streams:
             with contextlib.suppress(OSError, ValueError, ProtocolError):
-                send_message(stream, reply)
-        for stream, _ in joined.values():
-            stream.close()
+                send_message(stream, message)
+
+    def _drop_departed(self) -> None:
+        """A registered party sends nothing until the table comes: a readable connection has closed."""
+        with self._lock:
+            streams = {name: stream for name, (stream, _) in self._joined.items()}
+        if not streams:
+            return
+        with selectors.DefaultSelector() as selector:
+            for name, stream in streams.items():
+                with contextlib.suppress(OSError, ValueError):
+                    selector.register(stream.sock, selectors.EVENT_READ, name)
+            ready = [key.data for key, _ in selector.select(0)]
+        for name in ready:
+            with self._lock:
+                if self._complete.is_set() or self._joined.get(name, (None,))[0] is not streams[name]:
+                    continue
+                del self._joined[name]
+            streams[name].close()
+            log.warning(
+                "waiting room: %r (rank %d) left: its connection closed; it can register again",
+                name, self.ranks[name],
+            )  # fmt: skip
 
     def _admit(self, conn: socket.socket, who: str) -> None:
         timeout = max(0.1, min(self._deadline - time.monotonic(), HANDSHAKE_SECONDS))
@@ -489,16 +709,52 @@ class Introducer:
                     f"authentication failed for {who} claiming to be {name!r} (rank {rank}): its certificate "
                     f"is issued to {cert_name!r}"
                 )
-            conn.settimeout(None)
+            conn.settimeout(HANDSHAKE_SECONDS)  # bounds a status or table send to a party that reads nothing
+            replaced = None
             with self._lock:
+                if self._table_sent:
+                    raise ProtocolError(
+                        f"{who} registered {name!r} after the rendezvous had sent the address table: the run "
+                        "has started without this registration; to join, every party must start a new run"
+                    )
                 if self._finished:
                     raise PeerTimeoutError(f"{who} registered {name!r} after the rendezvous had finished")
-                if name in self._joined:
-                    raise AuthenticationError(f"{who} registered {name!r} a second time")
+                if name in self.rejoins or name in self._joined:
+                    if self.rejoins.get(name, 0) >= self.max_rejoins:
+                        raise ProtocolError(
+                            f"{who} registered {name!r} again, but {name!r} has already registered again "
+                            f"{self.max_rejoins} times, the most the rendezvous accepts before a run starts"
+                        )
+                    self.rejoins[name] = self.rejoins.get(name, 0) + 1
+                    if name in self._joined:
+                        replaced = self._joined.pop(name)
+                else:
+                    self.rejoins[name] = 0
                 self.gate.keep(conn)
                 self._joined[name] = (stream, [host, port])
-                if len(self._joined) == len(self.ranks):
+                count = len(self._joined)
+                if count == len(self.ranks):
                     self._complete.set()
+                    self._wake.set()
+            if replaced is not None:
+                old, old_address = replaced
+                log.warning(
+                    "waiting room: %r (rank %d) registered again from %s (advertising %s:%d); its earlier "
+                    "registration (advertising %s:%d) is replaced and that connection closed",
+                    name, rank, who.removeprefix("a connection from "), host, port, *old_address,
+                )  # fmt: skip
+                with contextlib.suppress(OSError, ValueError, ProtocolError):
+                    send_message(
+                        old,
+                        {"refused": f"{name!r} registered again from {who}; this registration is replaced"},
+                    )
+                old.close()
+            else:
+                log.info(
+                    "waiting room: %r (rank %d) joined from %s, advertising %s:%d (%d of %d)",
+                    name, rank, who.removeprefix("a connection from "), host, port, count, len(self.ranks),
+                )  # fmt: skip
+            self._announce(stream)
         except (PeerTimeoutError, ClosedError):
             stream.close()
             raise
@@ -509,7 +765,13 @@ class Introducer:
             raise
 
     def join(self, timeout: float | None = None) -> None:
-        self._thread.join(timeout)
+        """Wait until the table or the error has been sent to every registered party."""
+        self._answered.wait(timeout)
+
+    def close(self) -> None:
+        """Stop now: give up waiting (the parties registered so far are told), or stop refusing late ones."""
+        self._closed.set()
+        self._wake.set()
 
 
 def dial(
@@ -541,6 +803,7 @@ def dial(
     """
     unanswered = 0
     pause = 0.05
+    next_line = time.monotonic()
     while True:
         remaining = deadline - time.monotonic()
         try:
@@ -548,6 +811,9 @@ def dial(
         except OSError as exc:
             if not retry_unreachable or time.monotonic() >= deadline:
                 raise PeerTimeoutError(f"{what} could not reach {where} in time: {exc}") from None
+            if time.monotonic() >= next_line:
+                next_line = time.monotonic() + WAITING_LOG_SECONDS
+                log.info("%s cannot reach %s yet (%s); retrying for %d s", what, where, exc, remaining)
             time.sleep(0.1)
             continue
         try:
@@ -575,7 +841,12 @@ def register(
     introducer_name: str,
     timeout: float,
 ) -> dict[str, tuple[str, int]]:
-    """Register at the introducer and wait for the address table."""
+    """Register ``my_address`` (the advertised one) at the introducer and wait for the address table.
+
+    While others are missing, the introducer sends waiting-room statuses;
+    each is logged at INFO ("'provider1': waiting room: joined [...]; missing
+    [...] (N s left)"). ``timeout`` is this party's join window.
+    """
     host, port = parse_address(master)
     deadline = time.monotonic() + timeout
     where = f"the rendezvous at {master}"
@@ -584,14 +855,25 @@ def register(
         retry_unreachable=True, what=f"{name!r} (rank {rank})",
     )  # fmt: skip
     send_message(stream, {"name": name, "rank": rank, "host": my_address[0], "port": my_address[1]})
-    stream.sock.settimeout(max(0.1, deadline - time.monotonic()) + 5.0)
+    log.info("%r: registered at %s, advertising %s:%d", name, where, *my_address)
     try:
-        reply = read_message(stream, where)
-    except PeerTimeoutError:
-        raise PeerTimeoutError(f"{name!r} got no address table from {where} within {timeout:g} s") from None
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= -5.0:
+                raise PeerTimeoutError(f"{name!r} got no address table from {where} within {timeout:g} s")
+            stream.sock.settimeout(max(0.1, remaining + 5.0))
+            try:
+                reply = read_message(stream, where)
+            except PeerTimeoutError:
+                raise PeerTimeoutError(
+                    f"{name!r} got no address table from {where} within {timeout:g} s"
+                ) from None
+            key, value = parse_reply(where, reply)
+            if key != "waiting":
+                break
+            log.info("%r: %s", name, waiting_line(*value))
     finally:
         stream.close()
-    key, value = parse_reply(where, reply)
     if key == "refused":
         raise AuthenticationError(f"{name!r}: the rendezvous refused this party: {value}")
     if key == "error":
@@ -603,21 +885,27 @@ __all__ = [
     "FIRST_BYTES_SECONDS",
     "HANDSHAKE_SECONDS",
     "INTRODUCER_NAME",
+    "LATE_REFUSAL_SECONDS",
     "MAX_HANDSHAKES",
     "MAX_HANDSHAKES_PER_ADDRESS",
     "MAX_NAME_CHARS",
+    "MAX_REJOINS",
     "MAX_SETUP_BYTES",
     "MAX_TEXT_CHARS",
+    "MAX_WAITING_NAMES",
+    "WAITING_LOG_SECONDS",
     "HandshakeGate",
     "Introducer",
     "dial",
     "listen",
     "local_address_towards",
     "parse_address",
+    "parse_endpoint",
     "parse_hello",
     "parse_registration",
     "parse_reply",
     "read_message",
     "register",
     "send_message",
+    "waiting_line",
 ]

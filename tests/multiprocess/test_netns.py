@@ -184,3 +184,42 @@ def test_capepca_with_one_party_per_network_namespace(tmp_path: Path, topology: 
         report = json.loads(outputs[name].read_text())["report"][name]
         assert report["bytes_sent"] == reference["report"][name]["bytes_sent"]
         assert report["rounds"] == reference["report"][name]["rounds"]
+
+
+def test_a_party_advertises_an_address_other_than_its_interfaces(tmp_path: Path, topology: Topology, wine):
+    """provider1 listens on every interface at a fixed port and advertises a second address of its host.
+
+    The address table holds only the advertised address (``SUBNET.101``, not
+    the address that routes to the master), so provider0, which dials
+    provider1, reaches it there or the run fails. Every party also waits in
+    the rendezvous's waiting room (``--join-window 60``, lines every second).
+    """
+    parts = np.array_split(wine, 3)
+    second = f"{SUBNET}.101"
+    topology._run("netns", "exec", topology.hosts[1], "ip", "addr", "add", f"{second}/24", "dev", "eth1")
+    port = topology.free_port(1)
+    master = f"{topology.addresses[0]}:{topology.free_port(0)}"
+    write_credentials(list(pppca_ranks(3)), tmp_path / "tls")
+    commands, outputs = party_commands(
+        tmp_path,
+        parts,
+        master,
+        timeout=20,
+        connect_timeout=60,
+        external_store=False,
+        tls_dir=tmp_path / "tls",
+    )
+    placed = {}
+    for i, (name, command) in enumerate(commands.items()):  # ranks 0..4 in order
+        command += ["--join-window", "60", "--waiting-log-interval", "1", "-v"]
+        if name == "provider1":
+            command += ["--listen", f"0.0.0.0:{port}", "--advertise", f"{second}:{port}"]
+        placed[name] = ["ip", "netns", "exec", topology.hosts[i], *command]
+    outcomes = launch(placed, timeout=20, env=child_environment())
+    raise_on_failure(outcomes)
+
+    check_pppca_outputs(outputs, parts)
+    host = outcomes["provider0"].stderr
+    assert f"'provider1' (rank 1) joined from {topology.addresses[1]}:" in host, host[-3000:]
+    assert f"advertising {second}:{port}" in host, host[-3000:]
+    assert f"listening on 0.0.0.0:{port}, advertising {second}:{port}" in outcomes["provider1"].stderr

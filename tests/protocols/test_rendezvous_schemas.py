@@ -36,9 +36,17 @@ values = st.recursive(
 ports = st.one_of(st.integers(min_value=-5, max_value=70000), values)
 addresses = st.one_of(st.lists(st.one_of(st.text(max_size=300), ports), max_size=3), values)
 #: Mappings near the schemas: their keys (some missing, some extra) with values of any shape.
+#: Waiting-room statuses near the schema.
+statuses = st.dictionaries(
+    st.sampled_from(["joined", "missing", "seconds_left", "x"]),
+    st.one_of(values, ports, st.lists(st.one_of(st.text(max_size=300), values), max_size=3)),
+    max_size=4,
+)
 near = st.dictionaries(
-    st.sampled_from(["name", "rank", "host", "port", "refused", "error", "table", "x"]),
-    st.one_of(values, ports, st.dictionaries(st.one_of(st.text(max_size=300)), addresses, max_size=3)),
+    st.sampled_from(["name", "rank", "host", "port", "refused", "error", "table", "waiting", "x"]),
+    st.one_of(
+        values, ports, statuses, st.dictionaries(st.one_of(st.text(max_size=300)), addresses, max_size=3)
+    ),
     max_size=5,
 )
 messages = st.one_of(near, st.dictionaries(st.text(max_size=8), values, max_size=4))
@@ -71,11 +79,15 @@ def test_registration_of_any_shape_is_typed_or_a_protocol_error(msg):
 
 @settings(max_examples=400, deadline=None)
 @given(messages)
-def test_reply_and_address_table_of_any_shape_are_typed_or_a_protocol_error(msg):
+def test_reply_address_table_and_status_of_any_shape_are_typed_or_a_protocol_error(msg):
     got = refused_naming("the rendezvous at 127.0.0.1:1", parse_reply, msg)
     if got is not None and got[0] == "table":
         for name, (host, port) in got[1].items():
             assert isinstance(name, str) and isinstance(host, str) and type(port) is int and 0 < port < 65536
+    elif got is not None and got[0] == "waiting":
+        joined, missing, left = got[1]
+        assert all(isinstance(n, str) and len(n) <= MAX_NAME_CHARS for n in [*joined, *missing])
+        assert type(left) is int and left >= 0
     elif got is not None:
         assert got[0] in ("refused", "error") and isinstance(got[1], str)
 
