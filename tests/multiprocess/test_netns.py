@@ -122,11 +122,10 @@ def topology():
         assert not any(ns in leftover for ns in [topo.switch, *topo.hosts])
 
 
-def test_pppca_with_one_party_per_network_namespace(tmp_path: Path, topology: Topology, wine):
-    parts = np.array_split(wine, 3)
-    master = f"{topology.addresses[0]}:{topology.free_port(0)}"
+def pppca_commands(tmp_path: Path, parts: list[np.ndarray], master: str) -> tuple[dict, dict]:
+    """Fresh credentials and the five ``mpc-pca party`` commands of a PPPCA run (rank 0 hosts the rendezvous)."""
     write_credentials(list(pppca_ranks(3)), tmp_path / "tls")
-    commands, outputs = party_commands(
+    return party_commands(
         tmp_path,
         parts,
         master,
@@ -135,6 +134,12 @@ def test_pppca_with_one_party_per_network_namespace(tmp_path: Path, topology: To
         external_store=False,
         tls_dir=tmp_path / "tls",
     )
+
+
+def test_pppca_with_one_party_per_network_namespace(tmp_path: Path, topology: Topology, wine):
+    parts = np.array_split(wine, 3)
+    master = f"{topology.addresses[0]}:{topology.free_port(0)}"
+    commands, outputs = pppca_commands(tmp_path, parts, master)
     placed = {}
     for i, (name, command) in enumerate(commands.items()):  # ranks 0..4 in order
         placed[name] = ["ip", "netns", "exec", topology.hosts[i], *command]
@@ -199,16 +204,7 @@ def test_a_party_advertises_an_address_other_than_its_interfaces(tmp_path: Path,
     topology._run("netns", "exec", topology.hosts[1], "ip", "addr", "add", f"{second}/24", "dev", "eth1")
     port = topology.free_port(1)
     master = f"{topology.addresses[0]}:{topology.free_port(0)}"
-    write_credentials(list(pppca_ranks(3)), tmp_path / "tls")
-    commands, outputs = party_commands(
-        tmp_path,
-        parts,
-        master,
-        timeout=20,
-        connect_timeout=60,
-        external_store=False,
-        tls_dir=tmp_path / "tls",
-    )
+    commands, outputs = pppca_commands(tmp_path, parts, master)
     placed = {}
     for i, (name, command) in enumerate(commands.items()):  # ranks 0..4 in order
         command += ["--join-window", "60", "--waiting-log-interval", "1", "-v"]
