@@ -217,6 +217,8 @@ def run_party(spec: PartySpec, *, deployment: Deployment | None = None) -> dict[
             "the crypten backend's own traffic runs over gloo, which cannot be wrapped in TLS; "
             "it needs --insecure (see the README's trust model)"
         )
+    if gloo:
+        _refuse_tls_only_link_options(spec.links)
     layout, _settings, public, build = prepare(spec, deployment)
     if gloo:
         config, output, report = _run_over_gloo(spec, layout, public, build)
@@ -273,6 +275,24 @@ def _run_over_tls(
         raise
     output, report = run_role(channel, role)
     return config, output, report
+
+
+def _refuse_tls_only_link_options(links: Any) -> None:
+    """The gloo path has its own TCPStore rendezvous and links: refuse options it would silently ignore."""
+    given = [
+        option
+        for option, value in (
+            ("--listen", links.listen),
+            ("--advertise", links.advertise),
+            ("--join-window", links.join_window),
+        )
+        if value is not None
+    ]
+    if given:
+        raise InputValidationError(
+            f"{', '.join(given)} apply to the TLS links, not to the crypten backend's gloo links "
+            "(torch.distributed picks its own ports and start-up deadline); drop them or use another backend"
+        )
 
 
 def _run_over_gloo(

@@ -49,6 +49,17 @@ def test_crypten_requires_insecure(tmp_path, monkeypatch):
         party_command(parse("--backend", "crypten", "--tls-dir", str(tmp_path)), env)
 
 
+@pytest.mark.parametrize(
+    "option", [("--advertise", "10.0.0.2:7000"), ("--listen", "127.0.0.1:7000"), ("--join-window", "2h")]
+)
+def test_crypten_refuses_the_tls_only_link_options(monkeypatch, option):
+    """gloo picks its own ports and start-up deadline: a fixed address or a join window is refused, not ignored."""
+    monkeypatch.setattr("mpc_pca.cli.options.installed", lambda module: True)
+    env = {"RANK": "3", "WORLD_SIZE": "5", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}
+    with pytest.raises(InputValidationError, match=f"{option[0]} apply to the TLS links"):
+        party_command(parse("--backend", "crypten", "--insecure", *option), env)
+
+
 def test_certs_command_writes_one_pair_per_party(tmp_path, capsys):
     assert main(["certs", "--parties", "provider0,provider1,server", "--out", str(tmp_path)]) == 0
     names = sorted(p.name for p in tmp_path.iterdir())
