@@ -60,6 +60,7 @@ from scipy.linalg.blas import dspmv
 
 from mpc_pca.pppca.bounds import components_gram_bits, gram_entry_error
 from mpc_pca.pppca.local_stats import LocalStatistics
+from mpc_pca.pppca.scaling import RING_BITS
 from mpc_pca.roles import SERVER
 from protocols.backends import SecureSumBackend
 from protocols.backends.additive import AdditiveBackend
@@ -76,6 +77,8 @@ PHASE_CHECK = "server-answer check"
 CHECK_NAME = "check of the server's answer"
 #: Largest allowed entry of ``V^T V - I`` (LAPACK's eigenvectors are orthonormal to ~d * 1e-16).
 ORTHONORMAL_TOL = 1e-9
+#: The same with ``reveal="components"`` (the secure eigensolve's Ritz vectors).
+COMPONENTS_ORTHONORMAL_TOL = 1e-6
 #: Relative floor of the residual tolerance: LAPACK's backward error is about ``d * 2^-52 * λ_1``.
 EIGENSOLVER_RELATIVE_ERROR = 1e-9
 #: With ``reveal="components"``, the residual of the secure eigensolve's Ritz pairs is at most
@@ -341,7 +344,7 @@ def check_server_answer(
     if not 1 <= k <= config.n_components:
         raise ProtocolError(f"{SERVER!r} sent a T of {k} columns; the run allows 1 to {config.n_components}")
     answer = parse_answer(message, config, k)
-    tolerance = ORTHONORMAL_TOL if config.reveal == "covariance" else 1e-6
+    tolerance = ORTHONORMAL_TOL if config.reveal == "covariance" else COMPONENTS_ORTHONORMAL_TOL
     basis = orthonormal_basis(transfer, answer, tolerance * k)
     spectrum_tol = 4.0 * relative_error(config, backend, answer) * _reference(answer)
     check_spectrum(answer, config.n_features, spectrum_tol)
@@ -364,15 +367,19 @@ def check_server_answer(
         stats, mean, config.exponents, basis, answer, weights, config.standardize, party.name == first
     )
     checker = AdditiveBackend()
-    bound = 2.0 * float(np.linalg.norm(weights)) + 4.0
-    if not np.all(np.abs(summand) <= 2.0 * bound):
+    bound = 2.0 * float(np.linalg.norm(weights)) + 4.0  # twice the largest honest entry
+    limit = 2.0 * bound
+    if not np.all(np.abs(summand) <= limit):
         raise ProtocolError(
             f"{SERVER!r} sent a wrong answer: {party.name}'s rows alone give check values up to "
-            f"{float(np.max(np.abs(summand))):.3g}, above {2.0 * bound:.3g}, so the claimed largest eigenvalue "
+            f"{float(np.max(np.abs(summand))):.3g}, above {limit:.3g}, so the claimed largest eigenvalue "
             f"{_reference(answer):.6g} is below the data's spread; refusing to use its T"
         )
     shift = (
-        62 - checker.codec.frac_bits - math.ceil(math.log2(len(providers))) - math.ceil(math.log2(4 * bound))
+        RING_BITS
+        - checker.codec.frac_bits
+        - math.ceil(math.log2(len(providers)))
+        - math.ceil(math.log2(4 * bound))
     )
     try:
         opened = checker.secure_sum(
