@@ -6,6 +6,8 @@ and ``dp``, which use the shared plumbing and :mod:`protocols`; ``pppca`` and
 -------------------------------------------------------------------------------
 cli
     The ``mpc-pca`` command line.
+studies
+    Reproducible studies and their reports (``mpc-pca study``, ``mpc-pca report``).
 data
     Data input: bundled data sets, files, row partitions.
 pppca
@@ -16,15 +18,16 @@ registry
 deployment, deploy
     The protocol half (:class:`~mpc_pca.deployment.Deployment`) and the floor
     half (:mod:`mpc_pca.deploy`: PartySpec, run_party, run_threads,
-    launch_local) of running any protocol between organisations.
+    launch_local) of running any protocol between organisations;
+    ``deployment_kit`` holds the checks the protocols' Deployments share.
 dp
     The differentially private family: mechanisms, samplers, curator
     baselines, DPdisPCA, capePCA, DPDPCA, metrics.
 roles
     Every role name.
-base, validation, linalg
-    Estimator plumbing, input checks and linear algebra shared by ``pppca``
-    and ``dp``.
+base, validation, linalg, row_norms
+    Estimator plumbing, input checks, linear algebra and row-norm clipping
+    shared by ``pppca`` and ``dp``.
 lazy
     The packages' exports are imported on first use, so a party process
     imports no estimator and no scikit-learn.

@@ -31,6 +31,10 @@ dp
     Differential-privacy noise for secure sums: Gaussian calibration
     (analytic and classical), the exact discrete Gaussian sampler, and a
     privacy budget accountant.
+identity
+    Per-run signing keys of the parties, for messages a third party relays.
+testing
+    The conformance kit for backends and protocols (needs ``hypothesis``).
 errors
     The exception hierarchy.
 """

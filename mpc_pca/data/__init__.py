@@ -2,6 +2,8 @@
 
 Modules
 -------
+streaming
+    A provider's table read in row chunks, with the same checks.
 tables
     Reading one provider's table (CSV with header detection, delimiter
     sniffing, compression, encodings, missing cells; Parquet) into named columns.

@@ -5,6 +5,8 @@ number of providers, its rows, the protocol's settings, its links), never by
 command-line arguments; the protocol-specific half is its
 :class:`~mpc_pca.deployment.Deployment`, found through :mod:`mpc_pca.registry`.
 
+spec
+    :class:`PartySpec` and how a party's rows are loaded.
 run_party
     One party in this process, over the authenticated links (one per host:
     ``mpc-pca party``).

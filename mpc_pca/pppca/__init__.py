@@ -19,13 +19,20 @@ driver
     and the in-process run (:func:`~mpc_pca.pppca.driver.run_pppca`).
 estimator
     :class:`PPPCA`, the scikit-learn-style estimator.
+answer_check
+    The providers' check of the server's answer before they use it.
+chunked
+    Provider parts larger than memory: statistics chunk by chunk, or on Dask.
+components
+    ``reveal="components"``: the eigensolve on shares; nobody sees the covariance.
 dp_sum, dp_estimator
     pppca-dp: discrete-Gaussian DP noise added by the providers inside the
     secure sum (:class:`PPPCADP`).
-deployment
+deployment, dp_deploy
     :class:`~mpc_pca.pppca.deployment.PPPCADeployment`: the same roles as
     OS processes or hosts through the deploy floor (:mod:`mpc_pca.deploy`;
-    ``mpc-pca party``, ``run --transport processes``); imported only when used.
+    ``mpc-pca party``, ``run --transport processes``); imported only when used;
+    ``dp_deploy`` is pppca-dp's.
 """
 
 from __future__ import annotations

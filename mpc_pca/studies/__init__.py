@@ -11,7 +11,7 @@ report
 machine, plotting, timing
     Machine description, plot helpers, timing and memory helpers.
 backends, lossless, dp_utility, dpdpca_runtime, scaling
-    The studies.
+    The studies (``lossless_data``: the lossless study's offline data sets).
 """
 
 from mpc_pca.studies.framework import Claim, Study, Table, run_study

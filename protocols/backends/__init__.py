@@ -8,6 +8,8 @@ base
 additive
     Additive secret sharing over Z_2^64: the paper's share distribution
     (``shares``) or pairwise X25519 masks (``masks``).
+sparse_masks
+    Pairwise masks along a sparse random graph (``additive-sparse-masks``).
 paillier
     Paillier encryption (packing, precomputed randomness, workers), on
     :mod:`protocols.paillier`.

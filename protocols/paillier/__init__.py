@@ -12,6 +12,8 @@ Modules, one concern each:
     summing ``M`` parties.
 ``precompute``
     Opt-in fixed-base randomness (DJN-style ``h_s^a``, short-exponent assumption).
+``offline``
+    Offline/online encryption with textbook obfuscators precomputed.
 ``parallel``
     Encryption/decryption over worker processes.
 ``serialize``

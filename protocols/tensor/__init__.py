@@ -11,6 +11,8 @@ correlated
 ops
     Collective operations: input sharing, public and secret products,
     truncation, reveal to named parties.
+engine, crypten_engine
+    The interface a product engine offers, and the engine on CrypTen.
 eig
     Top-k eigenvectors of a shared symmetric PSD matrix by subspace iteration.
 """

@@ -1,4 +1,22 @@
-"""Channels that carry messages between parties and meter what they carry."""
+"""Channels that carry messages between parties and meter what they carry.
+
+Modules (never importing :mod:`protocols.runtime`)
+--------------------------------------------------
+base
+    The :class:`Channel` abstraction and its traffic meter.
+inprocess
+    Parties as threads, links as queues of bytes.
+wire
+    The typed, non-executable binary message format.
+tls, certs, enrolment
+    TLS 1.3 contexts and the party-name check; a consortium CA with one
+    certificate per party; enrolment by certificate request.
+links, socket_channel, mesh, ranks, rendezvous
+    Byte streams (TLS or plain TCP), a channel over them, one connection per
+    pair, the rank table, and the rendezvous that introduces the parties.
+torch_channel, torch_store
+    The gloo path over ``torch.distributed`` (CrypTen only).
+"""
 
 from protocols.transport.base import Channel, TrafficMeter
 from protocols.transport.inprocess import InProcessNetwork

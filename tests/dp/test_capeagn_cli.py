@@ -68,15 +68,14 @@ def test_synthetic_specs():
         load_data("synthetic:lda")
 
 
-def test_readme_capeagn_example_prints_what_it_claims(capsys):
-    import re
-    from pathlib import Path
+def test_docs_capeagn_example_prints_what_it_claims(capsys):
+    """The capeAGN how-to's example (``docs/howto/capeagn.md``) prints the line its last comment claims."""
+    from tests.helpers.markdown_blocks import DOCS, block
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    blocks = [b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S) if "CapeAGN" in b]
-    assert len(blocks) == 1
+    example = block(DOCS / "howto" / "capeagn.md", ordinal=0, lang="python")
+    assert "CapeAGN" in example.text
     namespace: dict = {}
-    exec(compile(blocks[0], "README.md capeAGN block", "exec"), namespace)
-    claimed = blocks[0].strip().splitlines()[-1].split("#", 1)[1].strip()
+    exec(compile(example.text, example.where, "exec"), namespace)
+    claimed = example.text.strip().splitlines()[-1].split("#", 1)[1].strip()
     assert capsys.readouterr().out.strip() == claimed
     assert namespace["model"].effective_epsilon_ == 1.0

@@ -5,8 +5,8 @@ directory of its own; the CA, in another directory, signs each CSR; only
 CSRs, certificates and the CA certificate are copied between directories.
 Then the five parties run as processes with ``--ca/--cert/--key`` (rank 0
 hosts the rendezvous, as between hosts) and the server's model must equal
-the in-process run. Done twice, with the commands of README.md's
-*Enrolment* section, read from README.md itself (so the two cannot drift):
+the in-process run. Done twice, with the commands of the enrolment guide
+(``docs/howto/enrolment.md``), read from the page itself (so the two cannot drift):
 once with ``mpc-pca certs``, once with ``openssl`` alone.
 """
 
@@ -24,10 +24,11 @@ import pytest
 from mpc_pca.deploy.local import child_environment
 from mpc_pca.pppca.deployment import pppca_ranks
 from protocols.runtime.launcher import launch, raise_on_failure
+from tests.helpers.markdown_blocks import DOCS, block, sections
 from tests.helpers.socket_helpers import free_port
 from tests.helpers.torch_helpers import check_pppca_outputs, party_commands
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ENROLMENT = DOCS / "howto" / "enrolment.md"
 PARTIES = tuple(pppca_ranks(3))
 
 #: Runs ``mpc-pca`` (argv[2:]) and appends every path it opens to the file argv[1].
@@ -47,23 +48,14 @@ sys.exit(main(sys.argv[2:]))
 
 
 def readme_sections(marker: str) -> list[list[str]]:
-    """The commands of the code block after ``<!-- marker: ...`` in README.md, one list per ``#`` section.
+    """The commands of the block marked ``marker`` in the enrolment guide, one list per ``#`` section.
 
     The sections are, in order: a party (in its own directory), the CA once,
     the CA for each CSR. ``NAME`` stands for the party name.
     """
-    text = README.read_text()
-    start = text.index(f"<!-- {marker}:")
-    block = text[text.index("```\n", start) + 4 :]
-    block = block[: block.index("```")]
-    sections: list[list[str]] = []
-    for line in block.splitlines():
-        if line.startswith("# "):
-            sections.append([])
-        elif line.strip():
-            sections[-1].append(line)
-    assert len(sections) == 3, sections
-    return sections
+    found = sections(block(ENROLMENT, marker).text)
+    assert len(found) == 3, found
+    return found
 
 
 def run_party_processes(

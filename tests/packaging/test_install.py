@@ -96,11 +96,13 @@ def test_readme_install_resolves_without_torch_or_cuda(extra, tmp_path):
 
 
 def test_ci_installs_the_pinned_torch_and_every_extra_it_uses():
-    """``.ci/run`` installs the ``test``, ``lint`` and ``torch`` extras, and the CPU torch it names is the pin."""
+    """``.ci/run`` installs the ``test``, ``lint``, ``torch`` and ``docs`` extras, and the CPU torch it names is the pin."""
     pyproject = (ROOT / "pyproject.toml").read_text()
     pin = re.search(r'^torch = \["(torch==[^"]+)"', pyproject, re.M).group(1)
     ci = (ROOT / ".ci" / "run").read_text()
-    assert 'pip install -q -e ".[test,lint,torch]"' in ci
+    assert 'pip install -q -e ".[test,lint,torch,docs]"' in ci
+    assert re.search(r"^(\S+=\S+ )*mkdocs build --strict\b", ci, re.M), "CI does not build the docs site"
+    assert re.search(r'^docs = \[.*"mkdocs>=.*"mkdocstrings\[python\]', pyproject, re.M)
     assert set(re.findall(r"torch==[\w.+]+", ci)) == {pin}
     assert re.search(r'^lint = \[.*"ruff.*"mypy.*"import-linter', pyproject, re.M)
 

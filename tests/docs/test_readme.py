@@ -1,0 +1,130 @@
+"""The README: at most 8 KB, its set-up commands, its three commands, and links that resolve.
+
+The set-up commands are what a newcomer copies and what CI runs (``.ci/run``
+runs the main job and the README's test command), so they are checked here
+word for word.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from pathlib import Path
+
+import pytest
+
+from tests.docs.test_blocks import run_shell
+from tests.helpers.markdown_blocks import README, ROOT, block, pages
+
+README_LIMIT = 8192
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def test_readme_is_at_most_8_kb():
+    size = README.stat().st_size
+    assert size <= README_LIMIT, f"README.md is {size} bytes (limit {README_LIMIT}); move detail to docs/"
+
+
+def _install() -> str:
+    return block(README, "readme-install").text.strip()
+
+
+def _tests() -> str:
+    return block(README, "readme-tests").text.strip()
+
+
+def _torch() -> str:
+    return block(README, "readme-torch").text.strip()
+
+
+def test_readme_has_exactly_the_two_setup_commands():
+    """Install + main job, then tests, each one line; torch/CrypTen is a third, optional line."""
+    text = README.read_text()
+    setup = text[text.index("## Set up and run\n") :]
+    setup = setup[: setup.index("\n## ", 1)]
+    assert re.findall(r"```bash\n(.*?)```", setup, flags=re.S) == [
+        _install() + "\n",
+        _tests() + "\n",
+        _torch() + "\n",
+    ]
+    install, tests, optional = _install(), _tests(), _torch()
+    assert "\n" not in install and "\n" not in tests and "\n" not in optional
+    assert install.startswith("pip install -e . && mpc-pca run --protocol pppca-ss ")
+    assert "torch" not in install and "[" not in install  # the base install: no extra, no torch
+    assert tests == 'pip install -e ".[test]" && pytest -q'
+    assert "Optional: torch and CrypTen" in setup.split(optional)[0].split(tests)[1]
+
+
+def test_readme_torch_line_installs_the_pinned_cpu_build_first():
+    pin = re.search(r'^torch = \["(torch==[^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M).group(1)
+    assert _torch().split(" && ") == [
+        f"pip install {pin} --index-url https://download.pytorch.org/whl/cpu",
+        'pip install -e ".[torch]"',
+        "pip install --no-deps crypten==0.4.1",
+    ]
+
+
+def test_ci_runs_the_readme_main_job_and_test_command():
+    ci = (ROOT / ".ci" / "run").read_text()
+    main_job = _install().split(" && ", 1)[1]
+    assert re.search(rf"^{re.escape(main_job)}$", ci, re.M), "CI does not run the README's main job"
+    test_command = _tests().split(" && ", 1)[1]
+    assert re.search(rf"^(\S+=\S+ )*{re.escape(test_command)}$", ci, re.M), (
+        "CI does not run the README's tests"
+    )
+
+
+def test_the_site_home_repeats_the_readme_setup_commands():
+    home = block(ROOT / "docs" / "index.md", "readme-setup").text.strip().splitlines()
+    assert home == [_install(), _tests()]
+
+
+@pytest.mark.slow
+def test_readme_three_commands_run(tmp_path):
+    flows = block(README, "readme-flows").text
+    assert len(flows.strip().splitlines()) == 3
+    done = run_shell(flows, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "work" / "result.json").is_file()
+
+
+def slug(heading: str) -> str:
+    """The anchor MkDocs' ``toc`` extension gives a heading (its default slugify)."""
+    text = unicodedata.normalize("NFKD", heading).encode("ascii", "ignore").decode()
+    text = re.sub(r"[^\w\s-]", "", text).strip().lower()
+    return re.sub(r"[-\s]+", "-", text)
+
+
+def anchors(page: Path) -> set[str]:
+    text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+    return {slug(re.sub(r"[`*]", "", h)) for h in re.findall(r"^#{1,6} (.+?)\s*$", text, flags=re.M)}
+
+
+def relative_links(page: Path) -> list[str]:
+    text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+    links = [a or b for a, b in LINK.findall(text)]
+    return [link for link in links if not re.match(r"^[a-z][\w+.-]*:", link)]
+
+
+def test_every_relative_link_resolves():
+    broken = []
+    checked = 0
+    for page in pages():
+        for link in relative_links(page):
+            checked += 1
+            target, _, anchor = link.partition("#")
+            path = (page.parent / target).resolve() if target else page
+            if not path.exists():
+                broken.append(f"{page.relative_to(ROOT)}: {link} (no such file)")
+            elif anchor and path.suffix == ".md" and anchor not in anchors(path):
+                broken.append(f"{page.relative_to(ROOT)}: {link} (no such heading)")
+    assert checked > 50, checked
+    assert not broken, "\n".join(broken)
+
+
+def test_the_link_check_can_fail(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("# Title\n\n[ok](#title) [gone](missing.md) [no anchor](page.md#nowhere)\n")
+    assert relative_links(page) == ["#title", "missing.md", "page.md#nowhere"]
+    assert "title" in anchors(page) and "nowhere" not in anchors(page)
+    assert not (tmp_path / "missing.md").exists()
