@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Mutation testing with mutmut (not part of CI: it takes tens of minutes on 2 cores).
 #
-#   pip install ".[test,mutation]" && pip uninstall -y mpc-pca   # deps only (see README)
+#   pip install ".[test,mutation]" && pip uninstall -y mpc-pca   # deps only (see docs/howto/mutation-testing.md)
 #   tools/mutation.sh [MAX_CHILDREN]
 #
 # Scope and test selection: [tool.mutmut] in pyproject.toml. mutmut copies the
@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 # mutmut imports the mutated copy in ./mutants; an installed package would shadow it.
 if (cd / && python -c "import protocols" 2>/dev/null); then
     echo "tools/mutation.sh: the package is installed in this environment ($(cd / && python -c 'import protocols; print(protocols.__file__)'));" >&2
-    echo "mutmut would test it instead of the mutants. Use a venv with the dependencies only (README, Mutation testing)." >&2
+    echo "mutmut would test it instead of the mutants. Use a venv with the dependencies only (docs/howto/mutation-testing.md)." >&2
     exit 2
 fi
 children="${1:-2}"

@@ -14,7 +14,7 @@ from mpc_pca.validation import RowsClippedWarning
 
 
 def _readme_recipe(seed: int) -> np.ndarray:
-    """The README's PPPCADP recipe: Gaussian rows divided by the largest row norm."""
+    """The DP tutorial's PPPCADP recipe (docs/tutorials/dp-pca.md): Gaussian rows divided by the largest row norm."""
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(int(rng.integers(20, 400)), int(rng.integers(2, 12)))) * rng.uniform(0.1, 5.0)
     X /= np.linalg.norm(X, axis=1).max()

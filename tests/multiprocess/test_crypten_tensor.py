@@ -268,7 +268,7 @@ def test_components_on_the_crypten_engine_match_sklearn(dataset, k, providers, r
 
 @pytest.mark.slow
 def test_cli_runs_components_on_the_crypten_engine(tmp_path):
-    """`mpc-pca run --reveal components --backend crypten --transport torch --insecure` (the README's command)."""
+    """`mpc-pca run --reveal components --backend crypten --transport torch --insecure` (the command of docs/explanation/reveal-components.md)."""
     from sklearn.datasets import load_iris
     from sklearn.decomposition import PCA
 

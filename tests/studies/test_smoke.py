@@ -1,7 +1,7 @@
 """Each registered study measures its cheapest quick point, then tabulates, decides its claims and plots.
 
 One point per study keeps this a bounded smoke test (the quick sizes
-themselves are run from the command line, see README "Studies").
+themselves are run from the command line, see docs/howto/studies.md).
 """
 
 from __future__ import annotations
