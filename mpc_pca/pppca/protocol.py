@@ -531,7 +531,12 @@ def consumer_role(party: Party, config: PPPCAConfig) -> NDArray[np.float64]:
         rows than it announced.
     """
     if config.dropout_threshold is not None:
-        config = replace(config, dropped=_dropped_list(party.recv(SERVER), config))
+        # A provider may die while the server runs the mean secure sum: its closed link to
+        # this party must not end the run either (protocols.transport.base.Channel.tolerating).
+        with party.channel.tolerating(config.providers):
+            config = replace(config, dropped=_dropped_list(party.recv(SERVER), config))
+        for provider in config.dropped:
+            party.channel.drop(provider)
         party.context[DROPPED_KEY] = config.dropped
     width = config.transfer_width  # None: the server chose k; the first chunk's width is k
     step = None if width is None else projection_chunk_rows(width)
