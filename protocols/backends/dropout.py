@@ -314,6 +314,9 @@ def _provider(
     # Step 3: the survivor set.
     announcement = party.recv(receiver)
     survivors = _check_announcement(announcement, receiver, contributors, threshold, sum_id)
+    for u in contributors:
+        if u not in survivors and u != me:
+            party.channel.drop(u)  # out of the run for good, whether or not it is still there
     if me not in survivors:
         log.warning("%s: %s did not count this provider's input (dropped); revealing nothing", me, receiver)
         return DropoutOutcome(contributors, tuple(survivors), me_dropped=True)

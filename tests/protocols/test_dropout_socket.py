@@ -81,5 +81,9 @@ def test_a_provider_that_fails_outside_the_sum_still_ends_the_run_naming_it():
     results = run_socket_world(_roles(_values(), None, "p1"), None, timeout=20.0)
     assert isinstance(results["p1"], CrashError)
     error = results["server"]
+    # Its failure may reach the server while the server is still in the sum (then p1, counted,
+    # stays excused: PeerDroppedError) or after (PeerFailureError); either way the phase that
+    # needs p1 ends the run, quoting p1's report.
     assert isinstance(error, PeerFailureError)
-    assert "'p1' (rank 1) reported" in str(error) and "crashed after the sum" in str(error)
+    assert "'p1' (rank 1)" in str(error) and "reported: party 'p1' failed" in str(error)
+    assert "crashed after the sum" in str(error)
