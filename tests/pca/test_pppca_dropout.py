@@ -115,3 +115,47 @@ def test_the_flag_is_refused_by_protocols_without_it(capsys):
     code = main(["run", "--protocol", "pppca-he", "--data", "builtin:iris", "--dropout-threshold", "2"])
     assert code != 0
     assert "--dropout-threshold does not apply to protocol 'pppca-he'" in capsys.readouterr().err
+
+
+def test_a_late_provider_is_named_in_every_deployment_result_and_ends_without_error(wine, monkeypatch):
+    """Its masked input arrives after the survivor set: not counted, told so, no error."""
+    import threading
+
+    deployment = PPPCADeployment("pppca-ss")
+    settings = {"n_components": 2, "backend": "additive-masks", "dropout_threshold": 3}
+    parts = np.array_split(wine, 4)
+    layout = deployment.layout(4)
+    data = dict(zip(provider_names(4), parts, strict=True))
+    views = {name: deployment.public(name, data.get(name), settings) for name in layout}
+    run = deployment.configure(views, 4)
+    announced = threading.Event()
+    send_input, send_or_gone = dropout.send_masked_input, dropout._send_or_gone
+
+    def late(party, receiver, message):
+        if party.name == "provider3":
+            announced.wait(30)
+        send_input(party, receiver, message)
+
+    def watch(party, peer, message):
+        sent = send_or_gone(party, peer, message)
+        if isinstance(message, dict) and "survivors" in message and peer == "provider3":
+            announced.set()
+        return sent
+
+    monkeypatch.setattr(dropout, "send_masked_input", late)
+    monkeypatch.setattr(dropout, "_send_or_gone", watch)
+    roles = {name: deployment.role(name, run, data.get(name), None) for name in layout}
+    outputs = run_inprocess(roles, timeout=4.0).outputs
+    results = {name: deployment.result(name, run, outputs[name]) for name in layout}
+    assert results[SERVER]["dropped_providers"] == ["provider3"]
+    assert results[SERVER]["n_samples"] == sum(len(p) for p in parts[:3])
+    assert results[CONSUMER]["dropped_providers"] == ["provider3"]
+    assert len(results[CONSUMER]["projection"]) == sum(len(p) for p in parts[:3])
+    assert results["provider3"] == {
+        "n_rows": len(parts[3]),
+        "dropped": True,
+        "dropped_providers": ["provider3"],
+    }
+    assert results["provider0"]["dropped"] is False and results["provider0"]["dropped_providers"] == [
+        "provider3"
+    ]
