@@ -56,6 +56,7 @@ FLAGS: Mapping[str, str] = MappingProxyType(
         "reveal": "--reveal",
         "eigengap": "--eigengap",
         "min_ratio": "--min-ratio",
+        "dropout_threshold": "--dropout-threshold",
     }
 )
 #: Options of the in-process command line only: never part of a deployment's settings.
@@ -188,14 +189,16 @@ class ProtocolEntry:
         return {key: given[key] if given.get(key) is not None else default for key, default in known.items()}
 
 
-def _pppca(name: str, summary: str, backend: str, fixed: Mapping[str, Any]) -> ProtocolEntry:
+def _pppca(
+    name: str, summary: str, backend: str, fixed: Mapping[str, Any], extra: Mapping[str, Any] | None = None
+) -> ProtocolEntry:
     return ProtocolEntry(
         name,
         summary,
         runner="mpc_pca.cli.runners:run_pppca",
         estimator="mpc_pca.pppca.estimator:PPPCA",
         deployment="mpc_pca.pppca.deployment:PPPCADeployment",
-        options={"backend": backend, **_PPPCA},
+        options={"backend": backend, **_PPPCA, **(extra or {})},
         result_fields=("backend", "standardize", *_MODEL, "explained_variance_ratio"),
         fixed=fixed,
     )
@@ -226,7 +229,13 @@ def entries() -> dict[str, ProtocolEntry]:
     dispca = "mpc_pca.dp.dispca_deploy:DisPCADeployment"
     curator = "mpc_pca.dp.curator_deploy:CuratorDeployment"
     table = [
-        _pppca("pppca-ss", "PPPCA with secret sharing (Liu et al. 2020, Alg. 2)", "additive", {}),
+        _pppca(
+            "pppca-ss",
+            "PPPCA with secret sharing (Liu et al. 2020, Alg. 2)",
+            "additive",
+            {},
+            {"dropout_threshold": None},
+        ),
         _pppca(
             "pppca-he",
             "PPPCA with Paillier homomorphic encryption (Liu et al. 2020, Alg. 1)",

@@ -26,6 +26,24 @@ class PeerFailureError(ProtocolError):
     """Another party of the same run failed; this party stopped waiting for it."""
 
 
+class PeerDroppedError(PeerFailureError):
+    """A peer the protocol tolerates losing (see ``Channel.tolerating``) closed its link or failed."""
+
+
+class DropoutError(ProtocolError):
+    """Too few providers of a dropout-tolerant secure sum remained; nothing about any input was revealed.
+
+    Attributes
+    ----------
+    dropped : tuple of str
+        The providers that dropped (named in the message too).
+    """
+
+    def __init__(self, message: str, dropped: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.dropped = tuple(dropped)
+
+
 class WireFormatError(ProtocolError):
     """Bytes received from a peer do not form a valid message of the expected shape."""
 

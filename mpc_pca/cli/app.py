@@ -122,6 +122,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="--reveal components: assumed lower bound on lambda_k / total variance (default 0.01)",
     )
+    run.add_argument(
+        "--dropout-threshold",
+        type=int,
+        default=None,
+        metavar="T",
+        help="pppca-ss with --backend additive-masks: survive providers that drop before their masked "
+        "input arrives, as long as T remain (Shamir-shared mask seeds, SecAgg-style)",
+    )
     _add_torch_arguments(run)
     add_dp_arguments(run)
     add_party_parser(sub)

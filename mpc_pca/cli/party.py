@@ -134,6 +134,11 @@ def add_party_parser(sub: Any) -> None:
         "--reveal", choices=("covariance", "components"), default=None, help="pppca: what the server learns"
     )
     party.add_argument("--standardize", action="store_true", help="standardize the columns (all parties)")
+    party.add_argument(
+        "--dropout-threshold", type=int, default=None, metavar="T",
+        help="pppca-ss with --backend additive-masks: the run survives providers that drop before their "
+        "masked input arrives, as long as T remain (every party must give the same T)",
+    )  # fmt: skip
     party.add_argument("--seed", type=int, default=None, help="deprecated alias of --noise-seed")
     from mpc_pca.cli.dp import add_dp_arguments
 

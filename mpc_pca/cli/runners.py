@@ -40,6 +40,7 @@ def run_pppca(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, An
         timeout=args.timeout,
         reveal=reveal,
         standardize=args.standardize,
+        dropout_threshold=getattr(args, "dropout_threshold", None),
         **secure,
     )
     projection = model.fit_transform(parts)

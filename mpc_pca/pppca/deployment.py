@@ -39,7 +39,11 @@ provider's projected rows ``X_i T`` go to the consumer in chunks of at most
 announcement can raise the cap above :func:`cap_bound`.
 
 Settings (``mpc_pca.registry``): ``n_components``, ``backend``,
-``frac_bits``, ``key_bits``, ``reveal``, ``standardize``.
+``frac_bits``, ``key_bits``, ``reveal``, ``standardize`` and, for
+``pppca-ss`` with ``additive-masks``, ``dropout_threshold`` (the run survives
+providers that drop before their masked input of the mean secure sum
+arrives; :mod:`protocols.backends.dropout`). With it, the server's result,
+the consumer's and every provider's name the ``dropped_providers``.
 """
 
 from __future__ import annotations
@@ -65,6 +69,7 @@ from mpc_pca.pppca.components import check_reveal
 from mpc_pca.pppca.driver import preflight
 from mpc_pca.pppca.local_stats import LocalStatistics
 from mpc_pca.pppca.protocol import (
+    DROPPED_KEY,
     PROJECTION_CHUNK_BYTES,
     PPPCAConfig,
     consumer_role,
@@ -81,6 +86,7 @@ from mpc_pca.pppca.scaling import (
 from mpc_pca.roles import CONSUMER, SERVER, provider_names
 from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite
 from protocols.backends import BACKEND_NAMES, SecureSumBackend, backend_class, make_backend
+from protocols.backends.dropout import last_outcome
 from protocols.errors import InputValidationError
 
 #: The settings every party must announce identically.
@@ -93,10 +99,13 @@ SHARED = (
     "key_bits",
     "reveal",
     "standardize",
+    "dropout_threshold",
 )
 PROTOCOLS = ("pppca-ss", "pppca-he")
 #: Largest row count a provider may announce (refused at :meth:`PPPCADeployment.configure`).
 MAX_ANNOUNCED_ROWS = 1 << 40
+#: Largest dropout threshold a party may announce (no run has more providers than this).
+MAX_PROVIDERS = 1 << 16
 #: Largest Paillier modulus (bits) a party may announce.
 MAX_KEY_BITS = 1 << 14
 
@@ -110,6 +119,7 @@ SCHEMA: dict[str, Key] = {
     "key_bits": Key("int", 1, MAX_KEY_BITS, nullable=True),
     "reveal": Key("text", choices=("covariance", "components")),
     "standardize": Key("flag"),
+    "dropout_threshold": Key("int", 2, MAX_PROVIDERS, nullable=True, required=False),
 }
 #: A provider's further keys: its rows' width and count, its column exponents.
 PROVIDER_SCHEMA: dict[str, Key] = {
@@ -118,6 +128,18 @@ PROVIDER_SCHEMA: dict[str, Key] = {
     "n_rows": Key("int", 1, MAX_ANNOUNCED_ROWS),
     "column_exponents": Key("ints", ZERO_COLUMN, MAX_EXPONENT),
 }
+
+
+def _dropout_fields(party: Any, run: PPPCAConfig) -> dict[str, Any]:
+    """A provider's result fields under dropout tolerance: whom the server dropped, and whether it was one."""
+    if run.dropout_threshold is None:
+        return {}
+    outcome = last_outcome(party)
+    if outcome is None:
+        return {}
+    if outcome.me_dropped:
+        return {"dropped": True, "dropped_providers": [party.name]}
+    return {"dropped": False, "dropped_providers": list(outcome.dropped)}
 
 
 def pppca_ranks(n_parties: int) -> dict[str, int]:
@@ -238,6 +260,18 @@ class PPPCADeployment(Deployment):
                 f"pppca-he uses the paillier backend, not --backend {settings['backend']!r}"
             )
         reveal = check_reveal(settings.get("reveal", "covariance"))
+        threshold = settings.get("dropout_threshold")
+        if threshold is not None:
+            if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 2:
+                raise InputValidationError(
+                    f"--dropout-threshold must be an integer of at least 2, got {threshold!r}"
+                )
+            if self.name != "pppca-ss" or settings["backend"] != "additive-masks" or reveal != "covariance":
+                raise InputValidationError(
+                    "--dropout-threshold runs the dropout-tolerant pairwise-mask secure sum: it needs "
+                    f"pppca-ss with --backend additive-masks and --reveal covariance, not {self.name} with "
+                    f"--backend {settings['backend']} and --reveal {reveal}"
+                )
         if reveal == "components" and settings.get("standardize"):
             raise InputValidationError(
                 "standardize=True needs the pooled variances, which reveal='components' keeps secret"
@@ -272,6 +306,7 @@ class PPPCADeployment(Deployment):
             "key_bits": settings.get("key_bits"),
             "reveal": check_reveal(settings.get("reveal", "covariance")),
             "standardize": bool(settings.get("standardize")),
+            "dropout_threshold": settings.get("dropout_threshold"),
         }
         if party.startswith("provider"):
             if data is None:
@@ -321,9 +356,14 @@ class PPPCADeployment(Deployment):
         if reveal == "components":  # no column scaling in that mode (see mpc_pca.pppca.protocol.preflight)
             exponents = (0,) * n_features
         rows = tuple(int(views[name]["n_rows"]) for name in provider_names(n_providers))
+        threshold = view.get("dropout_threshold")
+        if threshold is not None and threshold > n_providers:
+            raise InputValidationError(
+                f"--dropout-threshold {threshold} exceeds the number of providers ({n_providers})"
+            )
         config = PPPCAConfig(
             n_providers, n_features, k, True, exponents, bool(view.get("standardize")), reveal,
-            announced_rows=rows,
+            announced_rows=rows, dropout_threshold=threshold,
         )  # fmt: skip
         return PPPCARun(
             config, view["backend"], view["frac_bits"], view.get("key_bits"), message_cap(views, n_features)
@@ -341,23 +381,30 @@ class PPPCADeployment(Deployment):
         if party == SERVER:
             return lambda p: server_role(p, run, backend)
         if party == CONSUMER:
-            return lambda p: consumer_role(p, run)
+            if run.dropout_threshold is None:
+                return lambda p: consumer_role(p, run)
+
+            def consumer(p: Any) -> dict[str, Any]:
+                projection = consumer_role(p, run)
+                return {"projection": projection, "dropped_providers": list(p.context[DROPPED_KEY])}
+
+            return consumer
         if data is None:
             raise InputValidationError(f"{party} needs its data (--data FILE)")
         if isinstance(data, ChunkedPart):
             part = data
 
-            def streamed(p: Any) -> dict[str, int]:
+            def streamed(p: Any) -> dict[str, Any]:
                 stats = part.statistics()  # computed when the part was read, not again
                 provider_role(p, part, run, backend, stats)
-                return {"n_rows": int(stats.n_rows)}
+                return {"n_rows": int(stats.n_rows), **_dropout_fields(p, run)}
 
             return streamed
         (rows,) = check_parts([data], min_total_rows=1, check_values=False)
 
-        def provider(p: Any) -> dict[str, int]:
+        def provider(p: Any) -> dict[str, Any]:
             provider_role(p, rows, run, backend, LocalStatistics.of(rows))
-            return {"n_rows": int(rows.shape[0])}
+            return {"n_rows": int(rows.shape[0]), **_dropout_fields(p, run)}
 
         return provider
 
@@ -369,8 +416,13 @@ class PPPCADeployment(Deployment):
                 **output.result_fields(),
             }
         if party == CONSUMER:
+            if isinstance(output, dict):
+                return {
+                    "projection": np.asarray(output["projection"]).tolist(),
+                    "dropped_providers": output["dropped_providers"],
+                }
             return {"projection": np.asarray(output).tolist()}
-        return {"n_rows": int(output["n_rows"])}
+        return {"n_rows": int(output["n_rows"]), **{k: v for k, v in output.items() if k != "n_rows"}}
 
     def result_party(self, layout: Mapping[str, int]) -> str:
         return SERVER

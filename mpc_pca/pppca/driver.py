@@ -18,7 +18,14 @@ from mpc_pca.pppca.bounds import check_precision, check_ring_range, components_g
 from mpc_pca.pppca.chunked import ChunkedPart
 from mpc_pca.pppca.components import ComponentsSettings, check_reveal, check_trace_fits
 from mpc_pca.pppca.local_stats import LocalStatistics
-from mpc_pca.pppca.protocol import PPPCAConfig, PPPCAModel, consumer_role, provider_role, server_role
+from mpc_pca.pppca.protocol import (
+    PPPCAConfig,
+    PPPCAModel,
+    consumer_role,
+    mean_backend,
+    provider_role,
+    server_role,
+)
 from mpc_pca.pppca.scaling import agree_exponents, exponents_of_peaks, normalized, provider_exponents
 from mpc_pca.pppca.standardize import scale_and_error
 from mpc_pca.roles import CONSUMER, SERVER
@@ -26,6 +33,7 @@ from mpc_pca.validation import check_n_components, check_parts, check_statistics
 from protocols.backends import SecureSumBackend
 from protocols.errors import InputValidationError
 from protocols.runtime import RunResult, check_timeout, map_parties, run_inprocess
+from protocols.shamir import check_threshold
 
 
 def selection_rule(n_components: object, reveal: str) -> float | str | None:
@@ -174,13 +182,16 @@ def run_pppca(
     standardize: bool = False,
     reveal: str = "covariance",
     components: ComponentsSettings | None = None,
+    dropout_threshold: int | None = None,
 ) -> tuple[PPPCAModel, NDArray[np.float64] | None, RunResult]:
     """Validate the inputs, then run PPPCA in-process with one thread per party.
 
     Every provider's local statistics are computed and every payload is
     range-checked before any party sends anything. ``reveal="components"``
     keeps the covariance secret-shared (see :mod:`mpc_pca.pppca.components`);
-    ``components`` holds that mode's public settings.
+    ``components`` holds that mode's public settings. ``dropout_threshold``
+    runs step 1 as the dropout-tolerant secure sum (``additive-masks`` only;
+    in-process no provider drops, so the model reports ``dropped_providers=()``).
 
     Returns
     -------
@@ -218,7 +229,13 @@ def run_pppca(
         reveal,
         settings,
         select=selection_rule(n_components, reveal),
+        dropout_threshold=dropout_threshold,
     )
+    if dropout_threshold is not None:
+        mean_backend(backend, config)  # refuses another backend before anything is sent
+        check_threshold(dropout_threshold, len(arrays))
+        if reveal != "covariance":
+            raise InputValidationError("dropout_threshold needs reveal='covariance'")
     roles: dict[str, Any] = {
         name: (lambda party, data=data, st=st: provider_role(party, data, config, backend, st))
         for name, data, st in zip(config.providers, arrays, stats, strict=True)

@@ -19,6 +19,7 @@ from mpc_pca.base import (
     SubspaceMixin,
     boolean,
     instance_of,
+    integer,
     real,
     transform_rows,
     validated_by,
@@ -102,9 +103,18 @@ class PPPCA(SubspaceMixin):
         ``transform`` (and ``fit_transform``) divide each component by
         ``sqrt(explained_variance_)``; ``inverse_transform`` undoes it. The
         consumer still receives the unwhitened ``X T``; the division is local.
+    dropout_threshold : int, optional
+        Run step 1 as the dropout-tolerant secure sum (``backend="additive-masks"``
+        only; :mod:`protocols.backends.dropout`): between organisations
+        (``mpc-pca party --dropout-threshold T``) the run survives providers
+        that drop before their masked input arrives, as long as ``T`` remain.
+        In-process no provider drops; the protocol, its extra round and its
+        traffic are the same.
 
     Attributes
     ----------
+    dropped_providers_ : list of str
+        With ``dropout_threshold``: the providers whose rows are not in the model.
     components_ : ndarray of shape (k, d)
         Principal axes, largest-magnitude entry of each positive
         (scikit-learn's ``svd_flip`` convention for ``PCA``).
@@ -190,6 +200,7 @@ class PPPCA(SubspaceMixin):
         "tol": real(0.0, low_open=True),
         "standardize": boolean(),
         "whiten": boolean(),
+        "dropout_threshold": integer(2, none=True),
     }
 
     def __init__(
@@ -204,6 +215,7 @@ class PPPCA(SubspaceMixin):
         tol: float = 1e-6,
         standardize: bool = False,
         whiten: bool = False,
+        dropout_threshold: int | None = None,
     ) -> None:
         self.n_components = n_components
         self.backend = backend
@@ -214,6 +226,7 @@ class PPPCA(SubspaceMixin):
         self.tol = tol
         self.standardize = standardize
         self.whiten = whiten
+        self.dropout_threshold = dropout_threshold
 
     def fit(self, X: Any, y: None = None, groups: ArrayLike | None = None) -> PPPCA:
         """Run PPPCA steps 1-8 over the parties' data; no rows leave any party.
@@ -272,8 +285,11 @@ class PPPCA(SubspaceMixin):
             reveal=check_reveal(self.reveal),
             components=settings,
             standardize=bool(self.standardize),
+            dropout_threshold=self.dropout_threshold,
         )
         self.mean_ = model.mean
+        if self.dropout_threshold is not None:
+            self.dropped_providers_ = list(model.dropped_providers or ())
         self.scale_ = model.scale
         self.n_samples_ = model.n_samples
         self.components_ = model.components

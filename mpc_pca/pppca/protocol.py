@@ -33,6 +33,14 @@ Deviation from the paper, same result: the paper scales each
 reconstructed sum, which keeps ``log2(N)`` more bits of the fixed-point
 resolution for the same ring.
 
+Dropout tolerance (opt-in, ``PPPCAConfig.dropout_threshold``, ``additive-masks``
+backend): step 1 runs the dropout-tolerant secure sum
+(:mod:`protocols.backends.dropout`), so a provider that drops before its
+masked input arrives is left out and ``N`` and the column sums are those of
+the survivors; the server tells the consumer whom it dropped, and every
+later step runs over the survivors (a drop there ends the run, as without
+the option). A provider counted in step 1 must stay to the end.
+
 Trust model: honest-but-curious parties; the server does not collude with any
 provider. The server learns the mean, N and the covariance matrix; providers
 learn the mean, N, T, the top-k eigenvalues, the total variance and (when
@@ -46,7 +54,7 @@ providers and the consumer learn ``k`` from the width of ``T`` and ``X_i T``.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -80,7 +88,8 @@ from mpc_pca.pppca.scaling import (
 )
 from mpc_pca.pppca.standardize import server_matrix
 from mpc_pca.roles import CONSUMER, SERVER, provider_names
-from protocols.backends import SecureSumBackend
+from protocols.backends import AdditiveBackend, SecureSumBackend
+from protocols.backends.dropout import last_outcome
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.messages import expect_real_array
 from protocols.party import Party
@@ -110,6 +119,13 @@ class PPPCAConfig:
     #: variance fraction in (0, 1) or ``"mle"`` (:func:`mpc_pca.linalg.selected_eigenpairs`);
     #: ``n_components`` is then the largest ``k`` allowed, and the providers learn ``k`` from T.
     select: float | str | None = None
+    #: Survive providers that drop (:mod:`protocols.backends.dropout`): the threshold ``t`` of
+    #: the mean secure sum's Shamir-shared mask seeds; ``None``: every provider must deliver.
+    dropout_threshold: int | None = None
+    #: Seconds the server waits for the providers' masked inputs (default: half its phase deadline).
+    dropout_timeout: float | None = None
+    #: The providers dropped in the mean secure sum (set by every party once it learns them).
+    dropped: tuple[str, ...] = ()
 
     @property
     def transfer_width(self) -> int | None:
@@ -118,7 +134,8 @@ class PPPCAConfig:
 
     @property
     def providers(self) -> tuple[str, ...]:
-        return provider_names(self.n_parties)
+        """The providers that take part (every one, minus those dropped in the mean secure sum)."""
+        return tuple(p for p in provider_names(self.n_parties) if p not in self.dropped)
 
     @property
     def exponents(self) -> tuple[int, ...]:
@@ -141,6 +158,8 @@ class PPPCAModel:
     scale: NDArray[np.float64] | None = None
     #: ``reveal="components"`` only: the iteration plan and operation counts used.
     secure_eigensolve: dict[str, Any] | None = None
+    #: With dropout tolerance: the providers whose rows are not in the model (``None``: not enabled).
+    dropped_providers: tuple[str, ...] | None = None
 
     @property
     def explained_variance_ratio(self) -> NDArray[np.float64]:
@@ -161,6 +180,7 @@ class PPPCAModel:
             "component_error_bounds": self.component_error_bounds.tolist(),
             **({} if self.scale is None else {"scale": self.scale.tolist()}),
             **({} if self.secure_eigensolve is None else {"secure_eigensolve": self.secure_eigensolve}),
+            **({} if self.dropped_providers is None else {"dropped_providers": list(self.dropped_providers)}),
         }
 
 
@@ -192,10 +212,12 @@ def check_announced_rows(config: PPPCAConfig, n_samples: int) -> None:
     """
     if config.announced_rows is None:
         return
-    announced = dict(zip(config.providers, config.announced_rows, strict=True))
+    every = dict(zip(provider_names(config.n_parties), config.announced_rows, strict=True))
+    announced = {p: n for p, n in every.items() if p not in config.dropped}  # rows over the survivors
     if sum(announced.values()) != n_samples:
+        dropped = f" (dropped: {list(config.dropped)})" if config.dropped else ""
         raise ProtocolError(
-            f"the providers announced {sum(announced.values())} rows in total ({announced}), but the "
+            f"the providers announced {sum(announced.values())} rows in total ({announced}{dropped}), but the "
             f"secure sum of their row counts is N={n_samples}: a provider announced a row count that is "
             "not the one it summed; refusing the run"
         )
@@ -241,13 +263,18 @@ def provider_role(
     stats = normalized(stats, config.exponents)
     shift = sums_scale_exponent(config.n_parties, backend.codec.frac_bits)
     with party.phase(PHASE_MEAN):
-        backend.secure_sum(
+        mean_backend(backend, config).secure_sum(
             party,
             np.ldexp(stats.sums_and_count(), shift),
             contributors=config.providers,
             receiver=SERVER,
             name=STATS_NAME,
         )
+        if config.dropout_threshold is not None:
+            outcome = last_outcome(party)
+            if outcome is None or outcome.me_dropped:
+                return None  # the server did not count this provider: it takes no further part
+            config = replace(config, dropped=outcome.dropped)
         mean = expect_real_array(party.recv(SERVER), SERVER, (config.n_features,), "the mean")
     if config.reveal == "components":  # shares of the Gram matrix, eigensolve on shares
         with party.phase(PHASE_EIGENSOLVE):
@@ -318,9 +345,16 @@ def server_role(party: Party, config: PPPCAConfig, backend: SecureSumBackend) ->
     d = config.n_features
     f = backend.codec.frac_bits
     with party.phase(PHASE_MEAN):
-        stats = backend.secure_sum(
+        stats = mean_backend(backend, config).secure_sum(
             party, None, contributors=config.providers, receiver=SERVER, name=STATS_NAME
         )
+        if config.dropout_threshold is not None:
+            outcome = last_outcome(party)
+            if outcome is None:
+                raise ProtocolError("the dropout-tolerant secure sum left no outcome")
+            config = replace(config, dropped=outcome.dropped)
+            if config.with_consumer:
+                party.send(CONSUMER, list(config.dropped))
     if stats is None:
         raise ProtocolError(f"the secure sum of the {STATS_NAME} gave the server no result")
     if stats.shape != (d + 1,):
@@ -394,9 +428,11 @@ def server_role(party: Party, config: PPPCAConfig, backend: SecureSumBackend) ->
     bounds = rounding_error_bounds(leading, k, server.eta)
     mean = unscale_vector(mean_y, config.exponents)
     scale = server.scale if config.standardize else None
+    dropped = None if config.dropout_threshold is None else config.dropped
     return PPPCAModel(
-        mean, n_samples, components, values, max(total_variance, 0.0), server.eta, bounds, scale
-    )
+        mean, n_samples, components, values, max(total_variance, 0.0), server.eta, bounds, scale,
+        dropped_providers=dropped,
+    )  # fmt: skip
 
 
 def _server_components(
@@ -422,7 +458,19 @@ def _server_components(
         party.send(provider, answer)
     eta, bounds = components_error_bounds(result, n_samples, config.n_parties, f_gram, config.components)
     solve = {**result.plan.as_dict(), "reveal": "components", "dealer": SERVER, "engine": engine}
-    return PPPCAModel(mean, n_samples, components, values, total_variance, eta, bounds, None, solve)
+    dropped = None if config.dropout_threshold is None else config.dropped
+    return PPPCAModel(
+        mean,
+        n_samples,
+        components,
+        values,
+        total_variance,
+        eta,
+        bounds,
+        None,
+        solve,
+        dropped_providers=dropped,
+    )
 
 
 def _gram_shift(message: object) -> int:
@@ -432,6 +480,41 @@ def _gram_shift(message: object) -> int:
     if shift != round(shift) or abs(shift) > 4096:
         raise ProtocolError(f"the server sent Gram scale exponent {shift!r}; expected an integer")
     return int(shift)
+
+
+#: ``party.context`` key where the consumer keeps the providers the server dropped.
+DROPPED_KEY = "pppca|dropped providers"
+
+
+def mean_backend(backend: SecureSumBackend, config: PPPCAConfig) -> SecureSumBackend:
+    """The backend of step 1's secure sum: ``backend`` itself, or its dropout-tolerant variant.
+
+    With ``config.dropout_threshold`` the sum of ``[column sums, row count]``
+    survives providers that drop (:mod:`protocols.backends.dropout`); every
+    later sum runs over the providers it counted with ``backend`` (``masks``
+    mode), where a drop ends the run as before.
+    """
+    if config.dropout_threshold is None:
+        return backend
+    if not isinstance(backend, AdditiveBackend) or backend.mode != "masks":
+        raise InputValidationError(
+            f"dropout_threshold needs the additive-masks backend, not {getattr(backend, 'name', backend)!r}"
+        )
+    return AdditiveBackend(
+        "masks",
+        backend.codec,
+        dropout_threshold=config.dropout_threshold,
+        dropout_timeout=config.dropout_timeout,
+    )
+
+
+def _dropped_list(message: object, config: PPPCAConfig) -> tuple[str, ...]:
+    names = provider_names(config.n_parties)
+    if not isinstance(message, list) or not all(isinstance(p, str) and p in names for p in message):
+        raise ProtocolError(f"{SERVER!r} sent a malformed list of dropped providers")
+    if len(names) - len(set(message)) < (config.dropout_threshold or 0):
+        raise ProtocolError(f"{SERVER!r} dropped {message}, leaving fewer providers than the threshold")
+    return tuple(sorted(set(message)))
 
 
 def consumer_role(party: Party, config: PPPCAConfig) -> NDArray[np.float64]:
@@ -447,11 +530,18 @@ def consumer_role(party: Party, config: PPPCAConfig) -> NDArray[np.float64]:
         Naming the provider, for a chunk of the wrong shape or more (or fewer)
         rows than it announced.
     """
+    if config.dropout_threshold is not None:
+        # A provider may die while the server runs the mean secure sum: its closed link to
+        # this party must not end the run either (protocols.transport.base.Channel.tolerating).
+        with party.channel.tolerating(config.providers):
+            config = replace(config, dropped=_dropped_list(party.recv(SERVER), config))
+        for provider in config.dropped:
+            party.channel.drop(provider)
+        party.context[DROPPED_KEY] = config.dropped
     width = config.transfer_width  # None: the server chose k; the first chunk's width is k
     step = None if width is None else projection_chunk_rows(width)
-    announced = (
-        dict(zip(config.providers, config.announced_rows, strict=True)) if config.announced_rows else {}
-    )
+    every = provider_names(config.n_parties)
+    announced = dict(zip(every, config.announced_rows, strict=True)) if config.announced_rows else {}
     blocks = []
     with party.phase(PHASE_PROJECTION):
         for provider in config.providers:

@@ -27,8 +27,9 @@
     One array per contributor per sum. The signatures bind each key to its
     owner, the receiver and the contributor set, so a relay that substitutes
     or swaps keys is caught (:class:`~protocols.errors.ProtocolError` naming
-    it). No dropout recovery: every contributor must deliver, as in
-    ``shares`` mode.
+    it). No dropout recovery by default: every contributor must deliver, as
+    in ``shares`` mode; with ``dropout_threshold=t`` the sum survives
+    providers that drop (:mod:`protocols.backends.dropout`).
 
 ``sparse-masks`` (pairwise masks over a sparse random graph, Bell et al. 2020 / SecAgg+)
     As ``masks``, but pairs share a mask only along the edges of a public
@@ -54,7 +55,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from numpy.typing import NDArray
 
-from protocols.backends import sparse_masks
+from protocols.backends import dropout, sparse_masks
 from protocols.backends.base import SecureSumBackend
 from protocols.encoding import FixedPointCodec
 from protocols.errors import InputValidationError, ProtocolError
@@ -92,6 +93,17 @@ class AdditiveBackend(SecureSumBackend):
     graph_seed : bytes, optional
         ``sparse-masks`` only: a 32-byte public seed fixing the graph for the
         run (reproducible runs); by default the receiver draws one per group.
+    dropout_threshold : int, optional
+        ``masks`` only: survive providers that drop (opt-in). Each provider
+        Shamir-shares its mask seeds among the others with this threshold
+        ``t`` (2 <= t <= M) and the sum completes over the providers whose
+        masked inputs arrived, if at least ``t`` did and ``t`` of them answer
+        the unmasking step (:mod:`protocols.backends.dropout`). The receiver
+        must not be a provider. Who counted: :func:`protocols.backends.dropout.last_outcome`.
+    dropout_timeout : float, optional
+        ``masks`` with ``dropout_threshold`` only: seconds the receiver waits
+        for masked inputs before it drops the missing providers (default:
+        half the channel's phase deadline).
 
     Notes
     -----
@@ -109,6 +121,8 @@ class AdditiveBackend(SecureSumBackend):
         neighbours: int | None = None,
         security_bits: int = sparse_masks.DEFAULT_SECURITY_BITS,
         graph_seed: bytes | None = None,
+        dropout_threshold: int | None = None,
+        dropout_timeout: float | None = None,
     ) -> None:
         super().__init__(codec)
         if mode not in _NAMES:
@@ -123,6 +137,14 @@ class AdditiveBackend(SecureSumBackend):
             raise InputValidationError(f"graph_seed must be {KEY_BYTES} bytes, got {graph_seed!r}")
         # The M-independent checks now; plan() checks the rest for each group.
         sparse_masks.check_parameters(max_colluders, neighbours, security_bits)
+        if dropout_threshold is not None or dropout_timeout is not None:
+            if mode != "masks":
+                raise InputValidationError(
+                    f"dropout_threshold and dropout_timeout apply to mode='masks' only, not {mode!r}"
+                )
+            dropout.check_dropout_settings(dropout_threshold, dropout_timeout)
+        self.dropout_threshold = dropout_threshold
+        self.dropout_timeout = dropout_timeout
         self.mode = mode
         self.name = _NAMES[mode]
         self.max_colluders = max_colluders
@@ -146,6 +168,10 @@ class AdditiveBackend(SecureSumBackend):
                 f", max_colluders={self.max_colluders!r}, neighbours={self.neighbours!r}, "
                 f"security_bits={self.security_bits!r}"
             )
+        if self.dropout_threshold is not None:
+            extra = (
+                f", dropout_threshold={self.dropout_threshold!r}, dropout_timeout={self.dropout_timeout!r}"
+            )
         return f"{type(self).__name__}(mode={self.mode!r}, codec={self.codec!r}{extra})"
 
     def _run(
@@ -159,6 +185,11 @@ class AdditiveBackend(SecureSumBackend):
         if self.mode != "shares":
             _check_separator_free((*contributors, receiver))
         encoded = None if value is None else self.codec.encode(value, n_summands=len(contributors))
+        if self.dropout_threshold is not None:
+            total = dropout.dropout_sum(
+                party, encoded, contributors, receiver, self.dropout_threshold, self.dropout_timeout
+            )
+            return None if total is None else self.codec.decode(total)
         if self.mode == "shares":
             message = None if encoded is None else _share_round(party, encoded, contributors)
         elif plan is not None:

@@ -84,6 +84,30 @@ class RecordingChannel(Channel):
     def close(self) -> None:
         self._inner.close()
 
+    # Dropout tolerance is the wrapped channel's (one set of excused peers).
+    @property
+    def excused(self) -> frozenset[str]:
+        return self._inner.excused
+
+    @excused.setter
+    def excused(self, value: frozenset[str]) -> None:
+        self._inner.excused = value
+
+    @property
+    def dropped(self) -> frozenset[str]:
+        return self._inner.dropped
+
+    @dropped.setter
+    def dropped(self, value: frozenset[str]) -> None:
+        self._inner.dropped = value
+
+    def peer_gone(self, peer: str) -> bool:
+        return self._inner.peer_gone(peer)
+
+    def disconnect(self) -> None:
+        """Leave the run (the wrapped channel must support it, as the in-process one does)."""
+        self._inner.disconnect()  # type: ignore[attr-defined]
+
     def _send_bytes(self, to: str, payload: bytes) -> None:
         self._inner._send_bytes(to, payload)
 

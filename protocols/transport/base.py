@@ -10,8 +10,10 @@ spoke before it had to wait for someone else.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Collection, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -120,6 +122,49 @@ class Channel(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release transport resources; the default does nothing."""
+
+    # -- peers that may leave (the dropout-tolerant secure sum) -------------------------
+
+    #: Peers whose link failure (closed link, abort) is not a failure of the run: receiving from
+    #: one of them raises :class:`~protocols.errors.PeerDroppedError`, receiving from anyone else
+    #: is unaffected. Empty unless a protocol asks (:meth:`tolerating`, :meth:`drop`).
+    excused: frozenset[str] = frozenset()
+    #: Peers a protocol has dropped from the run: excused for good, their unread data discarded at the end.
+    dropped: frozenset[str] = frozenset()
+
+    def peer_gone(self, peer: str) -> bool:
+        """True if ``peer``'s link has failed or it reported a failure (transports that can tell)."""
+        return False
+
+    def drop(self, peer: str) -> None:
+        """Drop ``peer`` from the rest of the run: excused for good (see :attr:`excused`)."""
+        self._check_peer(peer)
+        self.dropped = self.dropped | {peer}
+        self.excused = self.excused | {peer}
+
+    @contextlib.contextmanager
+    def tolerating(self, peers: Collection[str]) -> Iterator[None]:
+        """Within the block, a failure of one of ``peers`` ends only receives from that peer.
+
+        The narrow mechanism of the dropout-tolerant secure sum
+        (:mod:`protocols.backends.dropout`): a provider whose process dies (its
+        link closes) or that stops answering is noticed by the receives that
+        wait for it (:class:`~protocols.errors.PeerDroppedError`, or
+        :class:`~protocols.errors.PeerTimeoutError` at the caller's deadline),
+        which treat it as dropped, while everybody else's messages still flow.
+        Outside such a block any peer's failure ends the run, as before. On
+        exit, the peers the protocol :meth:`drop`-ped and those whose link
+        failed in the block stay excused (a provider counted in a sum may leave
+        afterwards); the others are no longer excused.
+        """
+        for peer in peers:
+            self._check_peer(peer)
+        before = self.excused
+        self.excused = before | frozenset(peers)
+        try:
+            yield
+        finally:
+            self.excused = before | self.dropped | frozenset(p for p in peers if self.peer_gone(p))
 
     @abstractmethod
     def _send_bytes(self, to: str, payload: bytes) -> None:

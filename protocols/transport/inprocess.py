@@ -11,12 +11,13 @@ import threading
 from collections.abc import Iterable
 from typing import Any, cast
 
-from protocols.errors import PeerFailureError, PeerTimeoutError
+from protocols.errors import PeerDroppedError, PeerFailureError, PeerTimeoutError
 from protocols.identity import group_identities
 from protocols.transport.base import Channel
 from protocols.transport.wire import encode_message_parts
 
 _ABORT = object()
+_GONE = object()
 
 
 class InProcessNetwork:
@@ -41,6 +42,7 @@ class InProcessNetwork:
         self._identities = group_identities(self.names)
         self._aborted = threading.Event()
         self._abort_reason = ""
+        self._gone: set[str] = set()
 
     def channel(self, name: str) -> InProcessChannel:
         """The channel endpoint of party ``name``."""
@@ -79,6 +81,21 @@ class InProcessChannel(Channel):
         self._network = network
         self.identity = network._identities[me]
 
+    def disconnect(self) -> None:
+        """Leave the run as a process that died would: every peer's receive from this party fails.
+
+        For tests of protocols that tolerate a party leaving
+        (:meth:`~protocols.transport.base.Channel.tolerating`): a peer that
+        excuses this party gets :class:`~protocols.errors.PeerDroppedError`,
+        any other peer :class:`~protocols.errors.PeerFailureError`.
+        """
+        self._network._gone.add(self.me)
+        for peer in self.peers:
+            self._network._queues[(self.me, peer)].put(_GONE)
+
+    def peer_gone(self, peer: str) -> bool:
+        return peer in self._network._gone
+
     def _send_bytes(self, to: str, payload: bytes | bytearray) -> None:
         if self._network._aborted.is_set():
             raise PeerFailureError(f"{self.me!r} stopped: {self._network._abort_reason}")
@@ -94,4 +111,8 @@ class InProcessChannel(Channel):
         if item is _ABORT:
             self._network._queues[(frm, self.me)].put(_ABORT)  # keep later receives failing too
             raise PeerFailureError(f"{self.me!r} stopped waiting for {frm!r}: {self._network._abort_reason}")
+        if item is _GONE:
+            self._network._queues[(frm, self.me)].put(_GONE)
+            error = PeerDroppedError if frm in self.excused else PeerFailureError
+            raise error(f"{self.me!r}: {frm!r} left the run (its links closed)")
         return cast(bytes, item)

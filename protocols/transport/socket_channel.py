@@ -87,7 +87,13 @@ import threading
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from protocols.errors import PeerFailureError, PeerTimeoutError, ProtocolError, WireFormatError
+from protocols.errors import (
+    PeerDroppedError,
+    PeerFailureError,
+    PeerTimeoutError,
+    ProtocolError,
+    WireFormatError,
+)
 from protocols.transport.base import Channel, now
 from protocols.transport.links import HEADER, ClosedError, Stream
 from protocols.transport.wire import decode_message, encode_message, encode_message_parts
@@ -527,13 +533,34 @@ class SocketChannel(Channel):
         return self._wait_for(frm, self._data, timeout)
 
     def _raise_run_failure(self) -> None:
-        """Raise if any peer reported a failure or any link broke (caller may hold the lock)."""
-        if self._aborts:
-            peer, reason = next(iter(self._aborts.items()))
+        """Raise if any peer reported a failure or any link broke (caller may hold the lock).
+
+        Peers in :attr:`excused` do not count (:meth:`~protocols.transport.base.Channel.tolerating`).
+        """
+        aborts = [(p, r) for p, r in self._aborts.items() if p not in self.excused]
+        if aborts:
+            peer, reason = aborts[0]
             raise PeerFailureError(f"{self.me!r} stopped: {self.where(peer)} reported: {reason}")
-        if self._failed:
-            peer, exc = next(iter(self._failed.items()))
+        failed = [(p, e) for p, e in self._failed.items() if p not in self.excused]
+        if failed:
+            peer, exc = failed[0]
             raise type(exc)(f"{self.me!r}: {exc}")
+
+    def _raise_if_excused_gone(self, frm: str) -> None:
+        """Raise :class:`PeerDroppedError` if ``frm`` is excused and its link failed or it aborted."""
+        if frm not in self.excused:
+            return
+        if frm in self._aborts:
+            raise PeerDroppedError(
+                f"{self.me!r}: {self.where(frm)} left the run; it reported: {self._aborts[frm]}"
+            )
+        if frm in self._failed:
+            raise PeerDroppedError(f"{self.me!r}: {self.where(frm)} left the run: {self._failed[frm]}")
+
+    def peer_gone(self, peer: str) -> bool:
+        """True if ``peer``'s link failed or it sent an abort."""
+        with self._cond:
+            return peer in self._failed or peer in self._aborts
 
     def _wait_for(self, frm: str, queues: dict[str, collections.deque], timeout: float | None) -> memoryview:
         self._check_peer(frm)
@@ -551,6 +578,7 @@ class SocketChannel(Channel):
                             self.queued_bytes[frm] -= len(item)
                         return item
                     self._raise_run_failure()
+                    self._raise_if_excused_gone(frm)
                     if frm in self._bye:
                         raise ProtocolError(
                             f"{self.me!r} expected a message from {self.where(frm)}, which has finished"
@@ -634,6 +662,9 @@ class SocketChannel(Channel):
     def _check_nothing_unread(self) -> None:
         """Raise :class:`ProtocolError` naming the first peer with data frames this party never read."""
         with self._cond:
+            for peer in self.dropped:  # a dropped peer's late data is discarded, never read
+                self._data[peer].clear()
+                self.queued_bytes[peer] = 0
             for peer in self.peers:
                 if self._data[peer]:
                     count = len(self._data[peer])
@@ -659,7 +690,7 @@ class SocketChannel(Channel):
         limit = self.timeout if timeout is None else timeout
         deadline = now() + limit
         with self._cond:
-            while set(self.peers) - self._bye - set(self._failed) and now() < deadline:
+            while set(self.peers) - self._bye - set(self._failed) - self.excused and now() < deadline:
                 self._cond.wait(0.5)
         self._check_nothing_unread()
         for stream in self.streams.values():

@@ -214,6 +214,7 @@ def test_estimator_params_follow_sklearn_conventions():
         "tol": 1e-6,
         "standardize": False,
         "whiten": False,
+        "dropout_threshold": None,
     }
     assert model.set_params(n_components=2) is model and model.n_components == 2
     assert not hasattr(model, "components_")

@@ -1,0 +1,522 @@
+"""Dropout-tolerant pairwise-mask secure sum: double masking with Shamir-shared seeds.
+
+The ``masks`` mode of :class:`~protocols.backends.additive.AdditiveBackend`
+with ``dropout_threshold=t``. Following the double-masking idea of Bonawitz et
+al., "Practical Secure Aggregation for Privacy-Preserving Machine Learning"
+(CCS 2017, §4, rounds 0-4), adapted to this engine's authenticated direct
+links between providers (no share passes through the receiver). For one sum
+of ``n`` providers ``U0`` and a receiver ``R`` (not a provider):
+
+1. *Keys and shares* (one round). Provider ``u`` draws a fresh X25519 key
+   pair ``(s_u, S_u)`` and a 32-byte self-mask seed ``b_u`` (:mod:`secrets`),
+   Shamir-shares ``b_u`` and the private key ``s_u`` with threshold ``t``
+   (:mod:`protocols.shamir`; share ``i`` goes to the ``i``-th provider in
+   name order) and sends each other provider ``v`` its public key and its
+   shares of ``b_u`` and ``s_u`` over the ``u``-``v`` link. ``R`` gets the
+   public key only.
+2. *Masked input.* ``u`` derives ``k_uv = HKDF(X25519(s_u, S_v))`` for every
+   provider ``v`` whose keys and shares reached it, and sends ``R``
+   ``y_u = x_u + PRG(b_u) + sum_v ±PRG(k_uv)`` (the smaller name adds, the
+   larger subtracts) with the list of those ``v``.
+3. *Survivors.* ``R`` waits for masked inputs until a deadline; ``U`` is the
+   set whose ``y_u`` arrived (a closed link or the deadline marks the rest as
+   dropped). Fewer than ``t``: :class:`~protocols.errors.DropoutError`,
+   nothing revealed. Else ``R`` sends ``U`` (with the sum's number, over the
+   authenticated links, bound to the run) to every provider still there.
+4. *Consistency.* Each ``v`` in ``U`` sends the SHA-256 of the ``U`` it got
+   to every other member of ``U`` and compares; a receiver that told two
+   providers different sets is caught (:class:`~protocols.errors.ProtocolError`
+   naming it) before any share is revealed.
+5. *Unmasking.* Each ``v`` in ``U`` answers with its share of ``b_u`` for
+   every ``u`` in ``U`` and its share of ``s_u`` for every ``u`` not in
+   ``U`` (never both for one ``u``: refused, :func:`unmasking_response`).
+   With at least ``t`` answers ``R`` rebuilds each ``b_u`` (``u`` in ``U``)
+   and each dropped ``s_u``, removes ``PRG(b_u)`` and the masks the
+   survivors shared with dropped providers, and gets ``sum_{u in U} x_u``.
+   Fewer than ``t`` answers: :class:`~protocols.errors.DropoutError`.
+
+A provider counted in ``U`` may leave after step 2: its ``b_u`` comes from
+the others' shares. Keys are fresh for every sum, so nothing revealed in one
+sum (a dropped provider's ``s_u``) weakens another. What ``R`` can learn in
+each case is in ``docs/explanation/dropout.md``.
+
+Transport: the whole sum runs inside
+:meth:`~protocols.transport.base.Channel.tolerating` over the providers, so
+a provider's closed link or abort ends only the receives that wait for it;
+``R`` :meth:`~protocols.transport.base.Channel.drop`-s the providers not in
+``U`` for the rest of the run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from numpy.typing import NDArray
+
+from protocols.errors import (
+    DropoutError,
+    InputValidationError,
+    PeerDroppedError,
+    PeerTimeoutError,
+    ProtocolError,
+)
+from protocols.messages import expect_array
+from protocols.party import Party
+from protocols.prg import KEY_BYTES, RingPRG
+from protocols.shamir import Share, check_threshold, reconstruct_bytes, split_bytes
+from protocols.transport.base import now
+
+log = logging.getLogger("mpc_pca.protocol")
+
+_HKDF_INFO = b"mpc-pca dropout-tolerant pairwise mask v1"
+_RING = np.uint64
+#: ``party.context`` key: the number of dropout-tolerant sums this party took part in, per group.
+_COUNTERS = "dropout-sum|counters"
+#: ``party.context`` key: the :class:`DropoutOutcome` of each dropout-tolerant sum, in order.
+OUTCOMES = "dropout-sum|outcomes"
+#: ``party.context`` key: per sum, which secret of which provider this party revealed ("b" or "s").
+_REVEALED = "dropout-sum|revealed"
+_GONE = object()
+
+
+@dataclass(frozen=True)
+class DropoutOutcome:
+    """Who counted in one dropout-tolerant secure sum, as this party saw it.
+
+    Attributes
+    ----------
+    contributors : tuple of str
+        The providers the sum was called with.
+    survivors : tuple of str
+        The providers whose inputs are in the sum (``U``); empty at a
+        provider that was itself dropped before it learnt ``U``.
+    me_dropped : bool
+        True at a provider whose masked input did not count.
+    """
+
+    contributors: tuple[str, ...]
+    survivors: tuple[str, ...]
+    me_dropped: bool = False
+
+    @property
+    def dropped(self) -> tuple[str, ...]:
+        """The providers whose inputs are not in the sum."""
+        return tuple(c for c in self.contributors if c not in self.survivors)
+
+
+def last_outcome(party: Party) -> DropoutOutcome | None:
+    """The outcome of this party's last dropout-tolerant secure sum (``None`` if it made none)."""
+    outcomes = party.context.get(OUTCOMES)
+    return outcomes[-1] if outcomes else None
+
+
+def check_dropout_settings(threshold: object, timeout: object) -> None:
+    """Validate ``dropout_threshold`` (an int >= 2) and ``dropout_timeout`` (None or positive seconds)."""
+    if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 2:
+        raise InputValidationError(
+            f"dropout_threshold must be an integer of at least 2 (a single share would reveal a seed), "
+            f"got {threshold!r}"
+        )
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf")
+    ):
+        raise InputValidationError(f"dropout_timeout must be a positive number of seconds, got {timeout!r}")
+
+
+def _raw_private(key: X25519PrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
+    )
+
+
+def _raw_public(key: X25519PrivateKey) -> bytes:
+    return key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+
+def _pair_key(private: X25519PrivateKey, me: str, peer: str, peer_public: bytes) -> bytes:
+    shared = private.exchange(X25519PublicKey.from_public_bytes(peer_public))
+    low, high = sorted((me, peer))
+    info = _HKDF_INFO + b"|" + low.encode() + b"|" + high.encode()
+    return HKDF(algorithm=hashes.SHA256(), length=KEY_BYTES, salt=None, info=info).derive(shared)
+
+
+def _recv_or_gone(party: Party, peer: str, timeout: float | None = None) -> Any:
+    """Receive from an excused ``peer``; :data:`_GONE` if its link closed or ``timeout`` passed."""
+    try:
+        return party.recv(peer, timeout)
+    except (PeerDroppedError, PeerTimeoutError) as exc:
+        log.info("%s: %s treated as dropped: %s", party.name, peer, exc)
+        return _GONE
+
+
+def _limit(party: Party, timeout: float | None) -> float:
+    """The receiver's deadline for masked inputs (and again for answers)."""
+    return party.channel.timeout / 2 if timeout is None else float(timeout)
+
+
+def _send_or_gone(party: Party, peer: str, message: Any) -> bool:
+    """Send to an excused ``peer``; False if its link is gone."""
+    if party.channel.peer_gone(peer):
+        return False
+    try:
+        party.send(peer, message)
+    except ProtocolError:
+        if not party.channel.peer_gone(peer):
+            raise
+        return False
+    return True
+
+
+def _survivor_digest(
+    sum_id: int, contributors: tuple[str, ...], receiver: str, survivors: list[str]
+) -> bytes:
+    text = "\x00".join([str(sum_id), receiver, *contributors, "|", *survivors])
+    return hashlib.sha256(b"mpc-pca dropout survivors v1\x00" + text.encode()).digest()
+
+
+def dropout_sum(
+    party: Party,
+    encoded: NDArray[np.uint64] | None,
+    contributors: tuple[str, ...],
+    receiver: str,
+    threshold: int,
+    timeout: float | None = None,
+) -> NDArray[np.uint64] | None:
+    """One dropout-tolerant secure sum in the ring (module docstring, steps 1-5).
+
+    Parameters
+    ----------
+    party : Party
+    encoded : ndarray of uint64 or None
+        This provider's encoded input; ``None`` at the receiver.
+    contributors : tuple of str
+        The providers, sorted (share ``i`` goes to ``contributors[i]``).
+    receiver : str
+        The only party that learns the sum; not a provider.
+    threshold : int
+        ``t``: the least number of providers that must deliver masked inputs
+        and the least number that must answer in the unmasking step.
+    timeout : float, optional
+        Seconds the receiver waits for masked inputs (and then for answers);
+        default: half the channel's phase deadline.
+
+    Returns
+    -------
+    ndarray of uint64 or None
+        The ring sum of the survivors' inputs at the receiver, ``None``
+        elsewhere. The outcome (who counted) is appended to
+        ``party.context[OUTCOMES]`` at every party (:func:`last_outcome`).
+
+    Raises
+    ------
+    DropoutError
+        At the receiver, when fewer than ``threshold`` masked inputs arrive
+        or fewer than ``threshold`` survivors answer; it names the dropped providers.
+    ProtocolError
+        A malformed message, an inconsistent survivor set, or a share that lies.
+    """
+    check_threshold(threshold, len(contributors))
+    if receiver in contributors:
+        raise InputValidationError(
+            f"a dropout-tolerant secure sum needs a receiver that is not a provider; {receiver!r} is one"
+        )
+    counters = party.context.setdefault(_COUNTERS, {})
+    group = (receiver, *contributors)
+    sum_id = counters.get(group, 0)
+    counters[group] = sum_id + 1
+    peers = [c for c in contributors if c != party.name]
+    with party.channel.tolerating(peers):
+        if party.name == receiver:
+            total, outcome = _receiver(party, contributors, threshold, timeout, sum_id)
+        else:
+            if encoded is None:
+                raise InputValidationError(f"provider {party.name!r} must pass its encoded input")
+            total, outcome = (
+                None,
+                _provider(party, encoded, contributors, receiver, threshold, timeout, sum_id),
+            )
+    party.context.setdefault(OUTCOMES, []).append(outcome)
+    return total
+
+
+# -- a provider ------------------------------------------------------------------------
+
+
+def send_masked_input(party: Party, receiver: str, message: dict[str, Any]) -> None:
+    """Step 2's send (its own function so a test can stop a provider right before it)."""
+    party.send(receiver, message)
+
+
+def _provider(
+    party: Party,
+    encoded: NDArray[np.uint64],
+    contributors: tuple[str, ...],
+    receiver: str,
+    threshold: int,
+    timeout: float | None,
+    sum_id: int,
+) -> DropoutOutcome:
+    me = party.name
+    n = len(contributors)
+    private = X25519PrivateKey.generate()
+    public = _raw_public(private)
+    self_seed = secrets.token_bytes(KEY_BYTES)
+    b_shares = split_bytes(self_seed, n, threshold)
+    s_shares = split_bytes(_raw_private(private), n, threshold)
+    index = {c: i for i, c in enumerate(contributors)}
+    held: dict[str, dict[str, bytes]] = {
+        me: {"b": b_shares[index[me]].to_bytes(), "s": s_shares[index[me]].to_bytes()}
+    }
+    # Step 1: keys and shares, to each provider over its own link; the receiver gets the key only.
+    party.send(receiver, {"pk": public})
+    for peer in contributors:
+        if peer != me:
+            message = {
+                "pk": public,
+                "b": b_shares[index[peer]].to_bytes(),
+                "s": s_shares[index[peer]].to_bytes(),
+            }
+            _send_or_gone(party, peer, message)
+    del b_shares, s_shares
+    # Wait for the others' keys and shares for half of the receiver's deadline at most, so that
+    # this provider's masked input still arrives in time when another provider hangs.
+    deadline = now() + _limit(party, timeout) / 2
+    publics: dict[str, bytes] = {}
+    for peer in contributors:
+        if peer == me:
+            continue
+        message = _recv_or_gone(party, peer, max(0.001, deadline - now()))
+        if message is _GONE:
+            continue
+        if not isinstance(message, dict) or set(message) != {"pk", "b", "s"}:
+            raise ProtocolError(f"{peer!r} sent {me!r} malformed keys and shares")
+        for kind in ("b", "s"):
+            Share.from_bytes(index[me] + 1, message[kind], sender=peer)  # checks the field
+        if not isinstance(message["pk"], bytes) or len(message["pk"]) != 32:
+            raise ProtocolError(f"{peer!r} sent {me!r} a malformed public key")
+        publics[peer] = message["pk"]
+        held[peer] = {"b": message["b"], "s": message["s"]}
+    # Step 2: the double-masked input, with the providers it shares masks with.
+    masked = encoded
+    RingPRG(self_seed).accumulate(masked)
+    for peer, peer_public in publics.items():
+        RingPRG(_pair_key(private, me, peer, peer_public)).accumulate(masked, subtract=me > peer)
+    del private, self_seed
+    send_masked_input(party, receiver, {"y": masked, "peers": sorted(publics)})
+    # Step 3: the survivor set.
+    announcement = party.recv(receiver)
+    survivors = _check_announcement(announcement, receiver, contributors, threshold, sum_id)
+    for u in contributors:
+        if u not in survivors and u != me:
+            party.channel.drop(u)  # out of the run for good, whether or not it is still there
+    if me not in survivors:
+        log.warning("%s: %s did not count this provider's input (dropped); revealing nothing", me, receiver)
+        return DropoutOutcome(contributors, tuple(survivors), me_dropped=True)
+    # Step 4: every survivor got the same set.
+    digest = _survivor_digest(sum_id, contributors, receiver, survivors)
+    others = [v for v in survivors if v != me]
+    for peer in others:
+        _send_or_gone(party, peer, digest)
+    deadline = now() + _limit(party, timeout) / 2
+    for peer in others:
+        theirs = _recv_or_gone(party, peer, max(0.001, deadline - now()))
+        if theirs is not _GONE and theirs != digest:
+            raise ProtocolError(
+                f"{me!r}: {peer!r} was told a different survivor set than {me!r} by {receiver!r}; "
+                f"{receiver!r} equivocated about who dropped, so no share is revealed"
+            )
+    # Step 5: unmasking shares.
+    revealed = party.context.setdefault(_REVEALED, {}).setdefault((receiver, contributors, sum_id), {})
+    party.send(receiver, unmasking_response(revealed, held, survivors, contributors))
+    return DropoutOutcome(contributors, tuple(survivors))
+
+
+def unmasking_response(
+    revealed: dict[str, str],
+    held: dict[str, dict[str, bytes]],
+    survivors: list[str],
+    contributors: tuple[str, ...],
+) -> dict[str, dict[str, bytes]]:
+    """This provider's answer to the survivor set: ``b`` shares of survivors, ``s`` shares of the dropped.
+
+    ``revealed`` records, for this sum, which secret of each provider this
+    party already revealed; revealing the other one too is refused. Both
+    would open that provider's input: ``y_u`` minus ``PRG(b_u)`` and its pairwise masks.
+
+    Raises
+    ------
+    ProtocolError
+        If the answer would reveal, for some provider, the secret other than the
+        one already revealed for it in this sum.
+    """
+    answer: dict[str, dict[str, bytes]] = {"b": {}, "s": {}}
+    chosen = {u: ("b" if u in survivors else "s") for u in contributors if u in held}
+    for u, kind in chosen.items():
+        if revealed.get(u, kind) != kind:
+            raise ProtocolError(
+                f"refusing to reveal the share of the {'self-mask seed' if kind == 'b' else 'mask key'} of {u!r}: "
+                f"the share of its {'mask key' if kind == 'b' else 'self-mask seed'} was revealed in this sum, "
+                "and both together would open its input"
+            )
+    for u, kind in chosen.items():
+        revealed[u] = kind
+        answer[kind][u] = held[u][kind]
+    return answer
+
+
+def _check_announcement(
+    message: Any, receiver: str, contributors: tuple[str, ...], threshold: int, sum_id: int
+) -> list[str]:
+    if not isinstance(message, dict) or set(message) != {"sum", "survivors"}:
+        raise ProtocolError(f"{receiver!r} sent a malformed survivor set")
+    survivors = message["survivors"]
+    if message["sum"] != sum_id:
+        raise ProtocolError(
+            f"{receiver!r} sent the survivor set of sum {message['sum']!r}, not of sum {sum_id}"
+        )
+    if (
+        not isinstance(survivors, list)
+        or not all(isinstance(s, str) and s in contributors for s in survivors)
+        or survivors != sorted(set(survivors))
+    ):
+        raise ProtocolError(f"{receiver!r} sent a survivor set that is not a sorted list of providers")
+    if len(survivors) < threshold:
+        raise ProtocolError(
+            f"{receiver!r} announced {len(survivors)} survivors, below the threshold {threshold}; revealing nothing"
+        )
+    return survivors
+
+
+# -- the receiver ----------------------------------------------------------------------
+
+
+def _receiver(
+    party: Party, contributors: tuple[str, ...], threshold: int, timeout: float | None, sum_id: int
+) -> tuple[NDArray[np.uint64], DropoutOutcome]:
+    limit = _limit(party, timeout)
+    deadline = now() + limit
+    publics: dict[str, bytes] = {}
+    inputs: dict[str, tuple[NDArray[np.uint64], list[str]]] = {}
+    shape: tuple[int, ...] | None = None
+    for u in contributors:
+        message = _recv_or_gone(party, u, max(0.001, deadline - now()))
+        if message is _GONE:
+            continue
+        if not isinstance(message, dict) or set(message) != {"pk"} or not isinstance(message["pk"], bytes):
+            raise ProtocolError(f"{u!r} sent a malformed public key")
+        publics[u] = message["pk"]
+    for u in publics:
+        message = _recv_or_gone(party, u, max(0.001, deadline - now()))
+        if message is _GONE:
+            continue
+        if not isinstance(message, dict) or set(message) != {"y", "peers"}:
+            raise ProtocolError(f"{u!r} sent a malformed masked input")
+        y = expect_array(message["y"], sender=u, shape=shape, dtype=_RING)
+        masked_with = message["peers"]
+        if not isinstance(masked_with, list) or not all(
+            isinstance(v, str) and v in contributors and v != u for v in masked_with
+        ):
+            raise ProtocolError(f"{u!r} sent a malformed list of the providers it masked with")
+        shape = y.shape
+        inputs[u] = (y, masked_with)
+    survivors = sorted(inputs)
+    dropped = tuple(c for c in contributors if c not in inputs)
+    if len(survivors) < threshold:
+        raise DropoutError(
+            f"only {len(survivors)} of {len(contributors)} providers' masked inputs reached {party.name!r} "
+            f"(dropped: {list(dropped)}), below the threshold {threshold}; the sum is abandoned and no share "
+            "was revealed",
+            dropped,
+        )
+    for u in survivors:  # a mask two survivors disagree on could not be removed
+        for v in inputs[u][1]:
+            if v in inputs and u not in inputs[v][1]:
+                raise ProtocolError(
+                    f"{u!r} masked with {v!r} but {v!r} not with {u!r}: their link failed during the sum"
+                )
+    for u in dropped:
+        party.channel.drop(u)
+    announcement = {"sum": sum_id, "survivors": survivors}
+    for u in contributors:
+        _send_or_gone(party, u, announcement)
+    # Answers: shares of b_u for survivors, of s_u for the dropped.
+    deadline = now() + limit
+    answers: dict[str, dict[str, dict[str, bytes]]] = {}
+    for v in survivors:
+        message = _recv_or_gone(party, v, max(0.001, deadline - now()))
+        if message is _GONE:
+            continue
+        answers[v] = _check_answer(message, v, survivors, contributors)
+    if len(answers) < threshold:
+        silent = [v for v in survivors if v not in answers]
+        raise DropoutError(
+            f"only {len(answers)} of the {len(survivors)} surviving providers answered the unmasking step "
+            f"(silent: {silent}; dropped before: {list(dropped)}), below the threshold {threshold}; fewer "
+            "than threshold shares of any seed reveal nothing about it",
+            (*dropped, *silent),
+        )
+    index = {c: i + 1 for i, c in enumerate(contributors)}
+    total = np.zeros(shape or (0,), dtype=_RING)
+    for u in survivors:
+        total += inputs[u][0]
+        seed = _rebuild(answers, "b", u, index, threshold)
+        RingPRG(seed).accumulate(total, subtract=True)
+    for d in dropped:
+        holders = [v for v in survivors if d in inputs[v][1]]
+        if not holders:
+            continue  # nobody masked with d (it left before dealing its keys)
+        private = X25519PrivateKey.from_private_bytes(_rebuild(answers, "s", d, index, threshold))
+        if d in publics and _raw_public(private) != publics[d]:
+            raise ProtocolError(
+                f"the rebuilt mask key of the dropped {d!r} does not match the public key it sent"
+            )
+        for v in holders:
+            # v added the pair's mask if v < d, subtracted it if v > d: undo that.
+            RingPRG(_pair_key(private, d, v, publics[v])).accumulate(total, subtract=v < d)
+    if dropped:
+        log.warning("%s: the sum counts %s; dropped: %s", party.name, survivors, list(dropped))
+    return total, DropoutOutcome(contributors, tuple(survivors))
+
+
+def _check_answer(
+    message: Any, sender: str, survivors: list[str], contributors: tuple[str, ...]
+) -> dict[str, dict[str, bytes]]:
+    if not isinstance(message, dict) or set(message) != {"b", "s"}:
+        raise ProtocolError(f"{sender!r} sent a malformed unmasking answer")
+    for kind, allowed in (("b", set(survivors)), ("s", set(contributors) - set(survivors))):
+        part = message[kind]
+        if not isinstance(part, dict) or not set(part) <= allowed:
+            raise ProtocolError(
+                f"{sender!r} answered with {kind!r} shares of {sorted(part) if isinstance(part, dict) else part!r}; "
+                f"only {sorted(allowed)} were asked for"
+            )
+    return message
+
+
+def _rebuild(
+    answers: dict[str, dict[str, dict[str, bytes]]],
+    kind: str,
+    owner: str,
+    index: dict[str, int],
+    threshold: int,
+) -> bytes:
+    shares = [
+        Share.from_bytes(index[v], a[kind][owner], sender=v) for v, a in answers.items() if owner in a[kind]
+    ]
+    if len(shares) < threshold:
+        what = "self-mask seed" if kind == "b" else "mask key"
+        raise DropoutError(
+            f"only {len(shares)} shares of {owner!r}'s {what} arrived, below the threshold {threshold}; "
+            "the sum cannot be unmasked",
+            (),
+        )
+    holders = {index[v]: v for v in answers}
+    return reconstruct_bytes(shares, threshold, holders=holders)
