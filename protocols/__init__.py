@@ -27,6 +27,8 @@ messages
     Every check on data received from a peer.
 sharing, prg, encoding, triangle
     Additive shares, ChaCha20 streams, fixed point in Z_2^64, packed triangles.
+shamir
+    Threshold (Shamir) sharing of seeds and keys, for sums that survive a dropped party.
 dp
     Differential-privacy noise for secure sums: Gaussian calibration
     (analytic and classical), the exact discrete Gaussian sampler, and a

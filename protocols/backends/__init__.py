@@ -10,6 +10,9 @@ additive
     (``shares``) or pairwise X25519 masks (``masks``).
 sparse_masks
     Pairwise masks along a sparse random graph (``additive-sparse-masks``).
+dropout
+    The masks-mode sum that survives providers dropping before their input
+    arrives (SecAgg-style double masking with Shamir-shared seeds).
 paillier
     Paillier encryption (packing, precomputed randomness, workers), on
     :mod:`protocols.paillier`.
