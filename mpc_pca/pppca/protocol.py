@@ -67,6 +67,7 @@ from mpc_pca.pppca.components import (
     ComponentsSettings,
     backend_engine,
     components_error_bounds,
+    hides_covariance,
     provider_eigensolve,
     server_eigensolve,
 )
@@ -249,7 +250,7 @@ def provider_role(
             name=STATS_NAME,
         )
         mean = expect_real_array(party.recv(SERVER), SERVER, (config.n_features,), "the mean")
-    if config.reveal == "components":  # shares of the Gram matrix, eigensolve on shares
+    if hides_covariance(config.reveal):  # shares of the Gram matrix, eigensolve on shares
         with party.phase(PHASE_EIGENSOLVE):
             provider_eigensolve(
                 party,
@@ -259,6 +260,7 @@ def provider_role(
                 config.components,
                 components_gram_bits(backend),
                 backend_engine(backend),
+                config.reveal,
             )
             transfer = expect_real_array(
                 party.recv(SERVER), SERVER, (config.n_features, config.transfer_width), "T"
@@ -335,7 +337,7 @@ def server_role(party: Party, config: PPPCAConfig, backend: SecureSumBackend) ->
     if n_samples < 2:
         raise ProtocolError(f"the providers hold {n_samples} row(s) in total; PCA needs at least 2")
     mean_y = stats[:d] / n_samples
-    if config.reveal == "components":
+    if hides_covariance(config.reveal):
         for provider in config.providers:
             party.send(provider, mean_y)
         if config.n_components > min(d, n_samples):
@@ -410,7 +412,14 @@ def _server_components(
     f_gram = components_gram_bits(backend)
     engine = backend_engine(backend)
     result = server_eigensolve(
-        party, config.providers, config.n_features, config.n_components, config.components, f_gram, engine
+        party,
+        config.providers,
+        config.n_features,
+        config.n_components,
+        config.components,
+        f_gram,
+        engine,
+        config.reveal,
     )
     components = result.components
     values = result.eigenvalues / (n_samples - 1)
@@ -421,7 +430,15 @@ def _server_components(
         party.send(provider, transfer)
         party.send(provider, answer)
     eta, bounds = components_error_bounds(result, n_samples, config.n_parties, f_gram, config.components)
-    solve = {**result.plan.as_dict(), "reveal": "components", "dealer": SERVER, "engine": engine}
+    solve: dict[str, Any] = {
+        **result.plan.as_dict(),
+        "reveal": config.reveal,
+        "dealer": SERVER,
+        "engine": engine,
+    }
+    spectrum = getattr(result, "spectrum", None)
+    if spectrum is not None:  # reveal="spectrum": the server learnt every eigenvalue of the covariance
+        solve["spectrum"] = (np.asarray(spectrum) / (n_samples - 1)).tolist()
     return PPPCAModel(mean, n_samples, components, values, total_variance, eta, bounds, None, solve)
 
 

@@ -27,12 +27,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import overload
 
 import numpy as np
 from numpy.typing import NDArray
 
 from protocols.errors import InputValidationError, ProtocolError
-from protocols.messages import expect_array, expect_real_array
+from protocols.messages import expect_real_array
 from protocols.prg import RingPRG
 from protocols.tensor.correlated import triple, truncation_pair
 from protocols.tensor.eig import _check_symmetric, reveal_trace
@@ -54,6 +55,8 @@ F_X = 40
 G_R = 20
 #: Largest power index ``j`` (powers up to ``2^6 = 64``).
 MAX_POWER_INDEX = 6
+#: Largest angle noise an iteration may add (keeps every top-k direction well above resolution).
+_MAX_NOISE = 1e-2
 
 
 # -- batched collective operations ---------------------------------------------------
@@ -87,7 +90,7 @@ def open_products(pairs: Sequence[tuple[SharedTensor, SharedTensor]]) -> list[Sh
     opened = _open(session, masked)
     result = []
     for i, tri in enumerate(triples):
-        assert tri is not None  # noqa: S101 - checked above
+        assert tri is not None
         e, f = opened[2 * i], opened[2 * i + 1]
         z = tri.c + e @ tri.b + tri.a @ f
         if session.index == 0:
@@ -96,21 +99,40 @@ def open_products(pairs: Sequence[tuple[SharedTensor, SharedTensor]]) -> list[Sh
     return result
 
 
-def truncate_many(items: Sequence[tuple[SharedTensor, int]]) -> list[SharedTensor]:
+@overload
+def truncate_many(items: Sequence[tuple[SharedTensor, int]]) -> list[SharedTensor]: ...
+
+
+@overload
+def truncate_many(
+    items: Sequence[tuple[SharedTensor, int]], reveal_to_holders: Sequence[SharedTensor]
+) -> tuple[list[SharedTensor], list[NDArray[np.float64]] | None]: ...
+
+
+def truncate_many(
+    items: Sequence[tuple[SharedTensor, int]], reveal_to_holders: Sequence[SharedTensor] | None = None
+) -> list[SharedTensor] | tuple[list[SharedTensor], list[NDArray[np.float64]] | None]:
     """Several exact truncations (docs section 3) with ONE opening round.
 
     Each ``(x, bits)`` becomes ``floor(x / 2^bits)`` or one more; requires
-    ``|x| < 2^62`` as a signed ring element.
+    ``|x| < 2^62`` as a signed ring element. ``reveal_to_holders`` are revealed
+    to the holders in the same round (re-randomised by a fresh sharing of zero
+    first, as :func:`protocols.tensor.ops.reveal` does): the call then returns
+    ``(truncated, revealed)``, ``revealed`` being ``None`` at non-holders.
     """
-    if not items:
-        return []
+    extra = list(reveal_to_holders or ())
     session = items[0][0].session
     for x, bits in items:
         if not 1 <= bits <= _OFFSET_BITS or x.frac_bits - bits < 0:
-            raise InputValidationError(f"cannot drop {bits} bits from a value with {x.frac_bits} fractional bits")
+            raise InputValidationError(
+                f"cannot drop {bits} bits from a value with {x.frac_bits} fractional bits"
+            )
     pairs = [truncation_pair(session, x.shape, bits) for x, bits in items]
+    if extra:
+        session.stats.reveals += 1
     if not session.is_holder:
-        return [SharedTensor(session, None, x.shape, x.frac_bits - bits) for x, bits in items]
+        shells = [SharedTensor(session, None, x.shape, x.frac_bits - bits) for x, bits in items]
+        return (shells, None) if reveal_to_holders is not None else shells
     masked = []
     for (x, _), pair in zip(items, pairs, strict=True):
         if pair is None or x.share is None:
@@ -120,15 +142,25 @@ def truncate_many(items: Sequence[tuple[SharedTensor, int]]) -> list[SharedTenso
         if session.index == 0:
             m += _U(1 << _OFFSET_BITS)
         masked.append(m)
+    for x in extra:
+        if x.share is None:
+            raise ProtocolError("a holder is missing a share")
+        masked.append(x.share + session.zero_share(x.shape))
     opened = _open(session, masked)
     out = []
-    for (x, bits), pair, c in zip(items, pairs, opened, strict=True):
-        assert pair is not None  # noqa: S101 - checked above
+    for (x, bits), pair, c in zip(items, pairs, opened[: len(items)], strict=True):
+        assert pair is not None
         share = np.where(c < _U(1 << 63), pair.msb_term, _U(0)) - pair.r_shifted
         if session.index == 0:
             share += (c >> _U(bits)) - _U(1 << (_OFFSET_BITS - bits))
         out.append(SharedTensor(session, share, x.shape, x.frac_bits - bits))
-    return out
+    if reveal_to_holders is None:
+        return out
+    revealed = [
+        t.view(np.int64).astype(np.float64) / 2.0**x.frac_bits
+        for t, x in zip(opened[len(items) :], extra, strict=True)
+    ]
+    return out, revealed
 
 
 def reveal_many(xs: Sequence[SharedTensor], to: str | Sequence[str]) -> list[NDArray[np.float64]] | None:
@@ -159,20 +191,22 @@ def reveal_many(xs: Sequence[SharedTensor], to: str | Sequence[str]) -> list[NDA
 
     for h in session.holders:
         if h != me:
-            parts = expect_array_list(
-                session.party.recv(h), sender=h, shapes=[x.shape for x in xs], dtype=_U
-            )
+            parts = expect_array_list(session.party.recv(h), sender=h, shapes=[x.shape for x in xs], dtype=_U)
             for total, part in zip(totals, parts, strict=True):
                 total += part
     return [t.view(np.int64).astype(np.float64) / 2.0**x.frac_bits for t, x in zip(totals, xs, strict=True)]
 
 
-def times_public(x: SharedTensor, matrix: NDArray[np.float64], bits: int, *, left: bool = False) -> SharedTensor:
+def times_public(
+    x: SharedTensor, matrix: NDArray[np.float64], bits: int, *, left: bool = False
+) -> SharedTensor:
     """``x @ P`` (or ``P @ x``) for a public real ``P`` encoded with ``bits`` fractional bits, untruncated (local)."""
     p = np.asarray(matrix, dtype=np.float64)
     limit = 2.0 ** (_OFFSET_BITS - bits)
     if p.size and float(np.max(np.abs(p))) >= limit:
-        raise ProtocolError(f"a public factor of magnitude {float(np.max(np.abs(p))):.6g} does not fit {bits} bits")
+        raise ProtocolError(
+            f"a public factor of magnitude {float(np.max(np.abs(p))):.6g} does not fit {bits} bits"
+        )
     enc = np.rint(p * 2.0**bits).astype(np.int64).astype(_U)
     shape = (p.shape[0], x.shape[1]) if left else (x.shape[0], p.shape[1])
     share = None
@@ -189,7 +223,9 @@ def _scaled_copies(c: SharedTensor, frac_bits: Sequence[int]) -> tuple[list[Shar
     """
     trace = reveal_trace(c)
     if not trace > 0:
-        raise ProtocolError(f"the shared matrix has trace {trace:.6g}; a PSD matrix with a signal has trace > 0")
+        raise ProtocolError(
+            f"the shared matrix has trace {trace:.6g}; a PSD matrix with a signal has trace > 0"
+        )
     factor = math.floor(2.0 ** (61 - c.frac_bits) / trace)
     if factor < 2**8:
         raise ProtocolError(
@@ -282,10 +318,15 @@ def _noise_floor(d: int, j: int, ratio: float) -> float:
     return 2.0**j * math.sqrt(d) * 2.0**-F / strength
 
 
-def choose_power(ratio: float, d: int, tol: float, current_max: int = MAX_POWER_INDEX) -> int:
-    """Largest power index ``j`` whose noise (:func:`_noise_floor`) stays below ``tol / 2``."""
+def choose_power(ratio: float, d: int, target: float, current_max: int = MAX_POWER_INDEX) -> int:
+    """Largest power index ``j`` whose noise (:func:`_noise_floor`) stays below ``target / 2``.
+
+    The ladder solver passes ``target = min(1e-2, max(tol, current bound / 10))``: far from
+    convergence a high power's noise is still small against the remaining
+    error; near the end the power drops so that the noise stays below ``tol``.
+    """
     j = 0
-    while j < current_max and _noise_floor(d, j + 1, ratio) <= tol / 2.0:
+    while j < current_max and _noise_floor(d, j + 1, ratio) <= target / 2.0:
         j += 1
     return j
 
@@ -355,67 +396,61 @@ def ladder_eigenvectors(
     # Holder 0's masking rotation, shared now (its seeds ride in an existing send run).
     rot = share_input(session, _haar(k) if me == leader else None, owner=leader, shape=(k, k))
     q0, _ = np.linalg.qr(np.random.default_rng(start_seed).standard_normal((d, k)))
-    u: SharedTensor | None = None
+    start = times_public(c_lo, q0, F)  # X_0 = Ĉ Q_0
+    x_hi, x_lo = truncate_many([(start, 2 * F - F_X), (start, F)])
+    plan.powers.append(1)
+    prev_lo: SharedTensor | None = None
+    prev_gram = np.eye(k)
     j = 0
-    estimate = np.inf
+    r_inv = np.eye(k)
     for it in range(max_iterations):
-        # holder 0 announces the power (the holders all computed the same j from revealed values)
-        if me == leader:
-            session.party.send(session.dealer, np.array([j], dtype=np.int64))
-        elif session.is_dealer:
-            j = int(expect_array(session.party.recv(leader), sender=leader, shape=(1,), dtype=np.int64)[0])
-            if not 0 <= j <= MAX_POWER_INDEX:
-                raise ProtocolError(f"{leader!r} asked for power index {j}, outside [0, {MAX_POWER_INDEX}]")
-        while len(ladder) <= j:
-            (z,) = open_products([(ladder[-1], ladder[-1])])
-            e = _reveal_trace_exponent(z)
+        # A: one opening for X^T X, X_prev^T X and the next power times X (j chosen last iteration)
+        pairs = [(x_lo.T, x_lo), (ladder[j], x_lo)]
+        if prev_lo is not None:
+            pairs.append((prev_lo.T, x_lo))
+        outs = open_products(pairs)
+        plan.secret_products += len(pairs)
+        gram_s, z = outs[0], outs[1]
+        cross_s = outs[2] if prev_lo is not None else times_public(x_lo, q0.T, F, left=True)
+        # B: one round truncates P_j X and opens the k x k matrices among the holders
+        (z_hi,), opened = truncate_many([(z, 2 * F - F_X)], reveal_to_holders=[gram_s, cross_s])
+        plan.powers.append(2**j)
+        next_j, done = 0, False
+        if session.is_holder:
+            assert opened is not None
+            gram, cross = opened
+            r_inv, ratio, moved = _holder_step(gram, cross, prev_gram, plan.powers[-2])
+            contraction = (1.0 - eigengap) ** plan.powers[-2]
+            bound = contraction * moved / (1.0 - contraction) if it else np.inf
+            plan.achieved_tol = float(min(bound + _noise_floor(d, j, ratio), 1e300))
+            done = (it > 0 and plan.achieved_tol <= tol) or it == max_iterations - 1
+            next_j = choose_power(ratio, d, min(_MAX_NOISE, max(tol, plan.achieved_tol / 10.0)))
+            prev_gram = gram
+        done, plan.achieved_tol, next_j = _broadcast_decision(
+            session, leader, done, plan.achieved_tol, next_j
+        )
+        if done:
+            break
+        # C: X <- (P_j X) R^-1 = P_j U with U = X R^-1 orthonormal (Cholesky-QR)
+        scaled = times_public(z_hi, r_inv, G_R)
+        prev_lo = x_lo
+        x_hi, x_lo = truncate_many([(scaled, G_R), (scaled, F_X + G_R - F)])
+        j = next_j
+        while len(ladder) <= j:  # squarings with public power-of-two normalisers
+            (sq,) = open_products([(ladder[-1], ladder[-1])])
+            e = _reveal_trace_exponent(sq)
             plan.normaliser_exponents.append(e)
-            (p,) = truncate_many([(z, F + e)])
+            (p,) = truncate_many([(sq, F + e)])
             # dropping F + e bits of a 2F-bit value is the value over 2^e with F fractional bits
             ladder.append(SharedTensor(session, p.share, p.shape, F))
             plan.secret_products += 1
-        p = ladder[j]
-        if u is None:
-            z = times_public(p, q0, F)
-        else:
-            (z,) = open_products([(p, u)])
-            plan.secret_products += 1
-        x_hi, x_lo = truncate_many([(z, 2 * F - F_X), (z, F)])
-        if u is None:
-            g, m = open_products([(x_lo.T, x_lo)])[0], times_public(x_lo, q0.T, F, left=True)
-            n = None
-            plan.secret_products += 1
-        else:
-            g, m, nn = open_products([(x_lo.T, x_lo), (u.T, x_lo), (u.T, u)])
-            n = nn
-            plan.secret_products += 3
-        plan.powers.append(2**j)
-        opened = reveal_many([g, m] if n is None else [g, m, n], session.holders)
-        if session.is_holder:
-            assert opened is not None  # noqa: S101 - holders are receivers
-            gram, cross = opened[0], opened[1]
-            gram_u = np.eye(k) if n is None else opened[2]
-            r_inv, ratio, moved = _holder_step(gram, cross, gram_u, 2**j)
-            estimate = (1.0 - eigengap) ** (2**j)
-            bound = estimate * moved / (1.0 - estimate) if it else np.inf
-            plan.achieved_tol = float(min(bound + _noise_floor(d, j, ratio), 1e300))
-            done = it > 0 and plan.achieved_tol <= tol
-            j = choose_power(ratio, d, tol)
-            u = truncate_many([(times_public(x_hi, r_inv, G_R), F_X + G_R - F)])[0]
-            next_j = -1 if done or it == max_iterations - 1 else j
-        else:
-            u = truncate_many([(times_public(x_hi, np.eye(k), G_R), F_X + G_R - F)])[0]
-            next_j = 0
-        stop, plan.achieved_tol = _broadcast_stop(session, leader, next_j, plan.achieved_tol)
-        if stop:
-            break
-    assert u is not None  # noqa: S101 - at least one iteration ran
+    plan.powers.pop()  # the last P_j X was not used
+    (u,) = truncate_many([(times_public(x_hi, r_inv, G_R), F_X + G_R - F)])
     (b,) = truncate_many([(open_products([(u, rot)])[0], F)])
     (w,) = open_products([(c_hi, b)])
     (w,) = truncate_many([(w, F)])
     (h,) = open_products([(b.T, w)])
-    plan.secret_products += 4
-    # what the dealer learnt of the plan (it saw the powers) is also what it reports
+    plan.secret_products += 3
     out = reveal_many([b, h], to)
     if out is None:
         return None
@@ -425,23 +460,25 @@ def ladder_eigenvectors(
     return FastEigResult(comps, values / alpha, trace, plan, alpha, None, eta)
 
 
-def _broadcast_stop(session: TensorSession, leader: str, next_j: int, bound: float) -> tuple[bool, float]:
-    """Holder 0 tells the dealer whether to stop and the current angle bound; all members agree.
+def _broadcast_decision(
+    session: TensorSession, leader: str, done: bool, bound: float, next_j: int
+) -> tuple[bool, float, int]:
+    """Holder 0 tells the dealer whether to stop, the angle bound and the next power index.
 
-    The holders compute both from values all of them saw; the dealer learns the
-    stop decision and the bound (one number per iteration, docs section 8).
+    The holders compute all three from values every holder saw (so they agree
+    without talking); the dealer needs the decision and the power to deal the
+    next items, and learns the bound (docs section 8).
     """
     me = session.party.name
     if me == leader:
-        stop = next_j < 0
-        session.party.send(session.dealer, np.array([1.0 if stop else 0.0, bound]))
-        return stop, bound
+        session.party.send(session.dealer, np.array([1.0 if done else 0.0, bound, float(next_j)]))
+        return done, bound, next_j
     if session.is_dealer:
-        flag, got = expect_real_array(session.party.recv(leader), leader, (2,), "the stop flag and bound")
-        if flag not in (0.0, 1.0) or not 0.0 <= got:
-            raise ProtocolError(f"{leader!r} sent stop flag {flag} and bound {got}")
-        return flag == 1.0, float(got)
-    return next_j < 0, bound
+        flag, got, power = expect_real_array(session.party.recv(leader), leader, (3,), "the decision")
+        if flag not in (0.0, 1.0) or not got >= 0.0 or power not in range(MAX_POWER_INDEX + 1):
+            raise ProtocolError(f"{leader!r} sent decision {flag}, bound {got}, power index {power}")
+        return flag == 1.0, float(got), int(power)
+    return done, bound, next_j
 
 
 def _holder_step(
@@ -472,12 +509,14 @@ def _reveal_trace_exponent(z: SharedTensor) -> int:
     if out is None:
         raise ProtocolError("the normaliser reveal returned nothing")
     t = float(out[0][0])
-    if not t > 2.0**-(F - 1):
+    if not t > 2.0 ** -(F - 1):
         raise ProtocolError(f"the squared matrix has trace {t:.3g}: too small to normalise in fixed point")
-    return int(math.floor(math.log2(t)))
+    return math.floor(math.log2(t))
 
 
-def _ritz(basis: NDArray[np.float64], ritz: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def _ritz(
+    basis: NDArray[np.float64], ritz: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Receiver side: orthonormalise the revealed basis (QR in float) and diagonalise the k x k matrix."""
     q, r = np.linalg.qr(basis)
     if np.min(np.abs(np.diag(r))) < 0.5:
@@ -538,7 +577,7 @@ def spectrum_eigenvectors(c: SharedTensor, n_components: int, *, to: str) -> Fas
     opened = reveal_many([s], to)
     me = session.party.name
     if me == to:
-        assert opened is not None  # noqa: S101 - the receiver
+        assert opened is not None
         rotated = (opened[0] + opened[0].T) / 2.0
         values, vectors = np.linalg.eigh(rotated)
         order = np.argsort(values)[::-1]

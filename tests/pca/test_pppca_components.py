@@ -15,6 +15,11 @@ from protocols.backends import make_backend
 from protocols.errors import InputValidationError
 from tests.helpers.oracles import align_signs
 
+#: Rounds of a components fit outside the iterations and squarings: 3 (stats, Gram shares) + 4 (symmetry
+#: check, trace, scaled copies, start) + 7 (basis, masking, Ritz, reveal) + 2 (answer check), the last
+#: iteration skipping its third round
+FIXED_ROUNDS = 16
+
 
 def standardized(name: str) -> np.ndarray:
     return StandardScaler().fit_transform(getattr(datasets, f"load_{name}")().data)
@@ -38,29 +43,32 @@ def test_components_match_sklearn_within_1e4(name, k, parties):
     errors = np.max(np.abs(align_signs(model.components_, ref.components_) - ref.components_), axis=1)
     assert np.all(errors <= model.component_error_bounds_)
     solve = model.model_.secure_eigensolve
-    assert solve is not None and solve["iterations"] >= 100 and solve["poly_steps"] == 4
-    # every provider speaks once per opening: two rounds per secret product, plus setup and reveals
+    assert solve is not None and solve["method"] == "ladder"
+    # the ladder: tens of rounds (three per iteration, three per squaring, setup, Ritz, answer check)
     provider_rounds = model.report_["provider0"]["rounds"]
-    assert 2 * solve["secret_products"] <= provider_rounds <= 2 * solve["secret_products"] + 4 * parties + 20
+    squarings = len(solve["normaliser_exponents"])
+    assert provider_rounds <= 100
+    assert provider_rounds == 3 * solve["iterations"] + 3 * squarings + FIXED_ROUNDS
 
 
 @pytest.mark.slow
 def test_close_eigenvalues_top_k_subspace_error_is_bounded():
     """digits, k = 9: lambda_10 / lambda_9 = 0.978, so individual convergence is slow.
 
-    With the gap stated (eigengap = 0.02 < 1 - 0.978) the plan takes
-    T = ceil(log(tol / d) / log(1 - eigengap)) iterations and the top-9
-    subspace must be within tol (tan of the largest principal angle), plus
-    the fixed-point floor.
+    With the gap stated (eigengap = 0.02 < 1 - 0.978) the ladder may take up to
+    100 iterations; the top-9 subspace must be within tol (tan of the largest
+    principal angle) and within the bound it reports.
     """
     data = standardized("digits")
     tol = 1e-4
     model = PPPCA(9, reveal="components", eigengap=0.02, tol=tol).fit(np.array_split(data, 2))
     ref = PCA(9).fit(data)
     angle = np.max(subspace_angles(model.components_.T, ref.components_.T))
-    assert np.tan(angle) <= tol + 1e-5
     solve = model.model_.secure_eigensolve
-    assert solve["iterations"] == int(np.ceil(np.log(tol / 64) / np.log(1 - 0.02)))
+    assert np.tan(angle) <= tol
+    # the reported bound holds; the assumed contraction (0.98^q per step) keeps it above the error
+    assert np.tan(angle) <= solve["achieved_tol"] <= 2 * tol
+    assert solve["max_iterations"] == 100
 
 
 def test_server_never_receives_the_covariance(wine):
