@@ -124,7 +124,11 @@ def plot(rows: list[dict[str, Any]], path) -> None:
         ax.set_xlabel("d (features)")
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ax.set_xticks(ds, [str(d) for d in ds])
+        ax.minorticks_off()
         ax.set_title(title)
+    axes[2].set_yscale("linear")  # 6 to ~50: read the numbers
+    axes[2].set_ylim(bottom=0)
     axes[0].legend(fontsize=7)
     axes[3].legend(fontsize=6)
     fig.suptitle(f"PPPCA: reveal modes, k={K}, M={PARTIES}, {rows[0]['n_samples']} rows, in-process")

@@ -90,8 +90,9 @@ class PPPCA(SubspaceMixin):
         ``1 - lambda_{k+1} / lambda_k``; sets the contraction the stopping
         rule assumes per iteration.
     min_ratio : float, default=0.01
-        ``reveal="components"``: assumed lower bound on the share of the total
-        variance the k-th component explains; sets the orthonormalization steps.
+        ``reveal="components"`` with the CrypTen engine (the older subspace
+        iteration): assumed lower bound on the share of the total variance the
+        k-th component explains; sets the orthonormalization steps.
     tol : float, default=1e-6
         ``reveal="components"``: target tangent of the angle between the
         computed and the true top-k subspace (the bound reached is
