@@ -356,21 +356,54 @@ def ladder_eigenvectors(
 ) -> FastEigResult | None:
     """Top-k eigenpairs of a shared symmetric PSD matrix in tens of rounds; revealed only to ``to``.
 
-    Steps (docs/secure_tensor.md section 8): (1) ``C - C^T`` opened among the
-    holders, ``tr(C)`` revealed to all, ``Ĉ = alpha C`` at ``F`` and ``F_HI``
-    bits in one truncation round; (2) per iteration holder 0 tells the dealer
-    the power index ``j`` (or stop), the ladder is extended by squarings
-    ``P_j = P_(j-1)^2 / 2^e_j`` with ``e_j = floor(log2 tr(P_(j-1)^2))``
-    revealed to all members; ``X = P_j U`` (``U_0`` a public orthonormal
-    start); the holders open ``X^T X``, ``U^T X``, ``U^T U`` among themselves,
-    take ``R`` from the Cholesky factor and set ``U <- X R^-1``; they stop
-    when the subspace moved by ``delta`` with ``c delta / (1 - c) <= tol``,
-    ``c = (1 - eigengap)^(2^j)`` the assumed contraction; (3) holder 0's
-    Haar rotation ``S`` masks the basis, ``B = U S``, and the receiver gets
-    ``B`` and ``B^T Ĉ_hi B`` (Rayleigh-Ritz) and nothing else.
+    Steps (docs/secure_tensor.md section 8.1): (1) ``C - C^T`` opened among
+    the holders, ``tr(C)`` revealed to all, ``Ĉ = alpha C`` at ``F`` and
+    ``F_HI`` bits in one truncation round, ``X_0 = Ĉ Q_0`` for a public
+    orthonormal ``Q_0``; (2) per iteration, round A opens the products
+    ``X^T X``, ``X_prev^T X`` and ``P_j X``; round B truncates ``P_j X`` and
+    opens the two ``k x k`` matrices among the holders, who take ``R`` from
+    the Cholesky factor of ``X^T X``, the angle ``delta`` the subspace moved,
+    the bound ``t = c delta / (1 - c) + noise`` (``c = (1 - eigengap)^q``),
+    the stop decision and the next power index (holder 0 tells the dealer);
+    round C sets ``X <- (P_j X) R^-1``; squarings ``P_j = P_(j-1)^2 / 2^e_j``
+    with ``e_j = floor(log2 tr(P_(j-1)^2))`` revealed to all members extend
+    the ladder when needed; (3) ``U = X R^-1``, holder 0's Haar rotation ``S``
+    masks it, ``B = U S``, and the receiver gets ``B`` and ``B^T Ĉ_hi B``
+    (Rayleigh-Ritz) and nothing else.
 
-    Every member calls this with the same public arguments. ``to`` must be the
-    dealer or an observer (the holders' view stays the Grams listed above).
+    Every member calls this with the same public arguments; ``to`` must be
+    the dealer (it needs holder 0's decisions to deal the next items).
+
+    Parameters
+    ----------
+    c : SharedTensor of shape (d, d)
+        Shares of a symmetric PSD matrix (any fractional bits); the session
+        must carry ``F`` fractional bits.
+    n_components : int
+        ``k``.
+    to : str
+        The dealer.
+    eigengap : float, default=0.1
+        Assumed lower bound on ``1 - lambda_(k+1) / lambda_k`` (the stopping rule's contraction).
+    tol : float, default=1e-6
+        Target bound on ``tan`` of the largest angle to the top-k eigenspace.
+    max_iterations : int, default=12
+        Iteration cap (three rounds each).
+    start_seed : int, default=0
+        Seed of the public start ``Q_0``.
+
+    Returns
+    -------
+    FastEigResult or None
+        At the receiver; ``None`` elsewhere.
+
+    Raises
+    ------
+    InputValidationError
+        Bad shapes or settings, a receiver other than the dealer (before anything is sent).
+    ProtocolError
+        A non-symmetric matrix, a trace out of range, or a top-k direction
+        weaker than fixed point resolves (the iterate loses rank).
     """
     session = c.session
     if c.ndim != 2 or c.shape[0] != c.shape[1]:
