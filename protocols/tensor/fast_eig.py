@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from protocols.errors import InputValidationError, ProtocolError
-from protocols.messages import expect_real_array
+from protocols.messages import expect_array_list, expect_real_array
 from protocols.prg import RingPRG
 from protocols.tensor.correlated import triple, truncation_pair
 from protocols.tensor.eig import _check_symmetric, reveal_trace
@@ -90,7 +90,8 @@ def open_products(pairs: Sequence[tuple[SharedTensor, SharedTensor]]) -> list[Sh
     opened = _open(session, masked)
     result = []
     for i, tri in enumerate(triples):
-        assert tri is not None
+        if tri is None:  # checked above; narrows the type
+            raise ProtocolError("a holder is missing a triple")
         e, f = opened[2 * i], opened[2 * i + 1]
         z = tri.c + e @ tri.b + tri.a @ f
         if session.index == 0:
@@ -149,7 +150,8 @@ def truncate_many(
     opened = _open(session, masked)
     out = []
     for (x, bits), pair, c in zip(items, pairs, opened[: len(items)], strict=True):
-        assert pair is not None
+        if pair is None:  # checked above; narrows the type
+            raise ProtocolError("a holder is missing a truncation pair")
         share = np.where(c < _U(1 << 63), pair.msb_term, _U(0)) - pair.r_shifted
         if session.index == 0:
             share += (c >> _U(bits)) - _U(1 << (_OFFSET_BITS - bits))
@@ -187,8 +189,6 @@ def reveal_many(xs: Sequence[SharedTensor], to: str | Sequence[str]) -> list[NDA
     if me not in receivers:
         return None
     totals = [np.zeros(x.shape, dtype=_U) for x in xs] if own is None else [a.copy() for a in own]
-    from protocols.messages import expect_array_list
-
     for h in session.holders:
         if h != me:
             parts = expect_array_list(session.party.recv(h), sender=h, shapes=[x.shape for x in xs], dtype=_U)
@@ -450,7 +450,8 @@ def ladder_eigenvectors(
         plan.powers.append(2**j)
         next_j, done = 0, False
         if session.is_holder:
-            assert opened is not None
+            if opened is None:
+                raise ProtocolError("a receiver got no revealed values")
             gram, cross = opened
             r_inv, ratio, moved = _holder_step(gram, cross, prev_gram, plan.powers[-2])
             contraction = (1.0 - eigengap) ** plan.powers[-2]
@@ -610,7 +611,8 @@ def spectrum_eigenvectors(c: SharedTensor, n_components: int, *, to: str) -> Fas
     opened = reveal_many([s], to)
     me = session.party.name
     if me == to:
-        assert opened is not None
+        if opened is None:
+            raise ProtocolError("a receiver got no revealed values")
         rotated = (opened[0] + opened[0].T) / 2.0
         values, vectors = np.linalg.eigh(rotated)
         order = np.argsort(values)[::-1]
