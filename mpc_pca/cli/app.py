@@ -105,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--reveal",
-        choices=("covariance", "components"),
+        choices=("covariance", "components", "spectrum"),
         default=None,
         help="pppca: what the server learns: the covariance matrix (paper, default) or only the "
         "top-k components, eigenvalues and total variance (eigensolve on shares)",

@@ -131,7 +131,10 @@ def add_party_parser(sub: Any) -> None:
         "--external-rendezvous", "--external-store", action="store_true", help=argparse.SUPPRESS
     )
     party.add_argument(
-        "--reveal", choices=("covariance", "components"), default=None, help="pppca: what the server learns"
+        "--reveal",
+        choices=("covariance", "components", "spectrum"),
+        default=None,
+        help="pppca: what the server learns",
     )
     party.add_argument("--standardize", action="store_true", help="standardize the columns (all parties)")
     party.add_argument(

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from mpc_pca.pppca.components import backend_engine
+from mpc_pca.pppca.components import backend_engine, hides_covariance
 from mpc_pca.pppca.local_stats import LocalStatistics
 from mpc_pca.pppca.scaling import gram_scale_exponent, sums_scale_exponent
 from protocols.backends import SecureSumBackend
@@ -46,8 +46,8 @@ def components_gram_bits(backend: SecureSumBackend) -> int:
 
 
 def gram_shift_of(config: PPPCAConfig, frac_bits: int, n_samples: int) -> int:
-    """``B`` of the run: 0 with ``reveal="components"`` (the eigensolver's own scaling), else as agreed."""
-    if config.reveal == "components":
+    """``B`` of the run: 0 with the covariance hidden (the eigensolver's own scaling), else as agreed."""
+    if hides_covariance(config.reveal):
         return 0
     return gram_scale_exponent(config.n_parties, frac_bits, n_samples)
 

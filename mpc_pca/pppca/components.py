@@ -1,4 +1,4 @@
-"""PPPCA with ``reveal="components"``: nobody ever sees the covariance matrix.
+"""PPPCA with ``reveal="components"`` or ``reveal="spectrum"``: nobody ever sees the covariance matrix.
 
 Steps 1-2 (mean and N to the server) are the paper's. Step 3 changes: the
 providers run only the *share round* of the additive secure sum on their
@@ -6,21 +6,31 @@ centred Gram matrices ``X_i^T X_i`` (Liu et al., Alg. 2 steps 5-6), so they
 end up holding additive shares of ``G = sum_i X_i^T X_i`` and no one
 reconstructs it. Step 8 is then done on shares: the providers, with the server
 as the dealer of Beaver triples and truncation masks
-(:mod:`protocols.tensor`), run the secure subspace iteration of
-:func:`protocols.tensor.eig.top_eigenvectors`, and only the top-k components,
-their eigenvalues and the total variance ``tr(G) / (N - 1)`` are revealed to
-the server, which sends ``T`` to the providers as in step 8.
+(:mod:`protocols.tensor`), run a secure eigensolver and the server receives
+only its result, which it sends on as ``T`` as in step 8:
 
-Who learns what: the server learns N, the mean, the total variance and the
-top-k components and eigenvalues, plus a Haar-random rotation of the revealed
-basis; the providers learn N, the mean, the total variance, ``T`` and the top-k
-eigenvalues (which they check, :mod:`mpc_pca.pppca.answer_check`). The
-dealer's masks are independent of the data; a server colluding with any one
-provider can unmask that provider's view of every opening, i.e. learns ``G``.
+``reveal="components"``
+    :func:`protocols.tensor.fast_eig.ladder_eigenvectors` (native engine; tens
+    of rounds): the top-k components, their eigenvalues and the total
+    variance, plus the public quantities of docs/secure_tensor.md section 8
+    (normaliser exponents of the squarings, the powers and the stop decision,
+    the convergence bound). With the CrypTen engine the older subspace
+    iteration of :func:`protocols.tensor.eig.top_eigenvectors` runs instead.
+``reveal="spectrum"``
+    :func:`protocols.tensor.fast_eig.spectrum_eigenvectors` (O(1) rounds): the
+    server sees ``Q C Q^T`` for a Haar-random ``Q`` it does not know, i.e.
+    every eigenvalue and nothing else (section 9), and the top-k components.
+
+The providers learn N, the mean, the total variance, ``T`` and the top-k
+eigenvalues (which they check, :mod:`mpc_pca.pppca.answer_check`) and, with
+``reveal="components"``, the k x k Gram matrices of section 8. The dealer's
+masks are independent of the data; a server colluding with any one provider can
+unmask that provider's view of every opening, i.e. learns ``G``.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,10 +40,14 @@ from numpy.typing import NDArray
 from mpc_pca.roles import SERVER
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.party import Party
-from protocols.tensor import TensorSession, share_sum
+from protocols.tensor import SharedTensor, TensorSession, share_sum
 from protocols.tensor.eig import EigResult, IterationPlan, plan_iterations, top_eigenvectors
+from protocols.tensor.fast_eig import F as FAST_FRAC_BITS
+from protocols.tensor.fast_eig import FastEigResult, ladder_eigenvectors, spectrum_eigenvectors
 
-REVEAL_MODES = ("covariance", "components")
+REVEAL_MODES = ("covariance", "components", "spectrum")
+#: Modes in which the covariance stays secret-shared (no column scaling, no standardization).
+HIDDEN_MODES = ("components", "spectrum")
 #: Tensor engines of the eigensolve: this project's (:mod:`protocols.tensor`) or
 #: CrypTen's (:mod:`protocols.tensor.crypten_engine`, processes only).
 ENGINES = ("native", "crypten")
@@ -49,11 +63,31 @@ class ComponentsSettings:
     min_ratio: float = 0.01
     tol: float = 1e-6
     frac_bits: int = 24
+    #: Iteration cap of the ladder solver (``reveal="components"``, native engine);
+    #: ``None``: :func:`default_max_iterations` of ``eigengap``.
+    max_iterations: int | None = None
+
+    def iteration_cap(self) -> int:
+        return default_max_iterations(self.eigengap) if self.max_iterations is None else self.max_iterations
 
     def plan(self, n_features: int, n_components: int) -> IterationPlan:
         return plan_iterations(
             n_features, n_components, eigengap=self.eigengap, min_ratio=self.min_ratio, tol=self.tol
         )
+
+
+def default_max_iterations(eigengap: float) -> int:
+    """Iteration cap of the ladder solver: 20 for ``eigengap >= 0.1`` (at most about 100 rounds in all), up to 100.
+
+    Each iteration costs three rounds; a smaller allowed gap needs proportionally
+    more iterations (the contraction per iteration is ``(1 - eigengap)^q``).
+    """
+    return int(min(100, max(20, math.ceil(2.0 / eigengap))))
+
+
+def hides_covariance(reveal: str) -> bool:
+    """Whether ``reveal`` keeps the covariance secret-shared (``"components"`` or ``"spectrum"``)."""
+    return reveal in HIDDEN_MODES
 
 
 def check_reveal(reveal: object) -> str:
@@ -84,15 +118,39 @@ def backend_engine(backend: Any) -> str:
 
 
 def _session(
-    party: Party, providers: tuple[str, ...], settings: ComponentsSettings, engine: str
+    party: Party, providers: tuple[str, ...], settings: ComponentsSettings, engine: str, reveal: str
 ) -> TensorSession:
     if engine not in ENGINES:
         raise InputValidationError(f"engine={engine!r} is not one of {ENGINES}")
     if engine == "crypten":
+        if reveal == "spectrum":
+            raise InputValidationError("reveal='spectrum' runs on the native tensor engine only")
         from protocols.tensor.crypten_engine import CrypTenTensorSession
 
         return CrypTenTensorSession(party, holders=providers, dealer=SERVER, frac_bits=settings.frac_bits)
-    return TensorSession(party, holders=providers, dealer=SERVER, frac_bits=settings.frac_bits)
+    return TensorSession(party, holders=providers, dealer=SERVER, frac_bits=FAST_FRAC_BITS)
+
+
+def _solve(
+    shared: SharedTensor,
+    n_components: int,
+    settings: ComponentsSettings,
+    engine: str,
+    reveal: str,
+) -> EigResult | FastEigResult | None:
+    d = shared.shape[0]
+    if reveal == "spectrum":
+        return spectrum_eigenvectors(shared, n_components, to=SERVER)
+    if engine == "crypten":
+        return top_eigenvectors(shared, n_components, to=SERVER, plan=settings.plan(d, n_components))
+    return ladder_eigenvectors(
+        shared,
+        n_components,
+        to=SERVER,
+        eigengap=settings.eigengap,
+        tol=settings.tol,
+        max_iterations=settings.iteration_cap(),
+    )
 
 
 def provider_eigensolve(
@@ -103,16 +161,19 @@ def provider_eigensolve(
     settings: ComponentsSettings,
     gram_frac_bits: int,
     engine: str = "native",
+    reveal: str = "components",
 ) -> None:
     """Provider side of the modified steps 5-8: share ``X_i^T X_i`` and take part in the solve.
 
+    ``gram`` must be centred at the POOLED mean the server sent (a provider's
+    own mean would leave ``n_i (m_i - m)(m_i - m)^T`` in the sum).
     ``engine="crypten"`` computes the products with CrypTen's Beaver code (the
     server still deals every triple and truncation pair).
     """
-    session = _session(party, providers, settings, engine)
+    session = _session(party, providers, settings, engine, reveal)
     d = gram.shape[0]
     shared = share_sum(session, gram, shape=(d, d), frac_bits=gram_frac_bits, name="centred Gram matrix")
-    top_eigenvectors(shared, n_components, to=SERVER, plan=settings.plan(d, n_components))
+    _solve(shared, n_components, settings, engine, reveal)
 
 
 def server_eigensolve(
@@ -123,44 +184,61 @@ def server_eigensolve(
     settings: ComponentsSettings,
     gram_frac_bits: int,
     engine: str = "native",
-) -> EigResult:
+    reveal: str = "components",
+) -> EigResult | FastEigResult:
     """Server side: deal triples and masks, receive the top-k eigenpairs of ``G`` (not ``G``)."""
-    session = _session(party, providers, settings, engine)
+    session = _session(party, providers, settings, engine, reveal)
     d = n_features
     shared = share_sum(session, None, shape=(d, d), frac_bits=gram_frac_bits)
-    result = top_eigenvectors(shared, n_components, to=SERVER, plan=settings.plan(d, n_components))
+    result = _solve(shared, n_components, settings, engine, reveal)
     if result is None:
         raise ProtocolError("the server received no eigenpairs")
     return result
 
 
 def components_error_bounds(
-    result: EigResult, n_samples: int, n_parties: int, gram_frac_bits: int, settings: ComponentsSettings
+    result: EigResult | FastEigResult,
+    n_samples: int,
+    n_parties: int,
+    gram_frac_bits: int,
+    settings: ComponentsSettings,
 ) -> tuple[float, NDArray[np.float64]]:
-    """Error bounds of the secure eigensolve, valid when the allowed eigengap holds.
+    """Error bounds of the secure eigensolve (eigenvalues, then each component), in covariance units.
 
-    ``eta`` bounds the spectral norm of the fixed-point error in the scaled
-    covariance: the Gram rounding ``d M 2^-(f_G+1)`` plus one truncation ulp
-    ``2^-f`` per entry of ``Ĉ`` (times ``d``), mapped back by ``1/alpha``. With
-    ``t = tol`` (the plan's bound on ``tan theta``, which assumes
-    ``lambda_{k+1} <= (1 - eigengap) lambda_k``), eigenvalues are off by at most
-    ``eta + lambda_1 t^2`` (Rayleigh quotients over a subspace at angle theta),
-    and component ``i`` by ``sqrt(2) (t + 2 (eta + lambda_1 t) / gap_i)`` where
-    ``gap_i`` is its distance to the nearest other revealed eigenvalue (the
-    Ritz step separates the components inside the subspace, Davis-Kahan).
+    ``eta`` bounds the spectral norm of the fixed-point error of the matrix
+    whose eigenpairs are revealed: the Gram rounding ``d M 2^-(f_G+1)`` (each
+    of the M providers' encodings is off by half an ulp per entry), plus the
+    solver's own error mapped back by ``1/alpha`` (the scaled copy of ``G`` and
+    the truncations: ``result.fixed_point_error``, or one ulp ``2^-f`` per
+    entry of ``Ĉ`` times ``d`` for the CrypTen-engine solver), over ``N - 1``.
+    ``t`` bounds ``tan`` of the angle between the revealed basis and the top-k
+    eigenspace (the ladder's achieved bound, the plan's ``tol`` for the old
+    solver, 0 for the spectrum mode, which diagonalises the whole matrix).
+    Eigenvalues are off by at most ``eta + lambda_1 t^2`` (Weyl and Rayleigh
+    quotients over a subspace at angle theta) and component ``i`` by
+    ``sqrt(2) (t + 2 (eta + lambda_1 t) / gap_i)`` (Davis-Kahan), ``gap_i`` its
+    distance to the nearest other revealed eigenvalue (the whole spectrum in
+    the spectrum mode). Valid when the allowed eigengap holds.
     """
     d = result.components.shape[1]
     scale = 1.0 / (n_samples - 1)
     gram_eta = d * n_parties * 2.0 ** -(gram_frac_bits + 1)
-    tensor_eta = d * 2.0**-settings.frac_bits / result.scale
+    if isinstance(result, FastEigResult):
+        tensor_eta = result.fixed_point_error / result.scale
+        t = result.plan.achieved_tol
+        reference = result.spectrum if result.spectrum is not None else result.eigenvalues
+    else:
+        tensor_eta = d * 2.0**-settings.frac_bits / result.scale
+        t = result.plan.tol
+        reference = result.eigenvalues
     eta = (gram_eta + tensor_eta) * scale
     values = result.eigenvalues * scale
-    t = result.plan.tol
+    others_all = np.asarray(reference, dtype=np.float64) * scale
     lam1 = float(values[0]) if values.size else 0.0
     variance_bound = eta + lam1 * t * t
     bounds = np.empty(values.shape[0])
     for i in range(values.shape[0]):
-        others = np.delete(values, i)
+        others = np.delete(others_all, i)
         gap = float(np.min(np.abs(others - values[i]))) if others.size else np.inf
         bounds[i] = (
             min(np.sqrt(2.0), np.sqrt(2.0) * (t + 2.0 * (eta + lam1 * t) / gap)) if gap > 0 else np.sqrt(2.0)

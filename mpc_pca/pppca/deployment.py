@@ -65,7 +65,7 @@ from mpc_pca.deployment_kit import (
     check_announcements,
 )
 from mpc_pca.pppca.chunked import ChunkedPart
-from mpc_pca.pppca.components import check_reveal
+from mpc_pca.pppca.components import check_reveal, hides_covariance
 from mpc_pca.pppca.driver import preflight
 from mpc_pca.pppca.local_stats import LocalStatistics
 from mpc_pca.pppca.protocol import (
@@ -117,7 +117,7 @@ SCHEMA: dict[str, Key] = {
     "backend": Key("text", choices=tuple(BACKEND_NAMES)),
     "frac_bits": Key("int", 0, 52),
     "key_bits": Key("int", 1, MAX_KEY_BITS, nullable=True),
-    "reveal": Key("text", choices=("covariance", "components")),
+    "reveal": Key("text", choices=("covariance", "components", "spectrum")),
     "standardize": Key("flag"),
     "dropout_threshold": Key("int", 2, MAX_PROVIDERS, nullable=True, required=False),
 }
@@ -272,9 +272,9 @@ class PPPCADeployment(Deployment):
                     f"pppca-ss with --backend additive-masks and --reveal covariance, not {self.name} with "
                     f"--backend {settings['backend']} and --reveal {reveal}"
                 )
-        if reveal == "components" and settings.get("standardize"):
+        if hides_covariance(reveal) and settings.get("standardize"):
             raise InputValidationError(
-                "standardize=True needs the pooled variances, which reveal='components' keeps secret"
+                f"standardize=True needs the pooled variances, which reveal={reveal!r} keeps secret"
             )
 
     def runs_over_gloo(self, settings: Mapping[str, Any]) -> bool:
@@ -353,7 +353,9 @@ class PPPCADeployment(Deployment):
         k = check_n_components(view["n_components"], n_features)
         reveal = check_reveal(view.get("reveal", "covariance"))
         exponents = _agree_columns(views, n_providers)
-        if reveal == "components":  # no column scaling in that mode (see mpc_pca.pppca.protocol.preflight)
+        if hides_covariance(
+            reveal
+        ):  # no column scaling in these modes (see mpc_pca.pppca.protocol.preflight)
             exponents = (0,) * n_features
         rows = tuple(int(views[name]["n_rows"]) for name in provider_names(n_providers))
         threshold = view.get("dropout_threshold")

@@ -16,7 +16,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from mpc_pca.pppca.bounds import check_precision, check_ring_range, components_gram_bits, gram_entry_error
 from mpc_pca.pppca.chunked import ChunkedPart
-from mpc_pca.pppca.components import ComponentsSettings, check_reveal, check_trace_fits
+from mpc_pca.pppca.components import ComponentsSettings, check_reveal, check_trace_fits, hides_covariance
 from mpc_pca.pppca.local_stats import LocalStatistics
 from mpc_pca.pppca.protocol import (
     PPPCAConfig,
@@ -50,11 +50,12 @@ def selection_rule(n_components: object, reveal: str) -> float | str | None:
     is_fraction = isinstance(n_components, float) and not isinstance(n_components, bool)
     if not (is_fraction or n_components == "mle"):
         return None
-    if reveal == "components":
+    if hides_covariance(reveal):
         raise InputValidationError(
-            f"n_components={n_components!r} chooses k from the whole eigenvalue spectrum, which "
-            "reveal='components' keeps secret (the server learns only the top-k eigenvalues and the "
-            "trace); pass an integer n_components or use reveal='covariance'"
+            f"n_components={n_components!r} chooses k on the server from the whole eigenvalue spectrum; "
+            f"with reveal={reveal!r} k is fixed before the secure eigensolve (reveal='components' keeps "
+            "the spectrum secret, reveal='spectrum' reveals it only after k is fixed); pass an integer "
+            "n_components or use reveal='covariance'"
         )
     if is_fraction and not 0.0 < float(n_components) < 1.0:  # type: ignore[arg-type]
         raise InputValidationError(
@@ -96,9 +97,9 @@ def preflight(
         The agreed column exponents ``E``.
     """
     reveal = check_reveal(reveal)
-    if reveal == "components" and standardize:
+    if hides_covariance(reveal) and standardize:
         raise InputValidationError(
-            "standardize=True needs the pooled variances (the Gram diagonal), which reveal='components' "
+            f"standardize=True needs the pooled variances (the Gram diagonal), which reveal={reveal!r} "
             "keeps secret; use reveal='covariance' or standardize before the run"
         )
     if isinstance(parts, Sequence) and any(isinstance(p, ChunkedPart) for p in parts):
@@ -120,7 +121,7 @@ def preflight(
         )
     # with a selection rule the server chooses k <= min(d, N) from the spectrum
     k = min(d, n_samples) if rule is not None else check_n_components(n_components, d, n_samples)
-    if reveal == "components":
+    if hides_covariance(reveal):
         exponents: tuple[int, ...] = (0,) * d
     else:
         exponents = agree_exponents([part_exponents(a).tolist() for a in arrays])
@@ -133,10 +134,10 @@ def preflight(
         np.sum([st.centred_gram_diagonal(mean) for st in scaled], axis=0),
         2 * np.asarray(exponents, dtype=np.int64),
     )
-    f = components_gram_bits(backend) if reveal == "components" else backend.codec.frac_bits
+    f = components_gram_bits(backend) if hides_covariance(reveal) else backend.codec.frac_bits
     scale, eta = scale_and_error(diagonal, n_samples, gram_entry_error(config, f, n_samples), standardize)
     check_precision(eta, float(np.max(diagonal / scale**2)) / (n_samples - 1), config)
-    if reveal == "components":
+    if hides_covariance(reveal):
         check_trace_fits(float(np.sum(diagonal)), f)
     return arrays, stats, k, exponents
 
@@ -208,7 +209,7 @@ def run_pppca(
     )
     settings = ComponentsSettings() if components is None else components
     d = stats[0].n_features
-    if reveal == "components" and getattr(backend, "needs_processes", False):
+    if hides_covariance(reveal) and getattr(backend, "needs_processes", False):
         raise InputValidationError(
             "reveal='components' with backend='crypten' runs the CrypTen tensor engine, whose parties must be "
             "processes over torch.distributed; it cannot run in-process. Use `mpc-pca run --reveal components "
@@ -217,7 +218,7 @@ def run_pppca(
             "insecure=True), "
             "or backend='additive' for the in-process engine"
         )
-    if reveal == "components":
+    if hides_covariance(reveal):
         settings.plan(d, k)  # validates the settings before anything is sent
     config = PPPCAConfig(
         len(arrays),

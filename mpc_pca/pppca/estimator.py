@@ -68,37 +68,44 @@ class PPPCA(SubspaceMixin):
         n_features``). Both are chosen by the server from the whole eigenvalue
         spectrum, so ``reveal="covariance"`` only: that server holds the whole
         covariance matrix anyway, so it learns nothing new; the providers learn
-        ``k`` from the shape of ``T``. ``reveal="components"`` refuses them
-        (its server learns only the top-k eigenvalues and the trace).
+        ``k`` from the shape of ``T``. ``reveal="components"`` and
+        ``"spectrum"`` refuse them (``k`` is fixed before the secure eigensolve).
     backend : str or SecureSumBackend, default="additive"
         ``"additive"`` (Alg. 2, share distribution), ``"additive-masks"``,
         ``"paillier"`` (Alg. 1) or ``"crypten"``, or a backend object.
     timeout : float, default=120
         Receive timeout of every party, in seconds.
-    reveal : {"covariance", "components"}, default="covariance"
+    reveal : {"covariance", "components", "spectrum"}, default="covariance"
         ``"covariance"`` is the paper's protocol: the server reconstructs the
         covariance matrix. ``"components"`` keeps it secret-shared among the
         providers; they compute the top-k eigenvectors on shares with the
-        server as dealer (:mod:`mpc_pca.pppca.components`), and the server
-        learns only the components, their eigenvalues and the total variance.
+        server as dealer (:mod:`mpc_pca.pppca.components`, tens of rounds), and
+        the server learns only the components, their eigenvalues, the total
+        variance and the public quantities of docs/secure_tensor.md section 8.
+        ``"spectrum"`` (a handful of rounds) shows the server ``Q C Q^T`` for a
+        Haar-random rotation ``Q`` it does not know: every eigenvalue
+        (``model_.secure_eigensolve["spectrum"]``) and the top-k components, nothing
+        else (docs/secure_tensor.md section 9).
     eigengap : float, default=0.1
         ``reveal="components"``: assumed lower bound on
-        ``1 - lambda_{k+1} / lambda_k``; sets the number of iterations
-        (:func:`protocols.tensor.eig.plan_iterations`).
+        ``1 - lambda_{k+1} / lambda_k``; sets the contraction the stopping
+        rule assumes per iteration.
     min_ratio : float, default=0.01
-        ``reveal="components"``: assumed lower bound on the share of the total
-        variance the k-th component explains; sets the orthonormalization steps.
+        ``reveal="components"`` with the CrypTen engine (the older subspace
+        iteration): assumed lower bound on the share of the total variance the
+        k-th component explains; sets the orthonormalization steps.
     tol : float, default=1e-6
         ``reveal="components"``: target tangent of the angle between the
-        computed and the true top-k subspace.
+        computed and the true top-k subspace (the bound reached is
+        ``model_.secure_eigensolve["achieved_tol"]``).
     standardize : bool, default=False
         Divide every column by its pooled standard deviation before the
         eigendecomposition: scikit-learn's ``StandardScaler`` followed by
         ``PCA`` on the pooled rows. The server takes the variances from the
         diagonal of the pooled Gram matrix it reconstructs anyway
         (:mod:`mpc_pca.pppca.standardize`); the providers learn them through
-        the projection they receive. Not with ``reveal="components"``, which
-        keeps that diagonal secret.
+        the projection they receive. Not with ``reveal="components"`` or
+        ``"spectrum"``, which keep that diagonal secret.
     whiten : bool, default=False
         ``transform`` (and ``fit_transform``) divide each component by
         ``sqrt(explained_variance_)``; ``inverse_transform`` undoes it. The

@@ -75,6 +75,7 @@ from mpc_pca.pppca.components import (
     ComponentsSettings,
     backend_engine,
     components_error_bounds,
+    hides_covariance,
     provider_eigensolve,
     server_eigensolve,
 )
@@ -276,7 +277,7 @@ def provider_role(
                 return None  # the server did not count this provider: it takes no further part
             config = replace(config, dropped=outcome.dropped)
         mean = expect_real_array(party.recv(SERVER), SERVER, (config.n_features,), "the mean")
-    if config.reveal == "components":  # shares of the Gram matrix, eigensolve on shares
+    if hides_covariance(config.reveal):  # shares of the Gram matrix, eigensolve on shares
         with party.phase(PHASE_EIGENSOLVE):
             provider_eigensolve(
                 party,
@@ -286,6 +287,7 @@ def provider_role(
                 config.components,
                 components_gram_bits(backend),
                 backend_engine(backend),
+                config.reveal,
             )
             transfer = expect_real_array(
                 party.recv(SERVER), SERVER, (config.n_features, config.transfer_width), "T"
@@ -369,7 +371,7 @@ def server_role(party: Party, config: PPPCAConfig, backend: SecureSumBackend) ->
     if n_samples < 2:
         raise ProtocolError(f"the providers hold {n_samples} row(s) in total; PCA needs at least 2")
     mean_y = stats[:d] / n_samples
-    if config.reveal == "components":
+    if hides_covariance(config.reveal):
         for provider in config.providers:
             party.send(provider, mean_y)
         if config.n_components > min(d, n_samples):
@@ -446,7 +448,14 @@ def _server_components(
     f_gram = components_gram_bits(backend)
     engine = backend_engine(backend)
     result = server_eigensolve(
-        party, config.providers, config.n_features, config.n_components, config.components, f_gram, engine
+        party,
+        config.providers,
+        config.n_features,
+        config.n_components,
+        config.components,
+        f_gram,
+        engine,
+        config.reveal,
     )
     components = result.components
     values = result.eigenvalues / (n_samples - 1)
@@ -457,7 +466,15 @@ def _server_components(
         party.send(provider, transfer)
         party.send(provider, answer)
     eta, bounds = components_error_bounds(result, n_samples, config.n_parties, f_gram, config.components)
-    solve = {**result.plan.as_dict(), "reveal": "components", "dealer": SERVER, "engine": engine}
+    solve: dict[str, Any] = {
+        **result.plan.as_dict(),
+        "reveal": config.reveal,
+        "dealer": SERVER,
+        "engine": engine,
+    }
+    spectrum = getattr(result, "spectrum", None)
+    if spectrum is not None:  # reveal="spectrum": the server learnt every eigenvalue of the covariance
+        solve["spectrum"] = (np.asarray(spectrum) / (n_samples - 1)).tolist()
     dropped = None if config.dropout_threshold is None else config.dropped
     return PPPCAModel(
         mean,

@@ -15,6 +15,9 @@ engine, crypten_engine
     The interface a product engine offers, and the engine on CrypTen.
 eig
     Top-k eigenvectors of a shared symmetric PSD matrix by subspace iteration.
+fast_eig
+    The same in tens of rounds (repeated squaring, then block iteration with
+    one-round orthonormalisation), and the rotated-spectrum solver.
 """
 
 from protocols.tensor.ops import (

@@ -27,6 +27,7 @@ def test_components_mode_over_processes_matches_sklearn():
     assert np.max(np.abs(align_signs(components, ref.components_) - ref.components_)) < 1e-4
     np.testing.assert_allclose(result["explained_variance"], ref.explained_variance_, rtol=1e-5)
     assert result["secure_eigensolve"]["reveal"] == "components"
-    # the server (dealer) received only the statistics sum and the revealed basis, Ritz matrix and trace
-    assert result["report"]["server"]["bytes_received"] < 2_000
-    assert result["report"]["provider0"]["rounds"] > 1_000
+    # the server (dealer) received only the statistics sum, holder 0's decisions (three numbers per
+    # iteration), the revealed basis, Ritz matrix and trace
+    assert result["report"]["server"]["bytes_received"] < 6_000
+    assert result["report"]["provider0"]["rounds"] < 100

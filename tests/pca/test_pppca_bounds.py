@@ -83,3 +83,30 @@ def test_the_component_bound_covers_a_worst_case_rotation():
         v = vectors[:, i] * np.sign(vectors[i, i])
         deviation = np.max(np.abs(v - np.eye(d)[i]))
         assert deviation <= bounds[i] + 1e-12
+
+
+@pytest.mark.parametrize("m", [16, 32])
+def test_the_gram_entry_bound_covers_the_rounding_of_m_encodings(m):
+    """The ring sum of M encodings is off by up to M half-ulps: a bound without the factor M fails.
+
+    Every provider's scaled Gram entry sits 0.49 ulp above a grid point, so each
+    encoding rounds down by 0.49 ulp and the decoded sum is off by 0.49 M ulp,
+    well above one half-ulp. Measured through the backend's own codec.
+    """
+    backend = make_backend("additive")
+    codec = backend.codec
+    f = codec.frac_bits
+    d, n = 2, 40 * m
+    config = PPPCAConfig(m, d, 1, column_exponents=(0, 0))
+    shift = gram_scale_exponent(m, f, n)  # the B each provider scales its Gram matrix by
+    ulp = 2.0**-f
+    rng = np.random.default_rng(m)
+    grams = [(rng.integers(1, 1000, (d, d)) + 0.49) * ulp * 2.0**-shift for _ in range(m)]
+    ring = np.zeros((d, d), dtype=np.uint64)
+    for gram in grams:
+        ring += codec.encode(np.ldexp(gram, shift), n_summands=m)
+    decoded = np.ldexp(codec.decode(ring), -shift)
+    measured = np.max(np.abs(decoded - np.sum(grams, axis=0)))
+    u = gram_entry_error(config, f, n)
+    assert measured == pytest.approx(0.49 * m * ulp * 2.0**-shift, rel=1e-6)
+    assert measured <= u[0] * u[1]

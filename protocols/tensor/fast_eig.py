@@ -1,0 +1,651 @@
+"""Eigensolvers on a shared symmetric PSD matrix in tens of rounds (docs/secure_tensor.md, sections 8-9).
+
+Two solvers, both built from dealer-assisted Beaver products and exact
+truncations (:mod:`protocols.tensor.ops`), with independent openings merged
+into one round (:func:`open_products`, :func:`truncate_many`, :func:`reveal_many`):
+
+:func:`ladder_eigenvectors` (``reveal="components"``)
+    Repeated squaring ``P_j = Ĉ^(2^j) / 2^(e_1 + ...)`` with public power-of-two
+    normalisers, then block subspace iteration ``X = P_j U`` whose
+    orthonormalisation is Cholesky-QR from the revealed ``k x k`` Gram matrix
+    ``X^T X`` (to the holders only), the power ``j`` chosen per iteration by
+    the holders, and a final masked Rayleigh-Ritz step with a high-precision
+    copy of ``Ĉ``.
+:func:`spectrum_eigenvectors` (``reveal="spectrum"``)
+    Holder 0 shares a Haar-random orthogonal ``Q``; the receiver sees only
+    ``Q Ĉ Q^T`` (whose law depends on the eigenvalues alone), diagonalises it
+    and sends back the top-k eigenvectors ``W``; the holders map them through
+    ``Q^T`` on shares and reveal ``Q^T W``.
+
+Fixed point: the ladder and the basis carry ``F = 28`` fractional bits, the
+high-precision ``Ĉ`` ``F_HI = 32``; every product of two encodings is checked
+in the docs to stay below ``2^62`` in magnitude (the truncation's precondition).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import overload
+
+import numpy as np
+from numpy.typing import NDArray
+
+from protocols.errors import InputValidationError, ProtocolError
+from protocols.messages import expect_array_list, expect_real_array
+from protocols.prg import RingPRG
+from protocols.tensor.correlated import triple, truncation_pair
+from protocols.tensor.eig import _check_symmetric, reveal_trace
+from protocols.tensor.ops import _open, from_share, share_input
+from protocols.tensor.session import TensorSession
+from protocols.tensor.shared import SharedTensor
+
+_U = np.uint64
+_OFFSET_BITS = 62
+
+#: Fractional bits of the ladder ``P_j``, the iterates and the basis (``2 F = 56``:
+#: a product of two entries of magnitude <= 4 stays below ``2^62``).
+F = 28
+#: Fractional bits of the high-precision ``Ĉ`` used by the Ritz step and the spectrum mode.
+F_HI = 32
+#: Fractional bits of the high-precision iterate ``X`` the orthonormalisation multiplies.
+F_X = 40
+#: Fractional bits of the public Cholesky factor ``R^-1`` (``F_X + G_R = 60``).
+G_R = 20
+#: Largest power index ``j`` (powers up to ``2^6 = 64``).
+MAX_POWER_INDEX = 6
+#: Largest angle noise an iteration may add (keeps every top-k direction well above resolution).
+_MAX_NOISE = 1e-2
+
+
+# -- batched collective operations ---------------------------------------------------
+
+
+def open_products(pairs: Sequence[tuple[SharedTensor, SharedTensor]]) -> list[SharedTensor]:
+    """Untruncated matrix products ``X @ Y`` of several pairs with ONE opening round.
+
+    Beaver's step (docs section 2) for each pair with its own fresh triple; all
+    ``E = X - A`` and ``F = Y - B`` are sent in one message. The result carries
+    ``f_X + f_Y`` fractional bits; the caller checks the magnitude bound.
+    """
+    if not pairs:
+        return []
+    session = pairs[0][0].session
+    triples = [triple(session, "matmul", x.shape, y.shape) for x, y in pairs]
+    shapes = [(x.shape[0], y.shape[1]) for x, y in pairs]
+    out_bits = [x.frac_bits + y.frac_bits for x, y in pairs]
+    for x, y in pairs:
+        if x.ndim != 2 or y.ndim != 2 or x.shape[1] != y.shape[0]:
+            raise InputValidationError(f"cannot matrix-multiply shapes {x.shape} and {y.shape}")
+        session.stats.bump("matmul")
+    if not session.is_holder:
+        return [SharedTensor(session, None, s, b) for s, b in zip(shapes, out_bits, strict=True)]
+    masked: list[NDArray[np.uint64]] = []
+    for (x, y), tri in zip(pairs, triples, strict=True):
+        if tri is None or x.share is None or y.share is None:
+            raise ProtocolError("a holder is missing a share or a triple")
+        tri.consume()
+        masked += [x.share - tri.a, y.share - tri.b]
+    opened = _open(session, masked)
+    result = []
+    for i, tri in enumerate(triples):
+        if tri is None:  # checked above; narrows the type
+            raise ProtocolError("a holder is missing a triple")
+        e, f = opened[2 * i], opened[2 * i + 1]
+        z = tri.c + e @ tri.b + tri.a @ f
+        if session.index == 0:
+            z += e @ f
+        result.append(SharedTensor(session, z, shapes[i], out_bits[i]))
+    return result
+
+
+@overload
+def truncate_many(items: Sequence[tuple[SharedTensor, int]]) -> list[SharedTensor]: ...
+
+
+@overload
+def truncate_many(
+    items: Sequence[tuple[SharedTensor, int]], reveal_to_holders: Sequence[SharedTensor]
+) -> tuple[list[SharedTensor], list[NDArray[np.float64]] | None]: ...
+
+
+def truncate_many(
+    items: Sequence[tuple[SharedTensor, int]], reveal_to_holders: Sequence[SharedTensor] | None = None
+) -> list[SharedTensor] | tuple[list[SharedTensor], list[NDArray[np.float64]] | None]:
+    """Several exact truncations (docs section 3) with ONE opening round.
+
+    Each ``(x, bits)`` becomes ``floor(x / 2^bits)`` or one more; requires
+    ``|x| < 2^62`` as a signed ring element. ``reveal_to_holders`` are revealed
+    to the holders in the same round (re-randomised by a fresh sharing of zero
+    first, as :func:`protocols.tensor.ops.reveal` does): the call then returns
+    ``(truncated, revealed)``, ``revealed`` being ``None`` at non-holders.
+    """
+    extra = list(reveal_to_holders or ())
+    session = items[0][0].session
+    for x, bits in items:
+        if not 1 <= bits <= _OFFSET_BITS or x.frac_bits - bits < 0:
+            raise InputValidationError(
+                f"cannot drop {bits} bits from a value with {x.frac_bits} fractional bits"
+            )
+    pairs = [truncation_pair(session, x.shape, bits) for x, bits in items]
+    if extra:
+        session.stats.reveals += 1
+    if not session.is_holder:
+        shells = [SharedTensor(session, None, x.shape, x.frac_bits - bits) for x, bits in items]
+        return (shells, None) if reveal_to_holders is not None else shells
+    masked = []
+    for (x, _), pair in zip(items, pairs, strict=True):
+        if pair is None or x.share is None:
+            raise ProtocolError("a holder is missing a share or a truncation pair")
+        pair.consume()
+        m = x.share + pair.r
+        if session.index == 0:
+            m += _U(1 << _OFFSET_BITS)
+        masked.append(m)
+    for x in extra:
+        if x.share is None:
+            raise ProtocolError("a holder is missing a share")
+        masked.append(x.share + session.zero_share(x.shape))
+    opened = _open(session, masked)
+    out = []
+    for (x, bits), pair, c in zip(items, pairs, opened[: len(items)], strict=True):
+        if pair is None:  # checked above; narrows the type
+            raise ProtocolError("a holder is missing a truncation pair")
+        share = np.where(c < _U(1 << 63), pair.msb_term, _U(0)) - pair.r_shifted
+        if session.index == 0:
+            share += (c >> _U(bits)) - _U(1 << (_OFFSET_BITS - bits))
+        out.append(SharedTensor(session, share, x.shape, x.frac_bits - bits))
+    if reveal_to_holders is None:
+        return out
+    revealed = [
+        t.view(np.int64).astype(np.float64) / 2.0**x.frac_bits
+        for t, x in zip(opened[len(items) :], extra, strict=True)
+    ]
+    return out, revealed
+
+
+def reveal_many(xs: Sequence[SharedTensor], to: str | Sequence[str]) -> list[NDArray[np.float64]] | None:
+    """Reveal several tensors to the named members in ONE round (re-randomised as :func:`ops.reveal`)."""
+    session = xs[0].session
+    receivers = (to,) if isinstance(to, str) else tuple(to)
+    members = (*session.holders, session.dealer, *session.observers)
+    for r in receivers:
+        if r not in members:
+            raise InputValidationError(f"cannot reveal to {r!r}: not a member of the session")
+    session.start()
+    session.stats.reveals += 1
+    me = session.party.name
+    own: list[NDArray[np.uint64]] | None = None
+    if session.is_holder:
+        own = []
+        for x in xs:
+            if x.share is None:
+                raise InputValidationError("a holder's handle has no share")
+            own.append(x.share + session.zero_share(x.shape))
+        for r in receivers:
+            if r != me:
+                session.party.send(r, own)
+    if me not in receivers:
+        return None
+    totals = [np.zeros(x.shape, dtype=_U) for x in xs] if own is None else [a.copy() for a in own]
+    for h in session.holders:
+        if h != me:
+            parts = expect_array_list(session.party.recv(h), sender=h, shapes=[x.shape for x in xs], dtype=_U)
+            for total, part in zip(totals, parts, strict=True):
+                total += part
+    return [t.view(np.int64).astype(np.float64) / 2.0**x.frac_bits for t, x in zip(totals, xs, strict=True)]
+
+
+def times_public(
+    x: SharedTensor, matrix: NDArray[np.float64], bits: int, *, left: bool = False
+) -> SharedTensor:
+    """``x @ P`` (or ``P @ x``) for a public real ``P`` encoded with ``bits`` fractional bits, untruncated (local)."""
+    p = np.asarray(matrix, dtype=np.float64)
+    limit = 2.0 ** (_OFFSET_BITS - bits)
+    if p.size and float(np.max(np.abs(p))) >= limit:
+        raise ProtocolError(
+            f"a public factor of magnitude {float(np.max(np.abs(p))):.6g} does not fit {bits} bits"
+        )
+    enc = np.rint(p * 2.0**bits).astype(np.int64).astype(_U)
+    shape = (p.shape[0], x.shape[1]) if left else (x.shape[0], p.shape[1])
+    share = None
+    if x.share is not None:
+        share = enc @ x.share if left else x.share @ enc
+    return SharedTensor(x.session, share, shape, x.frac_bits + bits)
+
+
+def _scaled_copies(c: SharedTensor, frac_bits: Sequence[int]) -> tuple[list[SharedTensor], float, float]:
+    """Reveal ``tr(C)`` and return ``alpha C`` with each of ``frac_bits`` (one truncation round), ``alpha``, trace.
+
+    ``K = floor(2^(61 - f_C) / tr(C))``, ``alpha = K 2^(f_C - 61) <= 1/tr(C)``: the
+    eigenvalues of ``alpha C`` lie in ``[0, 1]`` and ``C_int K < 2^61``.
+    """
+    trace = reveal_trace(c)
+    if not trace > 0:
+        raise ProtocolError(
+            f"the shared matrix has trace {trace:.6g}; a PSD matrix with a signal has trace > 0"
+        )
+    factor = math.floor(2.0 ** (61 - c.frac_bits) / trace)
+    if factor < 2**8:
+        raise ProtocolError(
+            f"trace {trace:.6g} is too large for {c.frac_bits} fractional bits: the scaling factor would "
+            f"be {factor} < 256; rescale the data"
+        )
+    if factor >= 2**62:
+        raise ProtocolError(f"trace {trace:.6g} is too small for the ring; rescale the data")
+    alpha = factor * 2.0 ** (c.frac_bits - 61)
+    share = None if c.share is None else c.share * _U(factor)
+    scaled = SharedTensor(c.session, share, c.shape, 61)
+    return truncate_many([(scaled, 61 - b) for b in frac_bits]), alpha, trace
+
+
+def _haar(shape: int, prg: RingPRG | None = None) -> NDArray[np.float64]:
+    """A Haar-random ``n x n`` orthogonal matrix from ChaCha20 (Box-Muller normals, QR with sign fix)."""
+    words = (prg or RingPRG()).ring_elements((2, shape, shape))
+    u = ((words >> _U(11)).astype(np.float64) + 0.5) / 2.0**53
+    normals = np.sqrt(-2.0 * np.log(u[0])) * np.cos(2.0 * np.pi * u[1])
+    q, r = np.linalg.qr(normals)
+    return q * np.sign(np.diag(r))
+
+
+# -- results -----------------------------------------------------------------------------
+
+
+@dataclass
+class FastPlan:
+    """Public settings and what a fast eigensolve did (``as_dict`` goes into the model's report)."""
+
+    method: str
+    eigengap: float
+    tol: float
+    max_iterations: int
+    #: Powers ``2^j`` used per iteration (ladder) and the normaliser exponents ``e_j``.
+    powers: list[int] = field(default_factory=list)
+    normaliser_exponents: list[int] = field(default_factory=list)
+    #: Bound on ``tan`` of the largest angle between the final basis and the top-k space.
+    achieved_tol: float = 0.0
+    secret_products: int = 0
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "method": self.method,
+            "eigengap": self.eigengap,
+            "tol": self.tol,
+            "max_iterations": self.max_iterations,
+            "iterations": len(self.powers),
+            "powers": list(self.powers),
+            "normaliser_exponents": list(self.normaliser_exponents),
+            "achieved_tol": self.achieved_tol,
+            "secret_products": self.secret_products,
+        }
+
+
+@dataclass
+class FastEigResult:
+    """What the receiver of a fast eigensolve gets (mirrors :class:`protocols.tensor.eig.EigResult`)."""
+
+    components: NDArray[np.float64]  # (k, d)
+    eigenvalues: NDArray[np.float64]  # (k,), of the input matrix
+    trace: float
+    plan: FastPlan
+    scale: float  # alpha
+    #: Spectrum mode only: every eigenvalue of the input matrix (decreasing).
+    spectrum: NDArray[np.float64] | None = None
+    #: Bound on the spectral norm of the fixed-point error, in units of the scaled matrix.
+    fixed_point_error: float = 0.0
+
+
+def _signs(components: NDArray[np.float64]) -> NDArray[np.float64]:
+    pivots = np.argmax(np.abs(components), axis=1)
+    signs = np.sign(components[np.arange(components.shape[0]), pivots])
+    signs[signs == 0] = 1.0
+    return components * signs[:, None]
+
+
+# -- the ladder solver (reveal="components") -------------------------------------------------
+
+
+def _noise_floor(d: int, j: int, ratio: float) -> float:
+    """Angle noise of an iteration with ``P_j``: its fixed-point error over the k-th direction's strength.
+
+    ``P_j`` is off by about ``2^j sqrt(d) 2^-F`` in norm (each squaring doubles
+    the relative error and adds one ulp per entry); the k-th direction of
+    ``P_j U`` has relative strength ``ratio^(2^j)`` (``ratio`` estimates
+    ``lambda_k / lambda_1``), so the basis can turn by about the quotient.
+    """
+    strength = max(ratio ** (2**j), 1e-300)
+    return 2.0**j * math.sqrt(d) * 2.0**-F / strength
+
+
+def choose_power(ratio: float, d: int, target: float, current_max: int = MAX_POWER_INDEX) -> int:
+    """Largest power index ``j`` whose noise (:func:`_noise_floor`) stays below ``target / 2``.
+
+    The ladder solver passes ``target = min(1e-2, max(tol, current bound / 10))``: far from
+    convergence a high power's noise is still small against the remaining
+    error; near the end the power drops so that the noise stays below ``tol``.
+    """
+    j = 0
+    while j < current_max and _noise_floor(d, j + 1, ratio) <= target / 2.0:
+        j += 1
+    return j
+
+
+def _angles(n: NDArray[np.float64], m: NDArray[np.float64], g: NDArray[np.float64]) -> float:
+    """Sine of the largest principal angle between span(U) and span(X) from ``U^T U``, ``U^T X``, ``X^T X``."""
+
+    def inv_sqrt(a: NDArray[np.float64]) -> NDArray[np.float64]:
+        w, v = np.linalg.eigh((a + a.T) / 2.0)
+        if w[0] <= 0:
+            raise ProtocolError("a revealed Gram matrix is not positive definite: a top-k direction vanished")
+        return (v / np.sqrt(w)) @ v.T
+
+    cos = np.linalg.svd(inv_sqrt(n) @ m @ inv_sqrt(g), compute_uv=False)
+    return float(np.sqrt(max(0.0, 1.0 - float(np.min(cos)) ** 2)))
+
+
+def ladder_eigenvectors(
+    c: SharedTensor,
+    n_components: int,
+    *,
+    to: str,
+    eigengap: float = 0.1,
+    tol: float = 1e-6,
+    max_iterations: int = 12,
+    start_seed: int = 0,
+) -> FastEigResult | None:
+    """Top-k eigenpairs of a shared symmetric PSD matrix in tens of rounds; revealed only to ``to``.
+
+    Steps (docs/secure_tensor.md section 8.1): (1) ``C - C^T`` opened among
+    the holders, ``tr(C)`` revealed to all, ``Ĉ = alpha C`` at ``F`` and
+    ``F_HI`` bits in one truncation round, ``X_0 = Ĉ Q_0`` for a public
+    orthonormal ``Q_0``; (2) per iteration, round A opens the products
+    ``X^T X``, ``X_prev^T X`` and ``P_j X``; round B truncates ``P_j X`` and
+    opens the two ``k x k`` matrices among the holders, who take ``R`` from
+    the Cholesky factor of ``X^T X``, the angle ``delta`` the subspace moved,
+    the bound ``t = c delta / (1 - c) + noise`` (``c = (1 - eigengap)^q``),
+    the stop decision and the next power index (holder 0 tells the dealer);
+    round C sets ``X <- (P_j X) R^-1``; squarings ``P_j = P_(j-1)^2 / 2^e_j``
+    with ``e_j = floor(log2 tr(P_(j-1)^2))`` revealed to all members extend
+    the ladder when needed; (3) ``U = X R^-1``, holder 0's Haar rotation ``S``
+    masks it, ``B = U S``, and the receiver gets ``B`` and ``B^T Ĉ_hi B``
+    (Rayleigh-Ritz) and nothing else.
+
+    Every member calls this with the same public arguments; ``to`` must be
+    the dealer (it needs holder 0's decisions to deal the next items).
+
+    Parameters
+    ----------
+    c : SharedTensor of shape (d, d)
+        Shares of a symmetric PSD matrix (any fractional bits); the session
+        must carry ``F`` fractional bits.
+    n_components : int
+        ``k``.
+    to : str
+        The dealer.
+    eigengap : float, default=0.1
+        Assumed lower bound on ``1 - lambda_(k+1) / lambda_k`` (the stopping rule's contraction).
+    tol : float, default=1e-6
+        Target bound on ``tan`` of the largest angle to the top-k eigenspace.
+    max_iterations : int, default=12
+        Iteration cap (three rounds each).
+    start_seed : int, default=0
+        Seed of the public start ``Q_0``.
+
+    Returns
+    -------
+    FastEigResult or None
+        At the receiver; ``None`` elsewhere.
+
+    Raises
+    ------
+    InputValidationError
+        Bad shapes or settings, a receiver other than the dealer (before anything is sent).
+    ProtocolError
+        A non-symmetric matrix, a trace out of range, or a top-k direction
+        weaker than fixed point resolves (the iterate loses rank).
+    """
+    session = c.session
+    if c.ndim != 2 or c.shape[0] != c.shape[1]:
+        raise InputValidationError(f"the eigensolver needs a square matrix, got shape {c.shape}")
+    d = c.shape[0]
+    k = int(n_components)
+    if not 1 <= k <= d:
+        raise InputValidationError(f"n_components={k} is out of range; it must be between 1 and d={d}")
+    if not 0.0 < eigengap < 1.0 or not 0.0 < tol < 1.0:
+        raise InputValidationError(f"eigengap={eigengap} and tol={tol} must lie strictly between 0 and 1")
+    if not 1 <= max_iterations <= 100:
+        raise InputValidationError(f"max_iterations={max_iterations} must be between 1 and 100")
+    if session.frac_bits != F:
+        raise InputValidationError(f"the ladder solver needs a session with {F} fractional bits")
+    if to != session.dealer:
+        raise InputValidationError(f"the ladder solver reveals to the dealer {session.dealer!r}, not {to!r}")
+    plan = FastPlan("ladder", eigengap, tol, max_iterations)
+    _check_symmetric(c)
+    (c_lo, c_hi), alpha, trace = _scaled_copies(c, (F, F_HI))
+    ladder = [c_lo]
+    leader = session.holders[0]
+    me = session.party.name
+    # Holder 0's masking rotation, shared now (its seeds ride in an existing send run).
+    rot = share_input(session, _haar(k) if me == leader else None, owner=leader, shape=(k, k))
+    q0, _ = np.linalg.qr(np.random.default_rng(start_seed).standard_normal((d, k)))
+    start = times_public(c_lo, q0, F)  # X_0 = Ĉ Q_0
+    x_hi, x_lo = truncate_many([(start, 2 * F - F_X), (start, F)])
+    plan.powers.append(1)
+    prev_lo: SharedTensor | None = None
+    prev_gram = np.eye(k)
+    j = 0
+    r_inv = np.eye(k)
+    for it in range(max_iterations):
+        # A: one opening for X^T X, X_prev^T X and the next power times X (j chosen last iteration)
+        pairs = [(x_lo.T, x_lo), (ladder[j], x_lo)]
+        if prev_lo is not None:
+            pairs.append((prev_lo.T, x_lo))
+        outs = open_products(pairs)
+        plan.secret_products += len(pairs)
+        gram_s, z = outs[0], outs[1]
+        cross_s = outs[2] if prev_lo is not None else times_public(x_lo, q0.T, F, left=True)
+        # B: one round truncates P_j X and opens the k x k matrices among the holders
+        (z_hi,), opened = truncate_many([(z, 2 * F - F_X)], reveal_to_holders=[gram_s, cross_s])
+        plan.powers.append(2**j)
+        next_j, done = 0, False
+        if session.is_holder:
+            if opened is None:
+                raise ProtocolError("a receiver got no revealed values")
+            gram, cross = opened
+            r_inv, ratio, moved = _holder_step(gram, cross, prev_gram, plan.powers[-2])
+            contraction = (1.0 - eigengap) ** plan.powers[-2]
+            bound = contraction * moved / (1.0 - contraction) if it else np.inf
+            plan.achieved_tol = float(min(bound + _noise_floor(d, j, ratio), 1e300))
+            done = (it > 0 and plan.achieved_tol <= tol) or it == max_iterations - 1
+            next_j = choose_power(ratio, d, min(_MAX_NOISE, max(tol, plan.achieved_tol / 10.0)))
+            prev_gram = gram
+        done, plan.achieved_tol, next_j = _broadcast_decision(
+            session, leader, done, plan.achieved_tol, next_j
+        )
+        if done:
+            break
+        # C: X <- (P_j X) R^-1 = P_j U with U = X R^-1 orthonormal (Cholesky-QR)
+        scaled = times_public(z_hi, r_inv, G_R)
+        prev_lo = x_lo
+        x_hi, x_lo = truncate_many([(scaled, G_R), (scaled, F_X + G_R - F)])
+        j = next_j
+        while len(ladder) <= j:  # squarings with public power-of-two normalisers
+            (sq,) = open_products([(ladder[-1], ladder[-1])])
+            e = _reveal_trace_exponent(sq)
+            plan.normaliser_exponents.append(e)
+            (p,) = truncate_many([(sq, F + e)])
+            # dropping F + e bits of a 2F-bit value is the value over 2^e with F fractional bits
+            ladder.append(SharedTensor(session, p.share, p.shape, F))
+            plan.secret_products += 1
+    plan.powers.pop()  # the last P_j X was not used
+    (u,) = truncate_many([(times_public(x_hi, r_inv, G_R), F_X + G_R - F)])
+    (b,) = truncate_many([(open_products([(u, rot)])[0], F)])
+    (w,) = open_products([(c_hi, b)])
+    (w,) = truncate_many([(w, F)])
+    (h,) = open_products([(b.T, w)])
+    plan.secret_products += 3
+    out = reveal_many([b, h], to)
+    if out is None:
+        return None
+    basis, ritz = out
+    comps, values = _ritz(basis, ritz)
+    eta = _ladder_fixed_point_error(d)
+    return FastEigResult(comps, values / alpha, trace, plan, alpha, None, eta)
+
+
+def _broadcast_decision(
+    session: TensorSession, leader: str, done: bool, bound: float, next_j: int
+) -> tuple[bool, float, int]:
+    """Holder 0 tells the dealer whether to stop, the angle bound and the next power index.
+
+    The holders compute all three from values every holder saw (so they agree
+    without talking); the dealer needs the decision and the power to deal the
+    next items, and learns the bound (docs section 8).
+    """
+    me = session.party.name
+    if me == leader:
+        session.party.send(session.dealer, np.array([1.0 if done else 0.0, bound, float(next_j)]))
+        return done, bound, next_j
+    if session.is_dealer:
+        flag, got, power = expect_real_array(session.party.recv(leader), leader, (3,), "the decision")
+        if flag not in (0.0, 1.0) or not got >= 0.0 or power not in range(MAX_POWER_INDEX + 1):
+            raise ProtocolError(f"{leader!r} sent decision {flag}, bound {got}, power index {power}")
+        return flag == 1.0, float(got), int(power)
+    return done, bound, next_j
+
+
+def _holder_step(
+    gram: NDArray[np.float64], cross: NDArray[np.float64], gram_u: NDArray[np.float64], power: int
+) -> tuple[NDArray[np.float64], float, float]:
+    """At each holder: ``R^-1`` from the Cholesky factor of ``X^T X``, the ratio estimate, the subspace move."""
+    sym = (gram + gram.T) / 2.0
+    try:
+        chol = np.linalg.cholesky(sym)
+    except np.linalg.LinAlgError as exc:
+        raise ProtocolError(
+            "the iterate lost rank: a top-k direction is weaker than fixed point resolves; "
+            "rescale the data or choose a smaller n_components"
+        ) from exc
+    r_inv = np.linalg.inv(chol.T)
+    sv = np.sqrt(np.clip(np.linalg.eigvalsh(sym)[::-1], 0.0, None))
+    ratio = float((sv[-1] / sv[0]) ** (1.0 / power)) if sv[0] > 0 else 0.0
+    moved = _angles(gram_u, cross, sym)
+    return r_inv, min(ratio, 1.0), moved
+
+
+def _reveal_trace_exponent(z: SharedTensor) -> int:
+    """Reveal ``floor(log2 tr(Z))`` of a square product to every member (the normaliser, one round)."""
+    session = z.session
+    members = (*session.holders, session.dealer, *session.observers)
+    diag = None if z.share is None else np.array([np.trace(z.share)], dtype=_U)
+    out = reveal_many([from_share(session, diag, (1,), z.frac_bits)], members)
+    if out is None:
+        raise ProtocolError("the normaliser reveal returned nothing")
+    t = float(out[0][0])
+    if not t > 2.0 ** -(F - 1):
+        raise ProtocolError(f"the squared matrix has trace {t:.3g}: too small to normalise in fixed point")
+    return math.floor(math.log2(t))
+
+
+def _ritz(
+    basis: NDArray[np.float64], ritz: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Receiver side: orthonormalise the revealed basis (QR in float) and diagonalise the k x k matrix."""
+    q, r = np.linalg.qr(basis)
+    if np.min(np.abs(np.diag(r))) < 0.5:
+        raise ProtocolError("the revealed basis is rank deficient: a top-k direction was lost")
+    r_inv = np.linalg.inv(r)
+    h = r_inv.T @ ((ritz + ritz.T) / 2.0) @ r_inv
+    values, vectors = np.linalg.eigh((h + h.T) / 2.0)
+    order = np.argsort(values)[::-1]
+    comps = _signs((q @ vectors[:, order]).T)
+    return comps, np.clip(values[order], 0.0, None)
+
+
+def _ladder_fixed_point_error(d: int) -> float:
+    """Spectral-norm bound of the fixed-point error of the Ritz matrix, in units of ``Ĉ``.
+
+    ``Ĉ_hi`` is off by at most one ulp ``2^-F_HI`` per entry (``d 2^-F_HI`` in
+    norm); ``W = Ĉ_hi B`` by one ulp per entry (``sqrt(d k) 2^-F_HI`` in norm,
+    times ``|B| <= 1 + eps``); the revealed ``H`` is exact.
+    """
+    return 2.0 * d * 2.0**-F_HI
+
+
+# -- the spectrum solver (reveal="spectrum") --------------------------------------------------
+
+
+def spectrum_eigenvectors(c: SharedTensor, n_components: int, *, to: str) -> FastEigResult | None:
+    """Every eigenvalue and the top-k eigenvectors; the receiver sees only ``Q Ĉ Q^T`` and ``Q^T W``.
+
+    Steps (docs/secure_tensor.md section 9): ``C - C^T`` opened among the
+    holders; ``tr(C)`` revealed; ``Ĉ_hi = alpha C`` (``F_HI`` bits); holder 0
+    shares a Haar-random ``Q`` (``F`` bits); ``A = Q Ĉ_hi`` (truncated to
+    ``F_HI`` bits) and ``S = A Q^T`` (``F + F_HI = 60`` bits, untruncated) is
+    revealed to ``to``, which diagonalises it and sends the top-k eigenvectors
+    ``W`` of ``S`` to the holders; they compute ``Q^T W`` (local, ``2 F``
+    bits) and reveal it to ``to``. Rounds: 7 (holders).
+
+    ``to`` must not be a holder: holder 0 knows ``Q``.
+    """
+    session = c.session
+    if c.ndim != 2 or c.shape[0] != c.shape[1]:
+        raise InputValidationError(f"the eigensolver needs a square matrix, got shape {c.shape}")
+    d = c.shape[0]
+    k = int(n_components)
+    if not 1 <= k <= d:
+        raise InputValidationError(f"n_components={k} is out of range; it must be between 1 and d={d}")
+    if to in session.holders:
+        raise InputValidationError("the receiver of Q C Q^T must not be a holder (holder 0 knows Q)")
+    if session.frac_bits != F:
+        raise InputValidationError(f"the spectrum solver needs a session with {F} fractional bits")
+    plan = FastPlan("spectrum", 0.0, 0.0, 0)
+    _check_symmetric(c)
+    leader = session.holders[0]
+    q = share_input(session, _haar(d) if session.party.name == leader else None, owner=leader, shape=(d, d))
+    (c_hi,), alpha, trace = _scaled_copies(c, (F_HI,))
+    (a,) = truncate_many([(open_products([(q, c_hi)])[0], F)])
+    (s,) = open_products([(a, q.T)])
+    plan.secret_products = 2
+    opened = reveal_many([s], to)
+    me = session.party.name
+    if me == to:
+        if opened is None:
+            raise ProtocolError("a receiver got no revealed values")
+        rotated = (opened[0] + opened[0].T) / 2.0
+        values, vectors = np.linalg.eigh(rotated)
+        order = np.argsort(values)[::-1]
+        values, vectors = values[order], vectors[:, order]
+        w = np.ascontiguousarray(vectors[:, :k])
+        for h in session.holders:
+            session.party.send(h, w)
+    elif session.is_holder:
+        w = expect_real_array(session.party.recv(to), to, (d, k), "the rotated eigenvectors")
+        if float(np.max(np.abs(w))) > 1.0 + 1e-9:
+            raise ProtocolError(f"{to!r} sent eigenvectors with an entry above 1 in magnitude")
+    else:
+        w = np.zeros((d, k))
+    back = times_public(q.T, w, F)
+    out = reveal_many([back], to)
+    if out is None:
+        return None
+    mapped = out[0].T  # (k, d): rows Q^T w_i
+    # symmetric (Löwdin) orthonormalisation removes Q's rounding from the basis
+    u, _, vt = np.linalg.svd(mapped, full_matrices=False)
+    comps = _signs(u @ vt)
+    spectrum = np.clip(values, 0.0, None) / alpha
+    plan.achieved_tol = 0.0
+    eta = _spectrum_fixed_point_error(d)
+    return FastEigResult(comps, spectrum[:k], trace, plan, alpha, spectrum, eta)
+
+
+def _spectrum_fixed_point_error(d: int) -> float:
+    """Spectral-norm bound of the error of ``Q Ĉ Q^T`` against an exact rotation of ``Ĉ``, units of ``Ĉ``.
+
+    ``Q``'s entries are rounded to ``2^-(F+1)``, so ``|Q~^T Q~ - I| <= 2 d 2^-(F+1) + (d 2^-(F+1))^2``
+    and the spectrum moves by that relative amount (times ``|Ĉ| <= 1``); ``Ĉ_hi``
+    adds ``d 2^-F_HI`` and the truncation of ``A`` another ``d 2^-F_HI``.
+    """
+    rot = 2.0 * d * 2.0 ** -(F + 1) + (d * 2.0 ** -(F + 1)) ** 2
+    return rot + 2.0 * d * 2.0**-F_HI
