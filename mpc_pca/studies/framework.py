@@ -49,8 +49,9 @@ class Claim:
     text : str
         The claim, in one sentence.
     reproduced : bool or None
-        Computed from the records; ``None`` when the records cannot decide it
-        (e.g. the points it needs were not measured).
+        Computed from the records by a test at a stated significance level
+        (:mod:`mpc_pca.studies.verdicts`); ``None`` when the records cannot
+        decide it (not measured, or not significant either way at this size).
     evidence : str
         The numbers the verdict rests on.
     """
@@ -62,7 +63,7 @@ class Claim:
 
     def sentence(self) -> str:
         """The claim and its verdict as one sentence."""
-        verdict = {True: "REPRODUCED", False: "NOT reproduced", None: "UNDECIDED (not measured)"}
+        verdict = {True: "REPRODUCED", False: "NOT reproduced", None: "UNDECIDED"}
         return f"{verdict[self.reproduced]} — {self.source}: {self.text} ({self.evidence})"
 
 

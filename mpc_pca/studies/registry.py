@@ -3,8 +3,8 @@
 To register a study, add one line to :func:`study_table`: its command-line name
 and the import path of a module-level :class:`~mpc_pca.studies.framework.Study`
 object. A script under ``benchmarks/`` (only importable from a checkout) is
-registered the same way once it defines ``STUDY``; to ship it with the
-package, move it into ``mpc_pca/studies/`` first.
+not registered: every study lives in ``mpc_pca/studies/`` (``benchmarks/``
+keeps micro-benchmarks only).
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ def study_table() -> dict[str, str]:
         "dp-utility": "mpc_pca.studies.dp_utility:STUDY",
         "dpdpca-runtime": "mpc_pca.studies.dpdpca_runtime:STUDY",
         "scaling": "mpc_pca.studies.scaling:STUDY",
+        "jstsp-capeagn": "mpc_pca.studies.capeagn:STUDY",
+        "dp-noise": "mpc_pca.studies.dp_noise:STUDY",
     }
 
 

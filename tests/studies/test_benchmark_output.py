@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from benchmarks import bench_secure_sum, timing
+from benchmarks import bench_secure_sum
+from benchmarks import output as timing
 
 
 @pytest.fixture

@@ -21,6 +21,8 @@ CHEAPEST = {
     "dp-utility": "icassp2018/synthetic/epsilon=1",
     "dpdpca-runtime": "owners=2",
     "scaling": "d/n=20000/d=10/M=4",
+    "jstsp-capeagn": "mog/epsilon=8",
+    "dp-noise": "synthetic/epsilon=5",
 }
 
 
