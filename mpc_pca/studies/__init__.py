@@ -10,7 +10,9 @@ report
     ``REPORT.md`` and ``REPORT.html`` from a results folder.
 machine, plotting, timing
     Machine description, plot helpers, timing and memory helpers.
-backends, lossless, dp_utility, dpdpca_runtime, scaling
+verdicts
+    Three-valued verdicts from repeated measurements (sign test, trend, bootstrap CI).
+backends, lossless, dp_utility, dsc2018, capeagn, dp_noise, scaling
     The studies.
 """
 

@@ -20,8 +20,11 @@ def study_table() -> dict[str, str]:
     return {
         "backends": "mpc_pca.studies.backends:STUDY",
         "lossless": "mpc_pca.studies.lossless:STUDY",
-        "dp-utility": "mpc_pca.studies.dp_utility:STUDY",
-        "dpdpca-runtime": "mpc_pca.studies.dpdpca_runtime:STUDY",
+        "icassp2018": "mpc_pca.studies.dp_utility:STUDY",
+        "icassp2016-fig1": "mpc_pca.studies.dp_utility:ICASSP2016_STUDY",
+        "dsc2018-fig3": "mpc_pca.studies.dsc2018:FIG3_STUDY",
+        "dsc2018-fig4": "mpc_pca.studies.dsc2018:FIG4_STUDY",
+        "dsc2018-fig5": "mpc_pca.studies.dsc2018:FIG5_STUDY",
         "scaling": "mpc_pca.studies.scaling:STUDY",
         "jstsp-capeagn": "mpc_pca.studies.capeagn:STUDY",
         "dp-noise": "mpc_pca.studies.dp_noise:STUDY",

@@ -18,8 +18,11 @@ from mpc_pca.studies.report import write_report
 CHEAPEST = {
     "backends": "inprocess/d=13/M=2",
     "lossless": "diabetes/fold=0",
-    "dp-utility": "icassp2018/synthetic/epsilon=1",
-    "dpdpca-runtime": "owners=2",
+    "icassp2018": "icassp2018/synthetic/epsilon=10",
+    "icassp2016-fig1": "icassp2016/synthetic2016/epsilon=5",
+    "dsc2018-fig3": "owners=2",
+    "dsc2018-fig4": "samples_per_owner=3",
+    "dsc2018-fig5": "epsilon=2",
     "scaling": "d/n=20000/d=10/M=4",
     "jstsp-capeagn": "mog/epsilon=8",
     "dp-noise": "synthetic/epsilon=5",
