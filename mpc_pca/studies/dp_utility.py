@@ -136,6 +136,9 @@ def points(quick: bool, options: dict[str, str], part: str = "icassp2018") -> li
         for eps in [0.1, 5.0] if quick else ICASSP16_EPSILONS:
             out.append({"key": f"icassp2016/synthetic2016/epsilon={eps:g}", "part": "icassp2016",
                         "dataset": "synthetic2016", "axis": "epsilon", "value": eps, "reps": reps})  # fmt: skip
+        for n in [400, 4000] if quick else [500, 1000, 2000, 5000, 10000, 20000]:  # Fig. 2: vs samples n
+            out.append({"key": f"icassp2016/synthetic2016/n={n}", "part": "icassp2016",
+                        "dataset": "synthetic2016", "axis": "n", "value": n, "reps": reps})  # fmt: skip
     else:
         raise InputValidationError(f"unknown part {part!r}")
     for p in out:
@@ -183,6 +186,9 @@ def measure(point: Point) -> dict[str, Any]:
     s, n_s, eps, delta, r, neighbour = d["s"], d["n_s"], d["epsilon"], d["delta"], 2 * k, "add-remove"
     if part == "icassp2016":
         s, n_s, delta = 4, pool.shape[0] // 4, 0.1  # ICASSP 2016 Fig. 1(a): synthetic, delta 0.1
+        eps = 1.0  # Fig. 2's fixed epsilon (the Fig. 1 sweep overrides it)
+        if axis == "n":
+            n_s = int(value) // s
     if axis in ("epsilon", "epsilon_project"):
         eps = float(value)
     elif axis == "n_s":
@@ -289,23 +295,23 @@ def plot(records: list[Record], out: Any, suffix: str) -> list[Any]:
         )
         legend_outside(fig, flat, ncol=3)
         paths.append(save(fig, Path(out) / f"icassp2018{suffix}_{ds}.png"))
-    parts = [("icassp2016", "synthetic2016", "ICASSP 2016 Fig. 1(a) baselines, synthetic, delta=0.1"),
-             ]  # fmt: skip
-    present = [p for p in parts if any(r["part"] == p[0] for r in records)]
-    if present:
-        fig, axes = plt.subplots(1, len(present), figsize=(6.5 * len(present), 5), squeeze=False)
-        for ax, (part, ds, title) in zip(axes[0], present, strict=True):
-            series = _series(records, part, ds, "epsilon")
+    panels = [(axis, title) for axis, title in (("epsilon", "ICASSP 2016 Fig. 1(a): vs epsilon (delta 0.1)"),
+                                                 ("n", "ICASSP 2016 Fig. 2(a): vs samples n (eps 1, delta 0.1)"))
+              if any(r["part"] == "icassp2016" and r["axis"] == axis for r in records)]  # fmt: skip
+    if panels:
+        fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 5), squeeze=False)
+        for ax, (axis, title) in zip(axes[0], panels, strict=True):
+            series = _series(records, "icassp2016", "synthetic2016", axis)
             errorbar_series(
                 ax, {LABELS[m]: v for m, v in series.items()}, {LABELS[m]: STYLES[m] for m in series}
             )
             ax.set_xscale("log")
             ax.set_ylim(-0.05, 1.05)
-            ax.set_xlabel("privacy parameter epsilon")
+            ax.set_xlabel("privacy parameter epsilon" if axis == "epsilon" else "samples n (4 sites)")
             ax.set_ylabel("captured energy q / q_o (mean ± sd)")
             ax.set_title(title)
             ax.grid(alpha=0.3)
-        fig.suptitle("Captured energy of DP PCA baselines vs epsilon")
+        fig.suptitle("ICASSP 2016: captured energy of AG, PPM, PPCA and SN (retracted), synthetic data")
         legend_outside(fig, list(axes[0]), ncol=3)
         paths.append(save(fig, Path(out) / f"icassp2016-fig1{suffix}.png"))
     return paths
@@ -472,12 +478,19 @@ STUDY = Study(
         "'epsilon_project' sweep repeats DPdisPCA and local PCA with this project's defaults (replace-one "
         "neighbours, delta 1e-5). Verdicts: Kendall trend tests and paired sign tests at alpha 0.05."
     ),
+    reproduces=(
+        "ICASSP 2018: Fig. 1 (a-f) (vs epsilon and N_s)",
+        "ICASSP 2018: Fig. 1 (g-l) (vs S and R/K)",
+        "ICASSP 2018: Fig. 2 (vs delta)",
+        "ICASSP 2018: 'distributed beats local' (paper's settings and the project's defaults)",
+        "JSTSP 2018: capePCA = pooled Analyze Gauss",
+    ),
 )
 
 ICASSP2016_STUDY = Study(
     name="icassp2016-fig1",
-    summary="ICASSP 2016 Fig. 1: captured energy vs epsilon of AG, PPM, PPCA and SN (retracted: not DP), "
-    "orderings checked at every epsilon",
+    summary="ICASSP 2016 Figs. 1-2: captured energy vs epsilon and vs samples n of AG, PPM, PPCA and SN "
+    "(retracted: not DP), orderings checked at every epsilon",
     points=_part("icassp2016"),
     measure=measure,
     plot=plot,
@@ -489,4 +502,5 @@ ICASSP2016_STUDY = Study(
         "alpha 0.05: an ordering holds when it is significant at every epsilon and is reversed when the "
         "opposite is significant at any."
     ),
+    reproduces=("ICASSP 2016: Fig. 1 (ordering at every epsilon)", "ICASSP 2016: Fig. 2 (vs samples n)"),
 )

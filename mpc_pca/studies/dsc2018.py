@@ -254,6 +254,7 @@ FIG3_STUDY = Study(
         "process per owner, each summary sent over a TLS link to the next owner, who waits for it. Verdicts: "
         "90 % bootstrap CIs of ratios of mean protocol seconds (alpha 0.05 each side), Kendall trend."
     ),
+    reproduces=("DSC 2018: Fig. 3 (time vs owners, DPDPCA vs PrivateLocalPCA chain)",),
 )
 
 
@@ -369,6 +370,7 @@ FIG4_STUDY = Study(
         "key size). 10 repetitions (quick 3). Verdicts: paired sign test and 90 % bootstrap equivalence "
         "(10 % margin) at alpha 0.05."
     ),
+    reproduces=("DSC 2018: Fig. 4 (SVM F1 vs samples per owner)",),
 )
 
 
@@ -478,4 +480,5 @@ FIG5_STUDY = Study(
         "(quick 3) paired across calibrations. Verdict: the 90 % bootstrap CI of the ratio of mean captured "
         "variance at the smallest and largest epsilon within a 10 % margin (alpha 0.05 each side)."
     ),
+    reproduces=("DSC 2018: Fig. 5 (captured variance vs epsilon, paper and sound calibration)",),
 )

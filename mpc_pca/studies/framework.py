@@ -101,6 +101,10 @@ class Study:
         Longer text for the report (methods, data, stand-ins).
     options : dict of str to str
         The ``--option`` keys the study understands, with their help text.
+    reproduces : tuple of str
+        The paper tables and figures the study reproduces, each ``"PAPER: item"``
+        (e.g. ``"AAAI 2020: Table 3"``); empty for this project's own studies.
+        ``mpc-pca study --list`` and the report's index are built from them.
     """
 
     name: str
@@ -112,6 +116,7 @@ class Study:
     claims: Callable[[list[Record]], list[Claim]] | None = None
     description: str = ""
     options: dict[str, str] = field(default_factory=dict)
+    reproduces: tuple[str, ...] = ()
 
 
 def results_path(out_dir: Path, name: str, quick: bool) -> Path:

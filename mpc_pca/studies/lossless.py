@@ -360,4 +360,5 @@ STUDY = Study(
         "task": "classification (AUC, binary target) or regression (RMSE); default regression",
         "name": "name of the CSV data set in the results (default csv)",
     },
+    reproduces=("AAAI 2020: Tables 1-2 (lossless downstream models)",),
 )

@@ -18,10 +18,12 @@ from protocols.errors import InputValidationError
 def study_table() -> dict[str, str]:
     """Study name -> ``"module:attribute"`` of its :class:`Study` (built on each call)."""
     return {
+        "aaai2020-table3": "mpc_pca.studies.table3:STUDY",
         "backends": "mpc_pca.studies.backends:STUDY",
         "lossless": "mpc_pca.studies.lossless:STUDY",
         "icassp2018": "mpc_pca.studies.dp_utility:STUDY",
         "icassp2016-fig1": "mpc_pca.studies.dp_utility:ICASSP2016_STUDY",
+        "icassp2016-table1": "mpc_pca.studies.icassp2016_svm:STUDY",
         "dsc2018-fig3": "mpc_pca.studies.dsc2018:FIG3_STUDY",
         "dsc2018-fig4": "mpc_pca.studies.dsc2018:FIG4_STUDY",
         "dsc2018-fig5": "mpc_pca.studies.dsc2018:FIG5_STUDY",
