@@ -63,3 +63,50 @@ def test_dsc2018_fig5_gives_one_verdict_per_calibration():
     assert "paper's calibration" in paper.text and paper.reproduced is True
     assert "sound calibration" in sound.text and sound.reproduced is False
     assert "sensitivity 1" in sound.evidence
+
+
+def _table3_record(parties: int, ss: float, he: float) -> dict:
+    spread = np.array([0.97, 1.0, 1.03, 0.99, 1.01])
+    return {
+        "parties": parties,
+        "ss": {"protocol": list(ss * spread), "startup": [2.0] * 5, "wall": list(ss * spread + 2.0)},
+        "he": {"protocol": list(he * spread), "startup": [2.0] * 5, "wall": list(he * spread + 2.0)},
+    }
+
+
+def test_table3_verdict_is_about_the_he_over_ss_ratio_with_a_margin():
+    from mpc_pca.studies import table3
+
+    slower = [_table3_record(m, 0.2 * m, 1.0 * m) for m in (2, 3, 4)]
+    he, ss_grows, he_grows = table3.claims(slower)
+    assert he.reproduced is True and "ratio of means 5.000" in he.evidence
+    assert ss_grows.reproduced is True and he_grows.reproduced is True
+    # HE only 5 % slower: inside the 10 % margin, so not "slower by more than 10 %"
+    close = [_table3_record(m, 1.0, 1.05) for m in (2, 3, 4)]
+    assert table3.claims(close)[0].reproduced is False
+    # one party count reversed is enough to refute "at every number of parties"
+    mixed = [_table3_record(2, 0.2, 1.0), _table3_record(3, 1.0, 0.2)]
+    assert table3.claims(mixed)[0].reproduced is False
+
+
+def _icassp2016_records(sn_minus_ppm: dict[float, float]) -> list[dict]:
+    records = []
+    for eps, gap in sn_minus_ppm.items():
+        base = np.linspace(0.5, 0.6, 6)
+        records.append({
+            "part": "icassp2016", "dataset": "synthetic2016", "axis": "epsilon", "value": eps,
+            "ratios": {"AG": list(base + 0.3), "PPM": list(base), "PPCA": list(base - 0.1), "SN": list(base + gap)},
+        })  # fmt: skip
+    return records
+
+
+def test_icassp2016_ordering_is_checked_at_every_epsilon():
+    from mpc_pca.studies import dp_utility
+
+    everywhere = dp_utility.icassp2016_claims(_icassp2016_records({0.05: 0.1, 1.0: 0.1, 5.0: 0.1}))
+    assert (
+        everywhere[1].text.startswith("SN captures more energy than PPM") and everywhere[1].reproduced is True
+    )
+    reversed_low = dp_utility.icassp2016_claims(_icassp2016_records({0.05: -0.1, 1.0: 0.1, 5.0: 0.1}))
+    assert reversed_low[1].reproduced is False and "eps 0.05" in reversed_low[1].evidence
+    assert reversed_low[0].reproduced is True  # AG above PPM is untouched
