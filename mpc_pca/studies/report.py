@@ -127,9 +127,10 @@ def paper_index(folder: Path, found: list[tuple[str, bool]]) -> list[Block]:
                     study = load_study(name)
                     records = load_records(results_path(folder, name, sizes[name]))
                     claims_cache[name] = study.claims(records) if study.claims is not None else []
-                    verdicts += [
-                        f"`{name}`: {c.sentence()}" for c in claims_cache[name] if c.source.startswith(paper)
-                    ]
+                for c in claims_cache[name]:
+                    line = f"`{name}`: {c.sentence()}"
+                    if c.source.startswith(paper) and line not in verdicts:
+                        verdicts.append(line)
             else:
                 items.append(f"{what}: study `{name}` (not run in this folder)")
         blocks.append(("ul", items))

@@ -71,3 +71,22 @@ def test_study_all_refuses_options():
 
     with pytest.raises(InputValidationError, match="applies to one study"):
         cli.study_command(_args(name="all", option=["csv=x.csv"], out=None))
+
+
+def test_paper_index_quotes_a_claim_under_its_own_paper_even_from_another_papers_study(tmp_path):
+    from mpc_pca.studies import dp_utility
+
+    rows = []
+    for eps in (0.1, 10.0):
+        base = [0.4, 0.5, 0.6] if eps < 1 else [0.95, 0.96, 0.97]
+        ratios = {m: list(base) for m in dp_utility.ICASSP18_METHODS}
+        rows.append({"key": f"icassp2018/synthetic/epsilon={eps:g}", "part": "icassp2018", "dataset": "synthetic",
+                     "axis": "epsilon", "value": eps, "reps": 3, "quick": True, "ratios": ratios})  # fmt: skip
+    for row in rows:
+        framework.append_record(framework.results_path(tmp_path, "icassp2018", True), row)
+    blocks = report.paper_index(tmp_path, [("icassp2018", True)])
+    text = "\n".join(str(v) for _, v in blocks)
+    jstsp = text.index("JSTSP 2018")
+    assert "capePCA (paper calibration) captures as much energy as pooled" in text[jstsp:]
+    assert "DPdisPCA's captured energy grows with epsilon" in text[:jstsp]
+    assert "study `jstsp-capeagn` (not run in this folder)" in text
