@@ -139,11 +139,15 @@ def bootstrap_ci(
     if not 0.5 < level < 1.0:
         raise InputValidationError(f"level must be in (0.5, 1), got {level}")
     arrays = [np.asarray(s, dtype=float) for s in samples]
-    arrays = [a[np.isfinite(a)] for a in arrays] if not paired else arrays
+    if paired:
+        if len({a.size for a in arrays}) != 1:
+            raise InputValidationError("paired bootstrap samples must be of one length")
+        both = np.logical_and.reduce([np.isfinite(a) for a in arrays])  # a failed run drops its whole pair
+        arrays = [a[both] for a in arrays]
+    else:
+        arrays = [a[np.isfinite(a)] for a in arrays]
     if any(a.size == 0 for a in arrays):
         return float("nan"), float("nan"), float("nan")
-    if paired and len({a.size for a in arrays}) != 1:
-        raise InputValidationError("paired bootstrap samples must be of one length")
     rng = np.random.default_rng(seed)
     stats_ = np.empty(n_boot)
     for i in range(n_boot):

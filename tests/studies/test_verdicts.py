@@ -56,3 +56,12 @@ def test_bad_parameters_raise():
         verdicts.sign_test([1.0], [0.0], alpha=0.7)
     with pytest.raises(InputValidationError):
         verdicts.equivalent([1.0], [1.0], margin=1.5)
+
+
+def test_paired_bootstrap_drops_failed_runs_pairwise():
+    a = [1.0, 1.01, np.nan, 0.99, 1.0, 1.02]
+    b = [1.0, 1.0, 5.0, 1.0, 1.01, 1.0]
+    v = verdicts.equivalent(a, b, margin=0.05, paired=True)
+    assert v.holds is True  # b's 5.0 went with a's failed run
+    with pytest.raises(InputValidationError, match="one length"):
+        verdicts.equivalent([1.0, 2.0], [1.0], margin=0.1, paired=True)
