@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.timing import add_out_argument, machine, output_dir, write_json
+from benchmarks.output import add_out_argument, output_dir, write_json
+from mpc_pca.studies.machine import describe_machine as machine
 from protocols import AdditiveBackend
 from protocols.runtime import run_inprocess
 

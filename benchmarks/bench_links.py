@@ -150,7 +150,7 @@ def run_point(d: int, m: int, repeats: int, worlds: int = 2) -> dict[str, Any]:
 
 def run_all(quick: bool, repeats: int | None) -> dict[str, Any]:
     """Every (d, M) point; the JSON payload."""
-    from benchmarks.timing import machine
+    from mpc_pca.studies.machine import describe_machine as machine
 
     ds = [100, 300] if quick else [100, 300, 1000]
     ms = [2, 3] if quick else [2, 3, 5]

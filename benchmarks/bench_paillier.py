@@ -45,8 +45,10 @@ import numpy as np
 from phe import paillier as phe_paillier
 from sklearn.datasets import load_wine
 
-from benchmarks.timing import add_out_argument, machine, output_dir, pyplot, write_json
+from benchmarks.output import add_out_argument, output_dir, write_json
 from mpc_pca import PPPCA
+from mpc_pca.studies.machine import describe_machine as machine
+from mpc_pca.studies.plotting import pyplot
 from protocols.backends.paillier import PaillierBackend
 from protocols.encoding import FixedPointCodec
 from protocols.paillier import cipher

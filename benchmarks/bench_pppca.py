@@ -51,8 +51,10 @@ import numpy as np
 from scipy.linalg import eigh
 from threadpoolctl import threadpool_limits
 
-from benchmarks.timing import add_out_argument, machine, output_dir, pyplot, write_json
+from benchmarks.output import add_out_argument, output_dir, write_json
 from mpc_pca import PPPCA
+from mpc_pca.studies.machine import describe_machine as machine
+from mpc_pca.studies.plotting import pyplot
 from protocols.backends import make_backend
 from protocols.backends.sparse_masks import plan_graph
 from protocols.secure_sum import run_secure_sum

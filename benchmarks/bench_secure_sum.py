@@ -21,7 +21,9 @@ import time
 
 import numpy as np
 
-from benchmarks.timing import add_out_argument, machine, output_dir, plot_seconds_by_contributors, write_json
+from benchmarks.output import add_out_argument, output_dir, write_json
+from mpc_pca.studies.machine import describe_machine as machine
+from mpc_pca.studies.plotting import plot_seconds_by_contributors
 from protocols import AdditiveBackend
 from protocols.prg import RingPRG
 from protocols.secure_sum import run_secure_sum

@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.timing import add_out_argument, machine, output_dir, write_json
+from benchmarks.output import add_out_argument, output_dir, write_json
+from mpc_pca.studies.machine import describe_machine as machine
 
 IMPORT_TORCH = [sys.executable, "-c", "import torch.distributed"]
 

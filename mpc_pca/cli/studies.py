@@ -1,4 +1,4 @@
-"""``mpc-pca study NAME [--quick] [--out DIR]``, ``mpc-pca study --list`` and ``mpc-pca report DIR``."""
+"""``mpc-pca study NAME|all [--quick] [--out DIR]``, ``mpc-pca study --list`` and ``mpc-pca report DIR``."""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ def add_study_parsers(sub: Any) -> None:
         "study",
         help="run a reproducible study (results appended as each point finishes; a rerun resumes)",
         description="Run a study; results (JSON Lines), plots and metadata go to --out. "
-        "`mpc-pca study --list` lists the studies.",
+        "`mpc-pca study --list` lists the studies and the paper tables and figures each reproduces; "
+        "`mpc-pca study all` runs every study into one folder and writes one report.",
     )
-    study.add_argument("name", nargs="?", help="study name (see --list)")
+    study.add_argument("name", nargs="?", help="study name (see --list), or 'all' for every study")
     study.add_argument("--list", action="store_true", help="list the studies and exit")
     study.add_argument(
         "--quick",
@@ -56,11 +57,16 @@ def study_command(args: argparse.Namespace) -> int:
             raise InputValidationError("give a study name or --list")
         for name in study_table():
             study = load_study(name)
-            print(f"{name:16s} {study.summary}")
+            print(f"{name:18s} {study.summary}")
+            for item in study.reproduces:
+                print(f"{'':18s}   reproduces {item}")
+            if not study.reproduces:
+                print(f"{'':18s}   this project's own study (no paper figure)")
             for key, text in study.options.items():
-                print(f"{'':16s}   --option {key}=...  {text}")
+                print(f"{'':18s}   --option {key}=...  {text}")
         return 0
-    study = load_study(args.name)
+    names = list(study_table()) if args.name == "all" else [args.name]
+    studies = [load_study(name) for name in names]
     require_installed("mpc-pca study", ("matplotlib",), STUDIES_INSTALL)  # its plots, drawn after the points
     options = {}
     for item in args.option:
@@ -68,14 +74,17 @@ def study_command(args: argparse.Namespace) -> int:
         if not sep or not key:
             raise InputValidationError(f"--option {item!r} is not KEY=VALUE")
         options[key] = value
+    if options and len(studies) > 1:
+        raise InputValidationError("--option applies to one study; give its name instead of 'all'")
     out = args.out if args.out is not None else default_out_dir()
-    summary = run_study(study, out, quick=args.quick, options=options, progress=not args.no_progress)
-    print(
-        f"{study.name}: measured {summary.measured}, kept {summary.skipped} stored points, "
-        f"{summary.seconds:.0f} s; results in {summary.results}"
-    )
-    for path in summary.plots:
-        print(f"plot: {path}")
+    for study in studies:
+        summary = run_study(study, out, quick=args.quick, options=options, progress=not args.no_progress)
+        print(
+            f"{study.name}: measured {summary.measured}, kept {summary.skipped} stored points, "
+            f"{summary.seconds:.0f} s; results in {summary.results}"
+        )
+        for path in summary.plots:
+            print(f"plot: {path}")
     if not args.no_report:
         from mpc_pca.studies.report import write_report
 

@@ -10,7 +10,9 @@ report
     ``REPORT.md`` and ``REPORT.html`` from a results folder.
 machine, plotting, timing
     Machine description, plot helpers, timing and memory helpers.
-backends, lossless, dp_utility, dpdpca_runtime, scaling
+verdicts
+    Three-valued verdicts from repeated measurements (sign test, trend, bootstrap CI).
+backends, table3, lossless, dp_utility, icassp2016_svm, dsc2018, capeagn, dp_noise, scaling
     The studies (``lossless_data``: the lossless study's offline data sets).
 """
 

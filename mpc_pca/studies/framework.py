@@ -49,8 +49,9 @@ class Claim:
     text : str
         The claim, in one sentence.
     reproduced : bool or None
-        Computed from the records; ``None`` when the records cannot decide it
-        (e.g. the points it needs were not measured).
+        Computed from the records by a test at a stated significance level
+        (:mod:`mpc_pca.studies.verdicts`); ``None`` when the records cannot
+        decide it (not measured, or not significant either way at this size).
     evidence : str
         The numbers the verdict rests on.
     """
@@ -62,7 +63,7 @@ class Claim:
 
     def sentence(self) -> str:
         """The claim and its verdict as one sentence."""
-        verdict = {True: "REPRODUCED", False: "NOT reproduced", None: "UNDECIDED (not measured)"}
+        verdict = {True: "REPRODUCED", False: "NOT reproduced", None: "UNDECIDED"}
         return f"{verdict[self.reproduced]} — {self.source}: {self.text} ({self.evidence})"
 
 
@@ -100,6 +101,10 @@ class Study:
         Longer text for the report (methods, data, stand-ins).
     options : dict of str to str
         The ``--option`` keys the study understands, with their help text.
+    reproduces : tuple of str
+        The paper tables and figures the study reproduces, each ``"PAPER: item"``
+        (e.g. ``"AAAI 2020: Table 3"``); empty for this project's own studies.
+        ``mpc-pca study --list`` and the report's index are built from them.
     """
 
     name: str
@@ -111,6 +116,7 @@ class Study:
     claims: Callable[[list[Record]], list[Claim]] | None = None
     description: str = ""
     options: dict[str, str] = field(default_factory=dict)
+    reproduces: tuple[str, ...] = ()
 
 
 def results_path(out_dir: Path, name: str, quick: bool) -> Path:

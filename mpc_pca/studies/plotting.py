@@ -68,3 +68,41 @@ def save(fig: Any, path: Path) -> Path:
 
     plt.close(fig)
     return path
+
+
+def plot_seconds_by_contributors(
+    rows: list[dict[str, Any]],
+    series: dict[str, str],
+    seconds: Any,
+    path: Path,
+    title: str = "M = {m}",
+    ylabel: str = "seconds (median)",
+) -> None:
+    """One log-log panel per contributor count ``M``: seconds against ``d`` for each series.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Measurements with keys ``M`` and ``d``.
+    series : dict of str to str
+        Series name to matplotlib line style.
+    seconds : callable
+        ``seconds(row, name)`` reads a series' time from a row.
+    path : Path
+        Where the PNG goes.
+    """
+    plt = pyplot()
+    ms = sorted({r["M"] for r in rows})
+    fig, axes = plt.subplots(1, len(ms), figsize=(4 * len(ms), 3.5), sharey=True, squeeze=False)
+    for ax, m in zip(axes[0], ms, strict=True):
+        sub = sorted((r for r in rows if r["M"] == m), key=lambda r: r["d"])
+        ds = [r["d"] for r in sub]
+        for name, style in series.items():
+            ax.loglog(ds, [seconds(r, name) for r in sub], style, label=name)
+        ax.set_title(title.format(m=m))
+        ax.set_xlabel("d (array is d x d)")
+    axes[0][0].set_ylabel(ylabel)
+    axes[0][0].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

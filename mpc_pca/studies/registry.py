@@ -3,8 +3,8 @@
 To register a study, add one line to :func:`study_table`: its command-line name
 and the import path of a module-level :class:`~mpc_pca.studies.framework.Study`
 object. A script under ``benchmarks/`` (only importable from a checkout) is
-registered the same way once it defines ``STUDY``; to ship it with the
-package, move it into ``mpc_pca/studies/`` first.
+not registered: every study lives in ``mpc_pca/studies/`` (``benchmarks/``
+keeps micro-benchmarks only).
 """
 
 from __future__ import annotations
@@ -18,11 +18,18 @@ from protocols.errors import InputValidationError
 def study_table() -> dict[str, str]:
     """Study name -> ``"module:attribute"`` of its :class:`Study` (built on each call)."""
     return {
+        "aaai2020-table3": "mpc_pca.studies.table3:STUDY",
         "backends": "mpc_pca.studies.backends:STUDY",
         "lossless": "mpc_pca.studies.lossless:STUDY",
-        "dp-utility": "mpc_pca.studies.dp_utility:STUDY",
-        "dpdpca-runtime": "mpc_pca.studies.dpdpca_runtime:STUDY",
+        "icassp2018": "mpc_pca.studies.dp_utility:STUDY",
+        "icassp2016-fig1": "mpc_pca.studies.dp_utility:ICASSP2016_STUDY",
+        "icassp2016-table1": "mpc_pca.studies.icassp2016_svm:STUDY",
+        "dsc2018-fig3": "mpc_pca.studies.dsc2018:FIG3_STUDY",
+        "dsc2018-fig4": "mpc_pca.studies.dsc2018:FIG4_STUDY",
+        "dsc2018-fig5": "mpc_pca.studies.dsc2018:FIG5_STUDY",
         "scaling": "mpc_pca.studies.scaling:STUDY",
+        "jstsp-capeagn": "mpc_pca.studies.capeagn:STUDY",
+        "dp-noise": "mpc_pca.studies.dp_noise:STUDY",
     }
 
 

@@ -98,6 +98,47 @@ def study_blocks(folder: Path, name: str, quick: bool) -> list[Block]:
     return blocks
 
 
+def paper_index(folder: Path, found: list[tuple[str, bool]]) -> list[Block]:
+    """Per paper: every table and figure the registry covers, its study, and every verdict on it.
+
+    Verdicts come from the same records as the study sections below (the
+    full size when both sizes are in ``folder``); a study without results in
+    ``folder`` is listed as not run.
+    """
+    sizes: dict[str, bool] = {}
+    for name, quick in found:
+        sizes.setdefault(name, quick)  # full size first (``_found_results`` lists it first)
+    papers: dict[str, list[tuple[str, str]]] = {}
+    for name in study_table():
+        for item in load_study(name).reproduces:
+            paper, _, what = item.partition(": ")
+            papers.setdefault(paper, []).append((what, name))
+    blocks: list[Block] = [("h2", "Per paper: every table and figure, and its verdicts")]
+    claims_cache: dict[str, list[Any]] = {}
+    for paper in sorted(papers):
+        blocks.append(("h3", paper))
+        items = []
+        verdicts: list[str] = []
+        for what, name in papers[paper]:
+            if name in sizes:
+                state = "quick size" if sizes[name] else "full size"
+                items.append(f"{what}: study `{name}` ({state})")
+                if name not in claims_cache:
+                    study = load_study(name)
+                    records = load_records(results_path(folder, name, sizes[name]))
+                    claims_cache[name] = study.claims(records) if study.claims is not None else []
+                for c in claims_cache[name]:
+                    line = f"`{name}`: {c.sentence()}"
+                    if c.source.startswith(paper) and line not in verdicts:
+                        verdicts.append(line)
+            else:
+                items.append(f"{what}: study `{name}` (not run in this folder)")
+        blocks.append(("ul", items))
+        if verdicts:
+            blocks.append(("ul", verdicts))
+    return blocks
+
+
 def _md_table(t: Table) -> str:
     lines = [f"**{t.caption}**", "", "| " + " | ".join(t.header) + " |", "|" + "---|" * len(t.header)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in t.rows]
@@ -166,6 +207,7 @@ def write_report(folder: Path) -> tuple[Path, Path]:
             "JSON Lines results in this folder; every verdict below is computed from those records.",
         ),
     ]
+    blocks += paper_index(folder, found)
     for name, quick in found:
         blocks += study_blocks(folder, name, quick)
     md = folder / "REPORT.md"

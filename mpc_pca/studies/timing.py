@@ -77,3 +77,15 @@ def traffic_by_role(report: dict[str, dict[str, Any]]) -> dict[str, dict[str, fl
         }
         for kind, reps in groups.items()
     }
+
+
+def median_seconds(fn: Callable[[], object], repeats: int) -> float:
+    """Median wall time of ``repeats`` calls of ``fn`` (the micro-benchmarks' unit of measure)."""
+    import statistics
+
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)

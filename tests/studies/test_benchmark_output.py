@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from benchmarks import bench_secure_sum, timing
+from benchmarks import bench_secure_sum
+from benchmarks import output as timing
 
 
 @pytest.fixture
@@ -77,3 +78,18 @@ def test_parquet_only_reads_every_row_and_reports_memory(tmp_path, monkeypatch):
     assert result["n_rows_read"] == result["n"] == 200_000 and result["d"] == 20
     assert result["peak_rss_above_start_bytes"] > 0 and "machine" in result
     assert not (tmp_path / "pppca_scaling.json").exists()  # only the Parquet section ran
+
+
+def test_quick_dropout_benchmark_measures_the_extra_cost_of_tolerance(tmp_path, monkeypatch):
+    from benchmarks import bench_dropout
+
+    monkeypatch.setattr(sys, "argv", ["bench_dropout", "--quick", "--out", str(tmp_path)])
+    bench_dropout.main()
+    rows = json.loads((tmp_path / "dropout.json").read_text())["rows"]
+    assert {(r["M"], r["L"]) for r in rows} == {(3, 100), (3, 5051), (5, 100), (5, 5051)}
+    for row in rows:
+        plain, tolerant = row["masks_first"], row["dropout"]
+        # the key and seed-share rounds cost provider0 rounds and bytes; the masked input is the same size
+        assert tolerant["provider0"]["rounds"] > plain["provider0"]["rounds"]
+        assert tolerant["provider0"]["bytes_sent"] > plain["provider0"]["bytes_sent"]
+        assert 2 <= row["threshold"] <= row["M"]

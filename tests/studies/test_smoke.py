@@ -17,10 +17,17 @@ from mpc_pca.studies.report import write_report
 #: The cheapest point of each study's quick size.
 CHEAPEST = {
     "backends": "inprocess/d=13/M=2",
+    "aaai2020-table3": "parties=2",
+    "icassp2016-table1": "synthetic/train=400",
     "lossless": "diabetes/fold=0",
-    "dp-utility": "icassp2018/synthetic/epsilon=1",
-    "dpdpca-runtime": "owners=2",
+    "icassp2018": "icassp2018/synthetic/epsilon=10",
+    "icassp2016-fig1": "icassp2016/synthetic2016/epsilon=5",
+    "dsc2018-fig3": "owners=2",
+    "dsc2018-fig4": "samples_per_owner=3",
+    "dsc2018-fig5": "epsilon=2",
     "scaling": "d/n=20000/d=10/M=4",
+    "jstsp-capeagn": "mog/epsilon=8",
+    "dp-noise": "synthetic/epsilon=5",
 }
 
 
@@ -43,5 +50,8 @@ def test_study_smoke(name, tmp_path):
     assert f"## {name} (quick size)" in md
     assert f"1 of {len(quick_points)} points measured (the run was stopped" in md
     assert "|---|" in md and "![" in md and "Machine:" in md
+    assert "## Per paper: every table and figure, and its verdicts" in md
+    for item in study.reproduces:
+        assert f"study `{name}` (quick size)" in md, item
     if study.claims(load_records(summary.results)):
         assert "### Claims" in md

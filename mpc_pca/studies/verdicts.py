@@ -1,0 +1,211 @@
+"""Verdicts from repeated measurements: every claim is a test at a stated significance level.
+
+A verdict is three-valued. ``True``: the data support the paper's claim at
+level ``alpha``; ``False``: they support the opposite at the same level;
+``None``: neither (the repeats cannot tell at this size). A verdict therefore
+only changes between two runs of the same size when a test statistic sits on
+its critical value, and the accuracy studies draw data and noise from seeds
+fixed by the point's key, so they give identical numbers on every run.
+
+Tests
+-----
+:func:`sign_test`
+    Paired exact sign test (binomial on the non-zero differences).
+:func:`trend`
+    Kendall's tau between a swept parameter and every repeated value.
+:func:`bootstrap_ci`
+    Percentile bootstrap confidence interval of a statistic, seeded.
+:func:`equivalent`
+    Two one-sided checks of a ratio against a stated margin, by bootstrap CI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from protocols.errors import InputValidationError
+
+#: The default significance level of every claim (stated in each claim's evidence).
+ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A three-valued verdict and the numbers it rests on."""
+
+    holds: bool | None
+    evidence: str
+
+
+def _check_alpha(alpha: float) -> None:
+    if not 0.0 < alpha < 0.5:
+        raise InputValidationError(f"alpha must be in (0, 0.5), got {alpha}")
+
+
+def sign_test(
+    a: Sequence[float], b: Sequence[float], *, alpha: float = ALPHA, margin: float = 0.0
+) -> Verdict:
+    """Paired exact sign test of ``a > b + margin`` (one-sided, both directions at ``alpha``).
+
+    Parameters
+    ----------
+    a, b : sequence of float
+        Paired repeated measurements (same data and seed index), NaN pairs dropped.
+    alpha : float
+        Significance level of each one-sided test.
+    margin : float
+        ``a`` must exceed ``b`` by more than ``margin`` for a pair to count as
+        a win; a pair with ``a < b - margin`` counts as a loss; ties in between
+        are dropped (the usual sign-test treatment of zeros).
+
+    Returns
+    -------
+    Verdict
+        ``True`` if wins are significantly more than losses, ``False`` if
+        losses are significantly more, else ``None``.
+    """
+    from scipy import stats
+
+    _check_alpha(alpha)
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.shape != y.shape:
+        raise InputValidationError(f"paired samples differ in length: {x.shape} vs {y.shape}")
+    ok = np.isfinite(x) & np.isfinite(y)
+    d = x[ok] - y[ok]
+    wins, losses = int(np.sum(d > margin)), int(np.sum(d < -margin))
+    n = wins + losses
+    if n == 0:
+        return Verdict(None, f"sign test: no informative pair of {int(ok.sum())} (alpha {alpha:g})")
+    p_more = float(stats.binomtest(wins, n, 0.5, alternative="greater").pvalue)
+    p_less = float(stats.binomtest(wins, n, 0.5, alternative="less").pvalue)
+    holds = True if p_more < alpha else (False if p_less < alpha else None)
+    return Verdict(
+        holds,
+        f"sign test over {n} informative pairs: {wins} wins, {losses} losses"
+        f"{f' (margin {margin:g})' if margin else ''}; one-sided p = {p_more:.2g} (for), {p_less:.2g} "
+        f"(against), alpha {alpha:g}",
+    )
+
+
+def trend(xs: Sequence[float], values: Sequence[Sequence[float]], *, alpha: float = ALPHA) -> Verdict:
+    """Kendall's tau between the swept parameter and every repeat: ``True`` if it grows.
+
+    Parameters
+    ----------
+    xs : sequence of float
+        The swept parameter, one per point.
+    values : sequence of sequences of float
+        The repeated measurements at each point.
+    """
+    from scipy import stats
+
+    _check_alpha(alpha)
+    if len(xs) != len(values):
+        raise InputValidationError("one list of repeats per swept value is needed")
+    pairs = [(float(x), float(v)) for x, vs in zip(xs, values, strict=True) for v in vs if np.isfinite(v)]
+    if len({p[0] for p in pairs}) < 2:
+        return Verdict(None, "fewer than 2 swept values measured")
+    x, y = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+    up = stats.kendalltau(x, y, alternative="greater")
+    down = stats.kendalltau(x, y, alternative="less")
+    holds = True if up.pvalue < alpha else (False if down.pvalue < alpha else None)
+    order = np.argsort(xs)
+    lo, hi = order[0], order[-1]
+    return Verdict(
+        holds,
+        f"mean {np.nanmean(values[lo]):.3f} at {xs[lo]:g} -> {np.nanmean(values[hi]):.3f} at {xs[hi]:g}; "
+        f"Kendall tau {up.statistic:.2f} over {len(pairs)} repeats, one-sided p = {up.pvalue:.2g} (grows), "
+        f"{down.pvalue:.2g} (falls), alpha {alpha:g}",
+    )
+
+
+def bootstrap_ci(
+    samples: Sequence[np.ndarray],
+    statistic: Callable[..., float],
+    *,
+    level: float = 1 - 2 * ALPHA,
+    n_boot: int = 2000,
+    seed: int = 0,
+    paired: bool = False,
+) -> tuple[float, float, float]:
+    """Point estimate and percentile bootstrap CI of ``statistic(*samples)``, resampled with a fixed seed.
+
+    ``paired=True`` resamples the same indices in every sample (they must be
+    of one length); otherwise each sample is resampled on its own.
+    """
+    if not 0.5 < level < 1.0:
+        raise InputValidationError(f"level must be in (0.5, 1), got {level}")
+    arrays = [np.asarray(s, dtype=float) for s in samples]
+    if paired:
+        if len({a.size for a in arrays}) != 1:
+            raise InputValidationError("paired bootstrap samples must be of one length")
+        both = np.logical_and.reduce([np.isfinite(a) for a in arrays])  # a failed run drops its whole pair
+        arrays = [a[both] for a in arrays]
+    else:
+        arrays = [a[np.isfinite(a)] for a in arrays]
+    if any(a.size == 0 for a in arrays):
+        return float("nan"), float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    stats_ = np.empty(n_boot)
+    for i in range(n_boot):
+        if paired:
+            idx = rng.integers(0, arrays[0].size, arrays[0].size)
+            stats_[i] = statistic(*(a[idx] for a in arrays))
+        else:
+            stats_[i] = statistic(*(a[rng.integers(0, a.size, a.size)] for a in arrays))
+    tail = (1 - level) / 2
+    lo, hi = np.quantile(stats_, [tail, 1 - tail])
+    return float(statistic(*arrays)), float(lo), float(hi)
+
+
+def ratio_of_means(a: np.ndarray, b: np.ndarray) -> float:
+    """``mean(a) / mean(b)`` (the statistic of the ratio claims)."""
+    return float(np.mean(a) / np.mean(b))
+
+
+def ratio_above(
+    a: Sequence[float], b: Sequence[float], *, threshold: float, alpha: float = ALPHA, seed: int = 0
+) -> Verdict:
+    """``mean(a) / mean(b) > threshold`` by a two-sided ``1 - 2 alpha`` bootstrap CI (each bound one-sided ``alpha``)."""
+    est, lo, hi = bootstrap_ci([np.asarray(a), np.asarray(b)], ratio_of_means, level=1 - 2 * alpha, seed=seed)
+    if not np.isfinite(est):
+        return Verdict(None, "no measurements")
+    holds = True if lo > threshold else (False if hi < threshold else None)
+    return Verdict(
+        holds,
+        f"ratio of means {est:.3f}, {100 * (1 - 2 * alpha):g}% bootstrap CI [{lo:.3f}, {hi:.3f}] "
+        f"(seed {seed}) against threshold {threshold:g}",
+    )
+
+
+def equivalent(
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    margin: float,
+    alpha: float = ALPHA,
+    seed: int = 0,
+    paired: bool = False,
+) -> Verdict:
+    """``mean(a) / mean(b)`` within ``[1 - margin, 1 / (1 - margin)]`` (two one-sided tests by bootstrap CI).
+
+    ``True`` when the ``1 - 2 alpha`` CI lies inside the margin, ``False``
+    when it lies wholly outside, else ``None``.
+    """
+    if not 0.0 < margin < 1.0:
+        raise InputValidationError(f"margin must be in (0, 1), got {margin}")
+    est, lo, hi = bootstrap_ci(
+        [np.asarray(a), np.asarray(b)], ratio_of_means, level=1 - 2 * alpha, seed=seed, paired=paired
+    )
+    low, high = 1 - margin, 1 / (1 - margin)
+    if not np.isfinite(est):
+        return Verdict(None, "no measurements")
+    holds = True if (lo >= low and hi <= high) else (False if (hi < low or lo > high) else None)
+    return Verdict(
+        holds,
+        f"ratio of means {est:.3f}, {100 * (1 - 2 * alpha):g}% bootstrap CI [{lo:.3f}, {hi:.3f}] (seed {seed}); "
+        f"equivalence margin [{low:.3f}, {high:.3f}]",
+    )
