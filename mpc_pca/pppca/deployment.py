@@ -76,7 +76,7 @@ from mpc_pca.pppca.scaling import (
     ZERO_COLUMN,
     agree_exponents,
     exponents_of_peaks,
-    provider_exponents,
+    statistics_exponents,
 )
 from mpc_pca.roles import CONSUMER, SERVER, provider_names
 from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite
@@ -222,6 +222,20 @@ class PPPCADeployment(Deployment):
             raise InputValidationError(f"PPPCADeployment runs {list(PROTOCOLS)}, not {name!r}")
         self.name = name
         self._factory = backend_factory
+        self._cached_stats: tuple[Any, LocalStatistics] | None = None
+
+    def _statistics(self, data: Any, rows: NDArray[np.float64]) -> LocalStatistics:
+        """``LocalStatistics.of(rows)``, computed once for the announcement and the role.
+
+        Kept for the last ``data`` object only (compared by identity), so the
+        O(n d^2) pass is not made twice for one party's rows.
+        """
+        cached = self._cached_stats
+        if cached is not None and cached[0] is data:
+            return cached[1]
+        stats = LocalStatistics.of(rows)
+        self._cached_stats = (data, stats)
+        return stats
 
     def backend(self, settings: Mapping[str, Any]) -> SecureSumBackend:
         """This party's backend object for ``settings``."""
@@ -280,16 +294,17 @@ class PPPCADeployment(Deployment):
                 stats = data.statistics()
                 public["n_features"] = int(data.n_features)
                 public["n_rows"] = int(stats.n_rows)
-                public["column_exponents"] = exponents_of_peaks(data.column_peaks()).tolist()
+                peaks = stats.column_peaks if stats.column_peaks is not None else data.column_peaks()
+                public["column_exponents"] = exponents_of_peaks(peaks).tolist()
                 return public
             (rows,) = check_parts([data], min_total_rows=1, check_values=False)
-            stats = LocalStatistics.of(rows)
+            stats = self._statistics(data, rows)
             check_statistics_finite(
                 rows, (stats.column_sums, stats.scatter_triangle), int(party[len("provider") :])
             )
             public["n_features"] = int(rows.shape[1])
             public["n_rows"] = int(rows.shape[0])
-            public["column_exponents"] = provider_exponents(rows).tolist()
+            public["column_exponents"] = statistics_exponents(stats).tolist()
         elif data is not None:
             raise InputValidationError(f"the {party} holds no data; do not pass --data to it")
         return public
@@ -355,8 +370,10 @@ class PPPCADeployment(Deployment):
             return streamed
         (rows,) = check_parts([data], min_total_rows=1, check_values=False)
 
+        stats = self._statistics(data, rows)
+
         def provider(p: Any) -> dict[str, int]:
-            provider_role(p, rows, run, backend, LocalStatistics.of(rows))
+            provider_role(p, rows, run, backend, stats)
             return {"n_rows": int(rows.shape[0])}
 
         return provider
