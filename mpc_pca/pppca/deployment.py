@@ -80,7 +80,7 @@ from mpc_pca.pppca.scaling import (
 )
 from mpc_pca.roles import CONSUMER, SERVER, provider_names
 from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite
-from protocols.backends import BACKEND_NAMES, SecureSumBackend, backend_class, make_backend
+from protocols.backends import BACKEND_NAMES, SecureSumBackend, backend_class, make_backend, paillier_options
 from protocols.errors import InputValidationError
 
 #: The settings every party must announce identically.
@@ -198,6 +198,30 @@ class PPPCARun:
     cap: int
 
 
+#: Settings a party chooses for itself (how it encrypts), never announced nor agreed.
+LOCAL_SETTINGS = ("paillier_randomness", "paillier_workers")
+
+
+def backend_options(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The paillier backend's constructor options of ``settings`` (``{}`` for other backends).
+
+    Raises
+    ------
+    InputValidationError
+        If a paillier option is set for another backend, or has an invalid value.
+    """
+    given = {key: settings.get(key) for key in LOCAL_SETTINGS if settings.get(key) is not None}
+    if settings.get("backend") != "paillier":
+        if given:
+            raise InputValidationError(
+                f"{sorted(given)} apply to the paillier backend, not backend={settings.get('backend')!r}"
+            )
+        return {}
+    return paillier_options(
+        settings.get("paillier_randomness"), settings.get("paillier_workers"), settings.get("key_bits")
+    )
+
+
 class PPPCADeployment(Deployment):
     """The deploy floor's view of ``pppca-ss`` / ``pppca-he``.
 
@@ -223,6 +247,7 @@ class PPPCADeployment(Deployment):
         self.name = name
         self._factory = backend_factory
         self._cached_stats: tuple[Any, LocalStatistics] | None = None
+        self._local: dict[str, Any] = {}
 
     def _statistics(self, data: Any, rows: NDArray[np.float64]) -> LocalStatistics:
         """``LocalStatistics.of(rows)``, computed once for the announcement and the role.
@@ -242,7 +267,10 @@ class PPPCADeployment(Deployment):
         if self._factory is not None:
             return self._factory(settings)
         return make_backend(
-            settings["backend"], frac_bits=settings.get("frac_bits"), key_bits=settings.get("key_bits")
+            settings["backend"],
+            frac_bits=settings.get("frac_bits"),
+            key_bits=settings.get("key_bits"),
+            **backend_options(settings),
         )
 
     def check_settings(self, settings: Mapping[str, Any]) -> None:
@@ -251,6 +279,7 @@ class PPPCADeployment(Deployment):
             raise InputValidationError(
                 f"pppca-he uses the paillier backend, not --backend {settings['backend']!r}"
             )
+        backend_options(settings)  # the paillier options, checked
         reveal = check_reveal(settings.get("reveal", "covariance"))
         if reveal == "components" and settings.get("standardize"):
             raise InputValidationError(
@@ -277,6 +306,8 @@ class PPPCADeployment(Deployment):
         self, party: str, data: NDArray[np.float64] | ChunkedPart | None, settings: Mapping[str, Any]
     ) -> PublicSettings:
         self.check_settings(settings)
+        # this party's own way of encrypting: not announced, used by its role
+        self._local = {key: settings.get(key) for key in LOCAL_SETTINGS}
         backend = self.backend(settings)
         public: PublicSettings = {
             "protocol": self.name,
@@ -350,7 +381,12 @@ class PPPCADeployment(Deployment):
     def role(
         self, party: str, config: PPPCARun, data: NDArray[np.float64] | ChunkedPart | None, rng: Any
     ) -> Role:
-        settings = {"backend": config.backend, "frac_bits": config.frac_bits, "key_bits": config.key_bits}
+        settings = {
+            "backend": config.backend,
+            "frac_bits": config.frac_bits,
+            "key_bits": config.key_bits,
+            **(self._local if config.backend == "paillier" else {}),
+        }
         backend = self.backend(settings)
         run = config.config
         if party == SERVER:
