@@ -57,7 +57,9 @@ def test_invalid_values_are_refused_naming_value_and_limit(options, message):
 
 
 def test_paillier_options_with_another_backend_are_refused():
-    with pytest.raises(InputValidationError, match=r"\['paillier_randomness'\] apply to the paillier backend"):
+    with pytest.raises(
+        InputValidationError, match=r"\['paillier_randomness'\] apply to the paillier backend"
+    ):
         PPPCADeployment("pppca-ss").check_settings({"backend": "additive", "paillier_randomness": "standard"})
     assert paillier_options() == paillier_options("fixed-base")
     assert set(PAILLIER_RANDOMNESS) == {"fixed-base", "fixed-base-short", "offline", "standard"}
@@ -66,7 +68,10 @@ def test_paillier_options_with_another_backend_are_refused():
 def test_the_run_command_refuses_them_for_secret_sharing_and_bad_values(capsys):
     argv = ["run", "--protocol", "pppca-ss", "--data", "builtin:wine", "--paillier-randomness", "standard"]
     assert main(argv) == 3
-    assert "--paillier-randomness apply to the paillier backend, not --backend additive" in capsys.readouterr().err
+    assert (
+        "--paillier-randomness apply to the paillier backend, not --backend additive"
+        in capsys.readouterr().err
+    )
     assert main(["run", "--protocol", "pppca-he", "--data", "builtin:wine", "--paillier-workers", "-2"]) == 3
     assert "--paillier-workers must be an integer from 1 to 1024, got -2" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:
@@ -92,7 +97,10 @@ def test_pppca_he_with_fast_randomness_gives_the_secret_sharing_result(tmp_path)
     for name, extra in (
         ("ss", ["--protocol", "pppca-ss"]),
         ("he", ["--protocol", "pppca-he"]),
-        ("he-offline", ["--protocol", "pppca-he", "--paillier-randomness", "offline", "--paillier-workers", "1"]),
+        (
+            "he-offline",
+            ["--protocol", "pppca-he", "--paillier-randomness", "offline", "--paillier-workers", "1"],
+        ),
     ):
         out = tmp_path / f"{name}.json"
         assert main(["run", *extra, "--data", "builtin:wine", "--parties", "3", "--output", str(out)]) == 0
