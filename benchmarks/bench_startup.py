@@ -63,6 +63,46 @@ def timed(command: list[str], tree: Path | None = None) -> float:
     return time.perf_counter() - start
 
 
+#: ``mpc-pca party`` for a PPPCA-SS server, up to the moment it would open its links: argument
+#: parsing, option checks, the registry and deployment, and every module its role runs.
+PARTY_LOAD = """
+import sys
+import mpc_pca.deploy.party as floor
+from mpc_pca.cli.app import build_parser
+from mpc_pca.cli.party import party_command
+
+
+class Reached(Exception):
+    pass
+
+
+def stop(spec, deployment):
+    raise Reached()
+
+
+floor.prepare = stop
+args = build_parser().parse_args(sys.argv[1:])
+try:
+    party_command(args, env={})
+except Reached:
+    pass
+import mpc_pca.pppca.protocol, protocols.backends.additive, protocols.runtime.network, protocols.transport.tls
+print(sorted({name.split(".")[0] for name in sys.modules} & {"sklearn", "pandas", "scipy"}))
+"""
+PARTY_ARGV = [
+    "party",
+    "--protocol",
+    "pppca-ss",
+    "--rank",
+    "2",
+    "--world-size",
+    "4",
+    "--master",
+    "127.0.0.1:9",
+    "--insecure",
+]
+
+
 def compare_trees(baseline: Path, parties: int, repeats: int) -> dict[str, Any]:
     """``mpc-pca run`` on Wine from ``baseline`` and from this tree, interleaved, in-process and as processes.
 
@@ -71,6 +111,19 @@ def compare_trees(baseline: Path, parties: int, repeats: int) -> dict[str, Any]:
     """
     here = Path(__file__).resolve().parent.parent
     out: dict[str, Any] = {"baseline_tree": str(baseline), "this_tree": str(here), "repeats": repeats}
+    party: dict[str, list[float]] = {"before": [], "after": []}
+    for _ in range(repeats):
+        for label, tree in (("before", baseline), ("after", here)):
+            party[label].append(timed([sys.executable, "-c", PARTY_LOAD, *PARTY_ARGV], tree))
+    medians = {label: statistics.median(ts) for label, ts in party.items()}
+    out["party_load"] = {
+        "seconds": party,
+        "median_seconds": medians,
+        "after_over_before": medians["after"] / medians["before"],
+    }
+    print(
+        f"party start-up (pppca-ss server, up to its links): before {medians['before']:.2f} s, after {medians['after']:.2f} s"
+    )
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
         for transport in ("inprocess", "processes"):
             times: dict[str, list[float]] = {"before": [], "after": []}
