@@ -293,8 +293,8 @@ def scaling(
     if max_rows is not None:
         ns = [n for n in ns if n < max_rows] + [max_rows]
     if max_parties is not None:
-        ms = [m for m in ms if m <= max_parties] or [max_parties]
-        sum_ms = [m for m in sum_ms if m <= max_parties] or [max_parties]
+        ms = [m for m in ms if m < max_parties] + [max_parties]
+        sum_ms = [m for m in sum_ms if m < max_parties] + [max_parties]
     result: dict[str, Any] = {"n_components": K, "repeats": repeats}
     with threadpool_limits(limits=1, user_api="blas"):
         result["machine"] = machine()
@@ -337,7 +337,7 @@ def scaling(
             f"peak memory of a fit above its {data_bytes / 2**20:.0f} MiB input: {peak['ratio']:.4f} x the data"
         )
         rows_m = []
-        n_m = 20_000 if quick else min(400_000, ns[-1])
+        n_m = 20_000 if quick and max_rows is None else min(400_000, ns[-1])
         for m in ms:
             row = ratios(
                 {"n": n_m, "d": 100, "M": m, **interleaved(fit_runs(make_parts(n_m, 100, m), MODES), repeats)}
