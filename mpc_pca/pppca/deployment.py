@@ -246,20 +246,21 @@ class PPPCADeployment(Deployment):
             raise InputValidationError(f"PPPCADeployment runs {list(PROTOCOLS)}, not {name!r}")
         self.name = name
         self._factory = backend_factory
-        self._cached_stats: tuple[Any, LocalStatistics] | None = None
+        self._cached_stats: dict[int, tuple[Any, LocalStatistics]] = {}
         self._local: dict[str, Any] = {}
 
     def _statistics(self, data: Any, rows: NDArray[np.float64]) -> LocalStatistics:
         """``LocalStatistics.of(rows)``, computed once for the announcement and the role.
 
-        Kept for the last ``data`` object only (compared by identity), so the
-        O(n d^2) pass is not made twice for one party's rows.
+        Kept per ``data`` object (compared by identity, the object held with its
+        statistics), so the O(n d^2) pass is not made twice for one party's rows,
+        also when one deployment serves every party of an in-process run.
         """
-        cached = self._cached_stats
+        cached = self._cached_stats.get(id(data))
         if cached is not None and cached[0] is data:
             return cached[1]
         stats = LocalStatistics.of(rows)
-        self._cached_stats = (data, stats)
+        self._cached_stats[id(data)] = (data, stats)
         return stats
 
     def backend(self, settings: Mapping[str, Any]) -> SecureSumBackend:

@@ -158,3 +158,22 @@ def test_statistics_without_peaks_are_refused_for_the_exponents():
     stats = LocalStatistics(2, np.zeros(2), np.zeros(3))
     with pytest.raises(InputValidationError, match="no column peaks"):
         statistics_exponents(stats)
+
+
+def test_a_deployed_provider_computes_its_statistics_once(monkeypatch):
+    """Announcement and role share one pass over the rows (it was made twice per provider)."""
+    from mpc_pca.deploy import run_threads
+
+    calls = []
+    original = LocalStatistics.of.__func__
+
+    def counted(cls, data):
+        calls.append(data.shape)
+        return original(cls, data)
+
+    monkeypatch.setattr(LocalStatistics, "of", classmethod(counted))
+    rng = np.random.default_rng(9)
+    parts = [rng.normal(size=(40 + i, 4)) for i in range(3)]
+    result = run_threads("pppca-ss", parts, {"n_components": 2})
+    assert len(result["components"]) == 2
+    assert sorted(calls) == sorted(p.shape for p in parts)
