@@ -125,7 +125,8 @@ def paillier_backend_options(args: argparse.Namespace, backend: str | None) -> d
         ]
         if given:
             raise InputValidationError(
-                f"{' and '.join(given)} apply to the paillier backend, not --backend {backend}"
+                f"{' and '.join(given)} {'applies' if len(given) == 1 else 'apply'} to the paillier backend, "
+                f"not --backend {backend}"
             )
         return {}
     return paillier_options(randomness, workers, getattr(args, "key_bits", None))

@@ -214,7 +214,7 @@ def backend_options(settings: Mapping[str, Any]) -> dict[str, Any]:
     if settings.get("backend") != "paillier":
         if given:
             raise InputValidationError(
-                f"{sorted(given)} apply to the paillier backend, not backend={settings.get('backend')!r}"
+                f"settings {sorted(given)} are for the paillier backend, not backend={settings.get('backend')!r}"
             )
         return {}
     return paillier_options(

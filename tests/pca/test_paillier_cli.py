@@ -58,7 +58,7 @@ def test_invalid_values_are_refused_naming_value_and_limit(options, message):
 
 def test_paillier_options_with_another_backend_are_refused():
     with pytest.raises(
-        InputValidationError, match=r"\['paillier_randomness'\] apply to the paillier backend"
+        InputValidationError, match=r"settings \['paillier_randomness'\] are for the paillier backend"
     ):
         PPPCADeployment("pppca-ss").check_settings({"backend": "additive", "paillier_randomness": "standard"})
     assert paillier_options() == paillier_options("fixed-base")
@@ -69,7 +69,7 @@ def test_the_run_command_refuses_them_for_secret_sharing_and_bad_values(capsys):
     argv = ["run", "--protocol", "pppca-ss", "--data", "builtin:wine", "--paillier-randomness", "standard"]
     assert main(argv) == 3
     assert (
-        "--paillier-randomness apply to the paillier backend, not --backend additive"
+        "--paillier-randomness applies to the paillier backend, not --backend additive"
         in capsys.readouterr().err
     )
     assert main(["run", "--protocol", "pppca-he", "--data", "builtin:wine", "--paillier-workers", "-2"]) == 3
