@@ -21,6 +21,10 @@ with d in {100, 300}: ``additive`` (PPPCA-SS) vs ``paillier``
 with defaults (PPPCA-HE, key generation included) and with
 ``precompute=True, workers=2``.
 
+Part 4 (``--cli-modes``, run on its own): ``PPPCA.fit`` at 30,000 x 100, M = 3,
+with every ``--paillier-randomness`` of the command line against PPPCA-SS
+(issue 28's target: the default within 3x SS at RTT 0); writes ``paillier_cli.json``.
+
 Part 3 (``--offline-online``, run on its own): the offline/online split of
 textbook encryption (:mod:`protocols.paillier.offline`), offline and online
 times reported separately, against SecretFlow HEU's encryptor when ``sf-heu``
@@ -242,6 +246,62 @@ def pppca_times(quick: bool) -> list[dict[str, Any]]:
     return rows
 
 
+#: Issue 28's target: PPPCA-HE with the command line's defaults within this factor of PPPCA-SS (RTT 0).
+CLI_TARGET = 3.0
+
+
+def cli_modes(quick: bool) -> dict[str, Any]:
+    """PPPCA-HE at d = 100 with each ``--paillier-randomness`` against PPPCA-SS, in-process (RTT 0).
+
+    Each backend is built exactly as ``mpc-pca run --protocol pppca-he`` builds
+    it (:func:`protocols.backends.paillier_options`); key generation, table
+    builds and every party's work are included. Interleaved repeats, medians;
+    the ratio of the default mode to SS is checked against :data:`CLI_TARGET`.
+    """
+    from protocols.backends import (
+        DEFAULT_PAILLIER_RANDOMNESS,
+        PAILLIER_RANDOMNESS,
+        make_backend,
+        paillier_options,
+    )
+
+    rng = np.random.default_rng(3)
+    n, d, m = (6000, 100, 3) if quick else (30_000, 100, 3)
+    X = rng.normal(size=(n, d)) @ rng.normal(size=(d, d)) / np.sqrt(d) + 2.0
+    parts = np.array_split(X, m)
+    makers: dict[str, Callable[[], Any]] = {"ss_additive": lambda: make_backend("additive")}
+    for mode in PAILLIER_RANDOMNESS:
+        makers[f"he_{mode}"] = lambda mode=mode: make_backend("paillier", **paillier_options(mode))
+    repeats = 2 if quick else 5
+    times: dict[str, list[float]] = {name: [] for name in makers}
+    for _ in range(repeats):
+        for name, make in makers.items():
+            start = time.perf_counter()
+            PPPCA(5, backend=make(), timeout=600).fit(parts)
+            times[name].append(time.perf_counter() - start)
+    medians = {name: statistics.median(ts) for name, ts in times.items()}
+    ratios = {name: medians[name] / medians["ss_additive"] for name in makers if name != "ss_additive"}
+    default = ratios[f"he_{DEFAULT_PAILLIER_RANDOMNESS}"]
+    for name in makers:
+        extra = "" if name == "ss_additive" else f"  ({ratios[name]:.2f} x SS)"
+        print(f"{name:22s} {medians[name]:.3f} s{extra}")
+    verdict = "PASS" if default <= CLI_TARGET else "FAIL"
+    print(
+        f"target: pppca-he (default {DEFAULT_PAILLIER_RANDOMNESS}) <= {CLI_TARGET} x SS: {default:.2f} {verdict}"
+    )
+    return {
+        "n_samples": n,
+        "n_features": d,
+        "parties": m,
+        "repeats": repeats,
+        "seconds": times,
+        "median_seconds": medians,
+        "he_over_ss": ratios,
+        "default_mode": DEFAULT_PAILLIER_RANDOMNESS,
+        "target": {"he_default_over_ss": default, "limit": CLI_TARGET, "pass": default <= CLI_TARGET},
+    }
+
+
 def plot(result: dict[str, Any], path) -> None:
     plt = pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.5))
@@ -383,9 +443,23 @@ def main() -> None:
     parser.add_argument(
         "--offline-online", action="store_true", help="only the offline/online (and HEU) comparison"
     )
+    parser.add_argument(
+        "--cli-modes",
+        action="store_true",
+        help="only PPPCA-HE at d = 100 with each --paillier-randomness against PPPCA-SS (paillier_cli.json)",
+    )
     add_out_argument(parser)
     args = parser.parse_args()
     folder = output_dir(args.out, args.quick)
+    if args.cli_modes:
+        load_before = os.getloadavg()
+        result = {"machine": machine(), "quick": args.quick, **cli_modes(args.quick)}
+        result["load_average_1_5_15_min"] = {"at_start": load_before, "at_end": os.getloadavg()}
+        result["command"] = "python -m benchmarks.bench_paillier --cli-modes" + (
+            " --quick" if args.quick else ""
+        )
+        print(f"wrote {write_json('paillier_cli.json', result, folder)}")
+        return
     if args.offline_online:
         result = {"machine": machine(), "quick": args.quick, "offline_online": offline_online(args.quick)}
         for key, value in result["offline_online"].items():

@@ -40,6 +40,8 @@ FLAGS: Mapping[str, str] = MappingProxyType(
         "backend": "--backend",
         "frac_bits": "--frac-bits",
         "key_bits": "--key-bits",
+        "paillier_randomness": "--paillier-randomness",
+        "paillier_workers": "--paillier-workers",
         "standardize": "--standardize",
         "transform_output": "--transform-output",
         "epsilon": "--epsilon",
@@ -77,6 +79,8 @@ _GAUSS = {k: PRIVACY_DEFAULTS[k] for k in ("epsilon", "delta", "neighbour", "row
 _PPPCA = {
     "frac_bits": None,
     "key_bits": None,
+    "paillier_randomness": None,
+    "paillier_workers": None,
     "standardize": False,
     "transform_output": None,
     "reveal": "covariance",

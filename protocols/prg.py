@@ -19,6 +19,9 @@ KEY_BYTES = 32
 NONCE_BYTES = 16
 _SLACK_WORDS = 8  # 64 bytes, one ChaCha20 block
 _CHUNK_BYTES = 1 << 16
+#: The plaintext every keystream chunk encrypts: allocated once (a fresh ``bytes(n)`` per stream
+#: cost about a third of the keystream itself for a d = 100 triangle).
+_ZEROS = memoryview(bytes(_CHUNK_BYTES))
 
 
 class RingPRG:
@@ -57,10 +60,9 @@ class RingPRG:
         out = np.empty(count + _SLACK_WORDS, dtype="<u8")
         view = memoryview(out.data).cast("B")
         total = 8 * count
-        zeros = bytes(min(total, _CHUNK_BYTES))
         for start in range(0, total, _CHUNK_BYTES):
             size = min(_CHUNK_BYTES, total - start)
-            written = self._encryptor.update_into(zeros[:size] if size < len(zeros) else zeros, view[start:])
+            written = self._encryptor.update_into(_ZEROS[:size], view[start:])
             if written != size:
                 raise RuntimeError(f"ChaCha20 produced {written} bytes, expected {size}")
         return out[:count].view(np.uint64).reshape(shape)
@@ -78,10 +80,9 @@ class RingPRG:
         words = _CHUNK_BYTES // 8
         scratch = np.empty(min(words, flat.size) + _SLACK_WORDS, dtype="<u8")
         view = memoryview(scratch.data).cast("B")
-        zeros = bytes(8 * min(words, flat.size))
         for start in range(0, flat.size, words):
             size = min(words, flat.size - start)
-            written = self._encryptor.update_into(zeros[: 8 * size], view)
+            written = self._encryptor.update_into(_ZEROS[: 8 * size], view)
             if written != 8 * size:
                 raise RuntimeError(f"ChaCha20 produced {written} bytes, expected {8 * size}")
             chunk = scratch[:size].view(np.uint64)

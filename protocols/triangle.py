@@ -101,3 +101,30 @@ def from_upper_triangle(packed: NDArray[np.float64], d: int | None = None) -> ND
 def triangle_diagonal(packed: NDArray[np.float64], d: int) -> NDArray[np.float64]:
     """The diagonal of the matrix a packed triangle stands for (a copy)."""
     return np.asarray(packed)[row_offsets(d)[:-1]]
+
+
+def packed_matvec(packed: NDArray[np.float64], x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``S x`` for the symmetric ``S`` whose upper triangle is ``packed``, without unpacking it.
+
+    What BLAS ``dspmv`` computes, in numpy (no SciPy import, no ``d x d``
+    array): row ``i`` of the triangle gives ``S[i, i:] @ x[i:]`` and, being
+    column ``i`` below the diagonal as well, adds ``S[i, i+1:] x_i`` to the
+    later entries. ``O(d^2)`` work in ``2 d`` vector operations.
+
+    Examples
+    --------
+    >>> packed_matvec(np.array([1.0, 2.0, 3.0]), np.array([1.0, -1.0])).tolist()  # [[1, 2], [2, 3]]
+    [-1.0, -1.0]
+    """
+    d = x.shape[0]
+    offsets = row_offsets(d)
+    if packed.shape != (int(offsets[-1]),):
+        raise InputValidationError(
+            f"a packed triangle of side {d} has {int(offsets[-1])} entries, got {packed.shape}"
+        )
+    out = np.zeros(d)
+    for i in range(d):
+        row = packed[offsets[i] : offsets[i + 1]]
+        out[i] += row @ x[i:]
+        out[i + 1 :] += row[1:] * x[i]
+    return out

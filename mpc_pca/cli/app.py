@@ -23,6 +23,7 @@ from mpc_pca.cli.options import (
     EXIT_INPUT,
     EXIT_PROTOCOL,
     OnceAction,
+    add_paillier_arguments,
     add_read_arguments,
     check_output,
     check_protocol_options,
@@ -103,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--key-bits", type=int, default=None, help="pppca-he: Paillier modulus bits, 2048 (default) or 3072"
     )
+    add_paillier_arguments(run)
     run.add_argument(
         "--reveal",
         choices=("covariance", "components", "spectrum"),

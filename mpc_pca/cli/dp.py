@@ -33,7 +33,6 @@ from typing import Any
 
 import numpy as np
 
-from mpc_pca.dp.mechanisms import check_delta, check_epsilon
 from mpc_pca.dp.metrics import captured_energy_ratio, second_moment
 from mpc_pca.dp.preprocessing import center_and_scale_non_private
 from mpc_pca.row_norms import clip_rows
@@ -192,6 +191,8 @@ def _runner(
     def run(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
         # Every protocol records epsilon and delta in its JSON, so every protocol checks both
         # (sn and ppca do not use delta, but an invalid one must not be written as if meaningful).
+        from mpc_pca.dp.mechanisms import check_delta, check_epsilon  # SciPy: imported when used
+
         check_epsilon(args.epsilon)
         check_delta(args.delta)
         prepared, mode = _prepared(args, parts)

@@ -82,6 +82,56 @@ def require_backend(backend: str | None) -> None:
         require_installed("--backend crypten", ("torch", "crypten"), CRYPTEN_INSTALL)
 
 
+def add_paillier_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--paillier-randomness`` and ``--paillier-workers`` (``run`` and ``party``; the paillier backend)."""
+    from protocols.backends import DEFAULT_PAILLIER_RANDOMNESS, PAILLIER_RANDOMNESS
+
+    parser.add_argument(
+        "--paillier-randomness",
+        choices=PAILLIER_RANDOMNESS,
+        default=None,
+        help=f"paillier backend: how encrypting parties make Paillier's randomness (default "
+        f"{DEFAULT_PAILLIER_RANDOMNESS}: a table of powers of one n-th residue with full-length exponents, "
+        "no assumption beyond the fixed-base setting; fixed-base-short: half-length exponents, faster, "
+        "adds the short-exponent assumption; offline: textbook r^n computed as a stock before encrypting; "
+        "standard: textbook r^n while encrypting)",
+    )
+    parser.add_argument(
+        "--paillier-workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="paillier backend: cores each party encrypts and decrypts on (default: the CPUs it may use)",
+    )
+
+
+def paillier_backend_options(args: argparse.Namespace, backend: str | None) -> dict[str, Any]:
+    """The paillier backend's constructor options from ``args`` (``{}`` for another backend).
+
+    Raises
+    ------
+    InputValidationError
+        If a ``--paillier-*`` option is given with another backend, or has an invalid value.
+    """
+    from protocols.backends import paillier_options
+
+    randomness = getattr(args, "paillier_randomness", None)
+    workers = getattr(args, "paillier_workers", None)
+    if backend != "paillier":
+        given = [
+            flag
+            for flag, value in (("--paillier-randomness", randomness), ("--paillier-workers", workers))
+            if value is not None
+        ]
+        if given:
+            raise InputValidationError(
+                f"{' and '.join(given)} {'applies' if len(given) == 1 else 'apply'} to the paillier backend, "
+                f"not --backend {backend}"
+            )
+        return {}
+    return paillier_options(randomness, workers, getattr(args, "key_bits", None))
+
+
 def check_protocol_options(args: argparse.Namespace, protocol: ProtocolEntry) -> None:
     """Refuse every protocol-specific option the protocol does not use; fill in the defaults.
 

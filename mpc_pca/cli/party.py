@@ -22,6 +22,7 @@ from mpc_pca.cli.options import (
     EXIT_INPUT,
     EXIT_INTERNAL,
     EXIT_PROTOCOL,
+    add_paillier_arguments,
     add_read_arguments,
     check_output,
     read_options,
@@ -108,6 +109,7 @@ def add_party_parser(sub: Any) -> None:
     party.add_argument("--backend", default=None, help="secure-sum backend (protocol default if omitted)")
     party.add_argument("--frac-bits", type=int, default=None, help="fixed-point fractional bits")
     party.add_argument("--key-bits", type=int, default=None, help="paillier backend: modulus bits")
+    add_paillier_arguments(party)
     party.add_argument(
         "--timeout", type=float, default=600.0,
         help="phase deadline: seconds a party waits while no party makes progress (default 600)",

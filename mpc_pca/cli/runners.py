@@ -21,11 +21,17 @@ from protocols.errors import InputValidationError
 
 def run_pppca(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
     """``run --protocol pppca-ss|pppca-he`` in-process: fit :class:`~mpc_pca.pppca.PPPCA`."""
+    from mpc_pca.cli.options import paillier_backend_options
     from mpc_pca.pppca import PPPCA
     from protocols.backends import make_backend
 
     backend_name = args.backend
-    backend = make_backend(backend_name, frac_bits=args.frac_bits, key_bits=getattr(args, "key_bits", None))
+    backend = make_backend(
+        backend_name,
+        frac_bits=args.frac_bits,
+        key_bits=getattr(args, "key_bits", None),
+        **paillier_backend_options(args, backend_name),
+    )
     reveal = args.reveal or "covariance"
     secure = {
         name: getattr(args, name)

@@ -206,7 +206,8 @@ class TablePart(ChunkedPart):
             chunk = self._select(kept)
             stats = LocalStatistics.of(chunk)
             total = stats if total is None else total.merge(stats)
-            np.maximum(peaks, np.max(np.abs(chunk), axis=0), out=peaks)
+            assert stats.column_peaks is not None  # LocalStatistics.of reads them in the same pass
+            np.maximum(peaks, stats.column_peaks, out=peaks)
         where = "row" if self.parquet else "line"
         if read == 0:
             raise InputValidationError(f"data file {str(self.path)!r} holds no data rows")
@@ -309,8 +310,10 @@ class ClusterPart(DaskPart):
         return self._stats
 
     def column_peaks(self) -> NDArray[np.float64]:
+        """``max |x_j|`` per column: from the statistics' own pass (no further one on the cluster)."""
         if self._peaks is None:
-            self._peaks = super().column_peaks()
+            peaks = self.statistics().column_peaks
+            self._peaks = super().column_peaks() if peaks is None else peaks
         return self._peaks
 
 

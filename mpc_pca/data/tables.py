@@ -29,13 +29,15 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
 
 from protocols.errors import InputValidationError
+
+if TYPE_CHECKING:  # pandas is imported where a file is read: a party's start-up does not pay for it
+    import pandas as pd
 
 #: Cell texts read as a missing value (compared after stripping blanks).
 MISSING_TOKENS = frozenset(
@@ -134,6 +136,8 @@ def read_table(
     if is_parquet(path):
         return _read_parquet(path, drop_na)
     encoding, delimiter = csv_format(path, encoding, delimiter)
+    import pandas as pd
+
     with csv_errors(path, encoding):
         frame = pd.read_csv(path, **csv_arguments(delimiter, encoding))
     cells = frame.to_numpy(dtype=object)
@@ -173,6 +177,8 @@ def csv_arguments(delimiter: str, encoding: str) -> dict[str, Any]:
 @contextmanager
 def csv_errors(path: Path, encoding: str) -> Iterator[None]:
     """Turn pandas' reading errors of ``path`` into :class:`InputValidationError` naming the problem."""
+    import pandas as pd
+
     try:
         yield
     except UnicodeDecodeError as exc:
@@ -383,6 +389,8 @@ def dropped_note(
 
 
 def _read_parquet(path: Path, drop_na: bool) -> Table:
+    import pandas as pd
+
     try:
         frame = pd.read_parquet(path)
     except (OSError, ValueError, ImportError) as exc:
@@ -397,6 +405,8 @@ def _read_parquet(path: Path, drop_na: bool) -> Table:
 
 def numeric_columns(path: Path | str, frame: pd.DataFrame) -> tuple[str, ...]:
     """The names of a Parquet file's columns (a frame of its rows), refusing a non-numeric column."""
+    import pandas as pd
+
     names = tuple(str(c) for c in frame.columns)
     for name, dtype in zip(names, frame.dtypes, strict=True):
         if not (pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)):

@@ -56,7 +56,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.linalg.blas import dspmv
 
 from mpc_pca.pppca.bounds import components_gram_bits, gram_entry_error
 from mpc_pca.pppca.components import hides_covariance
@@ -68,6 +67,7 @@ from protocols.backends.additive import AdditiveBackend
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.messages import expect_real_array, expect_seed
 from protocols.party import Party
+from protocols.triangle import packed_matvec
 
 if TYPE_CHECKING:
     from mpc_pca.pppca.protocol import PPPCAConfig
@@ -191,7 +191,7 @@ def gram_times(
 ) -> NDArray[np.float64]:
     """``(X_i - mean)^T (X_i - mean) x`` from the packed scatter, without a ``d x d`` matrix."""
     shift = stats.local_mean - mean
-    product = dspmv(stats.n_features, 1.0, stats.scatter_triangle, x, lower=1)
+    product = packed_matvec(stats.scatter_triangle, np.asarray(x, dtype=np.float64))
     return np.asarray(product + stats.n_rows * shift * float(shift @ x))
 
 

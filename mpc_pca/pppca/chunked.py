@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from mpc_pca.pppca.local_stats import LocalStatistics
+from mpc_pca.pppca.local_stats import LocalStatistics, column_peaks
 from protocols.encoding import check_finite
 from protocols.errors import InputValidationError, RingOverflowError
 
@@ -81,11 +81,11 @@ class ChunkedPart:
 
     def column_peaks(self) -> NDArray[np.float64]:
         """``max |x_j|`` per column, one more pass over the chunks (for the column exponents of
-        :mod:`mpc_pca.pppca.scaling`)."""
+        :mod:`mpc_pca.pppca.scaling`); :meth:`statistics` carries them too, so a caller that
+        has those needs no further pass."""
         peaks = np.zeros(self.n_features)
         for chunk in self.chunks():
-            if chunk.shape[0]:
-                np.maximum(peaks, np.max(np.abs(chunk), axis=0), out=peaks)
+            np.maximum(peaks, column_peaks(chunk), out=peaks)
         return peaks
 
     def projected_chunks(
@@ -277,6 +277,9 @@ class DaskPart(ChunkedPart):
 def _block_statistics(block: NDArray[np.float64]) -> LocalStatistics:
     if block.shape[0] == 0:
         return LocalStatistics(
-            0, np.zeros(block.shape[1]), np.zeros(block.shape[1] * (block.shape[1] + 1) // 2)
+            0,
+            np.zeros(block.shape[1]),
+            np.zeros(block.shape[1] * (block.shape[1] + 1) // 2),
+            np.zeros(block.shape[1]),
         )
     return LocalStatistics.of(np.ascontiguousarray(block, dtype=np.float64))

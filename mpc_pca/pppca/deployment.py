@@ -81,11 +81,11 @@ from mpc_pca.pppca.scaling import (
     ZERO_COLUMN,
     agree_exponents,
     exponents_of_peaks,
-    provider_exponents,
+    statistics_exponents,
 )
 from mpc_pca.roles import CONSUMER, SERVER, provider_names
 from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite
-from protocols.backends import BACKEND_NAMES, SecureSumBackend, backend_class, make_backend
+from protocols.backends import BACKEND_NAMES, SecureSumBackend, backend_class, make_backend, paillier_options
 from protocols.backends.dropout import last_outcome
 from protocols.errors import InputValidationError
 
@@ -220,6 +220,30 @@ class PPPCARun:
     cap: int
 
 
+#: Settings a party chooses for itself (how it encrypts), never announced nor agreed.
+LOCAL_SETTINGS = ("paillier_randomness", "paillier_workers")
+
+
+def backend_options(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The paillier backend's constructor options of ``settings`` (``{}`` for other backends).
+
+    Raises
+    ------
+    InputValidationError
+        If a paillier option is set for another backend, or has an invalid value.
+    """
+    given = {key: settings.get(key) for key in LOCAL_SETTINGS if settings.get(key) is not None}
+    if settings.get("backend") != "paillier":
+        if given:
+            raise InputValidationError(
+                f"settings {sorted(given)} are for the paillier backend, not backend={settings.get('backend')!r}"
+            )
+        return {}
+    return paillier_options(
+        settings.get("paillier_randomness"), settings.get("paillier_workers"), settings.get("key_bits")
+    )
+
+
 class PPPCADeployment(Deployment):
     """The deploy floor's view of ``pppca-ss`` / ``pppca-he``.
 
@@ -244,13 +268,32 @@ class PPPCADeployment(Deployment):
             raise InputValidationError(f"PPPCADeployment runs {list(PROTOCOLS)}, not {name!r}")
         self.name = name
         self._factory = backend_factory
+        self._cached_stats: dict[int, tuple[Any, LocalStatistics]] = {}
+        self._local: dict[str, Any] = {}
+
+    def _statistics(self, data: Any, rows: NDArray[np.float64]) -> LocalStatistics:
+        """``LocalStatistics.of(rows)``, computed once for the announcement and the role.
+
+        Kept per ``data`` object (compared by identity, the object held with its
+        statistics), so the O(n d^2) pass is not made twice for one party's rows,
+        also when one deployment serves every party of an in-process run.
+        """
+        cached = self._cached_stats.get(id(data))
+        if cached is not None and cached[0] is data:
+            return cached[1]
+        stats = LocalStatistics.of(rows)
+        self._cached_stats[id(data)] = (data, stats)
+        return stats
 
     def backend(self, settings: Mapping[str, Any]) -> SecureSumBackend:
         """This party's backend object for ``settings``."""
         if self._factory is not None:
             return self._factory(settings)
         return make_backend(
-            settings["backend"], frac_bits=settings.get("frac_bits"), key_bits=settings.get("key_bits")
+            settings["backend"],
+            frac_bits=settings.get("frac_bits"),
+            key_bits=settings.get("key_bits"),
+            **backend_options(settings),
         )
 
     def check_settings(self, settings: Mapping[str, Any]) -> None:
@@ -259,6 +302,7 @@ class PPPCADeployment(Deployment):
             raise InputValidationError(
                 f"pppca-he uses the paillier backend, not --backend {settings['backend']!r}"
             )
+        backend_options(settings)  # the paillier options, checked
         reveal = check_reveal(settings.get("reveal", "covariance"))
         threshold = settings.get("dropout_threshold")
         if threshold is not None:
@@ -297,6 +341,8 @@ class PPPCADeployment(Deployment):
         self, party: str, data: NDArray[np.float64] | ChunkedPart | None, settings: Mapping[str, Any]
     ) -> PublicSettings:
         self.check_settings(settings)
+        # this party's own way of encrypting: not announced, used by its role
+        self._local = {key: settings.get(key) for key in LOCAL_SETTINGS}
         backend = self.backend(settings)
         public: PublicSettings = {
             "protocol": self.name,
@@ -315,16 +361,17 @@ class PPPCADeployment(Deployment):
                 stats = data.statistics()
                 public["n_features"] = int(data.n_features)
                 public["n_rows"] = int(stats.n_rows)
-                public["column_exponents"] = exponents_of_peaks(data.column_peaks()).tolist()
+                peaks = stats.column_peaks if stats.column_peaks is not None else data.column_peaks()
+                public["column_exponents"] = exponents_of_peaks(peaks).tolist()
                 return public
             (rows,) = check_parts([data], min_total_rows=1, check_values=False)
-            stats = LocalStatistics.of(rows)
+            stats = self._statistics(data, rows)
             check_statistics_finite(
                 rows, (stats.column_sums, stats.scatter_triangle), int(party[len("provider") :])
             )
             public["n_features"] = int(rows.shape[1])
             public["n_rows"] = int(rows.shape[0])
-            public["column_exponents"] = provider_exponents(rows).tolist()
+            public["column_exponents"] = statistics_exponents(stats).tolist()
         elif data is not None:
             raise InputValidationError(f"the {party} holds no data; do not pass --data to it")
         return public
@@ -377,7 +424,12 @@ class PPPCADeployment(Deployment):
     def role(
         self, party: str, config: PPPCARun, data: NDArray[np.float64] | ChunkedPart | None, rng: Any
     ) -> Role:
-        settings = {"backend": config.backend, "frac_bits": config.frac_bits, "key_bits": config.key_bits}
+        settings = {
+            "backend": config.backend,
+            "frac_bits": config.frac_bits,
+            "key_bits": config.key_bits,
+            **(self._local if config.backend == "paillier" else {}),
+        }
         backend = self.backend(settings)
         run = config.config
         if party == SERVER:
@@ -404,8 +456,10 @@ class PPPCADeployment(Deployment):
             return streamed
         (rows,) = check_parts([data], min_total_rows=1, check_values=False)
 
+        stats = self._statistics(data, rows)
+
         def provider(p: Any) -> dict[str, Any]:
-            provider_role(p, rows, run, backend, LocalStatistics.of(rows))
+            provider_role(p, rows, run, backend, stats)
             return {"n_rows": int(rows.shape[0]), **_dropout_fields(p, run)}
 
         return provider

@@ -124,7 +124,9 @@ def preflight(
     if hides_covariance(reveal):
         exponents: tuple[int, ...] = (0,) * d
     else:
-        exponents = agree_exponents([part_exponents(a).tolist() for a in arrays])
+        exponents = agree_exponents(
+            [part_exponents(a, st).tolist() for a, st in zip(arrays, stats, strict=True)]
+        )
     config = PPPCAConfig(len(arrays), d, k, False, exponents, standardize, reveal, select=rule)
     scaled = [normalized(st, exponents) for st in stats]
     check_ring_range(scaled, backend, config)
@@ -142,8 +144,17 @@ def preflight(
     return arrays, stats, k, exponents
 
 
-def part_exponents(part: NDArray[np.float64] | ChunkedPart) -> NDArray[np.int64]:
-    """A provider's column exponents (:mod:`mpc_pca.pppca.scaling`); a chunked part reads its peaks."""
+def part_exponents(
+    part: NDArray[np.float64] | ChunkedPart, stats: LocalStatistics | None = None
+) -> NDArray[np.int64]:
+    """A provider's column exponents (:mod:`mpc_pca.pppca.scaling`).
+
+    From the peaks ``stats`` carries (read in the same pass as the column sums, see
+    :mod:`mpc_pca.pppca.local_stats`) when given; otherwise a chunked part reads its peaks and
+    an array is scanned in blocks.
+    """
+    if stats is not None and stats.column_peaks is not None:
+        return exponents_of_peaks(stats.column_peaks)
     if isinstance(part, ChunkedPart):
         return exponents_of_peaks(part.column_peaks())
     return provider_exponents(part)

@@ -15,6 +15,20 @@ of the data, as scikit-learn's ``covariance_eigh`` solver does). When the
 data's offset is so large relative to its spread that this subtraction would
 cancel more than half of float64's digits, it is recomputed from explicitly
 centred row blocks instead.
+
+Besides the Gram product, the provider reads its rows exactly once more, in
+cache-sized blocks (:func:`sums_and_peaks`): that one pass gives the column
+sums *and* the per-column peaks ``max |x_j|`` that fix the column exponents of
+:mod:`mpc_pca.pppca.scaling`. No ``n_i x d`` temporary is made (the peaks were
+once ``np.max(np.abs(X), 0)``: a full copy of the data and a third read), and
+the results are bit-identical to the one-shot forms:
+
+* the Gram matrix is still one ``X^T X`` BLAS call (blocking it would change
+  the order of its floating-point additions);
+* ``X.sum(axis=0)`` adds the rows one after the other per column; each block
+  is reduced with the running sum as its first row, which is the same
+  sequence of additions;
+* the peaks are ``max(max_j x, -min_j x)``, exact like any maximum.
 """
 
 from __future__ import annotations
@@ -29,6 +43,12 @@ from protocols.triangle import from_upper_triangle, row_offsets, triangle_diagon
 # Fall back to explicit centring when n m_j^2 exceeds this multiple of S_jj.
 _CANCELLATION_LIMIT = 1e8
 _BLOCK_ROWS = 2048
+#: Bytes of one block of :func:`sums_and_peaks` (2 MiB): it stays in cache between the copy,
+#: the sum, the absolute value and the maxima (the reference machine's L3 is 32 MiB), and
+#: few enough blocks keep numpy's per-call cost small.
+_SCAN_BLOCK_BYTES = 1 << 21
+#: Rows folded side by side into one wide row for the column maxima (:func:`_fold_max`).
+_FOLD = 64
 
 
 @dataclass(frozen=True)
@@ -37,11 +57,15 @@ class LocalStatistics:
 
     The scatter is kept as its packed upper triangle (``d(d+1)/2`` entries,
     :mod:`protocols.triangle`): half a ``d x d`` array per provider.
+    ``column_peaks`` (``max |x_j|``, for the column exponents of
+    :mod:`mpc_pca.pppca.scaling`) is filled in by :meth:`of` and kept by
+    :meth:`merge`; ``None`` where it is not known.
     """
 
     n_rows: int
     column_sums: NDArray[np.float64]
     scatter_triangle: NDArray[np.float64]
+    column_peaks: NDArray[np.float64] | None = None
 
     @property
     def n_features(self) -> int:
@@ -54,12 +78,12 @@ class LocalStatistics:
 
     @classmethod
     def of(cls, data: NDArray[np.float64]) -> LocalStatistics:
-        """Compute the statistics of an ``(n, d)`` block of rows."""
+        """Compute the statistics and column peaks of an ``(n, d)`` block of rows (module notes)."""
         n = data.shape[0]
         # Non-finite or huge inputs surface as non-finite statistics, which the
         # caller rejects with a precise message; numpy's warnings add nothing.
         with np.errstate(over="ignore", invalid="ignore"):
-            sums = data.sum(axis=0)
+            sums, peaks = sums_and_peaks(data)
             local_mean = sums / n
             gram = data.T @ data
             scatter = upper_triangle(gram)  # half a d x d from here on
@@ -70,7 +94,7 @@ class LocalStatistics:
             cancels = np.any(offset > _CANCELLATION_LIMIT * np.maximum(spread, np.finfo(float).tiny))
             if cancels and n > 1 and np.all(np.isfinite(sums)):
                 scatter = upper_triangle(_centred_scatter(data, local_mean))
-            return cls(n, sums, scatter)
+            return cls(n, sums, scatter, peaks)
 
     def merge(self, other: LocalStatistics) -> LocalStatistics:
         """Statistics of the union of two disjoint row sets (Chan, Golub and LeVeque's update).
@@ -89,7 +113,10 @@ class LocalStatistics:
         delta = self.local_mean - other.local_mean
         scatter = self.scatter_triangle + other.scatter_triangle
         add_rank_one(scatter, delta, self.n_rows * other.n_rows / n)
-        return LocalStatistics(n, self.column_sums + other.column_sums, scatter)
+        peaks = None
+        if self.column_peaks is not None and other.column_peaks is not None:
+            peaks = np.maximum(self.column_peaks, other.column_peaks)
+        return LocalStatistics(n, self.column_sums + other.column_sums, scatter, peaks)
 
     @property
     def local_mean(self) -> NDArray[np.float64]:
@@ -113,6 +140,89 @@ class LocalStatistics:
         """Diagonal of :meth:`centred_gram`; bounds every entry by Cauchy-Schwarz."""
         shift = self.local_mean - mean
         return triangle_diagonal(self.scatter_triangle, self.n_features) + self.n_rows * shift**2
+
+
+def sums_and_peaks(data: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``X.sum(axis=0)`` and ``max |X|`` per column in one blocked read of the rows.
+
+    Bit-identical to ``data.sum(axis=0)`` and ``np.max(np.abs(data), axis=0)``
+    (module notes) without their ``n x d`` temporary: each block of rows is
+    copied behind the running sum into one cache-sized buffer, and numpy's
+    row-after-row reduction of that buffer continues the one-shot sum's
+    sequence of additions; the block is then made absolute in place and its
+    column maxima read while it is still in cache (:func:`_fold_max`). Where
+    numpy's own sum is pairwise (a single column, or rows that are not
+    C-contiguous) it is called as it is and only the peaks are blocked
+    (:func:`column_peaks`). A part with no rows has zero sums and peaks.
+
+    Examples
+    --------
+    >>> sums, peaks = sums_and_peaks(np.array([[0.5, -3.0], [1.0, 2.0]]))
+    >>> sums.tolist(), peaks.tolist()
+    ([1.5, -1.0], [1.0, 3.0])
+    """
+    n, d = data.shape
+    # numpy adds row after row only when the columns are the contiguous axis of >= 2 entries;
+    # otherwise (one column, Fortran order) its sum is pairwise and is taken as it is.
+    if n == 0 or not (data.flags.c_contiguous and d >= 2):
+        return data.sum(axis=0) if n else np.zeros(d), column_peaks(data)
+    rows = _scan_rows(d)
+    buffer = np.empty((min(rows, n) + 1, d))
+    sums = np.zeros(d)
+    peaks = np.zeros(d)
+    for start in range(0, n, rows):
+        block = data[start : start + rows]
+        if start == 0:  # the one-shot sum starts from the first row, not from a running total
+            span = buffer[1 : block.shape[0] + 1]
+            np.copyto(span, block)
+            np.add.reduce(span, axis=0, out=sums)
+        else:
+            span = buffer[: block.shape[0] + 1]
+            span[0] = sums
+            np.copyto(span[1:], block)
+            np.add.reduce(span, axis=0, out=sums)
+        body = buffer[1 : block.shape[0] + 1]
+        np.maximum(peaks, _fold_max(np.abs(body, out=body)), out=peaks)
+    return sums, peaks
+
+
+def column_peaks(data: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``np.max(np.abs(data), axis=0)`` (zeros for no rows), bit-identical, from cache-sized blocks
+    made absolute in one reused buffer (no ``n x d`` copy)."""
+    n, d = data.shape
+    peaks = np.zeros(d)
+    if n == 0:
+        return peaks
+    rows = _scan_rows(d)
+    buffer = np.empty((min(rows, n), d))
+    for start in range(0, n, rows):
+        block = data[start : start + rows]
+        body = buffer[: block.shape[0]]
+        np.maximum(peaks, _fold_max(np.abs(block, out=body)), out=peaks)
+    return peaks
+
+
+def _scan_rows(d: int) -> int:
+    """Rows per block of the scan: :data:`_SCAN_BLOCK_BYTES` of float64, a multiple of :data:`_FOLD`."""
+    return max(_FOLD, _SCAN_BLOCK_BYTES // (8 * max(d, 1)) // _FOLD * _FOLD)
+
+
+def _fold_max(block: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Column maxima of a C-contiguous block, folded: ``_FOLD`` rows side by side make one wide row.
+
+    numpy reduces over rows one row at a time, so with ``d`` = 100 columns the
+    per-row cost dominates; viewing ``_FOLD`` consecutive rows as one row of
+    ``_FOLD * d`` entries makes each step ``_FOLD`` times longer, and one more
+    small reduction folds the ``_FOLD`` maxima of each column into one (a
+    maximum is exact in any order).
+    """
+    rows, d = block.shape
+    whole = rows // _FOLD * _FOLD
+    out = np.zeros(d) if rows == 0 else block[whole:].max(axis=0, initial=0.0)
+    if whole:
+        wide = block[:whole].reshape(whole // _FOLD, _FOLD * d).max(axis=0)
+        np.maximum(out, wide.reshape(_FOLD, d).max(axis=0), out=out)
+    return out
 
 
 def add_rank_one(packed: NDArray[np.float64], v: NDArray[np.float64], weight: float) -> NDArray[np.float64]:

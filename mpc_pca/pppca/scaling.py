@@ -40,7 +40,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from mpc_pca.pppca.local_stats import LocalStatistics
+from mpc_pca.pppca.local_stats import LocalStatistics, column_peaks
 from protocols.errors import InputValidationError
 from protocols.triangle import row_offsets
 
@@ -74,13 +74,31 @@ def column_exponents(data: NDArray[np.float64]) -> NDArray[np.int64]:
 def provider_exponents(data: NDArray[np.float64]) -> NDArray[np.int64]:
     """What a provider publishes for its rows: :func:`exponents_of_peaks` of ``max |x_j|``.
 
+    The peaks are read in blocks (:func:`~mpc_pca.pppca.local_stats.column_peaks`, no
+    ``n x d`` temporary); a provider that has its :class:`LocalStatistics` already
+    uses their ``column_peaks`` instead (:func:`statistics_exponents`).
+
     Examples
     --------
     >>> provider_exponents(np.array([[0.75, -3.0, 0.0]])).tolist()
     [0, 2, -1100]
     """
-    peaks = np.max(np.abs(data), axis=0) if data.shape[0] else np.zeros(data.shape[1])
-    return exponents_of_peaks(peaks)
+    return exponents_of_peaks(column_peaks(data))
+
+
+def statistics_exponents(stats: LocalStatistics) -> NDArray[np.int64]:
+    """What a provider publishes, from the peaks its statistics pass read (no further pass).
+
+    Raises
+    ------
+    InputValidationError
+        If ``stats`` carries no peaks (statistics built without :meth:`LocalStatistics.of`).
+    """
+    if stats.column_peaks is None:
+        raise InputValidationError(
+            "these statistics carry no column peaks; compute them with LocalStatistics.of"
+        )
+    return exponents_of_peaks(stats.column_peaks)
 
 
 def exponents_of_peaks(peaks: NDArray[np.float64]) -> NDArray[np.int64]:
@@ -148,7 +166,8 @@ def normalized(stats: LocalStatistics, exponents: Sequence[int]) -> LocalStatist
     offsets = row_offsets(factor.shape[0])
     for i in range(factor.shape[0]):
         scatter[offsets[i] : offsets[i + 1]] *= factor[i] * factor[i:]
-    return LocalStatistics(stats.n_rows, stats.column_sums * factor, scatter)
+    peaks = None if stats.column_peaks is None else stats.column_peaks * factor
+    return LocalStatistics(stats.n_rows, stats.column_sums * factor, scatter, peaks)
 
 
 def unscale_gram(gram: NDArray[np.float64], exponents: Sequence[int]) -> NDArray[np.float64]:

@@ -195,8 +195,9 @@ def test_mutation_commands_use_the_script_the_extra_and_the_scope():
     assert re.search(r"^mutation = \[", pyproject, re.M) and "[tool.mutmut]" in pyproject
 
 
-def test_benchmark_modules_exist():
-    modules = re.findall(r"python -m ([\w.]+)", page_of("benchmark-modules").text)
+@pytest.mark.parametrize("marker", ["benchmark-modules", "benchmark-commands"])
+def test_benchmark_modules_exist(marker):
+    modules = re.findall(r"python -m ([\w.]+)", page_of(marker).text)
     assert len(modules) >= 5, modules
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     assert not missing, missing

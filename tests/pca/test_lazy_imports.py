@@ -84,3 +84,57 @@ def test_the_main_job_never_imports_torch(transport, tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert (tmp_path / "r.json").exists()
     assert not record.exists(), record.read_text()
+
+
+#: Runs ``mpc-pca party`` in a fresh interpreter up to the moment it would read its data and open its
+#: links (argument parsing, option checks, the registry, the deployment), then imports every module its
+#: role runs, and prints which of the heavy libraries were imported.
+PARTY_IMPORTS = """
+import sys
+import mpc_pca.deploy.party as floor
+from mpc_pca.cli.app import build_parser
+from mpc_pca.cli.party import party_command
+
+
+class Reached(Exception):
+    pass
+
+
+def stop(spec, deployment):
+    raise Reached(spec.party)
+
+
+floor.prepare = stop
+args = build_parser().parse_args(sys.argv[1:])
+try:
+    party_command(args, env={})
+except Reached:
+    pass
+else:
+    raise SystemExit("the party did not reach its run")
+import mpc_pca.pppca.protocol, mpc_pca.pppca.deployment, protocols.backends.additive  # noqa: E401,F401
+import protocols.runtime.network, protocols.transport.tls  # noqa: E401,F401
+print(sorted({name.split(".")[0] for name in sys.modules} & {"sklearn", "pandas", "scipy"}))
+"""
+
+
+@pytest.mark.parametrize("rank", [0, 2])
+def test_a_pppca_ss_party_imports_neither_scikit_learn_nor_pandas_nor_scipy(rank, tmp_path):
+    """Issue 28: a party's start-up loads only what PPPCA-SS uses (provider: rank 0, server: rank 2)."""
+    data = ["--data", "builtin:wine"] if rank == 0 else []
+    argv = ["party", "--protocol", "pppca-ss", "--rank", str(rank), "--world-size", "4",
+            "--master", "127.0.0.1:9", "--insecure", *data]  # fmt: skip
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", PARTY_IMPORTS, *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout

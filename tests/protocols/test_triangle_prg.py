@@ -3,8 +3,15 @@
 import numpy as np
 import pytest
 
+from protocols.errors import InputValidationError
 from protocols.prg import RingPRG
-from protocols.triangle import from_upper_triangle, row_offsets, triangle_diagonal, upper_triangle
+from protocols.triangle import (
+    from_upper_triangle,
+    packed_matvec,
+    row_offsets,
+    triangle_diagonal,
+    upper_triangle,
+)
 
 
 @pytest.mark.parametrize("d", [1, 2, 7, 130])
@@ -33,3 +40,18 @@ def test_accumulate_is_the_same_keystream(size):
     np.testing.assert_array_equal(RingPRG(key, nonce).accumulate(base.copy()), expected)
     back = RingPRG(key, nonce).accumulate(expected.copy(), subtract=True)
     np.testing.assert_array_equal(back, base)
+
+
+@pytest.mark.parametrize("d", [1, 2, 5, 64])
+def test_packed_matvec_is_the_symmetric_product(d):
+    """The provider's answer check multiplies its packed scatter by a vector without SciPy's dspmv."""
+    rng = np.random.default_rng(d)
+    a = rng.normal(size=(d, d))
+    sym = a + a.T
+    x = rng.normal(size=d)
+    np.testing.assert_allclose(packed_matvec(upper_triangle(sym), x), sym @ x, rtol=1e-12, atol=1e-12)
+
+
+def test_packed_matvec_refuses_a_triangle_of_another_side():
+    with pytest.raises(InputValidationError, match="side 3 has 6 entries"):
+        packed_matvec(np.zeros(5), np.zeros(3))
