@@ -1,8 +1,9 @@
 """``mpc-pca plot result.json [--projection proj.csv] --out fig.png``.
 
 Draws the scree plot (explained variance ratio per component, and its
-running sum) of a ``run`` result and, with the CSV of ``run
---transform-output``, the rows' first two components coloured by provider.
+running sum) of a ``run`` result (or the server's ``model.json`` of ``mpc-pca
+party``) and, with the CSV of ``run --transform-output`` or the consumer's
+``projection.json``, the rows' first two components coloured by provider.
 Needs matplotlib (``pip install mpc-pca[plots]``).
 """
 
@@ -26,7 +27,10 @@ def add_plot_parser(sub: Any) -> None:
         epilog=EXIT_CODES_HELP,
     )
     plot.add_argument("result", type=Path, help="JSON written by mpc-pca run --output")
-    plot.add_argument("--projection", type=Path, default=None, help="CSV written by run --transform-output")
+    plot.add_argument(
+        "--projection", type=Path, default=None,
+        help="CSV written by run --transform-output, or the JSON the consumer of mpc-pca party writes",
+    )  # fmt: skip
     plot.add_argument("--out", type=Path, required=True, help="PNG file to write")
     plot.add_argument("--force", action="store_true", help="overwrite --out if it exists")
 
@@ -44,11 +48,22 @@ def _load_result(path: Path) -> dict[str, Any]:
 
 
 def _load_projection(path: Path) -> tuple[list[str], np.ndarray]:
-    import pandas as pd
+    """Provider labels and the first two components of a projection file.
 
+    Either the CSV of ``run --transform-output`` (columns ``provider``,
+    optionally ``source``, ``pc1``, ``pc2``, ...; any case) or the JSON the
+    consumer of ``mpc-pca party`` writes (its ``projection`` table: ``provider``,
+    ``row``, ``PC1`` ...). An older consumer JSON whose ``projection`` is a
+    bare list of rows has no provider labels: its rows are drawn as one group.
+    """
     if not path.is_file():
         raise InputValidationError(f"projection file {str(path)!r} does not exist")
+    if path.suffix.lower() == ".json":
+        return _load_projection_json(path)
+    import pandas as pd
+
     frame = pd.read_csv(path)
+    frame.columns = [str(c).lower() for c in frame.columns]
     if "provider" not in frame.columns or not {"pc1", "pc2"} <= set(frame.columns):
         raise InputValidationError(
             f"{path} needs the columns provider, pc1 and pc2 (run --transform-output with --n-components >= 2); "
@@ -58,6 +73,28 @@ def _load_projection(path: Path) -> tuple[list[str], np.ndarray]:
     if "source" in frame.columns:
         labels = [f"{p} ({Path(str(src)).name})" for p, src in zip(labels, frame["source"], strict=True)]
     return labels, frame[["pc1", "pc2"]].to_numpy(dtype=float)
+
+
+def _load_projection_json(path: Path) -> tuple[list[str], np.ndarray]:
+    from mpc_pca.pppca.deployment import read_projection
+
+    try:
+        document = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputValidationError(f"{path} is not JSON ({exc})") from exc
+    if not isinstance(document, dict) or "projection" not in document:
+        raise InputValidationError(
+            f"{path} has no 'projection'; give the --output of the consumer of mpc-pca party, "
+            "or the CSV of mpc-pca run --transform-output"
+        )
+    labels, values = read_projection(document["projection"])
+    if values.shape[1] < 2:
+        raise InputValidationError(
+            f"{path} holds {values.shape[1]} component(s) per row; the plot needs 2 (--n-components >= 2)"
+        )
+    if labels is None:
+        labels = ["rows (no provider labels in this file)"] * values.shape[0]
+    return labels, values[:, :2]
 
 
 def plot_command(args: argparse.Namespace) -> int:
