@@ -28,6 +28,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -315,8 +316,29 @@ def run_party(spec: PartySpec, *, deployment: Deployment | None = None) -> dict[
     result.update(deployment.result(spec.party, config, output))
     result["report"] = {spec.party: report.as_dict()}
     if spec.output is not None:
-        spec.output.write_text(json.dumps(result, indent=2, default=_json_default))
+        write_private(spec.output, json.dumps(result, indent=2, default=_json_default))
     return result
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically, as a file only its owner can read (mode 0600).
+
+    Every result file of ``mpc-pca run``, ``party`` and ``plot`` is written
+    this way (:func:`mpc_pca.cli.options.write_atomic`), whatever the umask:
+    a model, and above all a projection, is derived from the parties' rows.
+    """
+    import os
+    import tempfile
+
+    target = Path(path).resolve()
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _json_default(value: Any) -> Any:
