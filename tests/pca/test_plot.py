@@ -71,3 +71,38 @@ def test_plot_refuses_a_projection_json_it_cannot_read_naming_what_is_missing(tm
             main(["plot", str(m), "--projection", str(bad), "--out", str(tmp_path / "f.png")]) == EXIT_INPUT
         )
         assert expected in capsys.readouterr().err, document
+
+
+def test_a_pppca_scree_is_a_share_of_the_total_variance_and_the_axes_say_how_much(tmp_path):
+    from mpc_pca.cli.plot import _load_projection, draw
+
+    projection = tmp_path / "projection.json"
+    projection.write_text(json.dumps({"projection": table()}))
+    result = {
+        "protocol": "pppca-ss",
+        "explained_variance": [3.0, 2.0, 1.0],
+        "explained_variance_ratio": [0.5, 0.3, 0.1],
+    }
+    fig = draw(result, _load_projection(projection))
+    scree, rows = fig.axes[:2]
+    assert scree.get_ylabel() == "% of the total variance"
+    np.testing.assert_allclose([b.get_height() for b in scree.patches], [50.0, 30.0, 10.0])
+    np.testing.assert_allclose(scree.lines[0].get_ydata(), [50.0, 80.0, 90.0])  # stops short of 100 %
+    assert rows.get_xlabel() == "PC1 (50.0 % of total variance)"
+    assert rows.get_ylabel() == "PC2 (30.0 % of total variance)"
+
+
+def test_a_dp_scree_without_the_total_is_labelled_as_a_share_of_the_released_components():
+    from mpc_pca.cli.plot import draw, variance_shares
+
+    result = {"protocol": "capepca", "explained_variance": [6.0, None, 2.0]}
+    shares, of_total = variance_shares(result)
+    assert not of_total
+    np.testing.assert_allclose(shares, [0.75, np.nan, 0.25])
+    labels, points = ["provider0"] * 3, np.zeros((3, 2))
+    fig = draw(result, (labels, points))
+    scree, rows = fig.axes[:2]
+    assert scree.get_ylabel() == "% of the 3 released components' variance"
+    assert "total variance not released" in scree.get_title()
+    assert rows.get_xlabel() == "PC1 (75.0 % of variance of the 3 released)"
+    assert rows.get_ylabel() == "PC2"  # its variance was not released
