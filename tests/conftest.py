@@ -4,12 +4,17 @@ Hypothesis profiles: ``ci`` (selected when the ``CI`` environment variable is
 set) draws fresh examples every run from a seed printed in the pytest header
 (rerun a failure with ``--hypothesis-seed=<seed>``); ``dev`` (the default
 locally) is derandomized, so a local run tests the same examples every time.
+
+Every test under ``tests/multiprocess/`` is marked ``processes``
+(:func:`pytest_collection_modifyitems`): the contributors' fast lane,
+``pytest -m "not slow and not processes"``, leaves them out (CONTRIBUTING.md).
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -55,3 +60,13 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     line = pytest_report_header(terminalreporter.config)
     if line is not None:
         terminalreporter.write_line(line)
+
+
+MULTIPROCESS = Path(__file__).resolve().parent / "multiprocess"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test under ``tests/multiprocess/`` as ``processes`` (it starts parties as processes)."""
+    for item in items:
+        if Path(str(item.path)).resolve().is_relative_to(MULTIPROCESS):
+            item.add_marker(pytest.mark.processes)
