@@ -132,3 +132,18 @@ def test_a_permuted_streamed_part_has_the_statistics_and_projection_of_the_permu
     np.testing.assert_array_equal(np.vstack(list(part.chunks())), wine[:, order])
     with pytest.raises(InputValidationError, match="not a permutation of the part's 13 columns"):
         PermutedPart(Blocks(wine), [0, 0, *range(2, 13)])
+
+
+def test_run_names_the_column_counts_and_what_columns_would_leave_out(tmp_path, capsys):
+    from mpc_pca.cli import main
+    from mpc_pca.cli.options import EXIT_INPUT
+
+    rng = np.random.default_rng(0)
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text("x,y,z\n" + "\n".join(",".join(map(str, r)) for r in rng.normal(size=(6, 3))) + "\n")
+    b.write_text("z,x\n" + "\n".join(",".join(map(str, r)) for r in rng.normal(size=(6, 2))) + "\n")
+    assert main(["run", "--protocol", "pppca-ss", "--data", str(a), str(b), "--n-components", "1"]) == EXIT_INPUT
+    err = capsys.readouterr().err
+    assert "b.csv has different column names than" in err and "(2 columns vs 3)" in err
+    assert "missing ['y'], unexpected []" in err
+    assert "--columns with the 2 names they share, which leaves out ['y']" in err

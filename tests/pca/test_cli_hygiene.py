@@ -79,6 +79,7 @@ def test_a_run_reports_its_phases_without_adding_them_to_the_log(wine, caplog):
     assert progress is None and quiet.getvalue() == ""
 
 
+@pytest.mark.slow  # a party process: about 3 s of imports and its connect timeout
 def test_party_insecure_warns_once(tmp_path):
     argv = ["party", "--protocol", "pppca-ss", "--rank", "3", "--world-size", "5", "--insecure"]
     done = subprocess.run(
