@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import MULTIPROCESS, SLOW_TESTS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,6 +26,7 @@ def test_every_listed_slow_test_names_a_test_that_exists():
             assert name.rsplit(".", 1)[-1] in text and ">>>" in text, nodeid
 
 
+@pytest.mark.slow  # a pytest process collecting two files
 def test_the_hook_marks_multiprocess_tests_processes_and_listed_tests_slow():
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "--co", "-m", "processes or slow",
