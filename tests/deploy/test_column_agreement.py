@@ -142,7 +142,9 @@ def test_run_names_the_column_counts_and_what_columns_would_leave_out(tmp_path, 
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     a.write_text("x,y,z\n" + "\n".join(",".join(map(str, r)) for r in rng.normal(size=(6, 3))) + "\n")
     b.write_text("z,x\n" + "\n".join(",".join(map(str, r)) for r in rng.normal(size=(6, 2))) + "\n")
-    assert main(["run", "--protocol", "pppca-ss", "--data", str(a), str(b), "--n-components", "1"]) == EXIT_INPUT
+    assert (
+        main(["run", "--protocol", "pppca-ss", "--data", str(a), str(b), "--n-components", "1"]) == EXIT_INPUT
+    )
     err = capsys.readouterr().err
     assert "b.csv has different column names than" in err and "(2 columns vs 3)" in err
     assert "missing ['y'], unexpected []" in err
