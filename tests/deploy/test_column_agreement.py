@@ -14,7 +14,7 @@ import pytest
 from mpc_pca.deploy import ArraySource, LinkOptions, PartySpec, run_threads
 from mpc_pca.deploy.party import agree_columns, align_views, prepare
 from mpc_pca.pppca.chunked import ChunkedPart, PermutedPart
-from mpc_pca.pppca.deployment import PPPCADeployment, read_projection
+from mpc_pca.pppca.deployment import read_projection
 from mpc_pca.pppca.local_stats import LocalStatistics
 from protocols.errors import InputValidationError
 from protocols.runtime import run_inprocess
@@ -22,21 +22,26 @@ from protocols.runtime import run_inprocess
 NAMES = tuple(f"f{j}" for j in range(13))
 
 
-def floor_run(sources: list[ArraySource], n_components: int = 3) -> dict[str, object]:
+def floor_run(
+    sources: list[ArraySource], n_components: int = 3, protocol: str = "pppca-ss"
+) -> dict[str, object]:
     """Every party's prepare/build as its process runs them; the roles as threads; every party's result."""
-    deployment = PPPCADeployment("pppca-ss")
+    from mpc_pca.registry import deployment as registered
+
+    deployment = registered(protocol)
     links = LinkOptions("127.0.0.1:1", insecure=True)
     layout = deployment.layout(len(sources))
+    holders = list(deployment.data_holders(len(sources)))
     specs = {
         name: PartySpec(
-            "pppca-ss",
+            protocol,
             name,
             len(sources),
             links,
-            sources[rank] if rank < len(sources) else None,
+            sources[holders.index(name)] if name in holders else None,
             {"n_components": n_components},
         )
-        for name, rank in layout.items()
+        for name in layout
     }
     prepared = {name: prepare(spec, deployment) for name, spec in specs.items()}
     views = {name: p[2] for name, p in prepared.items()}
@@ -149,3 +154,22 @@ def test_run_names_the_column_counts_and_what_columns_would_leave_out(tmp_path, 
     assert "b.csv has different column names than" in err and "(2 columns vs 3)" in err
     assert "missing ['y'], unexpected []" in err
     assert "--columns with the 2 names they share, which leaves out ['y']" in err
+
+
+def test_a_dp_protocols_holder_with_permuted_columns_is_reordered_too(wine):
+    rows = (wine - wine.mean(axis=0)) / wine.std(axis=0)
+    parts = np.array_split(rows / (1.01 * np.linalg.norm(rows, axis=1).max()), 3)
+    order = [4, 0, 1, 2, 3, *range(5, 13)]
+    sources = [
+        ArraySource(parts[0], NAMES),
+        ArraySource(parts[1][:, order], tuple(NAMES[j] for j in order)),
+        ArraySource(parts[2], NAMES),
+    ]
+    results = floor_run(sources, n_components=2, protocol="pooled")
+    from mpc_pca.registry import deployment
+
+    pooled = deployment("pooled")
+    result = results[pooled.result_party(pooled.layout(3))]
+    reference = run_threads("pooled", parts, {"n_components": 2}, feature_names=NAMES)
+    np.testing.assert_allclose(np.abs(result["components"]), np.abs(reference["components"]), atol=1e-10)
+    np.testing.assert_allclose(result["explained_variance"], reference["explained_variance"], rtol=1e-10)
