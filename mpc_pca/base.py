@@ -346,6 +346,29 @@ class PartiesEstimator(BaseEstimator):
                 )
         return super().set_params(**params)
 
+    @property
+    def accountant_(self) -> Any:
+        """The :class:`~protocols.dp.accounting.PrivacyAccountant` this estimator's last fit charged.
+
+        The ``accountant`` parameter when given, else the estimator's own
+        default accountant, kept across its fits
+        (:func:`~protocols.dp.accounting.fit_accountant`): its
+        ``spent_budget`` lists every fit. A property, not a fitted attribute:
+        a fit refused by the budget does not make the estimator look fitted.
+
+        Raises
+        ------
+        AttributeError
+            Before a fit has charged an accountant (and always for an estimator that is not DP).
+        """
+        charged = self.__dict__.get("_charged_accountant")
+        if charged is None:
+            raise AttributeError(
+                f"{type(self).__name__} has charged no privacy accountant yet (fit it first; only the DP "
+                "estimators charge one)"
+            )
+        return charged
+
 
 class SubspaceMixin(ClassNamePrefixFeaturesOutMixin, TransformerMixin, PartiesEstimator):
     """``transform``/``inverse_transform`` for estimators with ``components_`` and ``mean_``.

@@ -59,10 +59,16 @@ class Deployment(ABC):
         rows as a :class:`~mpc_pca.pppca.chunked.ChunkedPart` read in chunks
         (a file given to ``mpc-pca party --data``) instead of an array. False
         by default: the deploy floor then reads the whole table into memory.
+    column_keys : tuple of str
+        The keys of a data holder's :meth:`public` announcement that hold one
+        value per column, in the holder's own column order: the deploy floor
+        permutes them into the agreed column order before :meth:`configure`
+        (empty by default).
     """
 
     name: str
     streams_rows: bool = False
+    column_keys: tuple[str, ...] = ()
 
     @abstractmethod
     def layout(self, n_providers: int) -> dict[str, int]:

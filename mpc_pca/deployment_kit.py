@@ -63,11 +63,12 @@ class Key:
 
     Parameters
     ----------
-    kind : {"int", "real", "text", "flag", "ints"}
+    kind : {"int", "real", "text", "flag", "ints", "texts"}
         ``int``: an integer (not a ``bool``); ``real``: an integer or a float
         (not a ``bool``; ``inf`` allowed, ``nan`` never); ``text``: a ``str`` of
         at most :data:`MAX_TEXT` characters; ``flag``: a ``bool``; ``ints``: a
-        list of at most :data:`MAX_LIST` integers.
+        list of at most :data:`MAX_LIST` integers; ``texts``: a list of at most
+        :data:`MAX_FEATURES` such strings (e.g. column names).
     low, high : float, optional
         Inclusive range of the value (of every element for ``ints``).
     choices : tuple, optional
@@ -96,6 +97,16 @@ class Key:
                 return f"has {len(value)} elements, more than {MAX_LIST}"
             for i, item in enumerate(value):
                 reason = Key("int", self.low, self.high).problem(item)
+                if reason is not None:
+                    return f"element {i} {reason}"
+            return None
+        if self.kind == "texts":
+            if not isinstance(value, list):
+                return f"must be a list of strings, not {type(value).__name__}"
+            if len(value) > MAX_FEATURES:
+                return f"has {len(value)} elements, more than {MAX_FEATURES}"
+            for i, item in enumerate(value):
+                reason = Key("text").problem(item)
                 if reason is not None:
                     return f"element {i} {reason}"
             return None
@@ -195,7 +206,8 @@ FLOOR_SCHEMA: dict[str, Key] = {
     "protocol": Key("text"),
     "n_providers": Key("int", 1, 1 << 16, required=False),
 }
-FLOOR_HOLDER_SCHEMA: dict[str, Key] = {"columns_hash": Key("text", nullable=True)}
+#: A data holder's ordered column names (``None`` when its rows have none), agreed by the floor.
+FLOOR_HOLDER_SCHEMA: dict[str, Key] = {"columns": Key("texts", nullable=True)}
 #: A data holder's width, which every DP protocol's holders announce (with the floor's keys).
 HOLDER_WIDTH_SCHEMA: dict[str, Key] = {**FLOOR_HOLDER_SCHEMA, "n_features": Key("int", 1, MAX_FEATURES)}
 

@@ -303,9 +303,12 @@ def align_columns(
         else:
             missing = [n for n in reference if n not in part]
             extra = [n for n in part if n not in reference]
+            counts = f" ({len(part)} columns vs {len(reference)})" if len(part) != len(reference) else ""
+            common = [n for n in reference if n in part]
             raise InputValidationError(
-                f"{owner} has different column names than {owners[0]}: {owners[0]} has {list(reference)}, "
-                f"{owner} has {part} (missing {missing}, unexpected {extra}); select common columns "
-                "with --columns"
+                f"{owner} has different column names than {owners[0]}{counts}: {owners[0]} has "
+                f"{list(reference)}, {owner} has {part} (missing {missing}, unexpected {extra}); if "
+                f"those columns are not wanted, give every provider --columns with the {len(common)} "
+                f"names they share, which leaves out {missing + extra}"
             )
     return reference, orders

@@ -4,12 +4,18 @@ Hypothesis profiles: ``ci`` (selected when the ``CI`` environment variable is
 set) draws fresh examples every run from a seed printed in the pytest header
 (rerun a failure with ``--hypothesis-seed=<seed>``); ``dev`` (the default
 locally) is derandomized, so a local run tests the same examples every time.
+
+Every test under ``tests/multiprocess/`` is marked ``processes``
+and the tests of :data:`SLOW_TESTS` ``slow``
+(:func:`pytest_collection_modifyitems`): the contributors' fast lane,
+``pytest -m "not slow and not processes"``, leaves both out (CONTRIBUTING.md).
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -55,3 +61,71 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     line = pytest_report_header(terminalreporter.config)
     if line is not None:
         terminalreporter.write_line(line)
+
+
+MULTIPROCESS = Path(__file__).resolve().parent / "multiprocess"
+#: Tests (node ids from the repository root) of 3 s or more, marked ``slow`` here rather than in
+#: their files (parametrized cases and doctests included). Measured with
+#: ``pytest -m "not slow and not processes" --durations=100`` on 2 shared cores under a load
+#: average of about 15, where a test takes about twice its time on an idle machine: every test of
+#: 6 s or more there, then of 3 s or more in a second run under a load average of 3 to 10.
+#: tests/test_fast_lane.py checks that each still names a test.
+SLOW_TESTS = frozenset(
+    {
+        "tests/protocols/test_testing_kit.py::test_every_in_process_backend_passes_the_kit[additive-masks]",
+        "tests/packaging/test_install.py::test_wheel_has_the_command_and_no_torch_in_the_base_requirements",
+        "tests/protocols/test_handshake_limits.py::test_a_party_that_times_out_says_what_happened_at_the_rendezvous",
+        "tests/protocols/test_handshake_limits.py::test_a_party_whose_peer_never_dials_counts_the_idle_connections",
+        "tests/deploy/test_cli_floor.py::test_run_as_processes_gives_the_in_process_json",
+        "tests/protocols/test_testing_kit.py::test_every_in_process_backend_passes_the_kit[additive]",
+        "tests/protocols/test_link_attacks.py::test_status_frames_with_new_phase_labels_restart_nobodys_deadline",
+        "tests/studies/test_benchmark_output.py::test_quick_secure_sum_leaves_published_results_alone",
+        "tests/pca/test_pppca.py::test_matches_centralized_pca_for_any_uneven_split",
+        "tests/protocols/test_rendezvous_schemas.py::test_reply_address_table_and_status_of_any_shape_are_typed_or_a_protocol_error",
+        "tests/protocols/test_socket_transport.py::test_links_check_the_party_name_at_both_ends",
+        "tests/protocols/test_socket_transport.py::test_rendezvous_refuses_a_certificate_of_another_name",
+        "mpc_pca/pppca/estimator.py::mpc_pca.pppca.estimator.PPPCA",
+        "tests/deploy/test_announcements.py::test_pppca_announcements_of_any_shape_configure_or_are_refused_naming_the_sender",
+        "tests/dp/test_capeagn.py::test_aggregate_noise_has_the_pooled_variance_in_both_stages",
+        "tests/dp/test_capeagn.py::test_conventional_noise_is_sqrt_s_times_pooled_and_capeagn_beats_it",
+        "tests/dp/test_deployments.py::test_fixed_seed_gives_the_in_process_json_and_the_cap_bounds_every_message[dpdpca]",
+        "tests/dp/test_dp_statistics.py::test_matrix_bingham_gibbs_matches_the_exact_moments",
+        "tests/dp/test_dpdpca.py::test_noise_variance_matches_the_gaussian_mechanism",
+        "tests/dp/test_dpdpca.py::test_paper_calibration_uses_delta_one_and_reports_the_weaker_epsilon",
+        "tests/dp/test_estimator_accounting.py::test_a_weaker_calibration_is_charged_its_effective_epsilon[CapePCA]",
+        "tests/dp/test_noise_calibration.py::test_ppca_samples_with_exponent_half_epsilon_times_the_scatter",
+        "tests/dp/test_pppca_dp.py::test_server_matrix_minus_exact_has_the_calibrated_variance[paillier-2]",
+        "tests/packaging/test_install.py::test_wheel_holds_every_package_and_module_and_nothing_else",
+        "tests/pca/test_answer_check.py::test_a_random_t_is_caught_with_reveal_components",
+        "tests/pca/test_answer_check.py::test_honest_answers_pass_with_room_to_spare[2-options2]",
+        "tests/pca/test_lazy_imports.py::test_the_main_job_never_imports_torch[inprocess]",
+        "tests/pca/test_lazy_imports.py::test_the_main_job_never_imports_torch[processes]",
+        "tests/docs/test_examples.py::test_secure_mean_example_runs_as_three_hospitals_and_an_analyst_over_tls",
+        "tests/pca/test_sklearn_parity.py::test_component_mode_has_the_same_probabilistic_model",
+        "tests/protocols/test_control_schemas.py::test_abort_of_any_shape_is_parsed_or_refused_naming_the_sender",
+        "tests/protocols/test_control_schemas.py::test_status_of_any_shape_is_parsed_or_refused_naming_the_sender",
+        "tests/protocols/test_handshake_limits.py::test_idle_connections_do_not_stop_or_delay_a_run[127.0.0.1-6.0]",
+        "tests/protocols/test_link_attacks.py::test_a_false_waiting_claim_does_not_shift_the_blame",
+        "tests/protocols/test_rendezvous_schemas.py::test_hello_of_any_shape_is_a_name_or_a_protocol_error",
+        "tests/protocols/test_rendezvous_schemas.py::test_registration_of_any_shape_is_typed_or_a_protocol_error",
+        "tests/protocols/test_socket_transport.py::test_deadline_blames_the_end_of_the_waiting_chain",
+        "tests/protocols/test_tensor_eig.py::test_matches_numpy_on_a_random_covariance",
+        "tests/protocols/test_testing_kit.py::test_every_in_process_backend_passes_the_kit[paillier]",
+        "tests/studies/test_benchmark_output.py::test_parquet_only_reads_every_row_and_reports_memory",
+        "tests/studies/test_smoke.py::test_study_smoke[backends]",
+        "tests/studies/test_smoke.py::test_study_smoke[aaai2020-table3]",
+        "tests/studies/test_smoke.py::test_study_smoke[icassp2018]",
+        "tests/studies/test_smoke.py::test_study_smoke[dsc2018-fig3]",
+        "tests/studies/test_smoke.py::test_study_smoke[lossless]",
+        "tests/studies/test_smoke.py::test_study_smoke[scaling]",
+    }
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test under ``tests/multiprocess/`` ``processes`` and those of :data:`SLOW_TESTS` ``slow``."""
+    for item in items:
+        if Path(str(item.path)).resolve().is_relative_to(MULTIPROCESS):
+            item.add_marker(pytest.mark.processes)
+        if item.nodeid in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)

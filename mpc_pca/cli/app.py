@@ -301,7 +301,9 @@ def _guarded(command: Callable[[], int]) -> int:
 
 
 def _run_main(args: argparse.Namespace) -> int:
-    with warnings_once() as leaks:
+    from mpc_pca.cli.progress import phase_progress
+
+    with warnings_once() as leaks, phase_progress(enabled=not args.quiet):
         result = run_command(args)
     if "epsilon" in result:  # a DP protocol: say whether the release is private, and if not why
         reasons = list(leaks)

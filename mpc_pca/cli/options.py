@@ -244,7 +244,12 @@ def check_output(
 
 
 def write_atomic(path: Path, content: str | bytes) -> None:
-    """Write ``content`` to a temporary file next to ``path``, then rename it over ``path``."""
+    """Write ``content`` to a temporary file next to ``path``, then rename it over ``path``.
+
+    The file is created with mode 0600 (owner read/write only, whatever the
+    umask), as every output file of ``run``, ``party`` and ``plot``: results
+    and projections are derived from the parties' rows.
+    """
     target = path.resolve()
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     data = content.encode() if isinstance(content, str) else content

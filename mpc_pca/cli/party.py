@@ -269,11 +269,7 @@ def party_command(args: argparse.Namespace, env: Mapping[str, str] | None = None
     if args.ifname:
         os.environ["GLOO_SOCKET_IFNAME"] = args.ifname
     credentials = None if args.insecure else credentials_of(args, name)
-    if args.insecure:
-        print(
-            f"mpc-pca: warning: {name}: --insecure: links are neither encrypted nor authenticated",
-            file=sys.stderr,
-        )
+    # --insecure: the links themselves warn once (protocols.runtime.parties), not this command again
     links = LinkOptions(
         master, credentials, args.insecure, timeout=args.timeout, connect_timeout=args.connect_timeout,
         host_rendezvous=False if args.external_rendezvous else None, **link_addresses(args),
@@ -297,7 +293,9 @@ def party_main(args: argparse.Namespace) -> int:
     """Run one party; on failure end the process at once so that its links close."""
     configure_logging(args)
     try:
-        with warnings_once():
+        from mpc_pca.cli.progress import phase_progress
+
+        with warnings_once(), phase_progress(enabled=not args.quiet):
             result = party_command(args)
     except (InputValidationError, ProtocolError) as exc:
         print(f"mpc-pca: error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)

@@ -2,32 +2,20 @@
 
 PPPCA sums the providers' statistics entry by entry, so column ``j`` must
 mean the same feature at every provider. Before any data is sent the parties
-agree on one ordered list of names: in one process (``mpc-pca run``) the
-tables are compared directly; across hosts (``mpc-pca party``) each provider
-publishes :func:`names_hash` in the settings agreement and the hashes must be
-equal. A provider whose columns are a permutation of the first provider's is
-reordered by name (and told so); different names are refused with both lists.
+agree on one ordered list of names, the first provider's: in one process
+(``mpc-pca run``) the tables are compared directly; across hosts (``mpc-pca
+party``) each provider announces its names in the settings agreement
+(:func:`mpc_pca.deploy.party.agree_columns`). A provider whose columns are a
+permutation of the first provider's is reordered by name (and told so);
+different names are refused with the counts and both lists.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 
 from mpc_pca.data.tables import Table
 from mpc_pca.validation import align_columns
-
-
-def names_hash(names: Sequence[str]) -> str:
-    """SHA-256 (hex) of the ordered column names, as published in the settings agreement.
-
-    Examples
-    --------
-    >>> names_hash(["a", "b"]) == names_hash(["a", "b"]) != names_hash(["b", "a"])
-    True
-    """
-    return hashlib.sha256(json.dumps([str(n) for n in names]).encode()).hexdigest()
 
 
 def agree_tables(tables: Sequence[Table]) -> tuple[list[Table], list[str]]:

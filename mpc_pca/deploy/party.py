@@ -10,9 +10,16 @@ JSON fields. A failure at any step after the links are up is sent to every
 peer before the exception is re-raised.
 
 The floor adds three keys to every announcement: ``protocol``,
-``n_providers`` and, for a data holder, ``columns_hash`` (SHA-256 of its
-ordered column names, ``None`` when the rows have none); the data holders
-must agree on all three.
+``n_providers`` and, for a data holder, ``columns`` (its ordered column
+names, ``None`` when the rows have none). Every party must agree on the first
+two. The column names are agreed by name (:func:`agree_columns`): the first
+holder's order is the reference, a holder whose names are a permutation of it
+reorders its own columns to that order (and the per-column values it
+announced, :attr:`~mpc_pca.deployment.Deployment.column_keys`, are read in
+that order by every party), and different name sets are refused with the
+counts and both lists before any data leaves a party. The names are public to
+every party of the run (the server's model carries them as
+``feature_names``).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,16 +47,93 @@ Build = Callable[[Mapping[str, PublicSettings]], tuple[Any, Role]]
 
 def floor_public(protocol: str, n_providers: int, holder: bool, rows: Rows | None) -> PublicSettings:
     """The floor's own keys of one party's announcement."""
-    from mpc_pca.data.columns import names_hash
-
     public: PublicSettings = {"protocol": protocol, "n_providers": n_providers}
     if holder:
-        public["columns_hash"] = None if rows is None or rows.names is None else names_hash(rows.names)
+        public["columns"] = None if rows is None or rows.names is None else [str(n) for n in rows.names]
     return public
 
 
+def agree_columns(
+    views: Mapping[str, PublicSettings], holders: tuple[str, ...]
+) -> tuple[tuple[str, ...] | None, dict[str, list[int] | None]]:
+    """The agreed ordered column names and, per data holder, the order that puts its columns in it.
+
+    The first holder's order is the reference
+    (:func:`~mpc_pca.validation.align_columns`); a holder already in that
+    order gets ``None``.
+
+    Raises
+    ------
+    InputValidationError
+        If some holders announced names and others none, a holder repeats a
+        name, or the name sets differ: the message gives both counts
+        (``29 columns vs 30``), both lists and the missing and extra names.
+    """
+    from mpc_pca.validation import align_columns
+
+    present = [h for h in holders if h in views]
+    names = {h: views[h].get("columns") for h in present}
+    if all(value is None for value in names.values()):
+        return None, {h: None for h in present}
+    unnamed = [h for h, value in names.items() if value is None]
+    if unnamed:
+        named = [h for h in present if h not in unnamed]
+        raise InputValidationError(
+            f"{', '.join(unnamed)} announced no column names but {', '.join(named)} did; read every "
+            "provider's table the same way (a header row on all of them, or --no-header on all)"
+        )
+    reference, orders = align_columns([list(names[h]) for h in present], present)  # type: ignore[arg-type]
+    return reference, dict(zip(present, orders, strict=True))
+
+
+def align_views(
+    views: Mapping[str, PublicSettings],
+    reference: tuple[str, ...] | None,
+    orders: Mapping[str, list[int] | None],
+    column_keys: tuple[str, ...],
+) -> dict[str, PublicSettings]:
+    """Every holder's announcement as if its columns were in the agreed order.
+
+    ``columns`` becomes the agreed list and each of ``column_keys`` (one value
+    per column, in the holder's own order) is permuted the same way.
+
+    Raises
+    ------
+    AnnouncementError
+        If a holder announced a per-column value whose length is not its number of columns.
+    """
+    aligned: dict[str, PublicSettings] = dict(views)
+    for holder, order in orders.items():
+        if order is None:
+            continue
+        view = dict(views[holder])
+        view["columns"] = list(reference or ())
+        for key in column_keys:
+            values = view.get(key)
+            if values is None:
+                continue
+            if not isinstance(values, list) or len(values) != len(order):
+                raise AnnouncementError(
+                    holder, f"{holder} announced {key}={shown(values)} for {len(order)} columns"
+                )
+            view[key] = [values[i] for i in order]
+        aligned[holder] = view
+    return aligned
+
+
+def reorder_rows(data: Any, order: list[int] | None) -> Any:
+    """A holder's rows with its columns in the agreed order (``data`` itself when already in it)."""
+    if order is None or data is None:
+        return data
+    from mpc_pca.pppca.chunked import ChunkedPart, PermutedPart
+
+    if isinstance(data, ChunkedPart):
+        return PermutedPart(data, order)
+    return np.ascontiguousarray(np.asarray(data)[:, order])
+
+
 def check_floor_views(views: Mapping[str, PublicSettings], holders: tuple[str, ...]) -> None:
-    """Every party runs the same protocol with the same number of providers; holders' columns match.
+    """Every party runs the same protocol with the same number of providers; holders' column names match.
 
     Each party's floor keys are checked against
     :data:`~mpc_pca.deployment_kit.FLOOR_SCHEMA` (and a holder's against
@@ -78,12 +163,7 @@ def check_floor_views(views: Mapping[str, PublicSettings], holders: tuple[str, .
         values = {name: view.get(key) for name, view in views.items()}
         if len({json.dumps(v, sort_keys=True) for v in values.values()}) != 1:
             raise InputValidationError(f"the parties disagree on {key}: {values}")
-    hashes = {name: views[name].get("columns_hash") for name in holders if name in views}
-    if len(set(hashes.values())) > 1:
-        raise InputValidationError(
-            "the providers' ordered column names differ (SHA-256 of the names, per provider): "
-            f"{hashes}; give every provider the same columns (--columns NAMES selects and orders them)"
-        )
+    agree_columns(views, holders)
 
 
 def resolve_party(deployment: Deployment, role: str | None, rank: int, world_size: int) -> tuple[str, int]:
@@ -177,9 +257,17 @@ def prepare(
 
     def build(views: Mapping[str, PublicSettings]) -> tuple[Any, Role]:
         check_floor_views(views, holders)
-        config = deployment.configure(views, spec.n_providers)
+        reference, orders = agree_columns(views, holders)
+        if orders.get(spec.party) is not None:
+            log.warning(
+                "%s: columns reordered by name to match %s's order (its order was %s)",
+                spec.party, holders[0], list(rows.names) if rows is not None and rows.names else "?",
+            )  # fmt: skip
+        aligned = align_views(views, reference, orders, deployment.column_keys)
+        config = deployment.configure(aligned, spec.n_providers)
         rng = deployment.generator(spec.party, layout, spec.noise_seed)
-        return config, deployment.role(spec.party, config, data, rng)
+        own = reorder_rows(data, orders.get(spec.party))
+        return config, deployment.role(spec.party, config, own, rng)
 
     return layout, settings, public, build
 
@@ -228,8 +316,29 @@ def run_party(spec: PartySpec, *, deployment: Deployment | None = None) -> dict[
     result.update(deployment.result(spec.party, config, output))
     result["report"] = {spec.party: report.as_dict()}
     if spec.output is not None:
-        spec.output.write_text(json.dumps(result, indent=2, default=_json_default))
+        write_private(spec.output, json.dumps(result, indent=2, default=_json_default))
     return result
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically, as a file only its owner can read (mode 0600).
+
+    Every result file of ``mpc-pca run``, ``party`` and ``plot`` is written
+    this way (:func:`mpc_pca.cli.options.write_atomic`), whatever the umask:
+    a model, and above all a projection, is derived from the parties' rows.
+    """
+    import os
+    import tempfile
+
+    target = Path(path).resolve()
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _json_default(value: Any) -> Any:
@@ -321,4 +430,13 @@ def _run_over_gloo(
     return config, output, report
 
 
-__all__ = ["check_floor_views", "floor_public", "prepare", "resolve_party", "run_party"]
+__all__ = [
+    "agree_columns",
+    "align_views",
+    "check_floor_views",
+    "floor_public",
+    "prepare",
+    "reorder_rows",
+    "resolve_party",
+    "run_party",
+]

@@ -43,7 +43,7 @@ from mpc_pca.dp.mechanisms import (
 )
 from mpc_pca.linalg import flip_signs, top_eigenpairs
 from mpc_pca.roles import provider_names
-from protocols.dp.accounting import PrivacyAccountant, charge_gaussian
+from protocols.dp.accounting import PrivacyAccountant, charge_gaussian, fit_accountant
 from protocols.errors import InputValidationError
 from protocols.party import Party
 from protocols.runtime import run_inprocess, single_threaded_blas
@@ -165,6 +165,11 @@ class AnalyzeGaussPCA(CuratorPCA):
         Charged ``(epsilon, delta)`` and ``rho`` (:mod:`protocols.dp.accounting`)
         after the inputs are checked and before anything is sent; a run beyond
         its budget is refused.
+        ``None`` (the default): the estimator's own accountant without a budget,
+        created on its first fit and kept across its fits
+        (:func:`~protocols.dp.accounting.fit_accountant`). After a fit,
+        ``accountant_`` is the accountant that fit charged (``spent_budget``
+        lists every fit).
 
     Attributes
     ----------
@@ -215,7 +220,11 @@ class AnalyzeGaussPCA(CuratorPCA):
         calibration = self.noise_calibration
         # called after the rows are validated and before any party sends anything
         charge_gaussian(
-            self.accountant, eps, dlt, gaussian_noise_scale(1.0, eps, dlt, calibration), "AnalyzeGaussPCA"
+            fit_accountant(self),
+            eps,
+            dlt,
+            gaussian_noise_scale(1.0, eps, dlt, calibration),
+            "AnalyzeGaussPCA",
         )
 
         def ag(A: NDArray[np.float64], n: int, rng: np.random.Generator) -> Release:
@@ -252,6 +261,11 @@ class LocalPCA(DPSubspaceMixin):
     accountant : PrivacyAccountant, optional
         Charged once, ``(epsilon, delta)`` and ``rho`` of the site's Analyze
         Gauss release, after the inputs are checked and before the site computes anything.
+        ``None`` (the default): the estimator's own accountant without a budget,
+        created on its first fit and kept across its fits
+        (:func:`~protocols.dp.accounting.fit_accountant`). After a fit,
+        ``accountant_`` is the accountant that fit charged (``spent_budget``
+        lists every fit).
     """
 
     _parameter_constraints: ClassVar[dict[str, ParamCheck]] = dp_constraints(
@@ -328,7 +342,7 @@ class LocalPCA(DPSubspaceMixin):
         (rng,) = spawn_generators(self.random_state, 1)
         name = provider_names(len(arrays))[int(self.site)]
         charge_gaussian(
-            self.accountant, eps, dlt, gaussian_noise_scale(1.0, eps, dlt, calibration), "LocalPCA"
+            fit_accountant(self), eps, dlt, gaussian_noise_scale(1.0, eps, dlt, calibration), "LocalPCA"
         )
 
         def local(party: Party) -> tuple[Any, Any, float]:

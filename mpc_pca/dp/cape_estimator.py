@@ -10,7 +10,7 @@ from mpc_pca.base import ParamCheck, validated_by
 from mpc_pca.dp.cape import check_calibration, effective_epsilon, joint_view_factor, run_capepca
 from mpc_pca.dp.common import DPSubspaceMixin, check_privacy, dp_constraints, preflight_parts
 from mpc_pca.dp.mechanisms import RandomState, gaussian_noise_scale
-from protocols.dp.accounting import PrivacyAccountant, charge_gaussian
+from protocols.dp.accounting import PrivacyAccountant, charge_gaussian, fit_accountant
 
 
 class CapePCA(DPSubspaceMixin):
@@ -69,6 +69,11 @@ class CapePCA(DPSubspaceMixin):
         Gaussian mechanism ``(epsilon, delta)`` under ``"joint"``;
         ``(effective_epsilon_, delta)`` with the correspondingly smaller noise
         under ``"paper"``.
+        ``None`` (the default): the estimator's own accountant without a budget,
+        created on its first fit and kept across its fits
+        (:func:`~protocols.dp.accounting.fit_accountant`). After a fit,
+        ``accountant_`` is the accountant that fit charged (``spent_budget``
+        lists every fit).
 
     Attributes
     ----------
@@ -158,8 +163,7 @@ class CapePCA(DPSubspaceMixin):
         self
         """
         parts = self._intake(X, groups)
-        if self.accountant is not None:
-            self._charge(parts)
+        self._charge(parts)
         result = run_capepca(
             parts,
             self.n_components,
@@ -193,7 +197,7 @@ class CapePCA(DPSubspaceMixin):
             factor * gaussian_noise_scale(1.0, eps, dlt, self.noise_calibration) / joint_view_factor(n_sites)
         )
         spent = effective_epsilon(eps, n_sites, mode, dlt, self.noise_calibration)
-        charge_gaussian(self.accountant, spent, dlt, unit, "CapePCA")
+        charge_gaussian(fit_accountant(self), spent, dlt, unit, "CapePCA")
 
 
 __all__ = ["CapePCA"]

@@ -17,7 +17,7 @@ from mpc_pca.dp.common import dp_constraints
 from mpc_pca.dp.mechanisms import RandomState, gaussian_noise_scale
 from mpc_pca.dp.moments import check_model, check_sigma
 from mpc_pca.validation import RowsClippedWarning, warn_privacy_leaks
-from protocols.dp.accounting import PrivacyAccountant, gaussian_rho
+from protocols.dp.accounting import PrivacyAccountant, fit_accountant, gaussian_rho
 
 
 class CapeAGN(PartiesEstimator):
@@ -75,6 +75,11 @@ class CapeAGN(PartiesEstimator):
         is sent (sites hold disjoint rows: parallel composition): the two
         Gaussian releases together, ``(epsilon, delta)`` (``(effective_epsilon_, delta)``
         under ``"paper"``) and the sum of their ``rho``.
+        ``None`` (the default): the estimator's own accountant without a budget,
+        created on its first fit and kept across its fits
+        (:func:`~protocols.dp.accounting.fit_accountant`). After a fit,
+        ``accountant_`` is the accountant that fit charged (``spent_budget``
+        lists every fit).
 
     Attributes
     ----------
@@ -185,8 +190,7 @@ class CapeAGN(PartiesEstimator):
         self
         """
         sites = self._intake(X, groups)
-        if self.accountant is not None:
-            self._charge(sites, self.accountant)
+        self._charge(sites, fit_accountant(self))
         result = run_capeagn(
             sites,
             self.n_components,

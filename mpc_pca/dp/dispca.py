@@ -57,7 +57,7 @@ from mpc_pca.dp.mechanisms import (
 )
 from mpc_pca.linalg import top_eigenpairs, upper_triangle
 from mpc_pca.roles import provider_names
-from protocols.dp.accounting import PrivacyAccountant, charge_gaussian
+from protocols.dp.accounting import PrivacyAccountant, charge_gaussian, fit_accountant
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.messages import expect_real_array
 from protocols.party import Party
@@ -297,6 +297,11 @@ class DPdisPCA(DPSubspaceMixin):
         paper's ``sqrt(2 ln(1.25/delta))/epsilon``, refused for ``epsilon >= 1``).
     accountant : PrivacyAccountant, optional
         Charged once per run before anything is sent (sites hold disjoint rows).
+        ``None`` (the default): the estimator's own accountant without a budget,
+        created on its first fit and kept across its fits
+        (:func:`~protocols.dp.accounting.fit_accountant`). After a fit,
+        ``accountant_`` is the accountant that fit charged (``spent_budget``
+        lists every fit).
 
     Attributes
     ----------
@@ -402,7 +407,7 @@ class DPdisPCA(DPSubspaceMixin):
             random_state=self.random_state,
             timeout=self.timeout,
             noise_calibration=self.noise_calibration,
-            accountant=self.accountant,
+            accountant=fit_accountant(self),
         )
         self._store_fit(model.components, model.explained_variance, sum(model.site_samples), run)
         k = model.components.shape[0]

@@ -29,7 +29,7 @@ from mpc_pca.dp.mechanisms import (
     spawn_generators,
 )
 from mpc_pca.roles import PROXY, USER
-from protocols.dp.accounting import PrivacyAccountant, charge_gaussian
+from protocols.dp.accounting import PrivacyAccountant, charge_gaussian, fit_accountant
 from protocols.errors import InputValidationError
 from protocols.runtime import RunResult, run_inprocess
 
@@ -82,6 +82,11 @@ class DPDPCA(DPSubspaceMixin):
         ``sigma / Delta = noise_sigma_ / Delta`` for the centred scatter's true
         ``Delta``, at ``(epsilon, delta)`` (``(effective_epsilon_, delta)``
         under ``calibration="paper"``).
+        ``None`` (the default): the estimator's own accountant without a budget,
+        created on its first fit and kept across its fits
+        (:func:`~protocols.dp.accounting.fit_accountant`). After a fit,
+        ``accountant_`` is the accountant that fit charged (``spent_budget``
+        lists every fit).
 
     Attributes
     ----------
@@ -205,11 +210,10 @@ class DPDPCA(DPSubspaceMixin):
                 f"{config.noise_sigma:.3g}), but a {config.key_bits}-bit key holds signed values of at most "
                 f"{budget} bits; lower frac_bits or mask_bits, or use a larger key"
             )
-        if self.accountant is not None:
-            # S + G' is one Gaussian release; its true sensitivity may exceed the calibrated one ("paper")
-            unit = config.noise_sigma / centred_scatter_sensitivity(neighbour)
-            spent = config.effective_epsilon if self.calibration == "paper" else epsilon
-            charge_gaussian(self.accountant, spent, delta, unit, "DPDPCA")
+        # S + G' is one Gaussian release; its true sensitivity may exceed the calibrated one ("paper")
+        unit = config.noise_sigma / centred_scatter_sensitivity(neighbour)
+        spent = config.effective_epsilon if self.calibration == "paper" else epsilon
+        charge_gaussian(fit_accountant(self), spent, delta, unit, "DPDPCA")
         (rng,) = spawn_generators(self.random_state, 1)
         roles: dict[str, Any] = {
             name: (lambda party, data=data: owner_role(party, data, config))

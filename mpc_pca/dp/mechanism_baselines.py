@@ -51,7 +51,7 @@ from mpc_pca.dp.mechanisms import (
 )
 from mpc_pca.dp.power_method import default_power_iterations, private_power_method
 from mpc_pca.linalg import flip_signs, top_eigenpairs
-from protocols.dp.accounting import PrivacyAccountant, charge_gaussian
+from protocols.dp.accounting import PrivacyAccountant, charge_gaussian, fit_accountant
 from protocols.errors import InputValidationError
 
 #: Smallest epsilon SN accepts: below it ``(Delta / (2 epsilon))^2`` overflows float64.
@@ -162,6 +162,11 @@ class PrivatePowerMethodPCA(CuratorPCA):
         Charged once per run, after the inputs are checked and before anything
         is sent: ``(epsilon, delta)`` and the ``rho = epsilon^2 / (8 ln(1/delta))``
         of the ``L`` Gaussian iterations together.
+        ``None`` (the default): the estimator's own accountant without a budget,
+        created on its first fit and kept across its fits
+        (:func:`~protocols.dp.accounting.fit_accountant`). After a fit,
+        ``accountant_`` is the accountant that fit charged (``spent_budget``
+        lists every fit).
 
     Attributes
     ----------
@@ -221,7 +226,7 @@ class PrivatePowerMethodPCA(CuratorPCA):
         # one release with sigma / Delta = u / sqrt(L); charged after the rows are validated and
         # before any party sends anything.
         charge_gaussian(
-            self.accountant,
+            fit_accountant(self),
             eps,
             dlt,
             power_method_noise_scale(1.0, eps, dlt, n_iter) / math.sqrt(n_iter),
@@ -262,6 +267,11 @@ class ExponentialMechanismPCA(CuratorPCA):
         Charged ``(epsilon, 0)`` once per run (pure DP; ``rho = epsilon^2 / 2``
         under zCDP), after the inputs are checked and before anything is sent.
         Like the guarantee, this holds for exact samples; the Gibbs chain is approximate.
+        ``None`` (the default): the estimator's own accountant without a budget,
+        created on its first fit and kept across its fits
+        (:func:`~protocols.dp.accounting.fit_accountant`). After a fit,
+        ``accountant_`` is the accountant that fit charged (``spent_budget``
+        lists every fit).
 
     Attributes
     ----------
@@ -315,8 +325,7 @@ class ExponentialMechanismPCA(CuratorPCA):
         eps = check_epsilon(self.epsilon)
         # pure epsilon-DP (for exact samples): charged (epsilon, 0), i.e. rho = epsilon^2 / 2 under
         # zCDP; after the rows are validated and before any party sends anything
-        if self.accountant is not None:
-            self.accountant.charge(eps, 0.0, label="ExponentialMechanismPCA")
+        fit_accountant(self).charge(eps, 0.0, label="ExponentialMechanismPCA")
 
         def ppca(A: NDArray[np.float64], n: int, rng: np.random.Generator) -> Release:
             if math.isinf(eps):

@@ -32,6 +32,9 @@ Parts
     client of the provider's own cluster), and reduced by a tree of merges;
     only the ``O(d^2)`` result comes back. Dask is optional
     (``pip install "mpc-pca[dask]"``).
+:class:`PermutedPart`
+    Another part with its columns in the agreed order (a provider whose file
+    stores them in another order).
 """
 
 from __future__ import annotations
@@ -283,3 +286,81 @@ def _block_statistics(block: NDArray[np.float64]) -> LocalStatistics:
             np.zeros(block.shape[1]),
         )
     return LocalStatistics.of(np.ascontiguousarray(block, dtype=np.float64))
+
+
+class PermutedPart(ChunkedPart):
+    """Another part's rows with their columns taken in another order: column ``j`` is ``part``'s ``order[j]``.
+
+    A provider whose file stores the agreed columns in another order wraps its
+    part in this (the deploy floor does, once the names are agreed). The
+    statistics and peaks are the wrapped part's, permuted (no second pass over
+    the rows); a projection is the wrapped part's with the mean and the
+    transfer matrix put back in its own column order, so a part that projects
+    where its rows live (a :class:`DaskPart`) still does.
+
+    Parameters
+    ----------
+    part : ChunkedPart
+        The rows in their own column order.
+    order : sequence of int
+        A permutation of ``0 .. d - 1``.
+
+    Raises
+    ------
+    InputValidationError
+        If ``order`` is not a permutation of the part's columns.
+    """
+
+    def __init__(self, part: ChunkedPart, order: Sequence[int]) -> None:
+        index = np.asarray(list(order), dtype=np.intp)
+        if index.shape != (part.n_features,) or sorted(index.tolist()) != list(range(part.n_features)):
+            raise InputValidationError(
+                f"column order {list(order)} is not a permutation of the part's {part.n_features} columns"
+            )
+        self.part = part
+        self.order = index
+        self.n_features = part.n_features
+        names = getattr(part, "names", None)
+        self.names = None if names is None else tuple(names[i] for i in index)
+        self.notes = list(getattr(part, "notes", []))
+        self._stats: LocalStatistics | None = None
+
+    def __repr__(self) -> str:
+        return f"{self.part!r} (columns reordered)"
+
+    def chunks(self) -> Iterator[NDArray[np.float64]]:
+        for chunk in self.part.chunks():
+            yield np.ascontiguousarray(chunk[:, self.order])
+
+    def statistics(self) -> LocalStatistics:
+        if self._stats is None:
+            from protocols.triangle import from_upper_triangle, upper_triangle
+
+            own = self.part.statistics()
+            scatter = from_upper_triangle(own.scatter_triangle, own.n_features)
+            self._stats = LocalStatistics(
+                own.n_rows,
+                np.ascontiguousarray(own.column_sums[self.order]),
+                upper_triangle(np.ascontiguousarray(scatter[np.ix_(self.order, self.order)])),
+            )
+        return self._stats
+
+    def column_peaks(self) -> NDArray[np.float64]:
+        return np.asarray(self.part.column_peaks())[self.order]
+
+    def _own_order(
+        self, mean: NDArray[np.float64], transfer: NDArray[np.float64]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        own_mean = np.empty_like(np.asarray(mean, dtype=np.float64))
+        own_mean[self.order] = mean
+        own_transfer = np.empty_like(np.asarray(transfer, dtype=np.float64))
+        own_transfer[self.order] = transfer
+        return own_mean, own_transfer
+
+    def projected_chunks(
+        self, mean: NDArray[np.float64], transfer: NDArray[np.float64]
+    ) -> Iterator[NDArray[np.float64]]:
+        yield from self.part.projected_chunks(*self._own_order(mean, transfer))
+
+    def project(self, mean: NDArray[np.float64], transfer: NDArray[np.float64]) -> NDArray[np.float64]:
+        return self.part.project(*self._own_order(mean, transfer))

@@ -168,16 +168,26 @@ def _agree(views: Mapping[str, Mapping[str, Any]], n_parties: int) -> int:
     return width
 
 
-def _agree_columns(views: Mapping[str, Mapping[str, Any]], n_parties: int) -> tuple[int, ...]:
-    """Check that the providers' ordered column names match (by hash); agree the column exponents."""
+def _agree_columns(
+    views: Mapping[str, Mapping[str, Any]], n_parties: int
+) -> tuple[tuple[int, ...], tuple[str, ...] | None]:
+    """Check that the providers' ordered column names match; agree the column exponents.
+
+    The deploy floor has put every provider's announcement in the agreed
+    column order (:func:`mpc_pca.deploy.party.align_views`), so any
+    difference left here is refused. Returns the exponents and the names
+    (``None`` when the rows have none).
+    """
     providers = provider_names(n_parties)
-    hashes = {name: views[name].get("columns_hash") for name in providers}
-    if len(set(hashes.values())) != 1:
+    names = {name: views[name].get("columns") for name in providers}
+    if len(set(map(json.dumps, names.values()))) != 1:
         raise InputValidationError(
-            "the providers' ordered column names differ (SHA-256 of the names, per provider): "
-            f"{hashes}; give every provider the same columns (--columns NAMES selects and orders them)"
+            f"the providers' ordered column names differ: {names}; give every provider the same "
+            "columns (the deploy floor reorders a provider's columns by name)"
         )
-    return agree_exponents([views[name].get("column_exponents", []) for name in providers])
+    exponents = agree_exponents([views[name].get("column_exponents", []) for name in providers])
+    first = names[providers[0]]
+    return exponents, None if first is None else tuple(str(n) for n in first)
 
 
 def message_cap(views: Mapping[str, Mapping[str, Any]], n_features: int) -> int:
@@ -209,6 +219,79 @@ def cap_bound(n_features: int, n_components: int, key_bits: int | None) -> int:
     return (d * d + d + 1) * per_entry + d * k * 8 + max(PROJECTION_CHUNK_BYTES, 8 * k) + (1 << 20)
 
 
+def projection_table(
+    projected: NDArray[np.float64], config: PPPCAConfig, dropped: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The consumer's stacked rows as a table: ``provider``, ``row`` (within it), ``PC1 .. PCk``.
+
+    ``{"columns": [...], "data": [[provider, row, pc1, ...], ...]}``: the
+    rows in provider order, each labelled with its provider and its index in
+    that provider's rows (``pandas.DataFrame(data, columns=columns)`` reads it).
+    Providers in ``dropped`` (a run that tolerated their dropping out) sent no
+    rows and are left out.
+
+    Raises
+    ------
+    InputValidationError
+        If the number of rows is not the sum of the announced row counts.
+    """
+    if config.announced_rows is None:
+        raise InputValidationError(
+            "the providers' row counts were not announced: the rows cannot be labelled"
+        )
+    announced = zip(config.providers, config.announced_rows, strict=True)
+    counts = [(p, n) for p, n in announced if p not in set(dropped)]
+    if sum(n for _, n in counts) != projected.shape[0]:
+        raise InputValidationError(
+            f"{projected.shape[0]} projected rows, but the providers announced {dict(counts)} rows"
+        )
+    k = projected.shape[1] if projected.ndim == 2 else 0
+    labels = [(p, i) for p, n in counts for i in range(n)]
+    return {
+        "columns": ["provider", "row", *(f"PC{j + 1}" for j in range(k))],
+        "data": [[p, i, *map(float, values)] for (p, i), values in zip(labels, projected, strict=True)],
+    }
+
+
+def read_projection(projection: object) -> tuple[list[str] | None, NDArray[np.float64]]:
+    """The provider labels and the values of a consumer's ``projection`` (a :func:`projection_table`).
+
+    An older bare list of rows (no labels) gives ``None`` labels.
+
+    Raises
+    ------
+    InputValidationError
+        If ``projection`` is neither a table with ``provider`` and ``PC1 ..``
+        columns nor a list of equally long rows of numbers.
+    """
+    if isinstance(projection, dict):
+        columns, data = projection.get("columns"), projection.get("data")
+        if not isinstance(columns, list) or not isinstance(data, list) or "provider" not in columns:
+            raise InputValidationError(
+                "a projection table needs 'columns' (with 'provider', 'row', 'PC1', ...) and 'data'; "
+                f"got the keys {sorted(map(str, projection))}"
+            )
+        pcs = [j for j, name in enumerate(columns) if isinstance(name, str) and name.upper().startswith("PC")]
+        where = columns.index("provider")
+        try:
+            values = np.array([[row[j] for j in pcs] for row in data], dtype=np.float64).reshape(
+                len(data), len(pcs)
+            )
+            labels = [str(row[where]) for row in data]
+        except (TypeError, ValueError, IndexError) as exc:
+            raise InputValidationError(
+                f"the projection table's rows do not match its columns ({exc})"
+            ) from exc
+        return labels, values
+    try:
+        values = np.array(projection, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputValidationError(f"a projection is a table or a list of rows of numbers ({exc})") from exc
+    if values.ndim != 2:
+        raise InputValidationError(f"a projection's rows must form a 2-D array, got shape {values.shape}")
+    return None, values
+
+
 @dataclass(frozen=True)
 class PPPCARun:
     """The configuration every party derived from the agreed announcements."""
@@ -218,6 +301,8 @@ class PPPCARun:
     frac_bits: int
     key_bits: int | None
     cap: int
+    #: The agreed column names (``None`` when the providers' rows have none).
+    feature_names: tuple[str, ...] | None = None
 
 
 #: Settings a party chooses for itself (how it encrypts), never announced nor agreed.
@@ -260,6 +345,8 @@ class PPPCADeployment(Deployment):
 
     #: A provider's rows may be a ChunkedPart (``mpc-pca party --data FILE`` reads it in chunks).
     streams_rows = True
+    #: Announced per column, in the provider's own order (the floor permutes it to the agreed one).
+    column_keys = ("column_exponents",)
 
     def __init__(
         self, name: str, backend_factory: Callable[[Mapping[str, Any]], SecureSumBackend] | None = None
@@ -399,7 +486,11 @@ class PPPCADeployment(Deployment):
         view = next(iter(views.values()))
         k = check_n_components(view["n_components"], n_features)
         reveal = check_reveal(view.get("reveal", "covariance"))
-        exponents = _agree_columns(views, n_providers)
+        exponents, feature_names = _agree_columns(views, n_providers)
+        if feature_names is not None and len(feature_names) != n_features:
+            raise InputValidationError(
+                f"provider0 announced {len(feature_names)} column names for {n_features} columns"
+            )
         if hides_covariance(
             reveal
         ):  # no column scaling in these modes (see mpc_pca.pppca.protocol.preflight)
@@ -415,8 +506,9 @@ class PPPCADeployment(Deployment):
             announced_rows=rows, dropout_threshold=threshold,
         )  # fmt: skip
         return PPPCARun(
-            config, view["backend"], view["frac_bits"], view.get("key_bits"), message_cap(views, n_features)
-        )
+            config, view["backend"], view["frac_bits"], view.get("key_bits"), message_cap(views, n_features),
+            feature_names,
+        )  # fmt: skip
 
     def message_cap(self, config: PPPCARun) -> int:
         return config.cap
@@ -466,18 +558,19 @@ class PPPCADeployment(Deployment):
 
     def result(self, party: str, config: PPPCARun, output: Any) -> dict[str, Any]:
         if party == SERVER:
+            names = config.feature_names
             return {
                 "backend": config.backend,
                 "standardize": config.config.standardize,
                 **output.result_fields(),
+                "feature_names": None if names is None else list(names),
             }
         if party == CONSUMER:
-            if isinstance(output, dict):
-                return {
-                    "projection": np.asarray(output["projection"]).tolist(),
-                    "dropped_providers": output["dropped_providers"],
-                }
-            return {"projection": np.asarray(output).tolist()}
+            if isinstance(output, dict):  # a run that tolerates dropouts: only the survivors' rows
+                dropped = list(output["dropped_providers"])
+                table = projection_table(np.asarray(output["projection"]), config.config, dropped)
+                return {"projection": table, "dropped_providers": dropped}
+            return {"projection": projection_table(np.asarray(output), config.config)}
         return {"n_rows": int(output["n_rows"]), **{k: v for k, v in output.items() if k != "n_rows"}}
 
     def result_party(self, layout: Mapping[str, int]) -> str:

@@ -12,7 +12,7 @@ from mpc_pca.deployment_kit import check_noise_seed
 from mpc_pca.pppca.dp_sum import check_plan_parameters, run_pppca_dp
 from mpc_pca.validation import warn_privacy_leaks
 from protocols.backends import SecureSumBackend, make_backend
-from protocols.dp.accounting import PrivacyAccountant
+from protocols.dp.accounting import PrivacyAccountant, fit_accountant
 from protocols.dp.calibration import check_calibration, check_delta_value, check_epsilon_value
 from protocols.errors import InputValidationError
 from protocols.runtime import check_timeout
@@ -58,6 +58,11 @@ class PPPCADP(SubspaceMixin):
     timeout : float, default=120
     accountant : PrivacyAccountant, optional
         Charged ``rho = 1 / (2 u^2)`` (both releases together) before anything is sent.
+        ``None`` (the default): the estimator's own accountant without a budget,
+        created on its first fit and kept across its fits
+        (:func:`~protocols.dp.accounting.fit_accountant`). After a fit,
+        ``accountant_`` is the accountant that fit charged (``spent_budget``
+        lists every fit).
     random_state : int, optional
         ``None`` (the default, and the only private choice): every provider
         draws its noise from :mod:`secrets`. An integer seeds each provider's
@@ -167,7 +172,7 @@ class PPPCADP(SubspaceMixin):
             mean_share=self.mean_share,
             noise_calibration=self.noise_calibration,
             timeout=self.timeout,
-            accountant=self.accountant,
+            accountant=fit_accountant(self),
             random_state=self.random_state,
         )
         scale = 2.0**plan.frac_bits

@@ -28,6 +28,21 @@ Traceback (most recent call last):
 ...
 protocols.dp.accounting.PrivacyBudgetExceededError: second run needs (epsilon=1, delta=1e-06) but only \
 (epsilon=0.5, delta=9e-06) of the budget (epsilon=2, delta=1e-05) is left (basic composition)
+
+Every DP estimator keeps a **default accountant** of its own when it is given
+none (``accountant=None``), as diffprivlib's estimators do:
+:func:`fit_accountant` creates it on the estimator's first fit (an
+:meth:`PrivacyAccountant.unlimited` one, which refuses nothing and records
+everything) and keeps it across fits, so two fits of one estimator show in
+its ``accountant_.spent_budget``. It belongs to the estimator instance, never
+to a process-wide singleton: ``sklearn.base.clone`` gives a new estimator
+with a fresh one.
+
+>>> acct = PrivacyAccountant.unlimited()
+>>> acct.charge(1.0, 1e-6, label="fit")
+>>> acct.charge(1.0, 1e-6, label="fit")
+>>> acct.spent_budget, acct.spent_epsilon
+([(1.0, 1e-06), (1.0, 1e-06)], 2.0)
 """
 
 from __future__ import annotations
@@ -82,12 +97,32 @@ class PrivacyAccountant:
             )
         self.composition = composition
         self.charges: list[Charge] = []
+        self.unlimited_budget = False
+
+    @classmethod
+    def unlimited(cls) -> PrivacyAccountant:
+        """An accountant without a budget: it refuses no run and records every one (basic composition).
+
+        What an estimator charges when it is given no accountant
+        (:func:`fit_accountant`); ``epsilon = inf`` runs (no privacy) are
+        recorded as such, so :attr:`spent_epsilon` says ``inf`` after one.
+        """
+        acct = cls(1.0, 0.5, composition="basic")
+        acct.epsilon, acct.delta, acct.unlimited_budget = math.inf, 1.0, True
+        return acct
 
     def __repr__(self) -> str:
+        if self.unlimited_budget:
+            return f"PrivacyAccountant.unlimited(runs={len(self.charges)})"
         return (
             f"PrivacyAccountant(epsilon={self.epsilon:g}, delta={self.delta:g}, "
             f"composition={self.composition!r}, runs={len(self.charges)})"
         )
+
+    @property
+    def spent_budget(self) -> list[tuple[float, float]]:
+        """``(epsilon, delta)`` of every recorded run, oldest first (as diffprivlib's ``spent_budget``)."""
+        return [(c.epsilon, c.delta) for c in self.charges]
 
     # -- what has been spent -----------------------------------------------------------
     @property
@@ -125,6 +160,12 @@ class PrivacyAccountant:
             zCDP, a charge with ``delta > 0`` and no ``rho``.
         """
         eps = check_epsilon_value(epsilon)
+        if self.unlimited_budget:
+            dlt = float(delta)
+            if math.isnan(dlt) or not 0.0 <= dlt < 1.0:
+                raise InputValidationError(f"delta={delta!r} must satisfy 0 <= delta < 1")
+            self.charges.append(Charge(label, eps, dlt, rho))
+            return
         if math.isinf(eps):
             raise PrivacyBudgetExceededError(
                 f"{label} has epsilon=inf (no privacy); an accountant cannot pay for it"
@@ -182,3 +223,30 @@ def charge_gaussian(
     if not isinstance(accountant, PrivacyAccountant):
         raise InputValidationError(f"accountant must be a PrivacyAccountant or None, got {accountant!r}")
     accountant.charge(epsilon, delta, rho=gaussian_rho(unit_sigma), label=label)
+
+
+def fit_accountant(estimator: object) -> PrivacyAccountant:
+    """The accountant one fit of ``estimator`` charges (recorded as ``estimator._charged_accountant``).
+
+    ``estimator.accountant`` when it is given; otherwise the estimator's own
+    default accountant (:meth:`PrivacyAccountant.unlimited`), created on its
+    first fit and kept (as ``estimator._default_accountant``) for the
+    estimator's later fits. The default is not a parameter: ``get_params``
+    and ``sklearn.base.clone`` never see it, and a clone starts with a fresh
+    one. The estimators show the charged accountant as ``accountant_``.
+
+    Raises
+    ------
+    InputValidationError
+        If ``estimator.accountant`` is neither ``None`` nor a :class:`PrivacyAccountant`.
+    """
+    given = getattr(estimator, "accountant", None)
+    if given is None:
+        given = getattr(estimator, "_default_accountant", None)
+        if not isinstance(given, PrivacyAccountant):
+            given = PrivacyAccountant.unlimited()
+            estimator._default_accountant = given  # type: ignore[attr-defined]
+    elif not isinstance(given, PrivacyAccountant):
+        raise InputValidationError(f"accountant must be a PrivacyAccountant or None, got {given!r}")
+    estimator._charged_accountant = given  # type: ignore[attr-defined]
+    return given

@@ -194,7 +194,7 @@ values = st.recursive(
     max_leaves=8,
 )
 PPPCA_KEYS = [
-    "protocol", "n_providers", "columns_hash", "n_components", "backend", "frac_bits", "key_bits",
+    "protocol", "n_providers", "columns", "n_components", "backend", "frac_bits", "key_bits",
     "reveal", "standardize", "n_features", "n_rows", "column_exponents", "n_parties", "x",
 ]  # fmt: skip
 
@@ -232,7 +232,7 @@ def pppca_views() -> dict[str, dict[str, Any]]:
     for name, view in views.items():
         view["n_providers"] = 2
         if name.startswith("provider"):
-            view["columns_hash"] = None
+            view["columns"] = None
     return views
 
 
@@ -289,7 +289,7 @@ def dp_views(name: str) -> tuple[Any, dict[str, dict[str, Any]]]:
 def test_dp_announcements_of_any_shape_configure_or_are_refused(name):
     dep, views = dp_views(name)
     parties = list(views)
-    keys = sorted({key for view in views.values() for key in view} | {"n_providers", "columns_hash", "x"})
+    keys = sorted({key for view in views.values() for key in view} | {"n_providers", "columns", "x"})
 
     @settings(max_examples=150, deadline=None)
     @given(changes=edits(keys, parties))
@@ -352,8 +352,8 @@ def test_the_floor_refuses_a_floor_key_of_the_wrong_type_naming_the_sender(pppca
     ):
         check_floor_views(views, ("provider0", "provider1"))
     views = copy.deepcopy(pppca_views)
-    views["provider0"]["columns_hash"] = ["a"]
-    with pytest.raises(InputValidationError, match="provider0 announced columns_hash"):
+    views["provider0"]["columns"] = "a"
+    with pytest.raises(InputValidationError, match="provider0 announced columns='a', which must be a list"):
         check_floor_views(views, ("provider0", "provider1"))
 
 

@@ -41,10 +41,12 @@ def test_processes_give_the_threads_result_with_every_party_its_own_spec(parts):
 
 def test_providers_with_other_column_names_are_refused_before_any_process_starts(parts):
     names = [f"x{i}" for i in range(13)]
-    with pytest.raises(InputValidationError, match="ordered column names differ"):
+    with pytest.raises(
+        InputValidationError, match=r"provider1 has different column names than provider0 \(1 columns vs 2\)"
+    ):
         check_floor_views(
-            {"provider0": {"protocol": "p", "n_providers": 2, "columns_hash": "a"},
-             "provider1": {"protocol": "p", "n_providers": 2, "columns_hash": "b"}},
+            {"provider0": {"protocol": "p", "n_providers": 2, "columns": ["a", "b"]},
+             "provider1": {"protocol": "p", "n_providers": 2, "columns": ["b"]}},
             ("provider0", "provider1"),
         )  # fmt: skip
     with pytest.raises(InputValidationError, match="disagree on n_providers"):

@@ -83,5 +83,9 @@ def check_pppca_outputs(outputs: dict[str, Path], parts: list[np.ndarray], n_com
     assert np.allclose(server["explained_variance"], model.explained_variance, rtol=1e-9)
     assert np.allclose(server["mean"], model.mean, rtol=0, atol=1e-9)
     consumer = json.loads(outputs["consumer"].read_text())
-    assert np.array(consumer["projection"]).shape == (sum(len(p) for p in parts), n_components)
+    from mpc_pca.pppca.deployment import read_projection
+
+    labels, projected = read_projection(consumer["projection"])
+    assert projected.shape == (sum(len(p) for p in parts), n_components)
+    assert labels == [f"provider{i}" for i, p in enumerate(parts) for _ in range(len(p))]
     return reference

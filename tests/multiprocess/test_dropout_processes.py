@@ -24,7 +24,7 @@ import pytest
 
 from mpc_pca.cli.options import EXIT_PROTOCOL
 from mpc_pca.deploy.local import child_environment, host_rendezvous
-from mpc_pca.pppca.deployment import pppca_ranks
+from mpc_pca.pppca.deployment import pppca_ranks, read_projection
 from protocols.runtime.launcher import launch
 from tests.helpers.torch_helpers import party_commands
 
@@ -87,7 +87,9 @@ def test_a_provider_killed_after_dealing_is_dropped_and_the_run_completes_over_f
     assert np.allclose(np.abs(server["components"]), np.abs(reference.components_), atol=1e-5)
     consumer = json.loads(outputs["consumer"].read_text())
     assert consumer["dropped_providers"] == ["provider2"]
-    assert np.array(consumer["projection"]).shape == (rows.shape[0], 2)
+    labels, projection = read_projection(consumer["projection"])
+    assert projection.shape == (rows.shape[0], 2)
+    assert sorted(set(labels)) == ["provider0", "provider1", "provider3", "provider4"]
     for name in ("provider0", "provider1", "provider3", "provider4"):
         result = json.loads(outputs[name].read_text())
         assert result["dropped_providers"] == ["provider2"] and result["dropped"] is False, name

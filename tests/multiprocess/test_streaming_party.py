@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from mpc_pca.cli import main as cli
+from mpc_pca.pppca.deployment import read_projection
 
 ROOT = Path(__file__).resolve().parents[2]
 #: One thread per native pool: comparable memory peaks, and an allocation that fails under
@@ -103,7 +104,7 @@ def run_parties(
         done[rank] = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
     result = json.loads(out.read_text()) if out.exists() else None
     if result is not None and projected.exists():
-        result["projection"] = json.loads(projected.read_text())["projection"]
+        result["projection"] = read_projection(json.loads(projected.read_text())["projection"])[1]
     return result, done
 
 

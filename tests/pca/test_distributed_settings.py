@@ -2,15 +2,14 @@
 
 import pytest
 
-from mpc_pca.data.columns import names_hash
 from mpc_pca.pppca.deployment import _agree, _agree_columns
 from protocols.errors import InputValidationError
 
 
-def views(hashes, exponents, standardize=(False, False, False, False, False)):
+def views(names, exponents, standardize=(False, False, False, False, False)):
     out = {}
-    for i, (h, e) in enumerate(zip(hashes, exponents, strict=True)):
-        out[f"provider{i}"] = {"n_features": 2, "columns_hash": h, "column_exponents": e}
+    for i, (h, e) in enumerate(zip(names, exponents, strict=True)):
+        out[f"provider{i}"] = {"n_features": 2, "columns": h, "column_exponents": e}
     out["server"], out["consumer"] = {}, {}
     for name, flag in zip(out, standardize, strict=False):
         out[name].update(protocol="pppca-ss", n_parties=3, n_components=1, backend="additive",
@@ -19,19 +18,19 @@ def views(hashes, exponents, standardize=(False, False, False, False, False)):
 
 
 def test_same_names_agree_and_exponents_take_the_maximum():
-    h = names_hash(["age", "bmi"])
+    h = ["age", "bmi"]
     agreed = _agree_columns(views([h, h, h], [[3, -20], [5, -22], [1, -19]]), 3)
-    assert agreed == (5, -19)
+    assert agreed == ((5, -19), ("age", "bmi"))
 
 
 def test_a_provider_with_other_column_names_stops_everyone():
-    h, other = names_hash(["age", "bmi"]), names_hash(["bmi", "age"])
+    h, other = ["age", "bmi"], ["bmi", "age"]
     with pytest.raises(InputValidationError, match="ordered column names differ") as info:
         _agree_columns(views([h, other, h], [[0, 0]] * 3), 3)
-    assert "'provider1': '" + other in str(info.value)
+    assert "'provider1': ['bmi', 'age']" in str(info.value)
 
 
 def test_standardize_is_part_of_the_agreement():
-    h = names_hash(["a", "b"])
+    h = ["a", "b"]
     with pytest.raises(InputValidationError, match="disagree on standardize"):
         _agree(views([h, h, h], [[0, 0]] * 3, standardize=(False, True, False, False, False)), 3)

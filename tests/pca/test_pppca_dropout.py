@@ -7,7 +7,7 @@ import pytest
 
 from mpc_pca.cli import main
 from mpc_pca.pppca import PPPCA
-from mpc_pca.pppca.deployment import PPPCADeployment
+from mpc_pca.pppca.deployment import PPPCADeployment, read_projection
 from mpc_pca.pppca.driver import run_pppca
 from mpc_pca.pppca.protocol import PPPCAConfig, consumer_role, provider_role, server_role
 from mpc_pca.pppca.scaling import agree_exponents, provider_exponents
@@ -151,7 +151,9 @@ def test_a_late_provider_is_named_in_every_deployment_result_and_ends_without_er
     assert results[SERVER]["dropped_providers"] == ["provider3"]
     assert results[SERVER]["n_samples"] == sum(len(p) for p in parts[:3])
     assert results[CONSUMER]["dropped_providers"] == ["provider3"]
-    assert len(results[CONSUMER]["projection"]) == sum(len(p) for p in parts[:3])
+    labels, projection = read_projection(results[CONSUMER]["projection"])
+    assert projection.shape[0] == sum(len(p) for p in parts[:3])
+    assert sorted(set(labels)) == ["provider0", "provider1", "provider2"]
     assert results["provider3"] == {
         "n_rows": len(parts[3]),
         "dropped": True,

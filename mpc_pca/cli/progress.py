@@ -1,0 +1,169 @@
+"""Phase progress on stderr for commands that run longer than a few seconds.
+
+Every role announces its phases (``mean secure sum``, ``Gram secure sum``,
+``eigensolve on shares``, ``projection``, ...) through
+:meth:`protocols.party.Party.phase`, which logs them at INFO on the
+``mpc_pca.protocol`` logger. :func:`phase_progress` watches those records
+during ``mpc-pca run`` (parties in this process) and ``mpc-pca party`` (this
+party) without changing what the log shows (``-v`` still adds them to the
+log), and says on stderr which phase is running, once the command has run for
+:data:`QUIET_SECONDS` seconds. A quicker command prints nothing.
+
+On a terminal (stderr is a TTY) the report is one line, rewritten in place
+about once a second with the elapsed time and the phase, and ended when the
+command ends. Otherwise (a file, a pipe, a CI log) it is one line per phase
+started after the first :data:`QUIET_SECONDS`, with no control characters:
+``mpc-pca: progress: 4.2 s: Gram secure sum``. ``-q`` turns it off. Parties
+started as separate processes (``run --transport processes``) log their own
+phases; the parent reports none of them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import TextIO
+
+#: Seconds a command runs before its progress is shown.
+QUIET_SECONDS = 3.0
+#: Seconds between two rewrites of the progress line on a terminal.
+TICK_SECONDS = 1.0
+PROTOCOL_LOGGER = "mpc_pca.protocol"
+
+
+class PhaseProgress:
+    """The phase report of one command (see the module notes).
+
+    Parameters
+    ----------
+    stream : file
+        Where to write (stderr).
+    tty : bool
+        Rewrite one line in place (a terminal) or write one line per phase.
+    quiet_seconds : float
+        Nothing is written before this many seconds.
+    clock : callable
+        Seconds, monotonic (``time.monotonic``).
+    """
+
+    def __init__(
+        self,
+        stream: TextIO,
+        tty: bool,
+        quiet_seconds: float = QUIET_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.stream = stream
+        self.tty = tty
+        self.quiet_seconds = quiet_seconds
+        self.clock = clock
+        self.start = clock()
+        self.phase: str | None = None
+        self.shown: set[str] = set()
+        self.visible = False
+        self.line_open = False
+        self.lock = threading.Lock()
+
+    def started(self, label: str) -> None:
+        """A party started phase ``label``; report it if the command is past its quiet time."""
+        with self.lock:
+            self.phase = label
+            self._report()
+
+    def tick(self) -> None:
+        """Called periodically: show the report once the quiet time is over; refresh a terminal line."""
+        with self.lock:
+            self._report(tick=True)
+
+    def finish(self) -> None:
+        """End the report (close a terminal line)."""
+        with self.lock:
+            if self.line_open:
+                self.stream.write("\n")
+                self.stream.flush()
+                self.line_open = False
+
+    def _report(self, tick: bool = False) -> None:
+        elapsed = self.clock() - self.start
+        if elapsed < self.quiet_seconds or self.phase is None:
+            return
+        self.visible = True
+        if self.tty:
+            self.stream.write(f"\r\x1b[Kmpc-pca: {elapsed:5.1f} s: {self.phase}")
+            self.line_open = True
+            self.stream.flush()
+        elif self.phase not in self.shown:
+            self.shown.add(self.phase)
+            self.stream.write(f"mpc-pca: progress: {elapsed:.1f} s: {self.phase}\n")
+            self.stream.flush()
+
+
+class _Watch(logging.Filter):
+    """A filter on the protocol logger: feeds phase starts to the report, passes what the log would show."""
+
+    def __init__(self, progress: PhaseProgress, shown_level: int) -> None:
+        super().__init__()
+        self.progress = progress
+        self.shown_level = shown_level
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        if record.msg == "%s: %s ..." and len(args) == 2:
+            self.progress.started(str(args[1]))
+        return record.levelno >= self.shown_level
+
+
+@contextlib.contextmanager
+def phase_progress(
+    enabled: bool = True,
+    stream: TextIO | None = None,
+    tty: bool | None = None,
+    quiet_seconds: float = QUIET_SECONDS,
+) -> Iterator[PhaseProgress | None]:
+    """Report the phases of the roles run inside the block (module notes); nothing if not ``enabled``.
+
+    Parameters
+    ----------
+    enabled : bool, default=True
+        ``False`` (``-q``) reports nothing.
+    stream : file, optional
+        Where to write (default: stderr).
+    tty : bool, optional
+        Terminal or line mode (default: whether ``stream`` is a TTY).
+    quiet_seconds : float, default=:data:`QUIET_SECONDS`
+        Nothing is written before this many seconds.
+    """
+    if not enabled:
+        yield None
+        return
+    out = sys.stderr if stream is None else stream
+    terminal = bool(getattr(out, "isatty", lambda: False)()) if tty is None else tty
+    progress = PhaseProgress(out, terminal, quiet_seconds)
+    logger = logging.getLogger(PROTOCOL_LOGGER)
+    level = logger.level
+    watch = _Watch(progress, logger.getEffectiveLevel())
+    logger.addFilter(watch)
+    logger.setLevel(min(logging.INFO, logger.getEffectiveLevel()))
+    stop = threading.Event()
+
+    def ticker() -> None:
+        while not stop.wait(TICK_SECONDS if terminal else 0.25):
+            progress.tick()
+
+    thread = threading.Thread(target=ticker, name="mpc-pca-progress", daemon=True)
+    thread.start()
+    try:
+        yield progress
+    finally:
+        stop.set()
+        thread.join()
+        logger.removeFilter(watch)
+        logger.setLevel(level)
+        progress.finish()
+
+
+__all__ = ["QUIET_SECONDS", "PhaseProgress", "phase_progress"]
