@@ -106,6 +106,7 @@ MAX_PARTIES = 4096
 #: Longest notice the relay sends (characters).
 MAX_NOTICE_CHARS = 4096
 _PLAINTEXT_CHUNK = 1 << 20
+_LINGER_SECONDS = 2.0
 
 
 def _tamper_message(me: str, peer: str, reason: str) -> str:
@@ -344,6 +345,8 @@ class RelayConnection:
         self._lock = threading.Lock()
         self._open: set[str] = set()
         self._closed = False
+        self._demux_done = threading.Event()
+        self._demux_done.set()  # until start(): nothing to wait for
 
     def add(self, peer: str, ctx: ssl.SSLContext, *, server: bool) -> RelayedStream:
         """The session with ``peer`` (not yet handshaken)."""
@@ -355,6 +358,7 @@ class RelayConnection:
         return stream
 
     def start(self) -> None:
+        self._demux_done.clear()
         threading.Thread(target=self._demux, name=f"relay-demux-{self.me}", daemon=True).start()
 
     def send_frames(self, kind: int, rank: int, data: bytes) -> None:
@@ -368,6 +372,12 @@ class RelayConnection:
             self.stream.send_parts(parts)
 
     def _demux(self) -> None:
+        try:
+            self._demux_frames()
+        finally:
+            self._demux_done.set()
+
+    def _demux_frames(self) -> None:
         where = "the relay"
         try:
             while True:
@@ -419,6 +429,9 @@ class RelayConnection:
         if last:
             with self._send_lock:
                 self.stream.close_write()
+            # the relay closes its end once it has read ours and sent what it had queued: wait for that,
+            # so that no frame still on its way turns the end of the connection into a reset
+            self._demux_done.wait(_LINGER_SECONDS)
             self.stream.close()
 
     def close(self) -> None:
@@ -611,6 +624,7 @@ class _Outbox:
         self.cond = threading.Condition()
         self.dead = False
         self.finishing = False
+        self._ends = 0  # the reader and the writer of this connection that have finished (close at 2)
 
     def put(self, frame: bytes, deadline: float, force: bool = False) -> bool:
         """Queue ``frame``; False if the party stopped reading until ``deadline`` (the caller drops it).
@@ -645,8 +659,16 @@ class _Outbox:
                     self.queued -= len(frame)
                     self.cond.notify_all()
         except (OSError, ValueError, ProtocolError):
-            self.kill()
-        self.stream.close()
+            self.kill()  # the party hung up; its last frames may still be read
+        self.side_done()
+
+    def side_done(self) -> None:
+        """The reader or the writer of this connection is done; the second one closes it."""
+        with self.cond:
+            self._ends += 1
+            last = self._ends == 2
+        if last:
+            self.stream.close()
 
     def kill(self) -> None:
         with self.cond:
@@ -788,6 +810,7 @@ class RelayServer:
         except (OSError, ValueError) as exc:
             reason = f"{name!r}'s connection to the relay failed: {exc}"
         self._drop(name, reason, clean=clean)
+        self.outboxes[name].side_done()
 
     def _drop(self, name: str, reason: str, clean: bool = False) -> None:
         """Stop forwarding for ``name``: tell every other party (END, and a NOTICE unless it ended cleanly)."""
