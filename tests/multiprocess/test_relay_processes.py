@@ -37,7 +37,17 @@ def through_relay(commands: dict[str, list[str]], relay: str) -> dict[str, list[
 
 
 def relay_command(relay: str, tls_dir: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "mpc_pca.cli", "relay", "--listen", relay, "--tls-dir", str(tls_dir), *extra]
+    return [
+        sys.executable,
+        "-m",
+        "mpc_pca.cli",
+        "relay",
+        "--listen",
+        relay,
+        "--tls-dir",
+        str(tls_dir),
+        *extra,
+    ]
 
 
 def results(outputs: dict[str, Path]) -> dict[str, dict]:
