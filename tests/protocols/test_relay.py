@@ -277,3 +277,37 @@ def test_relay_link_options_refuse_insecure_and_direct_only_options(tls_dir):
 
 def start_relay_without_tls() -> None:
     RelayServer("127.0.0.1:0", None, 1.0)  # type: ignore[arg-type]
+
+
+def test_each_pair_checks_the_peer_certificate_names_the_party_at_that_rank(tls_dir):
+    """a1 registers at the relay with its own certificate but answers a0's pair session with x's."""
+    relay = start_relay(tls_dir)
+    ranks = {"a0": 0, "a1": 1}
+    errors: dict[str, BaseException] = {}
+    streams: dict[str, Any] = {}
+
+    def join(name: str, server_name: str) -> None:
+        try:
+            streams[name] = connect_relay(
+                name, ranks, f"127.0.0.1:{relay.port}",
+                client_ctx=client_context(Credentials.from_dir(tls_dir, name)),
+                server_ctx=server_context(Credentials.from_dir(tls_dir, server_name)),
+                join_window=TIMEOUT, timeout=TIMEOUT,
+            )  # fmt: skip
+        except ProtocolError as exc:
+            errors[name] = exc
+
+    threads = [threading.Thread(target=join, args=args) for args in (("a0", "a0"), ("a1", "x"))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert isinstance(errors["a0"], AuthenticationError), errors
+    assert "'a0': authentication failed for 'a1' (rank 1) through the relay: expected party 'a1'" in str(
+        errors["a0"]
+    )
+    assert "issued to ['x']" in str(errors["a0"])
+    # a1's side of the handshake completed; a0 then hung up, which a1 reads as the end of the link
+    with pytest.raises(ProtocolError):
+        streams["a1"]["a0"].read_exact(1)
+    relay.close()
