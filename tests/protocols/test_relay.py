@@ -311,3 +311,26 @@ def test_each_pair_checks_the_peer_certificate_names_the_party_at_that_rank(tls_
     with pytest.raises(ProtocolError):
         streams["a1"]["a0"].read_exact(1)
     relay.close()
+
+
+def test_the_relay_enrols_like_a_party_and_its_key_stays_on_its_host(tmp_path):
+    """``certs request --party relay`` on the relay's host, ``certs sign`` at the CA: a working relay."""
+    import shutil
+
+    from protocols.transport.enrolment import init_ca, make_request, sign_request
+
+    ca_dir, relay_host, party_host = tmp_path / "ca", tmp_path / "relay-host", tmp_path / "party-host"
+    init_ca(ca_dir)
+    for name, host in ((RELAY_NAME, relay_host), ("a0", party_host), ("a1", party_host)):
+        files, _ = make_request(name, host)
+        sign_request(ca_dir, files["csr"], host / f"{name}.pem", days=1, confirm=lambda request: True)
+        shutil.copy(ca_dir / "ca.pem", host / "ca.pem")
+    assert not (ca_dir / "relay.key").exists() and (relay_host / "relay.key").exists()
+    relay = start_relay(relay_host)
+    results = run_relayed_world(
+        {"a0": lambda party: party.send("a1", b"hello") or "sent", "a1": lambda party: party.recv("a0")},
+        party_host,
+        relay,
+    )
+    assert results["a0"][0] == "sent" and results["a1"][0] == b"hello", results
+    relay.close()
