@@ -106,6 +106,8 @@ MAX_PARTIES = 4096
 #: Longest notice the relay sends (characters).
 MAX_NOTICE_CHARS = 4096
 _PLAINTEXT_CHUNK = 1 << 20
+#: A frame's payload as the relay holds it (read into a fresh buffer, never copied again).
+Payload = bytes | bytearray | memoryview
 _LINGER_SECONDS = 2.0
 
 
@@ -167,7 +169,7 @@ class RelayedStream(Stream):
         self._write_closed = False
 
     # fed by the demultiplexer
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes | memoryview) -> None:
         """Ciphertext from the peer; beyond ``max_buffered`` unread bytes the stream fails."""
         with self._cond:
             if self._closed or self._failure is not None:
@@ -398,7 +400,7 @@ class RelayConnection:
                     raise ProtocolError(
                         f"{where} sent a frame of {size} bytes; at most {MAX_FRAME_BYTES} are allowed"
                     )
-                payload = bytes(self.stream.read_exact(size)) if size else b""
+                payload = self.stream.read_exact(size) if size else memoryview(b"")
                 stream = self.streams.get(self.names[rank])
                 if stream is None:
                     continue
@@ -407,7 +409,7 @@ class RelayConnection:
                 elif kind == END:
                     stream.end()
                 else:
-                    text = payload[:MAX_NOTICE_CHARS].decode("utf-8", "replace")
+                    text = bytes(payload[:MAX_NOTICE_CHARS]).decode("utf-8", "replace")
                     stream.fail(PeerFailureError(f"the relay reports on {stream.peer!r}: {text}"))
         except (ProtocolError, OSError, ValueError) as exc:
             with self._lock:
@@ -618,7 +620,7 @@ class _Outbox:
         self.name = name
         self.stream = stream
         self.limit = limit
-        self.frames: collections.deque[bytes] = collections.deque()
+        self.frames: collections.deque[tuple[bytes, Payload]] = collections.deque()
         self.queued = 0
         self.peak = 0
         self.cond = threading.Condition()
@@ -626,13 +628,14 @@ class _Outbox:
         self.finishing = False
         self._ends = 0  # the reader and the writer of this connection that have finished (close at 2)
 
-    def put(self, frame: bytes, deadline: float, force: bool = False) -> bool:
+    def put(self, frame: tuple[bytes, Payload], deadline: float, force: bool = False) -> bool:
         """Queue ``frame``; False if the party stopped reading until ``deadline`` (the caller drops it).
 
         ``force`` queues it whatever the bound (the relay's own few END and NOTICE frames).
         """
         with self.cond:
-            while not force and not self.dead and self.queued and self.queued + len(frame) > self.limit:
+            size = len(frame[0]) + len(frame[1])
+            while not force and not self.dead and self.queued and self.queued + size > self.limit:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
@@ -640,7 +643,7 @@ class _Outbox:
             if self.dead:
                 return True
             self.frames.append(frame)
-            self.queued += len(frame)
+            self.queued += size
             self.peak = max(self.peak, self.queued)
             self.cond.notify_all()
             return True
@@ -654,9 +657,9 @@ class _Outbox:
                     if self.dead or not self.frames:
                         break
                     frame = self.frames.popleft()
-                self.stream.send_parts([frame])
+                self.stream.send_parts(list(frame))
                 with self.cond:
-                    self.queued -= len(frame)
+                    self.queued -= len(frame[0]) + len(frame[1])
                     self.cond.notify_all()
         except (OSError, ValueError, ProtocolError):
             self.kill()  # the party hung up; its last frames may still be read
@@ -744,7 +747,7 @@ class RelayServer:
         self.port = self.rendezvous.port
 
     # hooks for tests: a relay that misbehaves overrides this
-    def forward(self, src: str, dst: str, kind: int, payload: bytes) -> list[tuple[int, bytes]]:
+    def forward(self, src: str, dst: str, kind: int, payload: Payload) -> list[tuple[int, Payload]]:
         """The frames to send to ``dst`` for one frame from ``src``: an honest relay forwards it unchanged."""
         return [(kind, payload)]
 
@@ -760,9 +763,9 @@ class RelayServer:
         log.info("relay: forwarding between %d parties", len(streams))
         self._forwarding.set()
 
-    def _send(self, src: str, dst: str, kind: int, payload: bytes, force: bool = False) -> None:
+    def _send(self, src: str, dst: str, kind: int, payload: Payload, force: bool = False) -> None:
         box = self.outboxes[dst]
-        frame = OUTER.pack(kind, self.ranks[src], len(payload)) + payload
+        frame = (OUTER.pack(kind, self.ranks[src], len(payload)), payload)
         if not box.put(frame, time.monotonic() + self.stall_seconds, force):
             self._drop(
                 dst, f"{dst!r} did not read what the relay forwarded to it for {self.stall_seconds:g} s"
@@ -796,7 +799,7 @@ class RelayServer:
                     raise ProtocolError(
                         f"{who} sent the relay a frame of {size} bytes; at most {MAX_FRAME_BYTES} are allowed"
                     )
-                payload = bytes(stream.read_exact(size)) if size else b""
+                payload = stream.read_exact(size) if size else memoryview(b"")
                 dst = self.names[rank]
                 with self._lock:
                     self.forwarded[(name, dst)] += size
