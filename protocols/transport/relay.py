@@ -606,6 +606,9 @@ class RelayRendezvous(Introducer):
                 )
         return name, rank, self._relay_host, self._relay_port
 
+    def _reached(self, host: str, port: int) -> str:
+        return "reached through the relay"
+
     def _hand_over(self, streams: dict[str, Stream]) -> None:
         if self.error is not None:
             super()._hand_over(streams)

@@ -640,6 +640,10 @@ class Introducer:
         for stream in streams.values():
             stream.close()
 
+    def _reached(self, host: str, port: int) -> str:
+        """How the others reach a party that registered ``host:port``, for the log."""
+        return f"advertising {host}:{port}"
+
     def _registration(self, who: str, msg: dict[str, Any]) -> tuple[str, int, str, int]:
         """``(name, rank, host, port)`` of a registration (:func:`parse_registration`); a subclass may learn more."""
         return parse_registration(who, msg)
@@ -763,8 +767,9 @@ class Introducer:
                 old.close()
             else:
                 log.info(
-                    "waiting room: %r (rank %d) joined from %s, advertising %s:%d (%d of %d)",
-                    name, rank, who.removeprefix("a connection from "), host, port, count, len(self.ranks),
+                    "waiting room: %r (rank %d) joined from %s, %s (%d of %d)",
+                    name, rank, who.removeprefix("a connection from "), self._reached(host, port), count,
+                    len(self.ranks),
                 )  # fmt: skip
             self._announce(stream)
         except (PeerTimeoutError, ClosedError):

@@ -84,6 +84,8 @@ def test_pppca_through_the_relay_equals_the_direct_run(tmp_path, wine):
         want = json.loads(direct_out[name].read_text())["report"][name]
         assert (got["bytes_sent"], got["rounds"]) == (want["bytes_sent"], want["rounds"])
     assert "relay: forwarding between 5 parties" in outcomes["relay"].stderr
+    assert "'server' (rank 3) joined from 127.0.0.1:" in outcomes["relay"].stderr
+    assert "reached through the relay" in outcomes["relay"].stderr
     assert "connected to 4 peers through the relay" in outcomes["provider1"].stderr
 
 
