@@ -33,6 +33,7 @@ from mpc_pca.cli.options import (
     write_atomic,
 )
 from mpc_pca.cli.party import add_party_parser, add_verbosity, configure_logging, party_main
+from mpc_pca.cli.relay import add_relay_parser, relay_main
 from mpc_pca.cli.studies import add_study_parsers, report_command, study_command
 from mpc_pca.data.datasets import builtin_names
 from mpc_pca.data.inputs import ProviderData, expand_specs, provider_data
@@ -135,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_torch_arguments(run)
     add_dp_arguments(run)
     add_party_parser(sub)
+    add_relay_parser(sub)
     add_certs_parser(sub)
     from mpc_pca.cli.plot import add_plot_parser
 
@@ -278,6 +280,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return party_main(args)
     if args.command == "certs":
         return certs_main(args)
+    if args.command == "relay":
+        return relay_main(args)
     configure_logging(args)
     if args.command == "plot":
         from mpc_pca.cli.plot import plot_command

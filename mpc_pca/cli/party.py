@@ -73,6 +73,11 @@ def add_party_parser(sub: Any) -> None:
         "(default: $MASTER_ADDR:$MASTER_PORT)",
     )  # fmt: skip
     party.add_argument(
+        "--relay", default=None, metavar="HOST:PORT",
+        help="instead of --master: dial out to this relay (mpc-pca relay), which hosts the rendezvous and "
+        "forwards end-to-end TLS sessions; this party then accepts no connection (needs TLS)",
+    )  # fmt: skip
+    party.add_argument(
         "--listen", default=None, metavar="HOST[:PORT]",
         help="where this party's links listen: an interface, or HOST:PORT for a fixed port to open in a "
         "firewall (default: the interface that routes to the master, a port the kernel picks)",
@@ -167,7 +172,19 @@ def resolve_layout(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[in
         world = int(_from_env(args.world_size, "WORLD_SIZE", env, "--world-size"))
     except ValueError as exc:
         raise InputValidationError(f"rank and world size must be integers: {exc}") from None
-    if args.master is not None:
+    if getattr(args, "relay", None) is not None:
+        given = [flag for flag, value in (("--master", args.master), ("--listen", args.listen),
+                 ("--advertise", args.advertise)) if value is not None]  # fmt: skip
+        if given:
+            raise InputValidationError(
+                f"--relay replaces {' and '.join(given)}: with a relay every party only dials out to it, and "
+                "the relay hosts the rendezvous; drop " + ", ".join(given)
+            )
+        from protocols.transport.rendezvous import parse_endpoint
+
+        host, port = parse_endpoint(args.relay, "--relay", port_required=True)
+        master = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    elif args.master is not None:
         master = args.master
     else:
         addr = _from_env(None, "MASTER_ADDR", env, "--master")
@@ -268,11 +285,17 @@ def party_command(args: argparse.Namespace, env: Mapping[str, str] | None = None
     name, n_providers = resolve_party(deployment, args.role, rank, world)
     if args.ifname:
         os.environ["GLOO_SOCKET_IFNAME"] = args.ifname
+    if args.relay is not None and args.insecure:
+        raise InputValidationError(
+            "--relay needs TLS: the pairs' end-to-end sessions are what keep the relay from reading or "
+            "altering frames; drop --insecure and give --tls-dir (or --ca/--cert/--key)"
+        )
     credentials = None if args.insecure else credentials_of(args, name)
     # --insecure: the links themselves warn once (protocols.runtime.parties), not this command again
     links = LinkOptions(
         master, credentials, args.insecure, timeout=args.timeout, connect_timeout=args.connect_timeout,
         host_rendezvous=False if args.external_rendezvous else None, **link_addresses(args),
+        relay=master if args.relay is not None else None,
     )  # fmt: skip
     if args.dask_scheduler is not None:
         require_installed("--dask-scheduler", ("dask", "distributed"), DASK_INSTALL)

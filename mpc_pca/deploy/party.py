@@ -394,6 +394,7 @@ def _refuse_tls_only_link_options(links: Any) -> None:
             ("--listen", links.listen),
             ("--advertise", links.advertise),
             ("--join-window", links.join_window),
+            ("--relay", links.relay),
         )
         if value is not None
     ]

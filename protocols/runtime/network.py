@@ -61,6 +61,7 @@ def open_links(
     advertise: tuple[str, int] | None = None,
     join_window: float | None = None,
     waiting_log_interval: float = WAITING_LOG_SECONDS,
+    relay: str | None = None,
 ) -> SocketChannel:
     """Join the run and connect to every peer; return this party's channel.
 
@@ -101,7 +102,14 @@ def open_links(
         register; default: ``connect_timeout``.
     waiting_log_interval : float
         Seconds between two waiting-room lines of the rendezvous.
+    relay : str, optional
+        ``HOST:PORT`` of a relay (:mod:`protocols.transport.relay`): this
+        party only dials out, to the relay, which hosts the rendezvous and
+        forwards each pair's end-to-end TLS session; ``master`` and the
+        listening options are then unused. Needs ``credentials``.
     """
+    if relay is not None:
+        return _open_relayed(name, ranks, relay, credentials, timeout, connect_timeout, join_window)
     table = check_ranks(ranks)
     if name not in table:
         raise InputValidationError(f"party {name!r} has no rank; ranks are {table}")
@@ -163,6 +171,53 @@ def open_links(
         if introducer is not None:
             introducer.join(window)
     log.info("%s: connected to %d peers in %.2f s", name, len(streams), now() - start)
+    return _channel(name, table, streams, timeout, connect_timeout)
+
+
+def _open_relayed(
+    name: str,
+    ranks: Mapping[str, int],
+    relay: str,
+    credentials: Credentials | None,
+    timeout: float,
+    connect_timeout: float,
+    join_window: float | None,
+) -> SocketChannel:
+    """:func:`open_links` through a relay: one outbound connection, one TLS session per peer inside it."""
+    from protocols.transport.relay import connect_relay
+
+    table = check_ranks(ranks)
+    if name not in table:
+        raise InputValidationError(f"party {name!r} has no rank; ranks are {table}")
+    if credentials is None:
+        raise InputValidationError(
+            f"{name!r}: a relay needs TLS credentials: the pairs' sessions through it are what keeps the relay "
+            "from reading or altering the frames (no --insecure with --relay)"
+        )
+    start = now()
+    streams = connect_relay(
+        name,
+        table,
+        relay,
+        client_ctx=client_context(credentials),
+        server_ctx=server_context(credentials),
+        join_window=connect_timeout if join_window is None else join_window,
+        timeout=connect_timeout,
+    )
+    log.info(
+        "%s: connected to %d peers through the relay at %s in %.2f s",
+        name,
+        len(streams),
+        relay,
+        now() - start,
+    )
+    return _channel(name, table, streams, timeout, connect_timeout)
+
+
+def _channel(
+    name: str, table: Mapping[str, int], streams: Mapping[str, Any], timeout: float, connect_timeout: float
+) -> SocketChannel:
+    """The channel over connected streams, with the per-run identities exchanged over them."""
     channel = SocketChannel(name, table, streams, timeout)
     try:
         channel.identity = exchange_identity(

@@ -88,6 +88,11 @@ class LinkOptions:
         (the waiting room); default: ``connect_timeout``.
     waiting_log_interval : float
         Seconds between two waiting-room lines of the rendezvous.
+    relay : str, optional
+        ``HOST:PORT`` of a relay (``--relay``): the party only dials out, to
+        the relay, which hosts the rendezvous (``master`` is unused). Needs
+        TLS credentials; ``listen``, ``listen_host``, ``advertise`` and
+        ``host_rendezvous`` do not apply.
     """
 
     master: str
@@ -102,6 +107,7 @@ class LinkOptions:
     advertise: tuple[str, int] | None = None
     join_window: float | None = None
     waiting_log_interval: float = WAITING_LOG_SECONDS
+    relay: str | None = None
 
     def check(self, name: str) -> None:
         """Refuse, before anything is sent, options that cannot make a run.
@@ -145,10 +151,37 @@ class LinkOptions:
             raise InputValidationError(
                 f"message_cap={cap!r} is invalid; it must be a positive number of bytes"
             )
+        if self.relay is not None:
+            self._check_relay(name)
         if self.credentials is None and not self.insecure:
             raise InputValidationError(
                 f"{name} has no TLS credentials: pass --tls-dir DIR (or --ca/--cert/--key), or --insecure to "
                 "run with links that are neither encrypted nor authenticated"
+            )
+
+    def _check_relay(self, name: str) -> None:
+        from protocols.transport.rendezvous import parse_address
+
+        parse_address(self.relay or "")
+        if self.insecure:
+            raise InputValidationError(
+                f"{name}: a relay needs TLS (the pairs' end-to-end sessions are what keep the relay from reading "
+                "or altering frames); --insecure cannot be used with --relay"
+            )
+        given = [
+            option
+            for option, value in (
+                ("listen", self.listen),
+                ("listen_host", self.listen_host),
+                ("advertise", self.advertise),
+                ("host_rendezvous", self.host_rendezvous),
+            )
+            if value is not None
+        ]
+        if given:
+            raise InputValidationError(
+                f"{name}: {', '.join(given)} do not apply with a relay (the party only dials out to the relay, "
+                "which hosts the rendezvous)"
             )
 
 
@@ -170,6 +203,7 @@ def connect(name: str, ranks: Mapping[str, int], links: LinkOptions) -> SocketCh
         advertise=links.advertise,
         join_window=links.join_window,
         waiting_log_interval=links.waiting_log_interval,
+        relay=links.relay,
     )
     channel.set_message_cap(links.message_cap)
     return channel

@@ -604,22 +604,20 @@ class Introducer:
                 self._finished = True
                 joined = dict(self._joined)
             self.gate.stop()
-            if len(joined) < len(self.ranks):
+            if not joined or len(joined) < len(self.ranks):
                 missing = [f"{n!r} (rank {r})" for n, r in self.ranks.items() if n not in joined]
                 waited = "was closed" if self._closed.is_set() else f"waited {self._timeout:g} s"
-                self.error = (
-                    f"the rendezvous {waited}, but {', '.join(missing)} did not join{self.gate.summary()}"
-                )
+                absent = f"{', '.join(missing)} did not join" if missing else "no party registered"
+                self.error = f"the rendezvous {waited}, but {absent}{self.gate.summary()}"
             else:
                 log.info("waiting room: all %d parties joined; sending the address table", len(joined))
             reply = {"error": self.error} if self.error else {"table": {n: a for n, (_, a) in joined.items()}}
             for stream, _ in joined.values():
                 with contextlib.suppress(OSError, ValueError, ProtocolError):
                     send_message(stream, reply)
-            for stream, _ in joined.values():
-                stream.close()
             with self._lock:
                 self._table_sent = self.error is None
+            self._hand_over({name: stream for name, (stream, _) in joined.items()})
             self._answered.set()
             if self._table_sent:  # refuse late registrations with a message, for a while
                 late = min(self._deadline, time.monotonic() + LATE_REFUSAL_SECONDS)
@@ -631,6 +629,24 @@ class Introducer:
             self.gate.stop()
             self._late_gate.stop()
             self._sock.close()
+
+    def _hand_over(self, streams: dict[str, Stream]) -> None:
+        """What becomes of the registered parties' connections once the reply is sent: closed here.
+
+        A subclass that keeps them (the relay forwards frames over them)
+        overrides this; it is called once, after every party was sent the
+        table (or the error), with ``{name: stream}``.
+        """
+        for stream in streams.values():
+            stream.close()
+
+    def _reached(self, host: str, port: int) -> str:
+        """How the others reach a party that registered ``host:port``, for the log."""
+        return f"advertising {host}:{port}"
+
+    def _registration(self, who: str, msg: dict[str, Any]) -> tuple[str, int, str, int]:
+        """``(name, rank, host, port)`` of a registration (:func:`parse_registration`); a subclass may learn more."""
+        return parse_registration(who, msg)
 
     def _status(self) -> tuple[list[str], list[str], float, list[Stream]] | None:
         """Who has joined, who is missing, seconds left, the joined streams; ``None`` once all are in."""
@@ -699,7 +715,7 @@ class Introducer:
         )  # fmt: skip
         try:
             conn.settimeout(FIRST_BYTES_SECONDS if self._ctx is None else timeout)
-            name, rank, host, port = parse_registration(who, read_message(stream, who))
+            name, rank, host, port = self._registration(who, read_message(stream, who))
             if self._by_rank.get(rank) != name:
                 raise AuthenticationError(
                     f"{who} claimed to be {name!r} at rank {rank!r}, which is not in the layout"
@@ -751,8 +767,9 @@ class Introducer:
                 old.close()
             else:
                 log.info(
-                    "waiting room: %r (rank %d) joined from %s, advertising %s:%d (%d of %d)",
-                    name, rank, who.removeprefix("a connection from "), host, port, count, len(self.ranks),
+                    "waiting room: %r (rank %d) joined from %s, %s (%d of %d)",
+                    name, rank, who.removeprefix("a connection from "), self._reached(host, port), count,
+                    len(self.ranks),
                 )  # fmt: skip
             self._announce(stream)
         except (PeerTimeoutError, ClosedError):
@@ -857,23 +874,38 @@ def register(
     send_message(stream, {"name": name, "rank": rank, "host": my_address[0], "port": my_address[1]})
     log.info("%r: registered at %s, advertising %s:%d", name, where, *my_address)
     try:
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= -5.0:
-                raise PeerTimeoutError(f"{name!r} got no address table from {where} within {timeout:g} s")
-            stream.sock.settimeout(max(0.1, remaining + 5.0))
-            try:
-                reply = read_message(stream, where)
-            except PeerTimeoutError:
-                raise PeerTimeoutError(
-                    f"{name!r} got no address table from {where} within {timeout:g} s"
-                ) from None
-            key, value = parse_reply(where, reply)
-            if key != "waiting":
-                break
-            log.info("%r: %s", name, waiting_line(*value))
+        return await_table(stream, name, where, deadline, timeout)
     finally:
         stream.close()
+
+
+def await_table(
+    stream: Stream, name: str, where: str, deadline: float, timeout: float
+) -> dict[str, tuple[str, int]]:
+    """Read the introducer's replies on ``stream`` until the address table; log the waiting-room statuses.
+
+    Raises
+    ------
+    AuthenticationError
+        The introducer refused this party (the reason is quoted).
+    PeerTimeoutError
+        No table by ``deadline`` (monotonic) plus 5 s, or the introducer gave up.
+    """
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= -5.0:
+            raise PeerTimeoutError(f"{name!r} got no address table from {where} within {timeout:g} s")
+        stream.sock.settimeout(max(0.1, remaining + 5.0))
+        try:
+            reply = read_message(stream, where)
+        except PeerTimeoutError:
+            raise PeerTimeoutError(
+                f"{name!r} got no address table from {where} within {timeout:g} s"
+            ) from None
+        key, value = parse_reply(where, reply)
+        if key != "waiting":
+            break
+        log.info("%r: %s", name, waiting_line(*value))
     if key == "refused":
         raise AuthenticationError(f"{name!r}: the rendezvous refused this party: {value}")
     if key == "error":
@@ -896,6 +928,7 @@ __all__ = [
     "WAITING_LOG_SECONDS",
     "HandshakeGate",
     "Introducer",
+    "await_table",
     "dial",
     "listen",
     "local_address_towards",

@@ -1,0 +1,117 @@
+"""``mpc-pca relay``: a neutral host that every party dials out to (issue 26; see ``docs/howto/relay.md``).
+
+``mpc-pca relay --listen HOST:PORT --tls-dir DIR`` listens on that address
+with the certificate ``DIR/relay.pem`` (its name must be ``relay``, under
+the consortium CA ``DIR/ca.pem``), hosts the rendezvous of one run (waiting
+room, ``--join-window``) and forwards the parties' end-to-end protected
+frames (:mod:`protocols.transport.relay`) until every party has hung up.
+Parties join with ``mpc-pca party ... --relay HOST:PORT``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from mpc_pca.cli.options import EXIT_INPUT, EXIT_PROTOCOL
+from mpc_pca.cli.party import add_verbosity, configure_logging
+from protocols.errors import InputValidationError, ProtocolError
+
+#: Default join window of the relay's rendezvous (seconds).
+DEFAULT_JOIN_WINDOW = "10m"
+
+
+def add_relay_parser(sub: Any) -> None:
+    relay = sub.add_parser(
+        "relay",
+        help="forward the frames of parties that can only dial out (hosts the rendezvous; sees no content)",
+        description="A relay for parties behind firewalls that allow outbound connections only: every party "
+        "dials out to it (mpc-pca party --relay HOST:PORT); each pair of parties runs its own TLS 1.3 "
+        "session through it, so the relay learns who talks to whom, when and how much, never the content.",
+    )
+    relay.add_argument("--listen", required=True, metavar="HOST:PORT", help="address the parties dial")
+    relay.add_argument("--tls-dir", type=Path, default=None, help="DIR with ca.pem, relay.pem, relay.key")
+    relay.add_argument("--ca", type=Path, default=None, help="consortium CA certificate (PEM)")
+    relay.add_argument(
+        "--cert", type=Path, default=None, help="the relay's certificate, naming 'relay' (PEM)"
+    )
+    relay.add_argument("--key", type=Path, default=None, help="the relay's private key (PEM)")
+    relay.add_argument(
+        "--join-window", default=DEFAULT_JOIN_WINDOW, metavar="DURATION",
+        help=f"how long the rendezvous waits for every party: seconds or 90s, 30m, 2h (default {DEFAULT_JOIN_WINDOW})",
+    )  # fmt: skip
+    relay.add_argument(
+        "--waiting-log-interval", type=float, default=30.0, metavar="SECONDS",
+        help="seconds between two 'waiting room' lines (shown with -v; default 30)",
+    )  # fmt: skip
+    relay.add_argument(
+        "--stall-timeout", type=float, default=600.0, metavar="SECONDS",
+        help="drop (and name) a party that reads nothing the relay forwards to it for this long (default 600)",
+    )  # fmt: skip
+    add_verbosity(relay)
+
+
+def relay_command(args: argparse.Namespace) -> dict[str, Any]:
+    """Run the relay for one run; return what it saw (bytes per pair, refusals)."""
+    from protocols.runtime.runner import parse_duration
+    from protocols.transport.relay import RELAY_NAME, RelayServer
+    from protocols.transport.rendezvous import parse_endpoint
+    from protocols.transport.tls import Credentials, server_context
+
+    host, port = parse_endpoint(args.listen, "--listen", port_required=True)
+    window = parse_duration(args.join_window, "--join-window")
+    if not 0 < args.stall_timeout < float("inf"):
+        raise InputValidationError(
+            f"--stall-timeout {args.stall_timeout} must be a positive number of seconds"
+        )
+    if args.tls_dir is None and not (args.ca and args.cert and args.key):
+        raise InputValidationError(
+            "the relay needs TLS credentials naming it 'relay': --tls-dir DIR (ca.pem, relay.pem, relay.key) or "
+            "--ca/--cert/--key; make them with `mpc-pca certs request --party relay` and `certs sign`"
+        )
+    base = Credentials.from_dir(args.tls_dir, RELAY_NAME) if args.tls_dir is not None else None
+    creds = Credentials(
+        args.ca or (base.ca if base else Path()),
+        args.cert or (base.cert if base else Path()),
+        args.key or (base.key if base else Path()),
+    )
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    relay = RelayServer(
+        address, server_context(creds), window, log_interval=args.waiting_log_interval,
+        stall_seconds=args.stall_timeout,
+    )  # fmt: skip
+    print(f"relay listening on {address} (join window {window:g} s)", flush=True)
+    try:
+        started = relay.wait()
+    except KeyboardInterrupt:
+        relay.close()
+        raise
+    if not started:
+        raise ProtocolError(f"the run did not start: {relay.rendezvous.error}")
+    return {
+        "parties": relay.ranks,
+        "forwarded_bytes": {f"{src}->{dst}": n for (src, dst), n in sorted(relay.forwarded.items())},
+        "refused": list(relay.refused),
+    }
+
+
+def relay_main(args: argparse.Namespace) -> int:
+    configure_logging(args)
+    try:
+        seen = relay_command(args)
+    except InputValidationError as exc:
+        print(f"mpc-pca: error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except ProtocolError as exc:
+        print(f"mpc-pca: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_PROTOCOL
+    total = sum(seen["forwarded_bytes"].values())
+    print(f"relay done: {len(seen['parties'])} parties, {total:,} bytes forwarded")
+    for text in seen["refused"]:
+        print(f"relay refused: {text}")
+    return EXIT_PROTOCOL if seen["refused"] else 0
+
+
+__all__ = ["add_relay_parser", "relay_command", "relay_main"]

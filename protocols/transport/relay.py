@@ -1,0 +1,890 @@
+"""Relay mode: every party dials out to one relay; each pair runs its own TLS 1.3 session through it.
+
+For parties behind firewalls that allow outbound connections only (issue 26).
+Every party opens ONE mutually authenticated TLS 1.3 connection to the relay
+(the relay's certificate names it :data:`RELAY_NAME`, under the consortium
+CA). The relay hosts the rendezvous (:class:`RelayRendezvous`, the
+:class:`~protocols.transport.rendezvous.Introducer`'s waiting room, join
+window and late refusal over those same connections) and then forwards
+opaque frames between the parties (:class:`RelayServer`).
+
+Outer frames
+    Between a party and the relay, after the address table: a header
+    (:data:`OUTER`: kind, a party's rank, payload length) and the payload. A
+    party writes the *destination*'s rank, the relay writes the *source*'s
+    rank. Kinds: :data:`DATA` (ciphertext of the pair's TLS session),
+    :data:`END` (the sender closed its side of the pair, or its connection to
+    the relay ended) and :data:`NOTICE` (relay to party: why the relay
+    stopped forwarding for a party, UTF-8 text). A payload is at most
+    :data:`MAX_FRAME_BYTES`.
+
+End-to-end sessions
+    Inside the outer frames, each pair of parties runs its own TLS 1.3
+    session (:class:`RelayedStream`, an :class:`ssl.SSLObject` over memory
+    BIOs: ``SSLContext.wrap_bio``), the lower rank as client, with the same
+    party certificates and contexts as the direct mesh
+    (:mod:`protocols.transport.mesh`); each end checks that the peer's
+    certificate names the party expected at that rank
+    (:func:`~protocols.transport.tls.check_peer_name`). The relay holds no
+    key that opens a frame. The TLS record layer (AEAD with an implicit
+    sequence number) detects a frame the relay altered, replayed, reordered,
+    dropped (a later record then fails) or injected: the pair's stream ends
+    with a :class:`~protocols.errors.ProtocolError` naming the link and the
+    relay ("frame on link 'a'<->'b' failed authentication: the relay altered,
+    replayed, reordered or injected it ...").
+
+What the relay sees
+    Who talks to whom (the party names in the certificates), when, and how
+    many bytes; never the content. It can delay or drop frames (a denial of
+    service, which the parties' deadlines turn into an error), not forge,
+    replay or reorder them undetected.
+
+Bounded memory at the relay
+    Frames from an insider party that name an unknown destination or
+    itself, announce more than :data:`MAX_FRAME_BYTES`, or have an unknown
+    kind end that party's connection; the relay tells every other party why
+    (a :data:`NOTICE` naming it). Each party's outgoing queue at the relay
+    holds at most ``queue_bytes`` (:data:`QUEUE_BYTES`); a source whose
+    destination's queue is full waits (back-pressure, as TCP) for at most
+    ``stall_seconds``, after which the destination that does not read is
+    dropped and named. So the relay holds at most about ``W x (queue_bytes +
+    MAX_FRAME_BYTES)`` for ``W`` parties, whatever an insider sends.
+
+Bounded memory at a party
+    The ciphertext received from one peer and not yet read is at most
+    ``max_buffered`` bytes (:data:`BUFFERED_BYTES` unless given); beyond
+    that the pair's stream fails, naming the peer (or the relay).
+
+This module moves bytes only; it never imports :mod:`protocols.runtime`.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import socket
+import ssl
+import struct
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from protocols.errors import InputValidationError, PeerFailureError, PeerTimeoutError, ProtocolError
+from protocols.transport.links import ClosedError, Stream
+from protocols.transport.ranks import check_ranks
+from protocols.transport.rendezvous import (
+    MAX_NAME_CHARS,
+    WAITING_LOG_SECONDS,
+    Introducer,
+    await_table,
+    dial,
+    parse_address,
+    send_message,
+)
+from protocols.transport.tls import AuthenticationError, check_peer_name
+
+log = logging.getLogger("mpc_pca.transport")
+
+#: The name in the relay's certificate.
+RELAY_NAME = "relay"
+#: Outer frame header: kind (1 byte), a party's rank (2 bytes), payload length (4 bytes), little endian.
+OUTER = struct.Struct("<BHI")
+DATA, END, NOTICE = 1, 2, 3
+_KINDS = {DATA: "data", END: "end", NOTICE: "notice"}
+#: Largest outer frame payload (bytes); a party splits its ciphertext into frames of at most this.
+MAX_FRAME_BYTES = 256 << 10
+#: Bytes the relay queues for one party before the sources wait.
+QUEUE_BYTES = 16 << 20
+#: Seconds a source waits for a full destination queue before the relay drops the destination.
+STALL_SECONDS = 600.0
+#: Ciphertext a party buffers from one peer, unread, before the pair's stream fails.
+BUFFERED_BYTES = 512 << 20
+#: Most parties a relayed run may have (a registration's layout is refused beyond).
+MAX_PARTIES = 4096
+#: Longest notice the relay sends (characters).
+MAX_NOTICE_CHARS = 4096
+_PLAINTEXT_CHUNK = 1 << 20
+#: A frame's payload as the relay holds it (read into a fresh buffer, never copied again).
+Payload = bytes | bytearray | memoryview
+_LINGER_SECONDS = 2.0
+
+
+def _tamper_message(me: str, peer: str, reason: str) -> str:
+    if "ALERT" in reason.upper():  # the peer's TLS refused a record this party sent
+        return (
+            f"{peer!r} refused a frame on link {me!r}<->{peer!r} (TLS alert: {reason}): the relay altered, "
+            "replayed, reordered or injected a frame on the way"
+        )
+    return (
+        f"frame on link {me!r}<->{peer!r} failed authentication (TLS: {reason}): the relay altered, "
+        f"replayed, reordered or injected it (or {peer!r} sent bytes that are not its TLS records)"
+    )
+
+
+# -- the party's side ------------------------------------------------------------------
+
+
+class RelayedStream(Stream):
+    """One pair's TLS 1.3 session carried in outer frames through the relay.
+
+    The same interface as the direct mesh's streams
+    (:class:`~protocols.transport.links.TlsStream`): one writer thread
+    (``send_parts``, ``close_write``) and one reader thread (``recv_into``,
+    ``read_exact``). Ciphertext from the peer is written into the session's
+    incoming BIO by the :class:`RelayConnection`'s demultiplexer.
+
+    Parameters
+    ----------
+    conn : RelayConnection
+        This party's connection to the relay.
+    peer : str
+        The party at the other end.
+    obj, incoming, outgoing
+        The session's :class:`ssl.SSLObject` and its memory BIOs.
+    """
+
+    secure = True
+
+    def __init__(
+        self,
+        conn: RelayConnection,
+        peer: str,
+        obj: ssl.SSLObject,
+        incoming: ssl.MemoryBIO,
+        outgoing: ssl.MemoryBIO,
+    ) -> None:
+        super().__init__(conn.stream.sock)
+        self.conn = conn
+        self.peer = peer
+        self.rank = conn.ranks[peer]
+        self._obj, self._in, self._out = obj, incoming, outgoing
+        self._cond = threading.Condition()  # guards the SSLObject, the BIOs and the flags below
+        self._ended = False  # the peer (or the relay) said END: no more ciphertext will come
+        self._fed = 0  # pieces of ciphertext received so far (a reader waits for this to change)
+        self._eof_written = False
+        self._failure: ProtocolError | None = None
+        self._closed = False
+        self._write_closed = False
+
+    # fed by the demultiplexer
+    def feed(self, data: bytes | memoryview) -> None:
+        """Ciphertext from the peer; beyond ``max_buffered`` unread bytes the stream fails."""
+        with self._cond:
+            if self._closed or self._failure is not None:
+                return
+            limit = self.conn.max_buffered
+            if self._in.pending + len(data) > limit:
+                self._failure = ProtocolError(
+                    f"{self.peer!r} (through the relay) sent more than the {limit} bytes "
+                    f"{self.conn.me!r} may have unread from one peer"
+                )
+            else:
+                self._in.write(data)
+                self._fed += 1
+            self._cond.notify_all()
+
+    def end(self) -> None:
+        """The peer's side ended (its ``close_write``, or its connection to the relay)."""
+        with self._cond:
+            self._ended = True
+            self._cond.notify_all()
+
+    def fail(self, error: ProtocolError) -> None:
+        """End the stream with ``error`` (raised to the reader once the ciphertext already received is read)."""
+        with self._cond:
+            if self._failure is None:
+                self._failure = error
+            self._cond.notify_all()
+
+    # the session's own traffic
+    def _flush(self) -> None:
+        """Send pending ciphertext as outer frames; the caller holds the send lock."""
+        with self._cond:
+            data = self._out.read()
+        if data:
+            self.conn.send_frames(DATA, self.rank, data)
+
+    def handshake(self, *, server: bool, deadline: float) -> None:
+        """Run the pair's TLS handshake; the peer's certificate must name :attr:`peer`.
+
+        Raises
+        ------
+        AuthenticationError
+            The handshake failed or the certificate names another party.
+        PeerTimeoutError
+            It did not finish by ``deadline`` (monotonic).
+        """
+        me = self.conn.me
+        where = f"{self.peer!r} (rank {self.rank}) through the relay"
+        with self._send_lock:
+            while True:
+                with self._cond:
+                    seen = self._fed
+                    try:
+                        self._obj.do_handshake()
+                        done = True
+                    except ssl.SSLWantReadError:
+                        done = False
+                    except ssl.SSLError as exc:
+                        error: ProtocolError = AuthenticationError(
+                            f"{me!r}: authentication failed for {where}: TLS handshake error: "
+                            f"{exc.reason or exc}"
+                        )
+                        self._failure = error
+                        done = True
+                self._flush()
+                if self._failure is not None:
+                    raise self._failure
+                if done:
+                    break
+                with self._cond:
+                    while self._fed == seen and not self._ended and self._failure is None:
+                        left = deadline - time.monotonic()
+                        if left <= 0:
+                            raise PeerTimeoutError(
+                                f"{me!r}: TLS handshake with {where} did not finish in time"
+                            )
+                        self._cond.wait(min(left, 0.5))
+                    if self._failure is not None:
+                        raise self._failure
+                    if self._fed == seen and self._ended:
+                        raise AuthenticationError(
+                            f"{me!r}: authentication failed for {where}: the peer's side ended during "
+                            "the TLS handshake (it probably refused our certificate)"
+                        )
+        check_peer_name(self._obj.getpeercert(), self.peer, me=me, where=where)
+
+    def recv_into(self, view: memoryview) -> int:
+        while True:
+            with self._cond:
+                seen = self._fed
+                try:
+                    n = int(self._obj.read(len(view), view))
+                except ssl.SSLWantReadError:
+                    n = -1
+                except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
+                    return 0
+                except ssl.SSLError as exc:
+                    error = ProtocolError(_tamper_message(self.conn.me, self.peer, str(exc.reason or exc)))
+                    self._failure = error
+                    raise error from None
+                pending = self._out.pending
+                if n < 0:
+                    if self._failure is not None:
+                        raise self._failure
+                    if self._ended and not self._eof_written:
+                        self._eof_written = True
+                        self._in.write_eof()
+                        continue
+                    if self._closed or self._eof_written:
+                        return 0
+                    while (
+                        self._fed == seen and not self._ended and not self._closed and self._failure is None
+                    ):
+                        self._cond.wait()
+            if pending:
+                with self._send_lock:
+                    self._flush()
+            if n >= 0:
+                return n
+
+    def send_parts(self, parts: list[Any]) -> None:
+        with self._send_lock:
+            if self._write_closed:
+                raise BrokenPipeError(f"the link to {self.peer!r} through the relay is closed")
+            for part in parts:
+                view = memoryview(part).cast("B")
+                for start in range(0, len(view), _PLAINTEXT_CHUNK):
+                    with self._cond:
+                        self._obj.write(view[start : start + _PLAINTEXT_CHUNK])
+                    self._flush()
+
+    def close_write(self) -> None:
+        """Send TLS close_notify, then an outer END: the peer reads end-of-stream."""
+        with self._send_lock:
+            if self._write_closed:
+                return
+            self._write_closed = True
+            with self._cond, contextlib.suppress(ssl.SSLError, ValueError):
+                self._obj.unwrap()
+            with contextlib.suppress(OSError, ValueError, ProtocolError):
+                self._flush()
+                self.conn.send_frames(END, self.rank, b"")
+
+    def close(self) -> None:
+        self.close_write()
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        self.conn.stream_closed(self.peer)
+
+
+class RelayConnection:
+    """This party's one connection to the relay, demultiplexed into one :class:`RelayedStream` per peer.
+
+    Parameters
+    ----------
+    me : str
+        This party's name.
+    ranks : mapping of str to int
+        Every party's rank.
+    stream : Stream
+        The authenticated connection to the relay (the address table already read).
+    max_buffered : int
+        Most ciphertext bytes buffered unread from one peer.
+    """
+
+    def __init__(self, me: str, ranks: Mapping[str, int], stream: Stream, max_buffered: int) -> None:
+        self.me = me
+        self.ranks = dict(ranks)
+        self.names = {r: n for n, r in self.ranks.items()}
+        self.stream = stream
+        self.max_buffered = int(max_buffered)
+        self.streams: dict[str, RelayedStream] = {}
+        self._send_lock = threading.Lock()
+        self._lock = threading.Lock()
+        self._open: set[str] = set()
+        self._closed = False
+        self._demux_done = threading.Event()
+        self._demux_done.set()  # until start(): nothing to wait for
+
+    def add(self, peer: str, ctx: ssl.SSLContext, *, server: bool) -> RelayedStream:
+        """The session with ``peer`` (not yet handshaken)."""
+        incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        obj = ctx.wrap_bio(incoming, outgoing, server_side=server)
+        stream = RelayedStream(self, peer, obj, incoming, outgoing)
+        self.streams[peer] = stream
+        self._open.add(peer)
+        return stream
+
+    def start(self) -> None:
+        self._demux_done.clear()
+        threading.Thread(target=self._demux, name=f"relay-demux-{self.me}", daemon=True).start()
+
+    def send_frames(self, kind: int, rank: int, data: bytes) -> None:
+        """``data`` to the party at ``rank``, in outer frames of at most :data:`MAX_FRAME_BYTES`."""
+        parts: list[Any] = []
+        view = memoryview(data)
+        for start in range(0, max(1, len(view)), MAX_FRAME_BYTES):
+            chunk = view[start : start + MAX_FRAME_BYTES]
+            parts += [OUTER.pack(kind, rank, len(chunk)), chunk]
+        with self._send_lock:
+            self.stream.send_parts(parts)
+
+    def _demux(self) -> None:
+        try:
+            self._demux_frames()
+        finally:
+            self._demux_done.set()
+
+    def _demux_frames(self) -> None:
+        where = "the relay"
+        try:
+            while True:
+                try:
+                    header = self.stream.read_exact(OUTER.size)
+                except ClosedError as exc:
+                    if exc.truncated:
+                        raise ProtocolError(f"{where} sent a truncated frame header") from None
+                    raise PeerFailureError(f"{where} closed {self.me!r}'s connection to it") from None
+                kind, rank, size = OUTER.unpack(header)
+                if kind not in _KINDS:
+                    raise ProtocolError(f"{where} sent a frame of unknown kind {kind}")
+                if rank not in self.names or self.names[rank] == self.me:
+                    raise ProtocolError(
+                        f"{where} sent a frame from rank {rank}, which is no peer of {self.me!r}"
+                    )
+                if size > MAX_FRAME_BYTES:
+                    raise ProtocolError(
+                        f"{where} sent a frame of {size} bytes; at most {MAX_FRAME_BYTES} are allowed"
+                    )
+                payload = self.stream.read_exact(size) if size else memoryview(b"")
+                stream = self.streams.get(self.names[rank])
+                if stream is None:
+                    continue
+                if kind == DATA:
+                    stream.feed(payload)
+                elif kind == END:
+                    stream.end()
+                else:
+                    text = bytes(payload[:MAX_NOTICE_CHARS]).decode("utf-8", "replace")
+                    stream.fail(PeerFailureError(f"the relay reports on {stream.peer!r}: {text}"))
+        except (ProtocolError, OSError, ValueError) as exc:
+            with self._lock:
+                closed = self._closed
+            if not closed:
+                error = exc if isinstance(exc, ProtocolError) else PeerFailureError(f"{where}: {exc}")
+                for stream in self.streams.values():
+                    stream.fail(
+                        PeerFailureError(f"the link to {stream.peer!r} through the relay failed: {error}")
+                    )
+
+    def stream_closed(self, peer: str) -> None:
+        """A pair's stream was closed; when all are, the connection to the relay is closed."""
+        with self._lock:
+            self._open.discard(peer)
+            last = not self._open and not self._closed
+            if last:
+                self._closed = True
+        if last:
+            with self._send_lock:
+                self.stream.close_write()
+            # the relay closes its end once it has read ours and sent what it had queued: wait for that,
+            # so that no frame still on its way turns the end of the connection into a reset
+            self._demux_done.wait(_LINGER_SECONDS)
+            self.stream.close()
+
+    def close(self) -> None:
+        """Close every pair's stream and the connection to the relay."""
+        for stream in list(self.streams.values()):
+            stream.close()
+        with self._lock:
+            done = self._closed
+            self._closed = True
+        if not done:
+            self.stream.close()
+
+
+def connect_relay(
+    me: str,
+    ranks: Mapping[str, int],
+    relay: str,
+    *,
+    client_ctx: ssl.SSLContext,
+    server_ctx: ssl.SSLContext,
+    join_window: float,
+    timeout: float,
+    max_buffered: int = BUFFERED_BYTES,
+) -> dict[str, Stream]:
+    """Join the run at the relay and open one end-to-end TLS session per peer; return ``{peer: stream}``.
+
+    Parameters
+    ----------
+    me : str
+        This party's name (its certificate must name it).
+    ranks : mapping of str to int
+        Every party's rank; sent to the relay, which refuses a layout that
+        differs from the other parties'.
+    relay : str
+        ``HOST:PORT`` of the relay.
+    client_ctx, server_ctx : ssl.SSLContext
+        This party's TLS contexts (the same as for direct links): the client
+        context dials the relay and the higher ranks, the server context
+        answers the lower ranks.
+    join_window : float
+        Seconds to wait for the relay and for every party to join.
+    timeout : float
+        Seconds for the pairwise handshakes once everyone has joined.
+    max_buffered : int
+        Most ciphertext bytes buffered unread from one peer.
+
+    Raises
+    ------
+    AuthenticationError
+        The relay's certificate does not name :data:`RELAY_NAME`, the relay
+        refused this party, or a peer's certificate does not name it.
+    PeerTimeoutError
+        The run did not come together in time.
+    """
+    table = check_ranks(ranks)
+    rank = table[me]
+    host, port = parse_address(relay)
+    deadline = time.monotonic() + join_window
+    where = f"the relay at {relay}"
+    stream = dial(
+        (host, port), client_ctx, expected=RELAY_NAME, me=me, where=where, deadline=deadline,
+        retry_unreachable=True, what=f"{me!r} (rank {rank})",
+    )  # fmt: skip
+    conn: RelayConnection | None = None
+    try:
+        send_message(stream, {"name": me, "rank": rank, "layout": table})
+        log.info("%r: registered at %s", me, where)
+        await_table(stream, me, where, deadline, join_window)
+        stream.sock.settimeout(None)
+        conn = RelayConnection(me, table, stream, max_buffered)
+        pending = []
+        for peer, peer_rank in sorted(table.items(), key=lambda item: item[1]):
+            if peer == me:
+                continue
+            server = peer_rank < rank  # the lower rank is the client
+            pending.append((conn.add(peer, server_ctx if server else client_ctx, server=server), server))
+        conn.start()
+        errors: list[BaseException] = []
+        hand_deadline = time.monotonic() + timeout
+
+        def shake(pair: RelayedStream, server: bool) -> None:
+            try:
+                pair.handshake(server=server, deadline=hand_deadline)
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [
+            threading.Thread(target=shake, args=item, name=f"relay-handshake-{me}", daemon=True)
+            for item in pending
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if errors:
+            raise errors[0]
+    except BaseException:
+        if conn is not None:
+            conn.close()
+        else:
+            stream.close()
+        raise
+    return dict(conn.streams)
+
+
+# -- the relay -------------------------------------------------------------------------
+
+
+def parse_relay_registration(who: str, msg: dict[str, Any]) -> tuple[str, int, dict[str, int]]:
+    """``(name, rank, layout)`` of a registration at the relay; any other shape is a ProtocolError naming ``who``."""
+    what = "registration"
+    if not isinstance(msg, dict) or set(msg) != {"name", "rank", "layout"}:
+        keys = sorted(msg)[:8] if isinstance(msg, dict) else type(msg).__name__
+        raise ProtocolError(
+            f"{who} sent a malformed {what}: its keys are {keys!r}, expected layout, name, rank"
+        )
+    name, rank, layout = msg["name"], msg["rank"], msg["layout"]
+    if not isinstance(name, str) or len(name) > MAX_NAME_CHARS:
+        raise ProtocolError(
+            f"{who} sent a malformed {what}: the name is not a str of at most {MAX_NAME_CHARS}"
+        )
+    if not isinstance(layout, dict) or not 0 < len(layout) <= MAX_PARTIES:
+        raise ProtocolError(
+            f"{who} sent a malformed {what}: the layout is not a mapping of 1 .. {MAX_PARTIES} parties"
+        )
+    for key, value in layout.items():
+        if not isinstance(key, str) or len(key) > MAX_NAME_CHARS:
+            raise ProtocolError(
+                f"{who} sent a malformed {what}: a party name in the layout is not a short str"
+            )
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ProtocolError(f"{who} sent a malformed {what}: the rank of {key!r} is not an integer")
+    try:
+        table = check_ranks(layout)
+    except InputValidationError as exc:
+        raise ProtocolError(f"{who} sent a malformed {what}: {exc}") from None
+    if table.get(name) != rank:
+        raise ProtocolError(f"{who} sent a malformed {what}: {name!r} is not at rank {rank!r} in its layout")
+    return name, rank, table
+
+
+class RelayRendezvous(Introducer):
+    """The rendezvous at the relay: learns the layout from the registrations; keeps the connections.
+
+    The first registration (into an empty room) sets the run's layout; every
+    later one must carry the same, else it is refused, naming both. Once
+    every party has joined and got the table, :meth:`_hand_over` passes the
+    connections to ``on_ready``.
+    """
+
+    def __init__(self, address: str, context: ssl.SSLContext, timeout: float, on_ready: Any, **kwargs: Any):
+        self._on_ready = on_ready
+        self._relay_host = parse_address(address)[0]
+        self._relay_port = 1
+        super().__init__(address, {}, context, timeout, **kwargs)
+        self._relay_port = self.port  # the "address" of every party: reached through the relay
+
+    def _registration(self, who: str, msg: dict[str, Any]) -> tuple[str, int, str, int]:
+        name, rank, layout = parse_relay_registration(who, msg)
+        with self._lock:
+            if not self._joined or not self.ranks:
+                if layout != self.ranks:
+                    log.info("relay: the run's layout is %s (from %s, %r)", layout, who, name)
+                self.ranks = dict(layout)
+                self._by_rank = {r: n for n, r in layout.items()}
+            elif layout != self.ranks:
+                raise ProtocolError(
+                    f"{who} registered {name!r} with the layout {layout}, but the parties that joined before "
+                    f"({', '.join(map(repr, self._ordered(self._joined)))}) registered {self.ranks}"
+                )
+        return name, rank, self._relay_host, self._relay_port
+
+    def _reached(self, host: str, port: int) -> str:
+        return "reached through the relay"
+
+    def _hand_over(self, streams: dict[str, Stream]) -> None:
+        if self.error is not None:
+            super()._hand_over(streams)
+            return
+        self._on_ready(dict(self.ranks), streams)
+
+
+class _Outbox:
+    """Frames waiting at the relay for one party, bounded in bytes; one writer thread drains it."""
+
+    def __init__(self, name: str, stream: Stream, limit: int) -> None:
+        self.name = name
+        self.stream = stream
+        self.limit = limit
+        self.frames: collections.deque[tuple[bytes, Payload]] = collections.deque()
+        self.queued = 0
+        self.peak = 0
+        self.cond = threading.Condition()
+        self.dead = False
+        self.finishing = False
+        self._ends = 0  # the reader and the writer of this connection that have finished (close at 2)
+
+    def put(self, frame: tuple[bytes, Payload], deadline: float, force: bool = False) -> bool:
+        """Queue ``frame``; False if the party stopped reading until ``deadline`` (the caller drops it).
+
+        ``force`` queues it whatever the bound (the relay's own few END and NOTICE frames).
+        """
+        with self.cond:
+            size = len(frame[0]) + len(frame[1])
+            while not force and not self.dead and self.queued and self.queued + size > self.limit:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self.cond.wait(min(left, 1.0))
+            if self.dead:
+                return True
+            self.frames.append(frame)
+            self.queued += size
+            self.peak = max(self.peak, self.queued)
+            self.cond.notify_all()
+            return True
+
+    def drain(self) -> None:
+        try:
+            while True:
+                with self.cond:
+                    while not self.frames and not self.dead and not self.finishing:
+                        self.cond.wait()
+                    if self.dead or not self.frames:
+                        break
+                    frame = self.frames.popleft()
+                self.stream.send_parts(list(frame))
+                with self.cond:
+                    self.queued -= len(frame[0]) + len(frame[1])
+                    self.cond.notify_all()
+        except (OSError, ValueError, ProtocolError):
+            self.kill()  # the party hung up; its last frames may still be read
+        self.side_done()
+
+    def side_done(self) -> None:
+        """The reader or the writer of this connection is done; the second one closes it."""
+        with self.cond:
+            self._ends += 1
+            last = self._ends == 2
+        if last:
+            self.stream.close()
+
+    def kill(self) -> None:
+        with self.cond:
+            self.dead = True
+            self.frames.clear()
+            self.queued = 0
+            self.cond.notify_all()
+
+    def finish(self) -> None:
+        """Send what is queued, then stop."""
+        with self.cond:
+            self.finishing = True
+            self.cond.notify_all()
+
+
+class RelayServer:
+    """The relay: hosts the rendezvous, then forwards outer frames between the parties of one run.
+
+    Parameters
+    ----------
+    address : str
+        ``HOST:PORT`` to listen on (port 0: the kernel picks; see :attr:`port`).
+    context : ssl.SSLContext
+        The relay's server context; its certificate names :data:`RELAY_NAME`.
+    join_window : float
+        Seconds the rendezvous waits for every party.
+    log_interval : float
+        Seconds between two waiting-room lines.
+    queue_bytes : int
+        Most bytes queued for one party.
+    stall_seconds : float
+        Seconds a source waits for a destination that does not read before the
+        relay drops that destination.
+
+    Attributes
+    ----------
+    refused : list of str
+        Why the relay stopped forwarding for a party (each names it).
+    forwarded : dict
+        Bytes forwarded per ``(source, destination)``: what the relay learns.
+    """
+
+    def __init__(
+        self,
+        address: str,
+        context: ssl.SSLContext,
+        join_window: float,
+        *,
+        log_interval: float = WAITING_LOG_SECONDS,
+        queue_bytes: int = QUEUE_BYTES,
+        stall_seconds: float = STALL_SECONDS,
+    ) -> None:
+        if context is None:
+            raise InputValidationError("the relay needs TLS credentials (no --insecure relay)")
+        self.queue_bytes = int(queue_bytes)
+        self.stall_seconds = float(stall_seconds)
+        if self.queue_bytes < MAX_FRAME_BYTES + OUTER.size:
+            raise InputValidationError(
+                f"queue_bytes={queue_bytes} is below one frame ({MAX_FRAME_BYTES + OUTER.size} bytes)"
+            )
+        self.refused: list[str] = []
+        self.forwarded: dict[tuple[str, str], int] = collections.defaultdict(int)
+        self.outboxes: dict[str, _Outbox] = {}
+        self.ranks: dict[str, int] = {}
+        self.names: dict[int, str] = {}
+        self._lock = threading.Lock()
+        self._ended: set[str] = set()
+        self._forwarding = threading.Event()
+        self._done = threading.Event()
+        self.rendezvous = RelayRendezvous(
+            address, context, join_window, self._start_forwarding, log_interval=log_interval
+        )
+        self.port = self.rendezvous.port
+
+    # hooks for tests: a relay that misbehaves overrides this
+    def forward(self, src: str, dst: str, kind: int, payload: Payload) -> list[tuple[int, Payload]]:
+        """The frames to send to ``dst`` for one frame from ``src``: an honest relay forwards it unchanged."""
+        return [(kind, payload)]
+
+    def _start_forwarding(self, ranks: dict[str, int], streams: dict[str, Stream]) -> None:
+        self.ranks = ranks
+        self.names = {r: n for n, r in ranks.items()}
+        for name, stream in streams.items():
+            stream.sock.settimeout(None)
+            self.outboxes[name] = _Outbox(name, stream, self.queue_bytes)
+        for name, box in self.outboxes.items():
+            threading.Thread(target=box.drain, name=f"relay-to-{name}", daemon=True).start()
+            threading.Thread(target=self._read, args=(name,), name=f"relay-from-{name}", daemon=True).start()
+        log.info("relay: forwarding between %d parties", len(streams))
+        self._forwarding.set()
+
+    def _send(self, src: str, dst: str, kind: int, payload: Payload, force: bool = False) -> None:
+        box = self.outboxes[dst]
+        frame = (OUTER.pack(kind, self.ranks[src], len(payload)), payload)
+        if not box.put(frame, time.monotonic() + self.stall_seconds, force):
+            self._drop(
+                dst, f"{dst!r} did not read what the relay forwarded to it for {self.stall_seconds:g} s"
+            )
+
+    def _read(self, name: str) -> None:
+        stream = self.outboxes[name].stream
+        who = f"{name!r} (rank {self.ranks[name]})"
+        reason = f"{name!r}'s connection to the relay ended"
+        clean = False
+        try:
+            while True:
+                try:
+                    header = stream.read_exact(OUTER.size)
+                except ClosedError as exc:
+                    clean = not exc.truncated
+                    if exc.truncated:
+                        reason = f"{who} sent the relay a truncated frame header"
+                    break
+                kind, rank, size = OUTER.unpack(header)
+                if kind not in (DATA, END):
+                    raise ProtocolError(
+                        f"{who} sent the relay a frame of kind {kind}, which a party may not send"
+                    )
+                if rank not in self.names or rank == self.ranks[name]:
+                    raise ProtocolError(
+                        f"{who} sent the relay a frame for rank {rank}, which is no other party of the run "
+                        f"(ranks 0 .. {len(self.ranks) - 1})"
+                    )
+                if size > MAX_FRAME_BYTES:
+                    raise ProtocolError(
+                        f"{who} sent the relay a frame of {size} bytes; at most {MAX_FRAME_BYTES} are allowed"
+                    )
+                payload = stream.read_exact(size) if size else memoryview(b"")
+                dst = self.names[rank]
+                with self._lock:
+                    self.forwarded[(name, dst)] += size
+                for out_kind, out_payload in self.forward(name, dst, kind, payload):
+                    self._send(name, dst, out_kind, out_payload)
+        except ProtocolError as exc:
+            reason = str(exc)
+            with self._lock:
+                self.refused.append(reason)
+            log.warning("relay refused %s", reason)
+        except (OSError, ValueError) as exc:
+            reason = f"{name!r}'s connection to the relay failed: {exc}"
+        self._drop(name, reason, clean=clean)
+        self.outboxes[name].side_done()
+
+    def _drop(self, name: str, reason: str, clean: bool = False) -> None:
+        """Stop forwarding for ``name``: tell every other party (END, and a NOTICE unless it ended cleanly)."""
+        with self._lock:
+            if name in self._ended:
+                return
+            self._ended.add(name)
+            everyone = len(self._ended) == len(self.outboxes)
+        box = self.outboxes[name]
+        if clean:
+            box.finish()
+        else:
+            box.kill()
+            _cut(box.stream)
+        for other in self.outboxes:
+            if other != name:
+                if not clean:
+                    notice = reason.encode()[:MAX_NOTICE_CHARS]
+                    self._send(name, other, NOTICE, notice, force=True)
+                self._send(name, other, END, b"", force=True)
+        if everyone:
+            for other_box in self.outboxes.values():
+                other_box.finish()
+            self._done.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the run ended (every party's connection ended) or the rendezvous gave up.
+
+        Returns
+        -------
+        bool
+            True once forwarding has ended for every party; False if the run
+            never started (see ``rendezvous.error``) or ``timeout`` passed.
+        """
+        self.rendezvous.join(timeout)
+        if not self._forwarding.is_set():
+            return False
+        return self._done.wait(timeout)
+
+    def close(self) -> None:
+        """Stop: give up waiting for parties, and close every connection."""
+        self.rendezvous.close()
+        for box in self.outboxes.values():
+            box.kill()
+            _cut(box.stream)
+        self._done.set()
+
+
+def _cut(stream: Stream) -> None:
+    """Shut a party's connection down at once, even while a writer is blocked on it (that writer then closes it)."""
+    with contextlib.suppress(OSError):
+        stream.sock.shutdown(socket.SHUT_RDWR)
+
+
+__all__ = [
+    "BUFFERED_BYTES",
+    "DATA",
+    "END",
+    "MAX_FRAME_BYTES",
+    "NOTICE",
+    "OUTER",
+    "QUEUE_BYTES",
+    "RELAY_NAME",
+    "STALL_SECONDS",
+    "RelayConnection",
+    "RelayRendezvous",
+    "RelayServer",
+    "RelayedStream",
+    "connect_relay",
+    "parse_relay_registration",
+]

@@ -1,0 +1,110 @@
+"""Issue 26, relay mode with real processes on loopback: `mpc-pca relay` and `mpc-pca party --relay`.
+
+PPPCA-SS with three providers, the server and the consumer, once with direct
+links (rank 0 hosts the rendezvous) and once through a relay; the parties'
+JSON results are the same, and the relay reports only sizes per pair.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mpc_pca.deploy.local import child_environment
+from protocols.runtime.launcher import launch, raise_on_failure
+from protocols.transport.certs import write_credentials
+from tests.helpers.socket_helpers import free_port
+from tests.helpers.torch_helpers import check_pppca_outputs, party_commands
+
+pytestmark = pytest.mark.slow
+
+NAMES = ("provider0", "provider1", "provider2", "server", "consumer")
+#: What a party's JSON result holds besides its traffic report (which differs in seconds).
+RESULT_KEYS = ("components", "explained_variance", "mean", "projection")
+
+
+def through_relay(commands: dict[str, list[str]], relay: str) -> dict[str, list[str]]:
+    """The same party commands with ``--relay ADDRESS`` in place of ``--master ADDRESS``."""
+    out = {}
+    for name, command in commands.items():
+        at = command.index("--master")
+        out[name] = [*command[:at], "--relay", relay, *command[at + 2 :]]
+    return out
+
+
+def relay_command(relay: str, tls_dir: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "mpc_pca.cli",
+        "relay",
+        "--listen",
+        relay,
+        "--tls-dir",
+        str(tls_dir),
+        *extra,
+    ]
+
+
+def results(outputs: dict[str, Path]) -> dict[str, dict]:
+    out = {}
+    for name, path in outputs.items():
+        value = json.loads(path.read_text())
+        out[name] = {key: value[key] for key in RESULT_KEYS if key in value}
+    return out
+
+
+def test_pppca_through_the_relay_equals_the_direct_run(tmp_path, wine):
+    parts = np.array_split(wine, 3)
+    tls = tmp_path / "tls"
+    write_credentials([*NAMES, "relay"], tls)
+    direct_dir, relay_dir = tmp_path / "direct", tmp_path / "relayed"
+    direct_dir.mkdir()
+    relay_dir.mkdir()
+    options = {"timeout": 30, "connect_timeout": 40, "external_store": False, "tls_dir": tls}
+    direct, direct_out = party_commands(direct_dir, parts, f"127.0.0.1:{free_port()}", **options)
+    raise_on_failure(launch(direct, timeout=30, env=child_environment()))
+
+    relay = f"127.0.0.1:{free_port()}"
+    commands, relayed_out = party_commands(relay_dir, parts, "unused:1", **options)
+    commands = through_relay(commands, relay)
+    commands["provider1"] += ["-v"]
+    commands["relay"] = relay_command(relay, tls, "--join-window", "60", "-v")
+    outcomes = launch(commands, timeout=30, env=child_environment())
+    raise_on_failure(outcomes)
+
+    check_pppca_outputs(relayed_out, parts)
+    assert results(relayed_out) == results(direct_out)
+    for name in NAMES:  # the same protocol traffic, metered as in direct mode
+        got = json.loads(relayed_out[name].read_text())["report"][name]
+        want = json.loads(direct_out[name].read_text())["report"][name]
+        assert (got["bytes_sent"], got["rounds"]) == (want["bytes_sent"], want["rounds"])
+    assert "relay: forwarding between 5 parties" in outcomes["relay"].stderr
+    assert "'server' (rank 3) joined from 127.0.0.1:" in outcomes["relay"].stderr
+    assert "reached through the relay" in outcomes["relay"].stderr
+    assert "connected to 4 peers through the relay" in outcomes["provider1"].stderr
+
+
+def test_party_refuses_relay_with_master_listen_or_insecure(tmp_path, wine):
+    parts = np.array_split(wine, 3)
+    tls = tmp_path / "tls"
+    write_credentials([*NAMES, "relay"], tls)
+    commands, _ = party_commands(tmp_path, parts, "127.0.0.1:9", tls_dir=tls, external_store=False)
+    base = commands["provider0"]
+    cases = {
+        "master": [*base, "--relay", "127.0.0.1:9"],
+        "listen": [*through_relay({"p": base}, "127.0.0.1:9")["p"], "--listen", "127.0.0.1:0"],
+        "insecure": [*through_relay({"p": base}, "127.0.0.1:9")["p"], "--insecure"],
+        "relay-plain": relay_command("127.0.0.1:0", tmp_path / "nowhere"),
+    }
+    outcomes = launch(cases, timeout=10, env=child_environment())
+    assert outcomes["master"].returncode == 3
+    assert "--relay replaces --master" in outcomes["master"].stderr
+    assert "--relay replaces --listen" in outcomes["listen"].stderr
+    assert "--relay needs TLS" in outcomes["insecure"].stderr
+    assert outcomes["relay-plain"].returncode == 3
+    assert "port 0 cannot be dialled" in outcomes["relay-plain"].stderr
