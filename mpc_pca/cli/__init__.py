@@ -8,6 +8,8 @@ app
     ``main``, so that importing it never shadows the exported :func:`main`.
 party
     ``party`` (one party of a multi-host run, parsed into a PartySpec).
+relay
+    ``relay``: the relay for parties that can only dial out (one run, then exits).
 certs
     ``certs``: the one-shot CA + keys (demos), and enrolment: ``init-ca``,
     ``request`` (a party's own key and CSR), ``sign`` (the CA).

@@ -14,6 +14,9 @@ tls, certs, enrolment
 links, socket_channel, mesh, ranks, rendezvous
     Byte streams (TLS or plain TCP), a channel over them, one connection per
     pair, the rank table, and the rendezvous that introduces the parties.
+relay
+    Parties that only dial out: a relay that hosts the rendezvous and forwards
+    frames, each pair of parties running its own TLS 1.3 session through it.
 torch_channel, torch_store
     The gloo path over ``torch.distributed`` (CrypTen only).
 """

@@ -108,3 +108,31 @@ def test_party_refuses_relay_with_master_listen_or_insecure(tmp_path, wine):
     assert "--relay needs TLS" in outcomes["insecure"].stderr
     assert outcomes["relay-plain"].returncode == 3
     assert "port 0 cannot be dialled" in outcomes["relay-plain"].stderr
+
+
+def test_the_howto_runs_on_one_machine_as_written(tmp_path):
+    """``docs/howto/relay.md``: the one-shot certificates, then the one-machine run (on a free port)."""
+    import subprocess
+
+    from sklearn.datasets import load_wine
+
+    from mpc_pca.pppca.deployment import read_projection
+    from tests.helpers.markdown_blocks import page_of
+
+    prelude = f'mpc-pca() {{ "{sys.executable}" -m mpc_pca.cli "$@"; }}\n'
+    one_shot, one_machine = page_of("relay-one-shot"), page_of("relay-one-machine")
+    assert one_shot.path == one_machine.path and one_shot.path.name == "relay.md"
+    assert "7443" in one_machine.text  # the port the page shows, replaced by a free one here
+    for block in (one_shot.text, one_machine.text.replace("7443", str(free_port()))):
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", prelude + block],
+            cwd=tmp_path, env=child_environment(), capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, (block, done.stdout[-2000:], done.stderr[-3000:])
+    server = json.loads((tmp_path / "server.json").read_text())
+    wine = load_wine().data  # every provider of the page reads all of wine: the pooled PCA is wine's
+    centred = wine - wine.mean(axis=0)
+    top = np.linalg.eigh(centred.T @ centred)[1][:, ::-1][:, : len(server["components"])].T
+    np.testing.assert_allclose(np.abs(server["components"]), np.abs(top), rtol=0, atol=1e-6)
+    labels, projection = read_projection(json.loads((tmp_path / "consumer.json").read_text())["projection"])
+    assert projection.shape[0] == 3 * len(wine) and set(labels) == {"provider0", "provider1", "provider2"}
