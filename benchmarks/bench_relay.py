@@ -36,7 +36,9 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.timing import add_out_argument, machine, output_dir, pyplot, write_json
+from benchmarks.output import add_out_argument, output_dir, write_json
+from mpc_pca.studies.machine import describe_machine as machine
+from mpc_pca.studies.plotting import pyplot
 
 N_ROWS = 500
 MODES = ("direct", "relay")
