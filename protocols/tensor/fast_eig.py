@@ -37,7 +37,7 @@ from protocols.messages import expect_array_list, expect_real_array
 from protocols.prg import RingPRG
 from protocols.tensor.correlated import triple, truncation_pair
 from protocols.tensor.eig import _check_symmetric, reveal_trace
-from protocols.tensor.ops import _open, from_share, share_input
+from protocols.tensor.ops import _open, from_share, reveal_receivers, share_input
 from protocols.tensor.session import TensorSession
 from protocols.tensor.shared import SharedTensor
 
@@ -168,11 +168,7 @@ def truncate_many(
 def reveal_many(xs: Sequence[SharedTensor], to: str | Sequence[str]) -> list[NDArray[np.float64]] | None:
     """Reveal several tensors to the named members in ONE round (re-randomised as :func:`ops.reveal`)."""
     session = xs[0].session
-    receivers = (to,) if isinstance(to, str) else tuple(to)
-    members = (*session.holders, session.dealer, *session.observers)
-    for r in receivers:
-        if r not in members:
-            raise InputValidationError(f"cannot reveal to {r!r}: not a member of the session")
+    receivers = reveal_receivers(session, to)
     session.start()
     session.stats.reveals += 1
     me = session.party.name

@@ -400,6 +400,22 @@ def matmul_fixed(fixed: FixedOperand, y: SharedTensor) -> SharedTensor:
 # -- reveal ------------------------------------------------------------------------------
 
 
+def reveal_receivers(session: TensorSession, to: str | Sequence[str]) -> tuple[str, ...]:
+    """The receivers of a reveal as a tuple, each checked to be a member of ``session``.
+
+    Raises
+    ------
+    InputValidationError
+        If a receiver is not a holder, the dealer or an observer of the session.
+    """
+    receivers = (to,) if isinstance(to, str) else tuple(to)
+    members = (*session.holders, session.dealer, *session.observers)
+    for r in receivers:
+        if r not in members:
+            raise InputValidationError(f"cannot reveal to {r!r}: not a member of the session")
+    return receivers
+
+
 def reveal(x: SharedTensor, to: str | Sequence[str]) -> NDArray[np.float64] | None:
     """Reveal ``x`` only to the named member(s) (one round).
 
@@ -413,11 +429,7 @@ def reveal(x: SharedTensor, to: str | Sequence[str]) -> NDArray[np.float64] | No
         The decoded value at each receiver, ``None`` elsewhere.
     """
     session = x.session
-    receivers = (to,) if isinstance(to, str) else tuple(to)
-    members = (*session.holders, session.dealer, *session.observers)
-    for r in receivers:
-        if r not in members:
-            raise InputValidationError(f"cannot reveal to {r!r}: not a member of the session")
+    receivers = reveal_receivers(session, to)
     session.start()
     session.stats.reveals += 1
     me = session.party.name
