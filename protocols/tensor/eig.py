@@ -253,6 +253,35 @@ def reveal_trace(c: SharedTensor) -> float:
     return float(value[0])
 
 
+def trace_scale_factor(trace: float, frac_bits: int) -> int:
+    """The public integer ``K = floor(2^(61 - frac_bits) / tr(C))`` that scales a shared matrix by its trace.
+
+    ``alpha = K 2^(frac_bits - 61) <= 1 / tr(C)`` puts the eigenvalues of
+    ``alpha C`` in ``[0, 1]`` and keeps ``C_int K < 2^61`` (the truncation's
+    ``|x| < 2^62`` precondition with a bit to spare).
+
+    Raises
+    ------
+    ProtocolError
+        If the revealed trace is not positive, or so large that ``K < 256``
+        (too few significant bits would survive), or so small that
+        ``K >= 2^62`` (the ring would overflow).
+    """
+    if not trace > 0:
+        raise ProtocolError(
+            f"the shared matrix has trace {trace:.6g}; a PSD matrix with a signal has trace > 0"
+        )
+    factor = math.floor(2.0 ** (61 - frac_bits) / trace)
+    if factor < 2**8:
+        raise ProtocolError(
+            f"trace {trace:.6g} is too large for {frac_bits} fractional bits: the scaling factor would "
+            f"be {factor} < 256; rescale the data"
+        )
+    if factor >= 2**62:
+        raise ProtocolError(f"trace {trace:.6g} is too small for the ring; rescale the data")
+    return factor
+
+
 def top_eigenvectors(
     c: SharedTensor,
     n_components: int,
@@ -317,19 +346,8 @@ def top_eigenvectors(
 
     # 1. public scale from the revealed trace: Ĉ = alpha C with alpha <= 1/tr(C)
     trace = reveal_trace(c)
-    if not trace > 0:
-        raise ProtocolError(
-            f"the shared matrix has trace {trace:.6g}; a PSD matrix with a signal has trace > 0"
-        )
     shift = 61 - f  # G_int * K < 2^61 keeps the truncation's |x| < 2^62 precondition
-    factor = math.floor(2.0 ** (shift + f - c.frac_bits) / trace)
-    if factor < 2**8:
-        raise ProtocolError(
-            f"trace {trace:.6g} is too large for {c.frac_bits} fractional bits: the scaling factor would "
-            f"be {factor} < 256; rescale the data"
-        )
-    if factor >= 2**62:
-        raise ProtocolError(f"trace {trace:.6g} is too small for the ring; rescale the data")
+    factor = trace_scale_factor(trace, c.frac_bits)
     alpha = factor * 2.0 ** (c.frac_bits - shift - f)
     scaled_share = None if c.share is None else c.share * np.uint64(factor)
     c_hat = truncate(from_share(session, scaled_share, c.shape, f + shift), shift)

@@ -36,7 +36,7 @@ from protocols.errors import InputValidationError, ProtocolError
 from protocols.messages import expect_array_list, expect_real_array
 from protocols.prg import RingPRG
 from protocols.tensor.correlated import triple, truncation_pair
-from protocols.tensor.eig import _check_symmetric, reveal_trace
+from protocols.tensor.eig import _check_symmetric, reveal_trace, trace_scale_factor
 from protocols.tensor.ops import _open, from_share, reveal_receivers, share_input
 from protocols.tensor.session import TensorSession
 from protocols.tensor.shared import SharedTensor
@@ -211,6 +211,23 @@ def times_public(
     return SharedTensor(x.session, share, shape, x.frac_bits + bits)
 
 
+def _square_and_k(c: SharedTensor, n_components: int) -> tuple[int, int]:
+    """``(d, k)`` of a solver's input: ``c`` must be square and ``1 <= k <= d``.
+
+    Raises
+    ------
+    InputValidationError
+        If ``c`` is not a square matrix or ``n_components`` is out of range.
+    """
+    if c.ndim != 2 or c.shape[0] != c.shape[1]:
+        raise InputValidationError(f"the eigensolver needs a square matrix, got shape {c.shape}")
+    d = c.shape[0]
+    k = int(n_components)
+    if not 1 <= k <= d:
+        raise InputValidationError(f"n_components={k} is out of range; it must be between 1 and d={d}")
+    return d, k
+
+
 def _scaled_copies(c: SharedTensor, frac_bits: Sequence[int]) -> tuple[list[SharedTensor], float, float]:
     """Reveal ``tr(C)`` and return ``alpha C`` with each of ``frac_bits`` (one truncation round), ``alpha``, trace.
 
@@ -218,18 +235,7 @@ def _scaled_copies(c: SharedTensor, frac_bits: Sequence[int]) -> tuple[list[Shar
     eigenvalues of ``alpha C`` lie in ``[0, 1]`` and ``C_int K < 2^61``.
     """
     trace = reveal_trace(c)
-    if not trace > 0:
-        raise ProtocolError(
-            f"the shared matrix has trace {trace:.6g}; a PSD matrix with a signal has trace > 0"
-        )
-    factor = math.floor(2.0 ** (61 - c.frac_bits) / trace)
-    if factor < 2**8:
-        raise ProtocolError(
-            f"trace {trace:.6g} is too large for {c.frac_bits} fractional bits: the scaling factor would "
-            f"be {factor} < 256; rescale the data"
-        )
-    if factor >= 2**62:
-        raise ProtocolError(f"trace {trace:.6g} is too small for the ring; rescale the data")
+    factor = trace_scale_factor(trace, c.frac_bits)
     alpha = factor * 2.0 ** (c.frac_bits - 61)
     share = None if c.share is None else c.share * _U(factor)
     scaled = SharedTensor(c.session, share, c.shape, 61)
@@ -402,12 +408,7 @@ def ladder_eigenvectors(
         weaker than fixed point resolves (the iterate loses rank).
     """
     session = c.session
-    if c.ndim != 2 or c.shape[0] != c.shape[1]:
-        raise InputValidationError(f"the eigensolver needs a square matrix, got shape {c.shape}")
-    d = c.shape[0]
-    k = int(n_components)
-    if not 1 <= k <= d:
-        raise InputValidationError(f"n_components={k} is out of range; it must be between 1 and d={d}")
+    d, k = _square_and_k(c, n_components)
     if not 0.0 < eigengap < 1.0 or not 0.0 < tol < 1.0:
         raise InputValidationError(f"eigengap={eigengap} and tol={tol} must lie strictly between 0 and 1")
     if not 1 <= max_iterations <= 100:
@@ -586,12 +587,7 @@ def spectrum_eigenvectors(c: SharedTensor, n_components: int, *, to: str) -> Fas
     ``to`` must not be a holder: holder 0 knows ``Q``.
     """
     session = c.session
-    if c.ndim != 2 or c.shape[0] != c.shape[1]:
-        raise InputValidationError(f"the eigensolver needs a square matrix, got shape {c.shape}")
-    d = c.shape[0]
-    k = int(n_components)
-    if not 1 <= k <= d:
-        raise InputValidationError(f"n_components={k} is out of range; it must be between 1 and d={d}")
+    d, k = _square_and_k(c, n_components)
     if to in session.holders:
         raise InputValidationError("the receiver of Q C Q^T must not be a holder (holder 0 knows Q)")
     if session.frac_bits != F:
