@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from scipy.linalg import subspace_angles
@@ -100,3 +102,20 @@ def test_ring_overflow_of_the_trace_is_reported():
     matrix = np.diag([2.0**36, 2.0**36])  # trace 2^37: the scaling factor would fall below 256
     with pytest.raises(ProtocolError, match="too large"):
         run_top_eigenvectors(matrix, 1, plan=IterationPlan(1, 1, 0, 0.5, 0.05, 1e-6))
+
+
+def test_trace_scale_factor_scales_below_one_over_the_trace_and_names_the_limits():
+    from protocols.tensor.eig import trace_scale_factor
+
+    f = 20
+    assert trace_scale_factor(1.0, f) == 2**41
+    k = trace_scale_factor(3.0, f)
+    assert k == math.floor(2**41 / 3) and 1 / 3 * (1 - 2**-8) < k * 2.0 ** (f - 61) <= 1 / 3
+    assert trace_scale_factor(2.0**41 / 256, f) == 256  # the smallest factor allowed
+    with pytest.raises(ProtocolError, match=r"factor would be 255 < 256"):
+        trace_scale_factor(2.0**41 / 255.5, f)
+    with pytest.raises(ProtocolError, match="too small for the ring"):
+        trace_scale_factor(2.0**-30, f)
+    for bad in (0.0, -1.0, float("nan")):
+        with pytest.raises(ProtocolError, match="trace > 0"):
+            trace_scale_factor(bad, f)
