@@ -67,9 +67,6 @@ PAILLIER_RANDOMNESS: tuple[str, ...] = ("fixed-base", "fixed-base-short", "offli
 DEFAULT_PAILLIER_RANDOMNESS = "fixed-base"
 #: Bits beyond ``log2(n)`` of a ``fixed-base`` exponent (statistical distance ``2^-128``).
 FULL_EXPONENT_SLACK = 128
-#: Table window of the fixed-base modes chosen here: with ~170 ciphertexts per party (a
-#: d = 100 Gram matrix) a 6-bit window balances the table's build against each exponentiation.
-PAILLIER_WINDOW_BITS = 6
 #: Most ``--paillier-workers`` accepted.
 MAX_PAILLIER_WORKERS = 1024
 
@@ -97,7 +94,7 @@ def paillier_options(
     Examples
     --------
     >>> paillier_options("fixed-base", 2)
-    {'precompute': True, 'offline': False, 'workers': 2, 'exponent_bits': 2176, 'window_bits': 6}
+    {'precompute': True, 'offline': False, 'workers': 2, 'exponent_bits': 2176}
     >>> paillier_options("offline")
     {'precompute': False, 'offline': True, 'workers': None}
     """
@@ -119,8 +116,6 @@ def paillier_options(
     }
     if mode == "fixed-base":
         options["exponent_bits"] = (2048 if key_bits is None else int(key_bits)) + FULL_EXPONENT_SLACK
-    if options["precompute"]:
-        options["window_bits"] = PAILLIER_WINDOW_BITS
     return options
 
 

@@ -9,21 +9,29 @@ provider):
    the one given to the backend -- and sends the public key ``n`` (fixed-width
    bytes) to every member of ``E`` it has not sent it to yet. Keys live in
    ``party.context`` for the run.
-2. Every member of ``E`` encodes its array with the fixed-point codec
-   (uint64 ring elements), packs it (``packing=True``, with headroom for ``M``
-   summands) or not, encrypts it and sends the ciphertext bytes to ``p``
-   (steps 2 and 6). ``p`` keeps its own.
-3. ``p`` multiplies the ``|E|`` ciphertext arrays (homomorphic addition) and
-   sends the result to ``R`` (steps 3 and 7).
-4. ``R`` decrypts with the CRT, unpacks, adds its own encoding if it is a
+2. Every member of ``E`` but ``p`` encodes its array with the fixed-point
+   codec (uint64 ring elements), packs it (``packing=True``, with headroom
+   for ``M`` summands) or not, encrypts it and sends the ciphertext bytes to
+   ``p`` (steps 2 and 6), in chunks of :data:`CHUNK_CIPHERTEXTS` ciphertexts
+   (:func:`chunk_ranges`).
+3. ``p`` multiplies, chunk by chunk, the others' ciphertexts and ``1 + m_p n``
+   for its own plaintexts ``m_p`` (homomorphic addition) and sends each
+   product to ``R`` (steps 3 and 7). ``p`` draws no obfuscator of its own: the
+   others' fresh ones make the product a ciphertext with a uniform
+   obfuscator, which hides ``m_p`` as well as encrypting it would (``R``, who
+   can decrypt, learns the sum either way). Only when ``p`` is the sole
+   encrypting party does it encrypt its input.
+4. ``R`` decrypts each chunk with the CRT as it arrives (while the
+   contributors encrypt the next), unpacks, adds its own encoding if it is a
    contributor, and decodes to float64 (steps 4 and 8).
 
 When ``R`` is itself a contributor it never acts as ``p`` (it would receive
 every individual ciphertext, which it can decrypt); it adds its own encoding
 in the clear after decryption, which tells it nothing more than the sum.
 
-Messages carrying ciphertexts are ``{"shape", "layout", "weight",
-"ciphertexts"}`` dicts whose ciphertexts are fixed-width big-endian bytes
+Messages carrying ciphertexts are ``{"shape", "offset", "layout", "weight",
+"ciphertexts"}`` dicts (the whole array's shape, the chunk's first
+ciphertext) whose ciphertexts are fixed-width big-endian bytes
 (:mod:`protocols.paillier.serialize`); every field is checked on receipt and a
 mismatch raises :class:`~protocols.errors.ProtocolError`.
 
@@ -49,6 +57,7 @@ from protocols.paillier.arrays import (
     ciphertext_count,
     decrypt_ring,
     encrypt_ring,
+    plain_ring,
     sum_encrypted,
 )
 from protocols.paillier.cipher import RandomnessSource, StandardRandomness
@@ -62,12 +71,17 @@ from protocols.paillier.keys import (
 from protocols.paillier.offline import ObfuscatorPool
 from protocols.paillier.packing import PackingLayout, PackingOverflowError
 from protocols.paillier.parallel import check_workers
-from protocols.paillier.precompute import DEFAULT_WINDOW_BITS, FixedBaseRandomness
+from protocols.paillier.precompute import FixedBaseRandomness, worth_table
 from protocols.paillier.serialize import public_key_from_bytes
 from protocols.party import Party
 from protocols.runtime.threads import usable_cpus
 
-_MESSAGE_FIELDS = frozenset({"shape", "layout", "weight", "ciphertexts"})
+_MESSAGE_FIELDS = frozenset({"shape", "offset", "layout", "weight", "ciphertexts"})
+#: Ciphertexts per message of one secure sum (:func:`chunk_ranges`).
+CHUNK_CIPHERTEXTS = 32
+#: Arrays of this many ciphertexts or more go in one message (fixed-base encryption
+#: may then use worker processes: :func:`protocols.paillier.parallel.worth_parallel`).
+WHOLE_ARRAY_CIPHERTEXTS = 4096
 _KEY_FIELD = "paillier_public_key"
 
 
@@ -108,8 +122,10 @@ class PaillierBackend(SecureSumBackend):
         one modular multiplication each. Ignored with ``precompute=True``.
     exponent_bits : int, optional
         Fixed-base exponent length (default and minimum: ``key_bits // 2``).
-    window_bits : int, default=8
-        Fixed-base table window (2048-bit key: ~16.7 MB per encrypting party).
+    window_bits : int, optional
+        Fixed-base table window; by default chosen for the first sum that builds
+        the table (:func:`~protocols.paillier.precompute.best_window`: 6 bits,
+        ~11.7 MB per encrypting party, for a ``d = 100`` Gram matrix).
 
     Notes
     -----
@@ -139,7 +155,7 @@ class PaillierBackend(SecureSumBackend):
         keypair: PaillierKeyPair | tuple[Any, Any] | None = None,
         allow_insecure_key_size: bool = False,
         exponent_bits: int | None = None,
-        window_bits: int = DEFAULT_WINDOW_BITS,
+        window_bits: int | None = None,
         offline: bool = False,
     ) -> None:
         super().__init__(codec)
@@ -166,10 +182,12 @@ class PaillierBackend(SecureSumBackend):
                 f"exponent_bits={exponent_bits} must be between {minimum} and {2 * self.key_bits} "
                 f"for {self.key_bits}-bit keys"
             )
-        if not 1 <= window_bits <= 16:
-            raise InputValidationError(f"window_bits must be between 1 and 16, got {window_bits}")
+        if window_bits is not None and (
+            isinstance(window_bits, bool) or not isinstance(window_bits, int) or not 1 <= window_bits <= 16
+        ):
+            raise InputValidationError(f"window_bits must be an integer between 1 and 16, got {window_bits!r}")
         self.exponent_bits = exponent_bits
-        self.window_bits = int(window_bits)
+        self.window_bits = window_bits
         self.offline = bool(offline)
 
     @classmethod
@@ -208,23 +226,26 @@ class PaillierBackend(SecureSumBackend):
         if ring is None:
             raise ProtocolError(f"{party.name!r} is neither the receiver nor a contributor")
         public_key = self._public_key_from(party, receiver)
-        if self.offline and not self.precompute:  # offline phase: depends on the shape only
-            pool = self._pool(party, public_key)
-            pool.precompute(max(0, ciphertext_count(ring.size, layout) - pool.available))
-        mine = encrypt_ring(
-            public_key,
-            ring,
-            layout=layout,
-            randomness=self._randomness(party, public_key),
-            workers=self.workers,
-        )
-        if party.name != aggregator:
-            party.send(aggregator, _message(mine))
-            return None
-        parts = [mine]
-        for sender in encrypting[1:]:
-            parts.append(_parse(party.recv(sender), sender, public_key, layout, 1, ring.shape))
-        party.send(receiver, _message(sum_encrypted(parts)))
+        flat = ring.ravel()
+        chunks = chunk_ranges(flat.size, layout)
+        others = encrypting[1:] if party.name == aggregator else ()
+        # The aggregator's own input needs no obfuscator when another party's fresh one
+        # randomizes the product (module notes); it encrypts only when it is alone.
+        randomness = None if others else self._prepare(party, public_key, ciphertext_count(flat.size, layout))
+        for offset, (lo, hi) in chunks:
+            if randomness is None:
+                mine = plain_ring(public_key, flat[lo:hi], layout=layout)
+            else:
+                mine = encrypt_ring(
+                    public_key, flat[lo:hi], layout=layout, randomness=randomness, workers=self.workers
+                )
+            if party.name != aggregator:
+                party.send(aggregator, _message(mine, ring.shape, offset))
+                continue
+            parts = [mine]
+            for sender in others:
+                parts.append(_parse(party.recv(sender), sender, public_key, layout, 1, ring.shape, offset))
+            party.send(receiver, _message(sum_encrypted(parts), ring.shape, offset))
         return None
 
     def _receive(
@@ -235,23 +256,34 @@ class PaillierBackend(SecureSumBackend):
         aggregator: str,
         layout: PackingLayout | None,
     ) -> NDArray[np.float64]:
-        """Receiver: distribute the key if needed, decrypt the aggregate (steps 1, 4, 8)."""
+        """Receiver: distribute the key if needed, decrypt the aggregate chunk by chunk (steps 1, 4, 8).
+
+        Each chunk is decrypted as it arrives, while the contributors encrypt the next.
+        """
         keypair = self._keypair_for(party)
         sent = party.context.setdefault(self._context_key(party.name, "sent"), set())
         for name in encrypting:
             if name not in sent:
                 party.send(name, {_KEY_FIELD: keypair.public_key.to_bytes()})
                 sent.add(name)
-        expected_shape = None if ring is None else ring.shape
-        total = _parse(
-            party.recv(aggregator), aggregator, keypair.public_key, layout, len(encrypting), expected_shape
-        )
-        try:
-            summed = decrypt_ring(keypair.private_key, total, workers=self.workers)
-        except PackingOverflowError as exc:
-            raise ProtocolError(
-                f"the aggregate from {aggregator!r} does not decrypt to a valid sum: {exc}"
-            ) from exc
+        shape = None if ring is None else ring.shape
+        pieces: list[NDArray[np.uint64]] = []
+        offset, total = 0, None
+        while total is None or offset < total:
+            message = party.recv(aggregator)
+            if shape is None:  # the first chunk fixes the shape; every later one is checked against it
+                shape = _message_shape(message, aggregator)
+            if total is None:
+                total = ciphertext_count(int(np.prod(shape, dtype=np.int64)), layout)
+            chunk = _parse(message, aggregator, keypair.public_key, layout, len(encrypting), shape, offset)
+            try:
+                pieces.append(decrypt_ring(keypair.private_key, chunk, workers=self.workers))
+            except PackingOverflowError as exc:
+                raise ProtocolError(
+                    f"the aggregate from {aggregator!r} does not decrypt to a valid sum: {exc}"
+                ) from exc
+            offset += max(len(chunk.ciphertexts), 1)
+        summed = np.concatenate(pieces).reshape(shape)
         if ring is not None:
             summed = summed + ring  # uint64: wraps modulo 2^64
         return self.codec.decode(summed)
@@ -290,9 +322,22 @@ class PaillierBackend(SecureSumBackend):
             party.context[key] = pool
         return pool
 
-    def _randomness(self, party: Party, public_key: PaillierPublicKey) -> RandomnessSource:
+    def _prepare(self, party: Party, public_key: PaillierPublicKey, count: int) -> RandomnessSource:
+        """The randomness for ``count`` ciphertexts of this party under ``public_key``.
+
+        ``offline``: the stock is topped up to ``count`` first (it depends on the
+        shape only). Fixed-base: this party's table, kept for the run; while it
+        is not built and ``count`` is too small for a table to pay off
+        (:func:`~protocols.paillier.precompute.worth_table`), textbook ``r^n``
+        instead (DCR only, so never weaker); the first batch that pays builds
+        the table with a window chosen for it.
+        """
         if not self.precompute:
-            return self._pool(party, public_key) if self.offline else StandardRandomness(public_key)
+            if not self.offline:
+                return StandardRandomness(public_key)
+            pool = self._pool(party, public_key)
+            pool.precompute(max(0, count - pool.available))
+            return pool
         key = f"paillier|fixed-base|{public_key.to_bytes().hex()}|{self.exponent_bits}|{self.window_bits}"
         source = party.context.get(key)
         if source is None:
@@ -300,17 +345,55 @@ class PaillierBackend(SecureSumBackend):
                 public_key, exponent_bits=self.exponent_bits, window_bits=self.window_bits
             )
             party.context[key] = source
+        if not source.built and not worth_table(source.exponent_bits, count):
+            return StandardRandomness(public_key)
+        source.plan(count)
         return source
 
 
-def _message(encrypted: EncryptedArray) -> dict[str, Any]:
+def chunk_ranges(size: int, layout: PackingLayout | None) -> list[tuple[int, tuple[int, int]]]:
+    """How one secure sum's ring elements are cut into messages: ``[(offset, (lo, hi)), ...]``.
+
+    ``offset`` is the chunk's first ciphertext and ``lo:hi`` its elements in C
+    order. Chunks hold :data:`CHUNK_CIPHERTEXTS` ciphertexts (the last one
+    fewer) so that the receiver decrypts one while the contributors encrypt
+    the next; an array of :data:`WHOLE_ARRAY_CIPHERTEXTS` ciphertexts or more
+    goes whole (its encryption may spread over worker processes, whose
+    start-up a chunk would not repay). An empty array is one empty chunk. A
+    function of the size and layout only, so every party cuts alike.
+    """
+    slots = 1 if layout is None else layout.slots
+    count = ciphertext_count(size, layout)
+    per_chunk = count if count >= WHOLE_ARRAY_CIPHERTEXTS else CHUNK_CIPHERTEXTS
+    if count == 0:
+        return [(0, (0, 0))]
+    return [
+        (offset, (offset * slots, min((offset + per_chunk) * slots, size)))
+        for offset in range(0, count, per_chunk)
+    ]
+
+
+def _message(encrypted: EncryptedArray, shape: tuple[int, ...], offset: int) -> dict[str, Any]:
     layout = None if encrypted.layout is None else encrypted.layout.describe()
     return {
-        "shape": list(encrypted.shape),
+        "shape": list(shape),
+        "offset": offset,
         "layout": layout,
         "weight": encrypted.weight,
         "ciphertexts": encrypted.to_bytes(),
     }
+
+
+def _message_shape(message: Any, sender: str) -> tuple[int, ...]:
+    """The whole array's shape in a chunk message, checked (the receiver's first chunk)."""
+    if not isinstance(message, dict) or set(message) != _MESSAGE_FIELDS:
+        raise ProtocolError(
+            f"expected an encrypted-array message with fields {sorted(_MESSAGE_FIELDS)} from {sender!r}"
+        )
+    got = message["shape"]
+    if not isinstance(got, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in got):
+        raise ProtocolError(f"{sender!r} sent a malformed shape {got!r}")
+    return tuple(got)
 
 
 def _parse(
@@ -319,22 +402,19 @@ def _parse(
     public_key: PaillierPublicKey,
     layout: PackingLayout | None,
     weight: int,
-    shape: tuple[int, ...] | None,
+    shape: tuple[int, ...],
+    offset: int,
 ) -> EncryptedArray:
-    """Check a ciphertext message field by field; raise :class:`ProtocolError` on any mismatch."""
-    if not isinstance(message, dict) or set(message) != _MESSAGE_FIELDS:
-        raise ProtocolError(
-            f"expected an encrypted-array message with fields {sorted(_MESSAGE_FIELDS)} from {sender!r}"
-        )
-    got_shape = message["shape"]
-    if not isinstance(got_shape, list) or not all(
-        isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in got_shape
-    ):
-        raise ProtocolError(f"{sender!r} sent a malformed shape {got_shape!r}")
-    if shape is not None and tuple(got_shape) != tuple(shape):
-        raise ProtocolError(
-            f"{sender!r} sent ciphertexts of an array of shape {tuple(got_shape)}, expected {shape}"
-        )
+    """Check one chunk message field by field; raise :class:`ProtocolError` on any mismatch.
+
+    The chunk must be the one starting at ciphertext ``offset`` of an array of
+    ``shape`` (:func:`chunk_ranges`); its ciphertexts are returned as a flat array.
+    """
+    got_shape = _message_shape(message, sender)
+    if got_shape != tuple(shape):
+        raise ProtocolError(f"{sender!r} sent ciphertexts of an array of shape {got_shape}, expected {shape}")
+    if message["offset"] != offset:
+        raise ProtocolError(f"{sender!r} sent the chunk at ciphertext {message['offset']!r}, expected {offset}")
     expected_layout = None if layout is None else layout.describe()
     if message["layout"] != expected_layout:
         raise ProtocolError(
@@ -343,8 +423,10 @@ def _parse(
         )
     if message["weight"] != weight:
         raise ProtocolError(f"{sender!r} sent a sum of {message['weight']!r} arrays, expected {weight}")
+    ranges = dict(chunk_ranges(int(np.prod(shape, dtype=np.int64)), layout))
+    lo, hi = ranges[offset]
     try:
-        return EncryptedArray.from_bytes(public_key, message["ciphertexts"], got_shape, layout, weight)
+        return EncryptedArray.from_bytes(public_key, message["ciphertexts"], (hi - lo,), layout, weight)
     except ProtocolError as exc:
         raise ProtocolError(f"{sender!r} sent a malformed ciphertext array: {exc}") from exc
     except InputValidationError as exc:

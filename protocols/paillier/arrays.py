@@ -20,6 +20,16 @@ unpacked
     negative). The capacity is ``2^(key_bits - 65)``: with ``|x| <= 2^63``,
     ``|sum k_i x_i| <= weight 2^63 < n / 2``.
 
+Randomness
+----------
+:func:`encrypt_ring` makes *randomized* arrays (each ciphertext carries a
+fresh obfuscator). :func:`plain_ring` makes *unrandomized* ones,
+``1 + m n mod n^2`` with no obfuscator: anyone can read them, so they exist
+only to be added to a randomized array (the sum of a randomized and any other
+array is randomized again, because one fresh obfuscator in the product makes
+it a uniform ``n``-th residue). :attr:`EncryptedArray.randomized` tracks this,
+and :meth:`EncryptedArray.to_bytes` refuses to serialise an unrandomized array.
+
 Ring semantics: decryption returns the result modulo ``2^64``, i.e. exactly
 what the same integer operations give on the uint64 ring elements. Note that
 multiplying a fixed-point encoding by an integer keeps its fractional bits.
@@ -82,6 +92,10 @@ class EncryptedArray:
         Packing layout, ``None`` for one element per ciphertext.
     weight : int
         Bound on the summands per slot (see the module notes).
+    randomized : bool, default=True
+        Whether every ciphertext carries a fresh obfuscator (see the module
+        notes); ``False`` only for :func:`plain_ring` output and what is
+        derived from it alone.
     """
 
     public_key: PaillierPublicKey
@@ -89,6 +103,7 @@ class EncryptedArray:
     shape: tuple[int, ...]
     layout: PackingLayout | None
     weight: int
+    randomized: bool = True
 
     def __post_init__(self) -> None:
         expected = ciphertext_count(self.size, self.layout)
@@ -128,8 +143,9 @@ class EncryptedArray:
                 f"{self.capacity} of a {self.public_key.bits}-bit key"
             )
 
-    def _replace(self, ciphertexts: list[mpz], weight: int) -> EncryptedArray:
-        return EncryptedArray(self.public_key, tuple(ciphertexts), self.shape, self.layout, weight)
+    def _replace(self, ciphertexts: list[mpz], weight: int, randomized: bool | None = None) -> EncryptedArray:
+        randomized = self.randomized if randomized is None else randomized
+        return EncryptedArray(self.public_key, tuple(ciphertexts), self.shape, self.layout, weight, randomized)
 
     def __add__(self, other: EncryptedArray) -> EncryptedArray:
         """Homomorphic element-wise sum (Algorithm 1, steps 3 and 7)."""
@@ -144,7 +160,11 @@ class EncryptedArray:
             )
         weight = self.weight + other.weight
         self.check_weight(weight)
-        return self._replace(cipher.add(self.public_key, self.ciphertexts, other.ciphertexts), weight)
+        return self._replace(
+            cipher.add(self.public_key, self.ciphertexts, other.ciphertexts),
+            weight,
+            self.randomized or other.randomized,
+        )
 
     def multiply(self, scalar: int | ArrayLike) -> EncryptedArray:
         """Homomorphic product with integers.
@@ -182,7 +202,19 @@ class EncryptedArray:
         return self._replace(cipher.multiply(self.public_key, self.ciphertexts, values), weight)
 
     def to_bytes(self) -> bytes:
-        """The ciphertexts as fixed-width big-endian bytes."""
+        """The ciphertexts as fixed-width big-endian bytes.
+
+        Raises
+        ------
+        InputValidationError
+            If the array is not randomized (:func:`plain_ring` output would
+            show its plaintexts to whoever receives the bytes).
+        """
+        if not self.randomized:
+            raise InputValidationError(
+                f"refusing to serialise an unrandomized array of shape {self.shape}: its "
+                f"{len(self.ciphertexts)} ciphertext(s) carry no obfuscator; add a randomized array first"
+            )
         return ciphertexts_to_bytes(self.public_key, self.ciphertexts)
 
     @classmethod
@@ -211,6 +243,15 @@ def _ring_array(ring: ArrayLike) -> NDArray[np.uint64]:
     if arr.dtype != np.uint64:
         raise InputValidationError(f"ring elements must have dtype uint64, got {arr.dtype}")
     return arr
+
+
+def _plaintexts(
+    public_key: PaillierPublicKey, arr: NDArray[np.uint64], layout: PackingLayout | None
+) -> list[int]:
+    """The plaintexts of ring elements: packed with ``layout``, else signed values modulo ``n``."""
+    if layout is not None:
+        return layout.pack(arr)
+    return [v % int(public_key.n) for v in arr.ravel().view(np.int64).tolist()]
 
 
 def encrypt_ring(
@@ -246,10 +287,7 @@ def encrypt_ring(
         Weight 1.
     """
     arr = _ring_array(ring)
-    if layout is not None:
-        plaintexts: list[int] = layout.pack(arr)
-    else:
-        plaintexts = [v % int(public_key.n) for v in arr.ravel().view(np.int64).tolist()]
+    plaintexts = _plaintexts(public_key, arr, layout)
     randomness = cipher.StandardRandomness(public_key) if randomness is None else randomness
     if randomness.public_key != public_key:
         raise InputValidationError("the randomness source belongs to a different public key")
@@ -268,13 +306,43 @@ def encrypt_ring(
                 workers=workers,
                 mode=mode,
                 exponent_bits=randomness.exponent_bits,
-                window_bits=randomness.window_bits,
+                window_bits=randomness.plan(-(-len(plaintexts) // workers)),
             )
         else:
             ciphertexts = encrypt_parallel(public_key, plaintexts, workers=workers, mode=mode)
     else:
         ciphertexts = cipher.encrypt(public_key, plaintexts, randomness)
     return EncryptedArray(public_key, tuple(ciphertexts), arr.shape, layout, 1)
+
+
+def plain_ring(
+    public_key: PaillierPublicKey, ring: ArrayLike, *, layout: PackingLayout | None = None
+) -> EncryptedArray:
+    """Unrandomized ciphertexts ``1 + m n mod n^2`` of ring elements (no obfuscator, no exponentiation).
+
+    What the aggregator of Liu et al. (AAAI 2020), Algorithm 1, steps 3 and 7,
+    multiplies into the others' ciphertexts for its own input: their fresh
+    obfuscators randomize the product, so its own needs none. The result has
+    ``randomized=False`` and cannot be serialised on its own (see the module notes).
+
+    Parameters
+    ----------
+    public_key : PaillierPublicKey
+    ring : array_like of uint64
+        Fixed-point ring elements.
+    layout : PackingLayout, optional
+        Pack with this layout, exactly as :func:`encrypt_ring` does.
+
+    Returns
+    -------
+    EncryptedArray
+        Weight 1, ``randomized=False``.
+    """
+    arr = _ring_array(ring)
+    plaintexts = _plaintexts(public_key, arr, layout)
+    n, n2 = public_key.n, public_key.n_square
+    ciphertexts = tuple((1 + mpz(m) * n) % n2 for m in plaintexts)
+    return EncryptedArray(public_key, ciphertexts, arr.shape, layout, 1, randomized=False)
 
 
 def decrypt_ring(

@@ -25,7 +25,21 @@ ciphertexts) knows a discrete-log relation for it.
 
 The table holds ``ceil(exponent_bits / w) * (2^w - 1)`` elements of
 ``Z_{n^2}``: with ``w = 8``, 128 x 255 values of 512 bytes (about 16.7 MB)
-for a 2048-bit key, built in ~0.15 s with 32,640 modular multiplications.
+for a 2048-bit key, built with 32,640 modular multiplications.
+
+Table size
+----------
+Building the table costs ``W (2^w - 1)`` multiplications modulo ``n^2``
+(``W = ceil(exponent_bits / w)`` windows) and each obfuscator ``W`` more, so
+for ``k`` obfuscators the total ``W (2^w - 1 + k)`` is smallest for a window
+that grows with ``k`` (:func:`best_window`: 6 bits for the ~170 ciphertexts of
+a ``d = 100`` Gram matrix with full-length exponents, 9 for ~16,000). With
+``window_bits=None`` the window is chosen for the first batch; and for a
+batch so small that even the best table costs more than ``k`` textbook
+``r^n`` (:func:`worth_table`; fewer than 10 ciphertexts with full-length
+exponents), the caller is
+better off with :class:`~protocols.paillier.cipher.StandardRandomness`
+(which assumes nothing beyond DCR).
 """
 
 from __future__ import annotations
@@ -40,6 +54,42 @@ from protocols.paillier.cipher import random_units
 from protocols.paillier.keys import PaillierPublicKey
 
 DEFAULT_WINDOW_BITS = 8
+#: Largest window :func:`best_window` picks: ``2^9 - 1`` entries per window keep the table
+#: of a 2048-bit key with 2176-bit exponents near 30 MB.
+MAX_AUTO_WINDOW_BITS = 9
+#: Cost of one textbook ``r^n mod n^2`` (a ``log2(n)``-bit exponentiation in GMP) in units of
+#: one Python-level multiplication modulo ``n^2``; measured on the 2-core reference machine at
+#: 2048 bits, between 1,200 and 1,900 under varying load (``r^n`` ~10 ms, a product ~5.6 us).
+DIRECT_COST_IN_PRODUCTS = 1500
+
+
+def table_cost(exponent_bits: int, window_bits: int, count: int) -> int:
+    """Modular multiplications to build a table and make ``count`` obfuscators from it.
+
+    ``W (2^w - 1)`` for the table (one per entry) plus ``W`` per obfuscator, with
+    ``W = ceil(exponent_bits / w)``; an upper bound (a zero digit costs nothing).
+    """
+    windows = -(-int(exponent_bits) // int(window_bits))
+    return windows * ((1 << int(window_bits)) - 1 + int(count))
+
+
+def best_window(exponent_bits: int, count: int) -> int:
+    """The window (1 to :data:`MAX_AUTO_WINDOW_BITS` bits) that minimises :func:`table_cost`.
+
+    Examples
+    --------
+    >>> best_window(2176, 167), best_window(2176, 16_000), best_window(1024, 4)
+    (6, 9, 2)
+    """
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise InputValidationError(f"count must be a non-negative integer, got {count!r}")
+    return min(range(1, MAX_AUTO_WINDOW_BITS + 1), key=lambda w: (table_cost(exponent_bits, w, count), w))
+
+
+def worth_table(exponent_bits: int, count: int) -> bool:
+    """Whether a fixed-base table is cheaper than ``count`` textbook ``r^n`` (see the module notes)."""
+    cost = table_cost(exponent_bits, best_window(exponent_bits, count), count)
+    return cost < count * DIRECT_COST_IN_PRODUCTS
 
 
 class FixedBaseTable:
@@ -112,9 +162,10 @@ class FixedBaseRandomness:
     exponent_bits : int, optional
         Length of the random exponent ``a``; defaults to half of ``n``'s bit
         length (1024 for 2048-bit keys), the smallest value accepted.
-    window_bits : int, default=8
+    window_bits : int or None, default=8
         Window of the fixed-base table (memory ``~ exponent_bits / w * 2^w``
-        ciphertext-sized values).
+        ciphertext-sized values); ``None`` chooses it with :func:`best_window`
+        for the first batch (:meth:`plan` or the first :meth:`obfuscators` call).
 
     Notes
     -----
@@ -131,7 +182,7 @@ class FixedBaseRandomness:
         public_key: PaillierPublicKey,
         *,
         exponent_bits: int | None = None,
-        window_bits: int = DEFAULT_WINDOW_BITS,
+        window_bits: int | None = DEFAULT_WINDOW_BITS,
     ) -> None:
         minimum = public_key.bits // 2
         exponent_bits = minimum if exponent_bits is None else int(exponent_bits)
@@ -140,30 +191,44 @@ class FixedBaseRandomness:
                 f"exponent_bits={exponent_bits} is out of range for a {public_key.bits}-bit key; "
                 f"it must be between {minimum} (half of n's length) and {2 * public_key.bits}"
             )
-        if not 1 <= window_bits <= 16:
+        if window_bits is not None and not 1 <= window_bits <= 16:
             raise InputValidationError(f"window_bits must be between 1 and 16, got {window_bits}")
         self.public_key = public_key
         self.exponent_bits = exponent_bits
-        self.window_bits = int(window_bits)
+        self.window_bits: int | None = None if window_bits is None else int(window_bits)
         self._table: FixedBaseTable | None = None
+
+    @property
+    def built(self) -> bool:
+        """Whether the table exists (its cost is paid)."""
+        return self._table is not None
+
+    def plan(self, count: int) -> int:
+        """Fix the window for a first batch of ``count`` obfuscators (if not fixed yet); return it."""
+        if self.window_bits is None:
+            self.window_bits = best_window(self.exponent_bits, count)
+        return self.window_bits
 
     @property
     def table(self) -> FixedBaseTable:
         """The fixed-base table, built (with a fresh secret ``h``) on first use."""
         if self._table is None:
+            window = self.plan(1)
             n, n2 = self.public_key.n, self.public_key.n_square
             (x,) = random_units(n, 1)
             h_s = gmpy2.powmod((-x * x) % n, n, n2)
-            self._table = FixedBaseTable(h_s, n2, self.exponent_bits, self.window_bits)
+            self._table = FixedBaseTable(h_s, n2, self.exponent_bits, window)
         return self._table
 
     @property
     def table_bytes(self) -> int:
         """Memory the table's residues take (or will take once built)."""
-        windows = -(-self.exponent_bits // self.window_bits)
-        return windows * ((1 << self.window_bits) - 1) * self.public_key.ciphertext_bytes
+        window = DEFAULT_WINDOW_BITS if self.window_bits is None else self.window_bits
+        windows = -(-self.exponent_bits // window)
+        return windows * ((1 << window) - 1) * self.public_key.ciphertext_bytes
 
     def obfuscators(self, count: int) -> list[mpz]:
+        self.plan(count)
         exponents: list[mpz] = []
         while len(exponents) < count:
             a = secrets.randbits(self.exponent_bits)

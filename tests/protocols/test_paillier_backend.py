@@ -15,7 +15,7 @@ from mpc_pca import PPPCA
 from mpc_pca.data.partition import split_rows
 from protocols.backends import make_backend
 from protocols.backends.additive import AdditiveBackend
-from protocols.backends.paillier import PaillierBackend
+from protocols.backends.paillier import PaillierBackend, chunk_ranges
 from protocols.encoding import FixedPointCodec
 from protocols.errors import InputValidationError, ProtocolError, RingOverflowError
 from protocols.paillier.arrays import encrypt_ring
@@ -104,7 +104,11 @@ def test_workers_spread_encryption_and_decryption(keypair, monkeypatch):
     got, _ = run_secure_sum(values, receiver="server", backend=backend)
     expected, _ = run_secure_sum(values, receiver="server", backend=AdditiveBackend())
     assert np.array_equal(got, expected)
-    assert calls == {"encrypt": 2, "decrypt": 1}  # each provider encrypts in parallel, the server decrypts
+    # b encrypts and the server decrypts each chunk of at least 8 ciphertexts in parallel; a, the
+    # aggregator, multiplies its plaintexts into b's ciphertexts and encrypts nothing
+    sizes = [hi - lo for _, (lo, hi) in chunk_ranges(100, None)]
+    assert sizes == [32, 32, 32, 4]
+    assert calls == {"encrypt": 3, "decrypt": 3}
 
 
 def test_default_backend_by_name_is_2048_bit():
@@ -283,6 +287,7 @@ def _fake_aggregator(keypair, mutate):
         enc = encrypt_ring(keypair.public_key, np.zeros(3, dtype=np.uint64), layout=layout)
         message = {
             "shape": [3],
+            "offset": 0,
             "layout": layout.describe(),
             "weight": 2,
             "ciphertexts": enc.to_bytes(),
@@ -298,6 +303,7 @@ def _fake_aggregator(keypair, mutate):
         (lambda m, e: {**m, "ciphertexts": m["ciphertexts"][:-1]}, "malformed ciphertext array"),
         (lambda m, e: {**m, "ciphertexts": m["ciphertexts"] * 2}, "expected 1 ciphertexts"),
         (lambda m, e: {**m, "shape": [40]}, "expected 3 ciphertexts"),
+        (lambda m, e: {**m, "offset": 1}, "chunk at ciphertext 1, expected 0"),
         (lambda m, e: {**m, "shape": [-1]}, "malformed shape"),
         (lambda m, e: {**m, "layout": [BITS, 5]}, "packing layout"),
         (lambda m, e: {**m, "weight": 7}, "sum of 7 arrays"),
@@ -332,6 +338,7 @@ def test_aggregator_rejects_a_wrongly_shaped_contribution(keypair):
             "a",
             {
                 "shape": [40],
+                "offset": 0,
                 "layout": backend.layout(2).describe(),
                 "weight": 1,
                 "ciphertexts": enc.to_bytes(),
