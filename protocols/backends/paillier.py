@@ -345,7 +345,7 @@ class PaillierBackend(SecureSumBackend):
                 public_key, exponent_bits=self.exponent_bits, window_bits=self.window_bits
             )
             party.context[key] = source
-        if not source.built and not worth_table(source.exponent_bits, count):
+        if not source.built and not worth_table(source.exponent_bits, count, public_key.bits):
             return StandardRandomness(public_key)
         source.plan(count)
         return source

@@ -57,10 +57,11 @@ DEFAULT_WINDOW_BITS = 8
 #: Largest window :func:`best_window` picks: ``2^9 - 1`` entries per window keep the table
 #: of a 2048-bit key with 2176-bit exponents near 30 MB.
 MAX_AUTO_WINDOW_BITS = 9
-#: Cost of one textbook ``r^n mod n^2`` (a ``log2(n)``-bit exponentiation in GMP) in units of
-#: one Python-level multiplication modulo ``n^2``; measured on the 2-core reference machine at
-#: 2048 bits, between 1,200 and 1,900 under varying load (``r^n`` ~10 ms, a product ~5.6 us).
-DIRECT_COST_IN_PRODUCTS = 1500
+#: Cost of one textbook ``r^n mod n^2`` (a ``log2(n)``-bit exponentiation in GMP) per bit of
+#: ``n``, in units of one Python-level multiplication modulo ``n^2``: measured on the 2-core
+#: reference machine at 2048 bits, 1,200 to 1,900 products under varying load (``r^n`` ~10 ms,
+#: a product ~5.6 us), so about 0.75 per bit.
+DIRECT_COST_PER_KEY_BIT = 0.75
 
 
 def table_cost(exponent_bits: int, window_bits: int, count: int) -> int:
@@ -86,10 +87,16 @@ def best_window(exponent_bits: int, count: int) -> int:
     return min(range(1, MAX_AUTO_WINDOW_BITS + 1), key=lambda w: (table_cost(exponent_bits, w, count), w))
 
 
-def worth_table(exponent_bits: int, count: int) -> bool:
-    """Whether a fixed-base table is cheaper than ``count`` textbook ``r^n`` (see the module notes)."""
+def worth_table(exponent_bits: int, count: int, key_bits: int) -> bool:
+    """Whether a fixed-base table is cheaper than ``count`` textbook ``r^n`` (see the module notes).
+
+    Examples
+    --------
+    >>> worth_table(2176, 4, 2048), worth_table(2176, 10, 2048), worth_table(1024, 4, 2048)
+    (False, True, True)
+    """
     cost = table_cost(exponent_bits, best_window(exponent_bits, count), count)
-    return cost < count * DIRECT_COST_IN_PRODUCTS
+    return cost < count * DIRECT_COST_PER_KEY_BIT * key_bits
 
 
 class FixedBaseTable:
