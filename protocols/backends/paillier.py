@@ -185,7 +185,9 @@ class PaillierBackend(SecureSumBackend):
         if window_bits is not None and (
             isinstance(window_bits, bool) or not isinstance(window_bits, int) or not 1 <= window_bits <= 16
         ):
-            raise InputValidationError(f"window_bits must be an integer between 1 and 16, got {window_bits!r}")
+            raise InputValidationError(
+                f"window_bits must be an integer between 1 and 16, got {window_bits!r}"
+            )
         self.exponent_bits = exponent_bits
         self.window_bits = window_bits
         self.offline = bool(offline)
@@ -391,7 +393,9 @@ def _message_shape(message: Any, sender: str) -> tuple[int, ...]:
             f"expected an encrypted-array message with fields {sorted(_MESSAGE_FIELDS)} from {sender!r}"
         )
     got = message["shape"]
-    if not isinstance(got, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in got):
+    if not isinstance(got, list) or not all(
+        isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in got
+    ):
         raise ProtocolError(f"{sender!r} sent a malformed shape {got!r}")
     return tuple(got)
 
@@ -414,7 +418,9 @@ def _parse(
     if got_shape != tuple(shape):
         raise ProtocolError(f"{sender!r} sent ciphertexts of an array of shape {got_shape}, expected {shape}")
     if message["offset"] != offset:
-        raise ProtocolError(f"{sender!r} sent the chunk at ciphertext {message['offset']!r}, expected {offset}")
+        raise ProtocolError(
+            f"{sender!r} sent the chunk at ciphertext {message['offset']!r}, expected {offset}"
+        )
     expected_layout = None if layout is None else layout.describe()
     if message["layout"] != expected_layout:
         raise ProtocolError(

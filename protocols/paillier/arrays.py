@@ -145,7 +145,9 @@ class EncryptedArray:
 
     def _replace(self, ciphertexts: list[mpz], weight: int, randomized: bool | None = None) -> EncryptedArray:
         randomized = self.randomized if randomized is None else randomized
-        return EncryptedArray(self.public_key, tuple(ciphertexts), self.shape, self.layout, weight, randomized)
+        return EncryptedArray(
+            self.public_key, tuple(ciphertexts), self.shape, self.layout, weight, randomized
+        )
 
     def __add__(self, other: EncryptedArray) -> EncryptedArray:
         """Homomorphic element-wise sum (Algorithm 1, steps 3 and 7)."""

@@ -174,21 +174,31 @@ def test_fixed_base_table_only_when_it_pays_and_sized_for_the_first_batch_that_d
     drawn = _spy_obfuscators(monkeypatch)
     exponent_bits = BITS + 128  # full length, as --paillier-randomness fixed-base
     backend = PaillierBackend(
-        BITS, allow_insecure_key_size=True, keypair=keypair, precompute=True, exponent_bits=exponent_bits, workers=1
+        BITS,
+        allow_insecure_key_size=True,
+        keypair=keypair,
+        precompute=True,
+        exponent_bits=exponent_bits,
+        workers=1,
     )
     layout = backend.layout(2)
     small, large = 2 * layout.slots, 60 * layout.slots  # 2 and 60 ciphertexts
     assert not precompute_module.worth_table(exponent_bits, 2, BITS)
     assert precompute_module.worth_table(exponent_bits, 60, BITS)
+
     def contributor(scale):
         def role(party):
             for size in (small, large, small):
-                secure_sum(party, np.full(size, scale), contributors=("a", "b"), receiver="s", backend=backend)
+                secure_sum(
+                    party, np.full(size, scale), contributors=("a", "b"), receiver="s", backend=backend
+                )
 
         return role
 
     def server(party):
-        return [secure_sum(party, None, contributors=("a", "b"), receiver="s", backend=backend) for _ in range(3)]
+        return [
+            secure_sum(party, None, contributors=("a", "b"), receiver="s", backend=backend) for _ in range(3)
+        ]
 
     run = run_inprocess({"a": contributor(1.5), "b": contributor(-0.25), "s": server})
     assert [float(x[0]) for x in run.outputs["s"]] == [1.25, 1.25, 1.25]
