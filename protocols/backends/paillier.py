@@ -44,6 +44,7 @@ against actively malicious parties.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -276,7 +277,7 @@ class PaillierBackend(SecureSumBackend):
             if shape is None:  # the first chunk fixes the shape; every later one is checked against it
                 shape = _message_shape(message, aggregator)
             if total is None:
-                total = ciphertext_count(int(np.prod(shape, dtype=np.int64)), layout)
+                total = ciphertext_count(math.prod(shape), layout)
             chunk = _parse(message, aggregator, keypair.public_key, layout, len(encrypting), shape, offset)
             try:
                 pieces.append(decrypt_ring(keypair.private_key, chunk, workers=self.workers))
@@ -364,15 +365,37 @@ def chunk_ranges(size: int, layout: PackingLayout | None) -> list[tuple[int, tup
     start-up a chunk would not repay). An empty array is one empty chunk. A
     function of the size and layout only, so every party cuts alike.
     """
+    count = ciphertext_count(size, layout)
+    return [
+        (offset, chunk_bounds(size, layout, offset)) for offset in range(0, max(count, 1), _per_chunk(count))
+    ]
+
+
+def _per_chunk(count: int) -> int:
+    """Ciphertexts per chunk of an array of ``count`` ciphertexts (always at least 1)."""
+    return count if count >= WHOLE_ARRAY_CIPHERTEXTS else CHUNK_CIPHERTEXTS
+
+
+def chunk_bounds(size: int, layout: PackingLayout | None, offset: int) -> tuple[int, int]:
+    """The elements ``lo:hi`` of the chunk of :func:`chunk_ranges` that starts at ciphertext ``offset``.
+
+    Constant time whatever ``size`` a peer claims.
+
+    Raises
+    ------
+    ProtocolError
+        If no chunk starts at ``offset``.
+    """
     slots = 1 if layout is None else layout.slots
     count = ciphertext_count(size, layout)
-    per_chunk = count if count >= WHOLE_ARRAY_CIPHERTEXTS else CHUNK_CIPHERTEXTS
-    if count == 0:
-        return [(0, (0, 0))]
-    return [
-        (offset, (offset * slots, min((offset + per_chunk) * slots, size)))
-        for offset in range(0, count, per_chunk)
-    ]
+    per_chunk = _per_chunk(count)
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0 or offset % per_chunk:
+        raise ProtocolError(f"no chunk of an array of {size} elements starts at ciphertext {offset!r}")
+    if offset >= max(count, 1):
+        raise ProtocolError(
+            f"no chunk of an array of {size} elements ({count} ciphertexts) starts at ciphertext {offset}"
+        )
+    return offset * slots, min((offset + per_chunk) * slots, size)
 
 
 def _message(encrypted: EncryptedArray, shape: tuple[int, ...], offset: int) -> dict[str, Any]:
@@ -429,8 +452,7 @@ def _parse(
         )
     if message["weight"] != weight:
         raise ProtocolError(f"{sender!r} sent a sum of {message['weight']!r} arrays, expected {weight}")
-    ranges = dict(chunk_ranges(int(np.prod(shape, dtype=np.int64)), layout))
-    lo, hi = ranges[offset]
+    lo, hi = chunk_bounds(math.prod(shape), layout, offset)
     try:
         return EncryptedArray.from_bytes(public_key, message["ciphertexts"], (hi - lo,), layout, weight)
     except ProtocolError as exc:

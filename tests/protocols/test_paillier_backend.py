@@ -304,6 +304,7 @@ def _fake_aggregator(keypair, mutate):
         (lambda m, e: {**m, "ciphertexts": m["ciphertexts"] * 2}, "expected 1 ciphertexts"),
         (lambda m, e: {**m, "shape": [40]}, "expected 3 ciphertexts"),
         (lambda m, e: {**m, "offset": 1}, "chunk at ciphertext 1, expected 0"),
+        (lambda m, e: {**m, "shape": [2**60]}, r"expected \d+ ciphertexts"),
         (lambda m, e: {**m, "shape": [-1]}, "malformed shape"),
         (lambda m, e: {**m, "layout": [BITS, 5]}, "packing layout"),
         (lambda m, e: {**m, "weight": 7}, "sum of 7 arrays"),

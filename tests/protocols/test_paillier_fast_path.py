@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from protocols.backends.additive import AdditiveBackend
-from protocols.backends.paillier import CHUNK_CIPHERTEXTS, PaillierBackend, chunk_ranges
-from protocols.errors import InputValidationError
+from protocols.backends.paillier import CHUNK_CIPHERTEXTS, PaillierBackend, chunk_bounds, chunk_ranges
+from protocols.errors import InputValidationError, ProtocolError
 from protocols.paillier import cipher
 from protocols.paillier import precompute as precompute_module
 from protocols.paillier.arrays import decrypt_ring, encrypt_ring, plain_ring, sum_encrypted
@@ -87,6 +87,16 @@ def test_chunks_cover_every_element_once_and_depend_on_size_and_layout_only():
     assert [-(-(hi - lo) // 31) for _, (lo, hi) in chunk_ranges(5050, layout)] == [32] * 5 + [3]
     # very large arrays go whole (worker processes may encrypt them)
     assert len(chunk_ranges(31 * 4096, layout)) == 1
+
+
+def test_chunk_bounds_refuse_an_offset_that_starts_no_chunk_in_constant_time():
+    layout = PackingLayout.for_summands(2048, 3)
+    assert chunk_bounds(5050, layout, 160) == (160 * 31, 5050)
+    for offset in (1, 31, 192, -32, True):
+        with pytest.raises(ProtocolError, match="starts at ciphertext"):
+            chunk_bounds(5050, layout, offset)
+    # a peer claiming 2^60 elements costs nothing to check: one chunk, whose payload is then counted
+    assert chunk_bounds(2**60, layout, 0) == (0, 2**60)
 
 
 def test_an_unrandomized_array_is_never_serialised(keypair):
