@@ -420,6 +420,8 @@ def _message_shape(message: Any, sender: str) -> tuple[int, ...]:
         isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in got
     ):
         raise ProtocolError(f"{sender!r} sent a malformed shape {got!r}")
+    if math.prod(got) >= 1 << 62:
+        raise ProtocolError(f"{sender!r} sent a shape {got!r} of {math.prod(got)} elements, at least 2^62")
     return tuple(got)
 
 

@@ -305,6 +305,7 @@ def _fake_aggregator(keypair, mutate):
         (lambda m, e: {**m, "shape": [40]}, "expected 3 ciphertexts"),
         (lambda m, e: {**m, "offset": 1}, "chunk at ciphertext 1, expected 0"),
         (lambda m, e: {**m, "shape": [2**60]}, r"expected \d+ ciphertexts"),
+        (lambda m, e: {**m, "shape": [2**40, 2**30]}, "at least 2"),
         (lambda m, e: {**m, "shape": [-1]}, "malformed shape"),
         (lambda m, e: {**m, "layout": [BITS, 5]}, "packing layout"),
         (lambda m, e: {**m, "weight": 7}, "sum of 7 arrays"),
