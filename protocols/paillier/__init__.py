@@ -11,7 +11,9 @@ Modules, one concern each:
     Many offset-encoded Z_{2^64} slots per plaintext, with headroom bits for
     summing ``M`` parties.
 ``precompute``
-    Opt-in fixed-base randomness (DJN-style ``h_s^a``, short-exponent assumption).
+    Fixed-base randomness (DJN-style ``h_s^a``; full-length exponents need DCR
+    only, half-length ones add the short-exponent assumption), with the
+    table's window sized to the batch and a test of when a table pays.
 ``offline``
     Offline/online encryption with textbook obfuscators precomputed.
 ``parallel``
@@ -19,7 +21,9 @@ Modules, one concern each:
 ``serialize``
     Fixed-width big-endian bytes for ciphertexts and public keys.
 ``arrays``
-    :class:`EncryptedArray`, tying the above together with overflow checks.
+    :class:`EncryptedArray`, tying the above together with overflow checks;
+    unrandomized ``1 + m n`` arrays for an aggregator's own input, which can
+    never be serialised on their own.
 
 The secure-sum backend built on this package is
 :class:`protocols.backends.paillier.PaillierBackend`. ``phe`` (python-paillier,
