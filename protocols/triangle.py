@@ -41,6 +41,45 @@ def row_offsets(d: int) -> NDArray[np.int64]:
     return offsets
 
 
+#: Entries of the ``rows x d`` block :func:`row_groups` hands out at a time (512 KiB of float64):
+#: one group for ``d`` up to 256, about ``d / 13`` groups at ``d = 5000`` instead of ``d`` rows.
+_GROUP_ENTRIES = 1 << 16
+
+
+def row_groups(d: int) -> list[tuple[int, int, NDArray[np.bool_]]]:
+    """Consecutive row ranges ``[a, b)`` of a ``d x d`` matrix, with where their upper triangle is.
+
+    The packed entries of rows ``a..b-1`` are the contiguous segment
+    ``packed[offsets[a]:offsets[b]]`` (:func:`row_offsets`), and they are the
+    entries of the block ``M[a:b, :]`` where ``mask`` (shape ``(b - a, d)``) is
+    true, in row-major order. Each block holds about :data:`_GROUP_ENTRIES`
+    entries (at least one row), so a per-row loop of ``d`` numpy calls
+    becomes a few block operations on the same entries, in the same order.
+    Cached (read-only masks) per ``d``.
+
+    Examples
+    --------
+    >>> [(a, b, mask.astype(int).tolist()) for a, b, mask in row_groups(2)]
+    [(0, 2, [[1, 1], [0, 1]])]
+    """
+    return _row_groups(int(d))
+
+
+@functools.lru_cache(maxsize=16)
+def _row_groups(d: int) -> list[tuple[int, int, NDArray[np.bool_]]]:
+    if d < 0:
+        raise InputValidationError(f"a matrix side must be non-negative, got {d}")
+    step = max(1, _GROUP_ENTRIES // max(d, 1))
+    groups = []
+    columns = np.arange(d)
+    for start in range(0, d, step):
+        stop = min(d, start + step)
+        mask = columns[None, :] >= np.arange(start, stop)[:, None]
+        mask.setflags(write=False)
+        groups.append((start, stop, mask))
+    return groups
+
+
 def upper_triangle(matrix: NDArray[np.float64], out: NDArray | None = None) -> NDArray[np.float64]:
     """The ``d(d+1)/2`` entries on and above the diagonal of a square matrix, row by row.
 
@@ -59,8 +98,8 @@ def upper_triangle(matrix: NDArray[np.float64], out: NDArray | None = None) -> N
         out = np.empty(int(offsets[-1]), dtype=arr.dtype)
     elif out.shape != (int(offsets[-1]),):
         raise InputValidationError(f"out has shape {out.shape}, expected ({int(offsets[-1])},)")
-    for i in range(d):
-        out[offsets[i] : offsets[i + 1]] = arr[i, i:]
+    for start, stop, mask in row_groups(d):
+        out[offsets[start] : offsets[stop]] = arr[start:stop][mask]
     return out
 
 
