@@ -1,9 +1,8 @@
 """The cost structure of a PPPCA fit with many providers, counted, not timed (issue 28).
 
-With sparse masks a provider must expand ``O(k)`` ChaCha20 streams per secure
-sum (``k = O(log M)`` graph neighbours) and send ``O(1)`` messages in the whole
-fit, the server's answer check included; with full masks, ``M - 1`` streams
-per sum. A regression to per-pair work (share seeds to every peer) shows up
+With sparse masks a provider opens one ChaCha20 stream per graph neighbour
+for the whole fit (``k = O(log M)`` of them) and sends ``O(k)`` messages, the
+server's answer check included; with full masks, ``M - 1`` streams per sum. A regression to per-pair work (share seeds to every peer) shows up
 as a count that grows with ``M``.
 """
 
@@ -47,27 +46,29 @@ def count_streams(monkeypatch) -> Counter:
 
 def test_sparse_masks_cost_each_provider_its_neighbours_not_its_peers(monkeypatch, parts):
     streams = count_streams(monkeypatch)
-    degree: dict[str, int] = {}
-    derive = sparse_masks._derive
+    keys: dict[str, list[str]] = {}
+    add_masks = sparse_masks.add_masks
 
-    def recorded(me, private, publics):
-        degree[me] = len(publics)
-        return derive(me, private, publics)
+    def recorded(me, state, encoded):
+        keys[me] = sorted(state["keys"])
+        return add_masks(me, state, encoded)
 
-    monkeypatch.setattr(sparse_masks, "_derive", recorded)
+    monkeypatch.setattr(sparse_masks, "add_masks", recorded)
     backend = make_backend("additive-sparse-masks")
     model, _, run = driver.run_pppca(parts, 2, backend)
     assert model.components.shape == (2, 6)
     k = backend.plan(M).neighbours
     assert k <= 2 * np.log2(M) + 24  # what the security level asks for at M = 64 (34 today)
     for name in provider_names(M):
-        # three masked sums (statistics, Gram, the answer check) of `degree` streams each,
-        # plus the public graph's one stream; no stream per peer
-        assert 3 * degree[name] <= streams[f"party-{name}"] <= 3 * degree[name] + 1, name
-        assert degree[name] < M - 1
-        # key, two masked arrays, the check's masked array; provider0 also sends every other
-        # provider the random combination, the answer's digest and the opened check
-        assert run.reports[name].messages_sent <= (3 * M + 5 if name == "provider0" else 5), name
+        degree = len(keys[name])
+        assert degree < M - 1
+        # one stream per neighbour for the whole run (three masked sums: statistics, Gram,
+        # the answer check), plus the public graph's; no stream per peer, none per sum
+        assert streams[f"party-{name}"] == degree + 1, name
+        # a key to each larger neighbour, two masked arrays, the check's masked array; provider0
+        # also sends every other provider the random combination, the digest and the opened check
+        larger = sum(peer > name for peer in keys[name])
+        assert run.reports[name].messages_sent <= larger + (3 * M + 5 if name == "provider0" else 5), name
 
 
 def test_full_masks_expand_one_stream_per_peer_and_sum(monkeypatch, parts):

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from protocols import AdditiveBackend, FixedPointCodec
+from protocols.backends.sparse_masks import mask_graph, plan_graph
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.runtime import run_inprocess
 from tests.helpers.oracles import ring_sum_reference
@@ -48,12 +49,14 @@ def test_the_second_sum_is_the_exact_ring_sum_and_uses_the_next_streams(mode):
 
 
 def test_the_second_sum_sends_one_message_per_contributor():
-    names = tuple(f"p{i:02d}" for i in range(12))
+    names = tuple(f"p{i:02d}" for i in range(40))
     values = {n: np.ones(3) for n in names}
-    run, _ = two_sums("sparse-masks", names, values, values, {"graph_seed": SEED})
-    # key agreement (1) + first sum (1) + second sum (1); no peer-to-peer messages at all
+    run, states = two_sums("sparse-masks", names, values, values, {"graph_seed": SEED})
+    graph = mask_graph(SEED, names, plan_graph(40).edge_probability)
     for n in names[1:]:
-        assert run.reports[n].messages_sent == 3
+        # a key to each larger neighbour, then one masked array per sum; no second key agreement
+        assert run.reports[n].messages_sent == sum(peer > n for peer in graph[n]) + 2
+        assert sorted(states[n]["keys"]) == list(graph[n]) and len(graph[n]) < 39
 
 
 def test_a_contributor_without_keys_from_that_relay_refuses():
