@@ -212,7 +212,9 @@ class AdditiveBackend(SecureSumBackend):
         if self.mode == "shares":
             message = None if encoded is None else _share_round(party, encoded, contributors)
         elif self.keys_from is not None:
-            message = None if encoded is None else self._masked_with_earlier_keys(party, encoded, contributors)
+            message = (
+                None if encoded is None else self._masked_with_earlier_keys(party, encoded, contributors)
+            )
         elif plan is not None:
             key = f"additive-sparse-masks|{receiver}|{'|'.join(contributors)}"
             state = party.context.get(key)
@@ -238,7 +240,6 @@ class AdditiveBackend(SecureSumBackend):
             else:
                 total += part
         return self.codec.decode(total)
-
 
     def _masked_with_earlier_keys(
         self, party: Party, encoded: NDArray[np.uint64], contributors: tuple[str, ...]

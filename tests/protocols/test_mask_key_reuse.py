@@ -16,7 +16,9 @@ def two_sums(mode: str, names, first, second, extra: dict | None = None):
     """A sum of ``first`` to the server, then one of ``second`` to names[0] with the server's keys."""
     extra = extra or {}
     relayed = AdditiveBackend(mode, **extra)
-    reused = AdditiveBackend(mode, keys_from="server", **{k: v for k, v in extra.items() if k != "graph_seed"})
+    reused = AdditiveBackend(
+        mode, keys_from="server", **{k: v for k, v in extra.items() if k != "graph_seed"}
+    )
     states = {}
 
     def contributor(party):
@@ -62,7 +64,10 @@ def test_the_second_sum_sends_one_message_per_contributor():
 def test_a_contributor_without_keys_from_that_relay_refuses():
     names = ("a", "b", "c")
     reused = AdditiveBackend("sparse-masks", keys_from="server")
-    roles = {n: (lambda party: reused.secure_sum(party, np.ones(2), contributors=names, receiver="a")) for n in names}
+    roles = {
+        n: (lambda party: reused.secure_sum(party, np.ones(2), contributors=names, receiver="a"))
+        for n in names
+    }
     with pytest.raises(ProtocolError, match="no additive-sparse-masks keys agreed through 'server'"):
         run_inprocess(roles)
 
