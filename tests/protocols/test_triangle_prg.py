@@ -59,7 +59,7 @@ def test_accumulate_is_the_same_keystream(size):
     np.testing.assert_array_equal(back, base)
 
 
-@pytest.mark.parametrize("d", [1, 2, 5, 64])
+@pytest.mark.parametrize("d", [1, 2, 5, 64, 300, 700])
 def test_packed_matvec_is_the_symmetric_product(d):
     """The provider's answer check multiplies its packed scatter by a vector without SciPy's dspmv."""
     rng = np.random.default_rng(d)
