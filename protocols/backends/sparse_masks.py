@@ -224,19 +224,10 @@ def mask_graph(seed: bytes, contributors: tuple[str, ...], p: float) -> dict[str
     >>> g["a"], g["c"]
     (('b', 'c'), ('a', 'b'))
     """
-    if len(seed) != KEY_BYTES:
-        raise InputValidationError(f"graph seed must be {KEY_BYTES} bytes, got {len(seed)}")
     m = len(contributors)
-    digest = hashlib.sha256(_GRAPH_INFO + seed + "\x00".join(contributors).encode()).digest()
-    rows, cols = np.triu_indices(m, k=1)
-    if p >= 1.0:
-        present = np.ones(rows.shape[0], dtype=bool)
-    else:
-        words = RingPRG(digest).ring_elements(rows.shape[0])
-        present = words < np.uint64(min(int(p * 2.0**64), 2**64 - 1))
-    left, right = rows[present], cols[present]
-    ends = np.concatenate([left, right])
-    others = np.concatenate([right, left])
+    rows, cols = _edges(seed, contributors, p)
+    ends = np.concatenate([rows, cols])
+    others = np.concatenate([cols, rows])
     order = np.lexsort((others, ends))  # group by node, neighbours in contributor order
     ends, others = ends[order], others[order]
     bounds = np.searchsorted(ends, np.arange(m + 1))
@@ -244,6 +235,34 @@ def mask_graph(seed: bytes, contributors: tuple[str, ...], p: float) -> dict[str
     return {
         contributors[i]: tuple(sorted(names[others[bounds[i] : bounds[i + 1]]].tolist())) for i in range(m)
     }
+
+
+def graph_neighbours(seed: bytes, contributors: tuple[str, ...], p: float, me: str) -> tuple[str, ...]:
+    """``mask_graph(seed, contributors, p)[me]`` without building every other contributor's list.
+
+    Examples
+    --------
+    >>> graph_neighbours(bytes(32), ("a", "b", "c"), 1.0, "b")
+    ('a', 'c')
+    """
+    rows, cols = _edges(seed, contributors, p)
+    i = contributors.index(me)
+    mine = np.concatenate([cols[rows == i], rows[cols == i]])
+    return tuple(sorted(contributors[j] for j in mine.tolist()))
+
+
+def _edges(seed: bytes, contributors: tuple[str, ...], p: float) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """The graph's edges ``(i, j)``, ``i < j``, as two index arrays (module notes of :func:`mask_graph`)."""
+    if len(seed) != KEY_BYTES:
+        raise InputValidationError(f"graph seed must be {KEY_BYTES} bytes, got {len(seed)}")
+    m = len(contributors)
+    digest = hashlib.sha256(_GRAPH_INFO + seed + "\x00".join(contributors).encode()).digest()
+    rows, cols = np.triu_indices(m, k=1)
+    if p >= 1.0:
+        return rows, cols
+    words = RingPRG(digest).ring_elements(rows.shape[0])
+    present = words < np.uint64(min(int(p * 2.0**64), 2**64 - 1))
+    return rows[present], cols[present]
 
 
 def agree_sparse_keys(
@@ -273,6 +292,7 @@ def agree_sparse_keys(
                 party.send(c, {"seed": seed})
         if party.name not in contributors:
             return {"keys": {}, "counter": 0}
+        neighbours = graph[party.name]
     else:
         message = party.recv(receiver)
         if not isinstance(message, dict) or set(message) != {"seed"}:
@@ -282,9 +302,8 @@ def agree_sparse_keys(
             raise ProtocolError(f"the mask-graph seed from {receiver!r} is not {KEY_BYTES} bytes")
         if graph_seed is not None and seed != graph_seed:
             raise ProtocolError(f"{receiver!r} sent a mask-graph seed other than the one fixed for this run")
-        graph = mask_graph(seed, contributors, p)
+        neighbours = graph_neighbours(seed, contributors, p, party.name)
     keys: dict[str, bytes] = {}
-    neighbours = graph[party.name]
     for peer in neighbours:
         if party.name < peer:
             keys[peer] = secrets.token_bytes(KEY_BYTES)

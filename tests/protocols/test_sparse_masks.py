@@ -10,6 +10,7 @@ from protocols.backends import make_backend
 from protocols.backends.sparse_masks import (
     add_masks,
     agree_sparse_keys,
+    graph_neighbours,
     log2_disconnection_bound,
     mask_graph,
     plan_graph,
@@ -169,3 +170,11 @@ def test_a_malformed_edge_key_is_refused_naming_its_sender():
 
     with pytest.raises(ProtocolError, match="'a' sent a malformed seed"):
         run_inprocess({"a": cheat, "b": honest, "server": honest}, timeout=5)
+
+
+@pytest.mark.parametrize("m", [2, 5, 100])
+def test_a_contributors_own_row_is_its_row_of_the_whole_graph(m):
+    names = tuple(f"p{i:03d}" for i in range(m))
+    p = plan_graph(m).edge_probability
+    graph = mask_graph(SEED, names, p)
+    assert all(graph_neighbours(SEED, names, p, n) == graph[n] for n in names)
