@@ -290,7 +290,7 @@ def scaling(
     repeats = 3 if quick else 5
     ns = [10_000, 100_000] if quick else [10_000, 100_000, 1_000_000]
     ds = [50, 200] if quick else [100, 500, 1000, 2000]
-    ms = [2, 8] if quick else [2, 4, 8, 16, 32, 64]
+    ms = [2, 8, 32] if quick else [2, 4, 8, 16, 32, 64]
     sum_ms = [2, 8, 32] if quick else [2, 4, 8, 16, 32, 64, 100]
     if max_rows is not None:
         ns = [n for n in ns if n < max_rows] + [max_rows]

@@ -45,11 +45,14 @@ class Identity:
     def __init__(self, me: str, key: Ed25519PrivateKey, peers: Mapping[str, bytes]) -> None:
         self.me = me
         self._key = key
-        self._peers: dict[str, Ed25519PublicKey] = {}
+        self._peers: dict[str, bytes] = {}
         for name, raw in peers.items():
             if not isinstance(raw, bytes) or len(raw) != PUBLIC_BYTES:
                 raise ProtocolError(f"the signing key of {name!r} is not {PUBLIC_BYTES} bytes")
-            self._peers[name] = Ed25519PublicKey.from_public_bytes(raw)
+            self._peers[name] = raw
+        # Parsed on first use: a run of M parties holds M (M - 1) verification keys, and most are
+        # never used (only the masks modes verify, each contributor its group's keys).
+        self._parsed: dict[str, Ed25519PublicKey] = {}
 
     @property
     def public(self) -> bytes:
@@ -58,8 +61,7 @@ class Identity:
 
     def peer_public(self, name: str) -> bytes:
         """``name``'s raw verification key for this run (``b""`` if this identity holds none for it)."""
-        key = self._peers.get(name)
-        return b"" if key is None else _raw(key)
+        return self._peers.get(name, b"")
 
     def sign(self, data: bytes) -> bytes:
         """Ed25519 signature of ``data`` by the owner."""
@@ -67,13 +69,18 @@ class Identity:
 
     def verify(self, signer: str, data: bytes, signature: Any) -> bool:
         """Whether ``signature`` is ``signer``'s signature of ``data`` (never raises on bad input)."""
+        if not isinstance(signature, bytes) or len(signature) != SIGNATURE_BYTES:
+            return False
         if signer == self.me:
             public = self._key.public_key()
+        elif signer in self._parsed:
+            public = self._parsed[signer]
         elif signer in self._peers:
-            public = self._peers[signer]
+            try:
+                public = self._parsed[signer] = Ed25519PublicKey.from_public_bytes(self._peers[signer])
+            except ValueError:  # not a valid key encoding: nothing it could have signed
+                return False
         else:
-            return False
-        if not isinstance(signature, bytes) or len(signature) != SIGNATURE_BYTES:
             return False
         try:
             public.verify(signature, data)

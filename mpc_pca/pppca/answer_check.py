@@ -42,7 +42,8 @@ providers. What it does not: a server that sends *other* true eigenpairs of
 spectrum is nearly flat. A malicious provider0 can make honest providers
 accuse an honest server: the other providers' errors say the opening is
 provider0's report. The cost is one secure sum of ``d + 2`` (or ``2d + 2``)
-numbers among the providers and three more messages per provider; the
+numbers among the providers (on the run's pairwise masks when it has them,
+:func:`check_backend`) and three more messages per provider; the
 providers additionally learn ``Λ``, ``N``, the total variance and ``σ``.
 """
 
@@ -331,7 +332,7 @@ def check_server_answer(
     config : PPPCAConfig
     backend : SecureSumBackend
         The run's backend (its fixed-point resolution sets the tolerances); the
-        check's own sum uses additive shares among the providers.
+        check's own sum runs on :func:`check_backend`.
 
     Raises
     ------
@@ -367,7 +368,7 @@ def check_server_answer(
     summand = contribution(
         stats, mean, config.exponents, basis, answer, weights, config.standardize, party.name == first
     )
-    checker = AdditiveBackend()
+    checker = check_backend(backend)
     bound = 2.0 * float(np.linalg.norm(weights)) + 4.0  # twice the largest honest entry
     limit = 2.0 * bound
     if not np.all(np.abs(summand) <= limit):
@@ -401,3 +402,35 @@ def check_server_answer(
         opened_values = np.ldexp(received, -shift)
         reporter = first
     verify_opening(opened_values, config, backend, answer, weights, reporter)
+
+
+def check_backend(backend: SecureSumBackend) -> AdditiveBackend:
+    """The backend of the check's secure sum among the providers (opened to provider0).
+
+    With the run's ``additive-masks`` or ``additive-sparse-masks`` backend, the
+    providers mask the check with the pairwise keys they agreed through the
+    server for the run's own sums (``keys_from``: no second key agreement,
+    the next streams of each key), so the check costs what one of those sums
+    costs: ``M (M - 1)`` streams with full masks, ``M k`` with ``k = O(log M)``
+    sparse neighbours, one message per provider (additive shares cost
+    ``M (M - 1)`` seeds and messages, the check's dominant cost at M = 64).
+    The check then hides each provider's summand as the run's sums hide its
+    Gram matrix: from any coalition of the other providers with full masks,
+    and from up to ``max_colluders`` of them, except with probability
+    ``2^-security_bits`` over the graph, with sparse masks
+    (:mod:`protocols.backends.sparse_masks`; provider0, the receiver, counts
+    as one of them). Any other backend (additive shares, Paillier, CrypTen, a
+    dropout-tolerant backend) gives additive shares, as before.
+    """
+    if isinstance(backend, AdditiveBackend) and backend.dropout_threshold is None:
+        if backend.mode == "masks":
+            return AdditiveBackend("masks", keys_from=SERVER)
+        if backend.mode == "sparse-masks":
+            return AdditiveBackend(
+                "sparse-masks",
+                max_colluders=backend.max_colluders,
+                neighbours=backend.neighbours,
+                security_bits=backend.security_bits,
+                keys_from=SERVER,
+            )
+    return AdditiveBackend()

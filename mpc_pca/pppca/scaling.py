@@ -42,7 +42,7 @@ from numpy.typing import NDArray
 
 from mpc_pca.pppca.local_stats import LocalStatistics, column_peaks
 from protocols.errors import InputValidationError
-from protocols.triangle import row_offsets
+from protocols.triangle import row_groups, row_offsets
 
 #: Each provider may hold at most ``2^ROW_BITS`` rows (first-round headroom).
 ROW_BITS = 32
@@ -156,7 +156,9 @@ def gram_scale_exponent(n_parties: int, frac_bits: int, n_samples: int) -> int:
 def normalized(stats: LocalStatistics, exponents: Sequence[int]) -> LocalStatistics:
     """The statistics of ``Y = X diag(2^-E)`` from those of ``X`` (exact: powers of two).
 
-    The packed scatter triangle is scaled row by row (no ``d x d`` temporary).
+    The packed scatter triangle is scaled a group of rows at a time
+    (:func:`protocols.triangle.row_groups`: entry ``(i, j)`` times
+    ``2^-E_i 2^-E_j``, no ``d x d`` temporary).
     """
     exps = np.asarray(exponents, dtype=np.int64)
     if not np.any(exps):
@@ -164,8 +166,9 @@ def normalized(stats: LocalStatistics, exponents: Sequence[int]) -> LocalStatist
     factor = np.ldexp(1.0, -exps)
     scatter = stats.scatter_triangle.copy()
     offsets = row_offsets(factor.shape[0])
-    for i in range(factor.shape[0]):
-        scatter[offsets[i] : offsets[i + 1]] *= factor[i] * factor[i:]
+    for start, stop, mask in row_groups(factor.shape[0]):
+        segment = scatter[offsets[start] : offsets[stop]]
+        segment *= np.multiply.outer(factor[start:stop], factor)[mask]
     peaks = None if stats.column_peaks is None else stats.column_peaks * factor
     return LocalStatistics(stats.n_rows, stats.column_sums * factor, scatter, peaks)
 

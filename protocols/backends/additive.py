@@ -104,6 +104,14 @@ class AdditiveBackend(SecureSumBackend):
         ``masks`` with ``dropout_threshold`` only: seconds the receiver waits
         for masked inputs before it drops the missing providers (default:
         half the channel's phase deadline).
+    keys_from : str, optional
+        ``masks`` and ``sparse-masks`` only: mask with the pairwise keys the
+        same contributors already agreed earlier in the run through the relay
+        ``keys_from`` (a sum of this mode with that receiver), instead of
+        agreeing new ones through this sum's receiver. Their stream counter
+        carries on, so no mask stream is used twice; the receiver (who may be
+        a contributor) relays nothing. A contributor without such keys raises
+        :class:`~protocols.errors.ProtocolError`.
 
     Notes
     -----
@@ -123,6 +131,7 @@ class AdditiveBackend(SecureSumBackend):
         graph_seed: bytes | None = None,
         dropout_threshold: int | None = None,
         dropout_timeout: float | None = None,
+        keys_from: str | None = None,
     ) -> None:
         super().__init__(codec)
         if mode not in _NAMES:
@@ -143,6 +152,14 @@ class AdditiveBackend(SecureSumBackend):
                     f"dropout_threshold and dropout_timeout apply to mode='masks' only, not {mode!r}"
                 )
             dropout.check_dropout_settings(dropout_threshold, dropout_timeout)
+        if keys_from is not None and (mode == "shares" or dropout_threshold is not None):
+            raise InputValidationError(
+                f"keys_from applies to mode='masks' (without dropout_threshold) and 'sparse-masks' only, "
+                f"not mode={mode!r} with dropout_threshold={dropout_threshold!r}"
+            )
+        if keys_from is not None and (not isinstance(keys_from, str) or not keys_from):
+            raise InputValidationError(f"keys_from must be a party name, got {keys_from!r}")
+        self.keys_from = keys_from
         self.dropout_threshold = dropout_threshold
         self.dropout_timeout = dropout_timeout
         self.mode = mode
@@ -172,6 +189,8 @@ class AdditiveBackend(SecureSumBackend):
             extra = (
                 f", dropout_threshold={self.dropout_threshold!r}, dropout_timeout={self.dropout_timeout!r}"
             )
+        if self.keys_from is not None:
+            extra += f", keys_from={self.keys_from!r}"
         return f"{type(self).__name__}(mode={self.mode!r}, codec={self.codec!r}{extra})"
 
     def _run(
@@ -192,6 +211,10 @@ class AdditiveBackend(SecureSumBackend):
             return None if total is None else self.codec.decode(total)
         if self.mode == "shares":
             message = None if encoded is None else _share_round(party, encoded, contributors)
+        elif self.keys_from is not None:
+            message = (
+                None if encoded is None else self._masked_with_earlier_keys(party, encoded, contributors)
+            )
         elif plan is not None:
             key = f"additive-sparse-masks|{receiver}|{'|'.join(contributors)}"
             state = party.context.get(key)
@@ -217,6 +240,24 @@ class AdditiveBackend(SecureSumBackend):
             else:
                 total += part
         return self.codec.decode(total)
+
+    def _masked_with_earlier_keys(
+        self, party: Party, encoded: NDArray[np.uint64], contributors: tuple[str, ...]
+    ) -> NDArray[np.uint64]:
+        """Mask ``encoded`` with the keys agreed through :attr:`keys_from` (no key agreement here)."""
+        group = "|".join(contributors)
+        if self.mode == "sparse-masks":
+            state = party.context.get(f"additive-sparse-masks|{self.keys_from}|{group}")
+            if state is not None:
+                return sparse_masks.add_masks(party.name, state, encoded)
+        else:
+            state = party.context.get(f"additive-masks|{self.keys_from}|{group}")
+            if state is not None:
+                return _masked(party, state, encoded, contributors)
+        raise ProtocolError(
+            f"{party.name!r} has no {self.name} keys agreed through {self.keys_from!r} for the "
+            f"contributors {list(contributors)}; run a sum of this mode with receiver {self.keys_from!r} first"
+        )
 
 
 def _share_round(

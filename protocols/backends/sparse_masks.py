@@ -28,8 +28,19 @@ smallest expected degree ``k`` that makes this bound at most
 ``2^-security_bits`` for the requested ``t``, or checks a given ``k`` and
 refuses it with the minimum that would do. Fewer than two honest contributors
 (``t >= M - 1``) is refused outright: the sum alone would then reveal the one
-honest input. Like the full-graph mode: no dropout recovery, and the receiver
-relays public keys, so it must follow the protocol.
+honest input. Like the full-graph mode: no dropout recovery.
+
+Keys and streams (:func:`agree_sparse_keys`, :func:`add_masks`)
+---------------------------------------------------------------
+The receiver sends each contributor the graph seed (it must draw it honestly:
+a graph it chose could isolate a victim). The smaller-named end of each edge
+draws the edge's 32-byte key from :mod:`secrets` and sends it to the other
+end over their direct link, which the deployment authenticates and encrypts
+(TLS 1.3 between organisations), as it carries the share seeds of the
+``shares`` mode: ``M k / 2`` messages of 32 bytes and no public-key
+operation (an X25519 agreement relayed by the receiver cost two key
+exchanges per edge, the largest cost of a run at M = 64). Each edge key feeds
+one ChaCha20 stream for the run, read on from sum to sum.
 """
 
 from __future__ import annotations
@@ -41,18 +52,15 @@ import secrets
 from dataclasses import dataclass
 
 import numpy as np
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from numpy.typing import NDArray
 
 from protocols.errors import InputValidationError, ProtocolError
+from protocols.messages import expect_seed
 from protocols.party import Party
-from protocols.prg import KEY_BYTES, RingPRG, nonce_for_counter
+from protocols.prg import KEY_BYTES, RingPRG
 
 #: Default statistical security: the graph fails with probability at most 2^-40.
 DEFAULT_SECURITY_BITS = 40
-_HKDF_INFO = b"mpc-pca additive sparse pairwise mask v1"
 _GRAPH_INFO = b"mpc-pca sparse mask graph v1"
 
 
@@ -216,19 +224,10 @@ def mask_graph(seed: bytes, contributors: tuple[str, ...], p: float) -> dict[str
     >>> g["a"], g["c"]
     (('b', 'c'), ('a', 'b'))
     """
-    if len(seed) != KEY_BYTES:
-        raise InputValidationError(f"graph seed must be {KEY_BYTES} bytes, got {len(seed)}")
     m = len(contributors)
-    digest = hashlib.sha256(_GRAPH_INFO + seed + "\x00".join(contributors).encode()).digest()
-    rows, cols = np.triu_indices(m, k=1)
-    if p >= 1.0:
-        present = np.ones(rows.shape[0], dtype=bool)
-    else:
-        words = RingPRG(digest).ring_elements(rows.shape[0])
-        present = words < np.uint64(min(int(p * 2.0**64), 2**64 - 1))
-    left, right = rows[present], cols[present]
-    ends = np.concatenate([left, right])
-    others = np.concatenate([right, left])
+    rows, cols = _edges(seed, contributors, p)
+    ends = np.concatenate([rows, cols])
+    others = np.concatenate([cols, rows])
     order = np.lexsort((others, ends))  # group by node, neighbours in contributor order
     ends, others = ends[order], others[order]
     bounds = np.searchsorted(ends, np.arange(m + 1))
@@ -238,55 +237,81 @@ def mask_graph(seed: bytes, contributors: tuple[str, ...], p: float) -> dict[str
     }
 
 
-def _raw_public(key: X25519PrivateKey) -> bytes:
-    return key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+def graph_neighbours(seed: bytes, contributors: tuple[str, ...], p: float, me: str) -> tuple[str, ...]:
+    """``mask_graph(seed, contributors, p)[me]`` without building every other contributor's list.
+
+    Examples
+    --------
+    >>> graph_neighbours(bytes(32), ("a", "b", "c"), 1.0, "b")
+    ('a', 'c')
+    """
+    rows, cols = _edges(seed, contributors, p)
+    i = contributors.index(me)
+    mine = np.concatenate([cols[rows == i], rows[cols == i]])
+    return tuple(sorted(contributors[j] for j in mine.tolist()))
+
+
+def _edges(seed: bytes, contributors: tuple[str, ...], p: float) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """The graph's edges ``(i, j)``, ``i < j``, as two index arrays (module notes of :func:`mask_graph`)."""
+    if len(seed) != KEY_BYTES:
+        raise InputValidationError(f"graph seed must be {KEY_BYTES} bytes, got {len(seed)}")
+    m = len(contributors)
+    digest = hashlib.sha256(_GRAPH_INFO + seed + "\x00".join(contributors).encode()).digest()
+    rows, cols = np.triu_indices(m, k=1)
+    if p >= 1.0:
+        return rows, cols
+    words = RingPRG(digest).ring_elements(rows.shape[0])
+    present = words < np.uint64(min(int(p * 2.0**64), 2**64 - 1))
+    return rows[present], cols[present]
 
 
 def agree_sparse_keys(
     party: Party, contributors: tuple[str, ...], receiver: str, plan: GraphPlan, graph_seed: bytes | None
 ) -> dict:
-    """X25519 agreement along the graph's edges only, relayed by the receiver.
+    """Agree the mask keys of the graph's edges: a graph seed from the receiver, a key per edge.
 
-    Every contributor sends its public key to the receiver; the receiver draws
-    the public graph seed (from :mod:`secrets`, unless the backend fixes one),
-    and sends each contributor the seed and its neighbours' public keys:
-    ``O(M k)`` keys relayed, ``k`` key agreements per contributor.
+    The receiver draws the public graph seed (from :mod:`secrets`, unless the
+    backend fixes one) and sends it to every contributor. Each contributor
+    derives the graph and, for every neighbour whose name is larger than its
+    own, draws a fresh 32-byte key from :mod:`secrets` and sends it to that
+    neighbour over their direct link; it receives the key of every smaller
+    neighbour the same way. One message per contributor from the receiver
+    and one per edge: ``O(M k)`` messages of 32 bytes, no public-key
+    operation. The links between contributors are authenticated and
+    encrypted (TLS 1.3 between organisations, the process's own queues
+    in-process), as for the share seeds of the ``shares`` mode; the receiver
+    never sees a key, so it cannot substitute one.
     """
     p = plan.edge_probability
     if party.name == receiver:
         seed = secrets.token_bytes(KEY_BYTES) if graph_seed is None else graph_seed
         graph = mask_graph(seed, contributors, p)
         _check_no_isolated(graph)
-        private = X25519PrivateKey.generate() if party.name in contributors else None
-        publics = {c: party.recv(c) for c in contributors if c != party.name}
-        if private is not None:
-            publics[party.name] = _raw_public(private)
         for c in contributors:
             if c != party.name:
-                party.send(c, {"seed": seed, "keys": {n: publics[n] for n in graph[c]}})
-        if private is None:
+                party.send(c, {"seed": seed})
+        if party.name not in contributors:
             return {"keys": {}, "counter": 0}
-        return {
-            "keys": _derive(party.name, private, {n: publics[n] for n in graph[party.name]}),
-            "counter": 0,
-        }
-    private = X25519PrivateKey.generate()
-    party.send(receiver, _raw_public(private))
-    message = party.recv(receiver)
-    if not isinstance(message, dict) or set(message) != {"seed", "keys"}:
-        raise ProtocolError(f"{party.name!r} got a malformed mask-graph message from {receiver!r}")
-    seed, keys = message["seed"], message["keys"]
-    if not isinstance(seed, bytes) or len(seed) != KEY_BYTES:
-        raise ProtocolError(f"the mask-graph seed from {receiver!r} is not {KEY_BYTES} bytes")
-    if graph_seed is not None and seed != graph_seed:
-        raise ProtocolError(f"{receiver!r} sent a mask-graph seed other than the one fixed for this run")
-    graph = mask_graph(seed, contributors, p)
-    if not isinstance(keys, dict) or tuple(sorted(keys)) != graph[party.name]:
-        raise ProtocolError(
-            f"{receiver!r} relayed keys for {sorted(keys) if isinstance(keys, dict) else keys!r}, "
-            f"but {party.name!r}'s neighbours in the mask graph are {list(graph[party.name])}"
-        )
-    return {"keys": _derive(party.name, private, keys), "counter": 0}
+        neighbours = graph[party.name]
+    else:
+        message = party.recv(receiver)
+        if not isinstance(message, dict) or set(message) != {"seed"}:
+            raise ProtocolError(f"{party.name!r} got a malformed mask-graph message from {receiver!r}")
+        seed = message["seed"]
+        if not isinstance(seed, bytes) or len(seed) != KEY_BYTES:
+            raise ProtocolError(f"the mask-graph seed from {receiver!r} is not {KEY_BYTES} bytes")
+        if graph_seed is not None and seed != graph_seed:
+            raise ProtocolError(f"{receiver!r} sent a mask-graph seed other than the one fixed for this run")
+        neighbours = graph_neighbours(seed, contributors, p, party.name)
+    keys: dict[str, bytes] = {}
+    for peer in neighbours:
+        if party.name < peer:
+            keys[peer] = secrets.token_bytes(KEY_BYTES)
+            party.send(peer, keys[peer])
+    for peer in neighbours:
+        if peer < party.name:
+            keys[peer] = expect_seed(party.recv(peer), sender=peer, size=KEY_BYTES)
+    return {"keys": keys, "counter": 0}
 
 
 def _check_no_isolated(graph: dict[str, tuple[str, ...]]) -> None:
@@ -298,22 +323,23 @@ def _check_no_isolated(graph: dict[str, tuple[str, ...]]) -> None:
         )
 
 
-def _derive(me: str, private: X25519PrivateKey, publics: dict[str, object]) -> dict[str, bytes]:
-    keys = {}
-    for peer, peer_public in publics.items():
-        if not isinstance(peer_public, bytes) or len(peer_public) != 32:
-            raise ProtocolError(f"public key of {peer!r} is malformed")
-        shared = private.exchange(X25519PublicKey.from_public_bytes(peer_public))
-        low, high = sorted((me, peer))
-        info = _HKDF_INFO + b"|" + low.encode() + b"|" + high.encode()
-        keys[peer] = HKDF(algorithm=hashes.SHA256(), length=KEY_BYTES, salt=None, info=info).derive(shared)
-    return keys
+#: The nonce of every mask stream: each edge key is drawn afresh for one run and feeds one stream.
+_STREAM_NONCE = bytes(16)
 
 
 def add_masks(me: str, state: dict, encoded: NDArray[np.uint64]) -> NDArray[np.uint64]:
-    """Add (smaller name) or subtract (larger name) each neighbour's mask, in place."""
-    nonce = nonce_for_counter(state["counter"])
+    """Add (smaller name) or subtract (larger name) each neighbour's mask, in place.
+
+    Each edge has one ChaCha20 stream for the whole run, opened at its first
+    sum and read on from where the previous sum stopped (both ends read the
+    same lengths in the same order), so no keystream word masks two values
+    and a sum costs ``k`` stream reads, not ``k`` cipher set-ups as well.
+    """
+    streams = state.setdefault("streams", {})
     state["counter"] += 1
     for peer, key in state["keys"].items():
-        RingPRG(key, nonce).accumulate(encoded, subtract=me > peer)
+        stream = streams.get(peer)
+        if stream is None:
+            stream = streams[peer] = RingPRG(key, _STREAM_NONCE)
+        stream.accumulate(encoded, subtract=me > peer)
     return encoded

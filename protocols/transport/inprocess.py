@@ -36,13 +36,29 @@ class InProcessNetwork:
         if len(set(self.names)) != len(self.names):
             raise ValueError(f"party names must be unique, got {list(self.names)}")
         self.timeout = timeout
-        self._queues: dict[tuple[str, str], queue.SimpleQueue[object]] = {
-            (src, dst): queue.SimpleQueue() for src in self.names for dst in self.names if src != dst
-        }
+        # One queue per ordered pair, made when the pair first exchanges a message: M parties
+        # have M (M - 1) links, and a protocol with many parties uses few of them.
+        self._queues: dict[tuple[str, str], queue.SimpleQueue[object]] = {}
+        self._lock = threading.Lock()
         self._identities = group_identities(self.names)
         self._aborted = threading.Event()
         self._abort_reason = ""
         self._gone: set[str] = set()
+
+    def link(self, src: str, dst: str) -> queue.SimpleQueue[object]:
+        """The FIFO queue from ``src`` to ``dst`` (made on first use; failed at once after an abort)."""
+        q = self._queues.get((src, dst))
+        if q is None:
+            with self._lock:
+                q = self._queues.get((src, dst))
+                if q is None:
+                    q = queue.SimpleQueue()
+                    if self._aborted.is_set():
+                        q.put(_ABORT)
+                    if src in self._gone:
+                        q.put(_GONE)
+                    self._queues[(src, dst)] = q
+        return q
 
     def channel(self, name: str) -> InProcessChannel:
         """The channel endpoint of party ``name``."""
@@ -54,10 +70,11 @@ class InProcessNetwork:
         """Wake every blocked receiver with a :class:`PeerFailureError`."""
         if self._aborted.is_set():
             return
-        self._abort_reason = reason
-        self._aborted.set()
-        for q in self._queues.values():
-            q.put(_ABORT)
+        with self._lock:
+            self._abort_reason = reason
+            self._aborted.set()
+            for q in self._queues.values():
+                q.put(_ABORT)
 
 
 class InProcessChannel(Channel):
@@ -89,9 +106,12 @@ class InProcessChannel(Channel):
         excuses this party gets :class:`~protocols.errors.PeerDroppedError`,
         any other peer :class:`~protocols.errors.PeerFailureError`.
         """
-        self._network._gone.add(self.me)
-        for peer in self.peers:
-            self._network._queues[(self.me, peer)].put(_GONE)
+        network = self._network
+        with network._lock:
+            network._gone.add(self.me)
+            mine = [q for (src, _), q in network._queues.items() if src == self.me]
+        for q in mine:  # links made later start with _GONE (InProcessNetwork.link)
+            q.put(_GONE)
 
     def peer_gone(self, peer: str) -> bool:
         return peer in self._network._gone
@@ -99,20 +119,21 @@ class InProcessChannel(Channel):
     def _send_bytes(self, to: str, payload: bytes | bytearray) -> None:
         if self._network._aborted.is_set():
             raise PeerFailureError(f"{self.me!r} stopped: {self._network._abort_reason}")
-        self._network._queues[(self.me, to)].put(payload)
+        self._network.link(self.me, to).put(payload)
 
     def _recv_bytes(self, frm: str, timeout: float) -> bytes:
+        link = self._network.link(frm, self.me)
         try:
-            item = self._network._queues[(frm, self.me)].get(timeout=timeout)
+            item = link.get(timeout=timeout)
         except queue.Empty:
             raise PeerTimeoutError(
                 f"{self.me!r} received nothing from {frm!r} within {timeout:g} s"
             ) from None
         if item is _ABORT:
-            self._network._queues[(frm, self.me)].put(_ABORT)  # keep later receives failing too
+            link.put(_ABORT)  # keep later receives failing too
             raise PeerFailureError(f"{self.me!r} stopped waiting for {frm!r}: {self._network._abort_reason}")
         if item is _GONE:
-            self._network._queues[(frm, self.me)].put(_GONE)
+            link.put(_GONE)
             error = PeerDroppedError if frm in self.excused else PeerFailureError
             raise error(f"{self.me!r}: {frm!r} left the run (its links closed)")
         return cast(bytes, item)

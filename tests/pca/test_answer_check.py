@@ -84,6 +84,21 @@ def test_a_random_orthonormal_t_is_caught(monkeypatch, parts):
     assert_caught(parts, k, "C T - T Lambda is not zero")
 
 
+@pytest.mark.parametrize("mode", ["additive-masks", "additive-sparse-masks"])
+def test_the_check_on_the_runs_pairwise_masks_catches_a_random_t_and_passes_an_honest_one(
+    monkeypatch, parts, mode
+):
+    """With a masks backend the check's sum reuses the run's mask keys (answer_check.check_backend)."""
+    d, k = parts[0].shape[1], 3
+    many = np.array_split(np.vstack(parts), 7)
+    model, _, _ = driver.run_pppca(many, k, make_backend(mode), timeout=30)
+    reference = PCA(k).fit(np.vstack(many))
+    np.testing.assert_allclose(model.explained_variance, reference.explained_variance_, rtol=1e-9)
+    cheating_server(monkeypatch, d, k, transfer=lambda to, t: random_orthonormal(d, k, 0))
+    with pytest.raises(ProtocolError, match="C T - T Lambda is not zero"):
+        driver.run_pppca(many, k, make_backend(mode), timeout=30)
+
+
 def test_the_top_subspace_in_another_basis_is_caught(monkeypatch, parts):
     """``T Q`` spans the right subspace but its columns are not eigenvectors."""
     d, k = parts[0].shape[1], 3

@@ -177,3 +177,29 @@ def test_a_deployed_provider_computes_its_statistics_once(monkeypatch):
     result = run_threads("pppca-ss", parts, {"n_components": 2})
     assert len(result["components"]) == 2
     assert sorted(calls) == sorted(p.shape for p in parts)
+
+
+def per_row_rank_one(packed: np.ndarray, v: np.ndarray, weight: float) -> np.ndarray:
+    """The per-row update add_rank_one replaced (one numpy call per row)."""
+    offsets = np.concatenate([[0], np.cumsum(np.arange(v.shape[0], 0, -1))])
+    scaled = weight * v
+    for i in range(v.shape[0]):
+        packed[offsets[i] : offsets[i + 1]] += scaled[i] * v[i:]
+    return packed
+
+
+@pytest.mark.parametrize("d", [1, 3, 100, 257, 600])
+def test_rank_one_update_and_normalization_by_row_groups_are_bit_identical_to_the_row_loops(d):
+    rng = np.random.default_rng(d)
+    packed = rng.normal(size=d * (d + 1) // 2) * 1e3
+    v = rng.normal(size=d) * rng.uniform(1e-3, 1e3, size=d)
+    want = per_row_rank_one(packed.copy(), v, -123.456)
+    assert add_rank_one(packed.copy(), v, -123.456).tobytes() == want.tobytes()
+    exponents = rng.integers(-40, 40, size=d).tolist()
+    stats = LocalStatistics(5, rng.normal(size=d), packed.copy())
+    factor = np.ldexp(1.0, -np.asarray(exponents))
+    offsets = np.concatenate([[0], np.cumsum(np.arange(d, 0, -1))])
+    scaled = packed.copy()
+    for i in range(d):
+        scaled[offsets[i] : offsets[i + 1]] *= factor[i] * factor[i:]
+    assert normalized(stats, exponents).scatter_triangle.tobytes() == scaled.tobytes()

@@ -9,11 +9,15 @@ from protocols import AdditiveBackend, FixedPointCodec
 from protocols.backends import make_backend
 from protocols.backends.sparse_masks import (
     add_masks,
+    agree_sparse_keys,
+    graph_neighbours,
     log2_disconnection_bound,
     mask_graph,
     plan_graph,
 )
-from protocols.errors import InputValidationError
+from protocols.errors import InputValidationError, ProtocolError
+from protocols.prg import RingPRG
+from protocols.runtime import run_inprocess
 from protocols.secure_sum import run_secure_sum
 from tests.helpers.oracles import ring_sum_reference
 
@@ -140,3 +144,37 @@ def test_bad_parameters_are_refused(kwargs):
 def test_registry_name():
     backend = make_backend("additive-sparse-masks", max_colluders=2)
     assert backend.mode == "sparse-masks" and backend.name == "additive-sparse-masks"
+
+
+def test_each_edge_stream_reads_on_from_sum_to_sum():
+    """Two sums on one edge use consecutive keystream words, never the same ones twice."""
+    key = bytes(range(32, 64))
+    state = {"keys": {"b": key}, "counter": 0}
+    first = add_masks("a", state, np.zeros(5, dtype=np.uint64))
+    second = add_masks("a", state, np.zeros(3, dtype=np.uint64))
+    stream = RingPRG(key, bytes(16)).ring_elements(8)
+    np.testing.assert_array_equal(np.concatenate([first, second]), stream)
+    assert state["counter"] == 2
+
+
+def test_a_malformed_edge_key_is_refused_naming_its_sender():
+    names = ("a", "b")
+    plan = plan_graph(2, max_colluders=0)
+
+    def honest(party):
+        return agree_sparse_keys(party, names, "server", plan, SEED)
+
+    def cheat(party):
+        party.recv("server")
+        party.send("b", b"short")
+
+    with pytest.raises(ProtocolError, match="'a' sent a malformed seed"):
+        run_inprocess({"a": cheat, "b": honest, "server": honest}, timeout=5)
+
+
+@pytest.mark.parametrize("m", [2, 5, 100])
+def test_a_contributors_own_row_is_its_row_of_the_whole_graph(m):
+    names = tuple(f"p{i:03d}" for i in range(m))
+    p = plan_graph(m).edge_probability
+    graph = mask_graph(SEED, names, p)
+    assert all(graph_neighbours(SEED, names, p, n) == graph[n] for n in names)

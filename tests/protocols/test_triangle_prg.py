@@ -8,6 +8,7 @@ from protocols.prg import RingPRG
 from protocols.triangle import (
     from_upper_triangle,
     packed_matvec,
+    row_groups,
     row_offsets,
     triangle_diagonal,
     upper_triangle,
@@ -23,6 +24,22 @@ def test_packing_matches_triu_indices_and_round_trips(d):
     np.testing.assert_array_equal(packed, sym[rows, cols])
     np.testing.assert_array_equal(from_upper_triangle(packed, d), sym)
     np.testing.assert_array_equal(triangle_diagonal(packed, d), np.diag(sym))
+
+
+@pytest.mark.parametrize("d", [0, 1, 255, 256, 257, 700])
+def test_row_groups_tile_the_triangle_in_packed_order(d):
+    """Groups of rows (several at d >= 257) give exactly the per-row packing of any square matrix."""
+    a = np.random.default_rng(d).normal(size=(d, d))  # not symmetric: a wrong half would show
+    offsets = row_offsets(d)
+    want = np.concatenate([a[i, i:] for i in range(d)]) if d else np.empty(0)
+    assert upper_triangle(a).tobytes() == want.tobytes()
+    covered = 0
+    for start, stop, mask in row_groups(d):
+        assert start == covered and mask.shape == (stop - start, d)
+        assert a[start:stop][mask].tobytes() == want[offsets[start] : offsets[stop]].tobytes()
+        covered = stop
+    assert covered == d
+    assert len(row_groups(d)) == (0 if d == 0 else 1 if d <= 256 else -(-d // (65536 // d)))
 
 
 def test_row_offsets_are_cached_and_read_only():
@@ -42,7 +59,7 @@ def test_accumulate_is_the_same_keystream(size):
     np.testing.assert_array_equal(back, base)
 
 
-@pytest.mark.parametrize("d", [1, 2, 5, 64])
+@pytest.mark.parametrize("d", [1, 2, 5, 64, 300, 700])
 def test_packed_matvec_is_the_symmetric_product(d):
     """The provider's answer check multiplies its packed scatter by a vector without SciPy's dspmv."""
     rng = np.random.default_rng(d)
