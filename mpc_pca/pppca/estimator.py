@@ -191,8 +191,13 @@ class PPPCA(SubspaceMixin):
     ``fit`` took (rows stacked in part order) and keeps float32 rows float32;
     a fit on float32 rows has float32 attributes, as scikit-learn's (the
     protocol still computes in float64; ``model_`` keeps its float64 output).
-    Sparse input is refused with a ``TypeError``: every provider's Gram
-    matrix is dense, so convert with ``.toarray()``. With ``standardize``,
+    scipy.sparse rows (one CSR/CSC ``X``, or parts, sparse and dense mixed)
+    are fitted without densifying them, as scikit-learn's
+    ``PCA(svd_solver="covariance_eigh")`` does: each provider reads its column
+    sums, column peaks and ``X^T X`` from the stored entries and the centring
+    happens on the statistics; ``transform`` and ``fit_transform`` project
+    them as ``X W - mean_ W`` (:mod:`mpc_pca.sparse_rows`). ``score`` and
+    ``score_samples`` refuse them, as scikit-learn's. With ``standardize``,
     ``score``, ``score_samples``, ``get_covariance`` and ``get_precision`` are
     those of the standardized rows (``StandardScaler`` then ``PCA``).
     """
@@ -209,6 +214,7 @@ class PPPCA(SubspaceMixin):
         "whiten": boolean(),
         "dropout_threshold": integer(2, none=True),
     }
+    _accepts_sparse: ClassVar[bool] = True
 
     def __init__(
         self,
