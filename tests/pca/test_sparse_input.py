@@ -161,3 +161,15 @@ def test_the_other_estimators_refuse_sparse_rows_naming_themselves(estimator):
         TypeError, match=rf"^{name} does not accept scipy.sparse input \(parts \[1\] sparse\)"
     ):
         clone(estimator).fit([_values(seed=8)[:150], X[150:]])
+
+
+@pytest.mark.parametrize(
+    "estimator",
+    [e for e in fast_instances() if hasattr(e, "transform") and not isinstance(e, PPPCA)],
+    ids=name_of,
+)
+def test_every_estimator_projects_sparse_rows_as_their_dense_copy(no_densify, estimator):
+    dense = _values(seed=9)
+    dense /= np.max(np.linalg.norm(dense, axis=1))  # rows of norm <= 1, as the DP estimators assume
+    model = clone(estimator).fit(_split(dense))
+    _close(model.transform(scipy.sparse.csr_matrix(dense)), model.transform(dense))
