@@ -276,6 +276,42 @@ def real(
     return check
 
 
+def n_components_check(*, rules: bool = False, none: bool = True) -> ParamCheck:
+    """``n_components``: an integer >= 1 (or ``None`` if ``none``); with ``rules`` also a variance fraction or ``"mle"``.
+
+    An integer below 1 gets scikit-learn's ``PCA`` wording ("must be between 1
+    and min(n_samples, n_features)"); the upper limit is checked with the data
+    (:func:`mpc_pca.validation.check_n_components`).
+
+    Examples
+    --------
+    >>> n_components_check()("n_components", 0)
+    Traceback (most recent call last):
+    ...
+    protocols.errors.InputValidationError: n_components=0 is out of range; it must be between 1 and min(n_samples, n_features)
+    """
+
+    def check(name: str, value: Any) -> None:
+        if (none and value is None) or (rules and isinstance(value, str) and value == "mle"):
+            return
+        if isinstance(value, Integral) and not isinstance(value, bool):
+            if value < 1:
+                raise InputValidationError(
+                    f"{name}={value!r} is out of range; it must be between 1 and min(n_samples, n_features)"
+                )
+            return
+        if rules and isinstance(value, float) and 0.0 < value < 1.0:
+            return
+        allowed = (
+            "an integer >= 1, a variance fraction (a float > 0 and < 1), 'mle' or None"
+            if rules
+            else ("an integer >= 1 or None")
+        )
+        raise InputValidationError(f"{name}={value!r} is invalid; it must be {allowed}")
+
+    return check
+
+
 def boolean() -> ParamCheck:
     """``True`` or ``False`` (numpy booleans too)."""
 

@@ -126,16 +126,32 @@ def check_statistics_finite(
 
 
 def check_n_components(n_components: object, n_features: int, n_samples: int | None = None) -> int:
-    """Validate ``n_components``; ``None`` means ``min(n_samples, n_features)``."""
+    """Validate ``n_components``; ``None`` means ``min(n_samples, n_features)``.
+
+    The error contains scikit-learn's ``PCA`` wording ("must be between 1 and
+    min(n_samples, n_features)=2") and both values.
+
+    Examples
+    --------
+    >>> check_n_components(3, n_features=3, n_samples=2)
+    Traceback (most recent call last):
+    ...
+    protocols.errors.InputValidationError: n_components=3 is out of range; it must be between 1 and min(n_samples, n_features)=2 (n_samples=2, n_features=3)
+    """
     limit = n_features if n_samples is None else min(n_features, n_samples)
     if n_components is None:
         return limit
     if isinstance(n_components, bool) or not isinstance(n_components, Integral):
         raise InputValidationError(f"n_components must be an integer, got {n_components!r}")
-    if not 1 <= int(n_components) <= limit:
-        detail = f"n_features={n_features}" + ("" if n_samples is None else f", n_samples={n_samples}")
+    if not 1 <= int(n_components) <= limit:  # scikit-learn's PCA wording, with both values
+        bound = "n_features" if n_samples is None else "min(n_samples, n_features)"
+        detail = (
+            f"n_features={n_features}"
+            if n_samples is None
+            else f"n_samples={n_samples}, n_features={n_features}"
+        )
         raise InputValidationError(
-            f"n_components={n_components} is out of range; it must be between 1 and {limit} ({detail})"
+            f"n_components={n_components} is out of range; it must be between 1 and {bound}={limit} ({detail})"
         )
     return int(n_components)
 

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from mpc_pca.base import ParamCheck, boolean, integer, one_of, validated_by
+from mpc_pca.base import ParamCheck, boolean, integer, n_components_check, one_of, validated_by
 from mpc_pca.dp.common import DPSubspaceMixin, check_privacy, dp_constraints, prepare_parts
 from mpc_pca.dp.dpdpca import (
     DPDPCA_CALIBRATIONS,
@@ -118,7 +118,7 @@ class DPDPCA(DPSubspaceMixin):
         "timeout",
         "noise_calibration",
         "accountant",
-        n_components=integer(1),
+        n_components=n_components_check(none=False),
         key_bits=integer(),
         frac_bits=validated_by(lambda value: _check_bits(value, "frac_bits", 1, 200)),
         mask_bits=validated_by(lambda value: _check_bits(value, "mask_bits", 40, 512)),

@@ -7,7 +7,15 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from mpc_pca.base import ParamCheck, SubspaceMixin, boolean, instance_of, integer, validated_by
+from mpc_pca.base import (
+    ParamCheck,
+    SubspaceMixin,
+    boolean,
+    instance_of,
+    integer,
+    n_components_check,
+    validated_by,
+)
 from mpc_pca.deployment_kit import check_noise_seed
 from mpc_pca.pppca.dp_sum import check_plan_parameters, run_pppca_dp
 from mpc_pca.validation import warn_privacy_leaks
@@ -94,7 +102,7 @@ class PPPCADP(SubspaceMixin):
     """
 
     _parameter_constraints: ClassVar[dict[str, ParamCheck]] = {
-        "n_components": integer(1, none=True),
+        "n_components": n_components_check(),
         "epsilon": validated_by(check_epsilon_value),
         "delta": validated_by(check_delta_value),
         # its range, 1 to the number of providers, is checked once the parts are known

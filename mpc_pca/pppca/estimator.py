@@ -8,7 +8,6 @@ Algorithms 1 (Paillier) and 2 (secret sharing): ``fit`` runs steps 1-8,
 from __future__ import annotations
 
 from math import log, pi
-from numbers import Integral
 from typing import Any, ClassVar
 
 import numpy as np
@@ -20,6 +19,7 @@ from mpc_pca.base import (
     boolean,
     instance_of,
     integer,
+    n_components_check,
     real,
     transform_rows,
     validated_by,
@@ -40,19 +40,6 @@ def resolve_backend(backend: str | SecureSumBackend) -> SecureSumBackend:
     raise InputValidationError(
         f"backend must be a SecureSumBackend or a backend name, got {type(backend).__name__}"
     )
-
-
-def _n_components_check(name: str, value: Any) -> None:
-    """``n_components``: an integer >= 1, a variance fraction in (0, 1), ``"mle"`` or ``None``."""
-    if value is None or (isinstance(value, str) and value == "mle"):
-        return
-    is_integer = isinstance(value, Integral) and not isinstance(value, bool)
-    is_fraction = isinstance(value, float) and 0.0 < value < 1.0
-    if not ((is_integer and value >= 1) or is_fraction):
-        raise InputValidationError(
-            f"{name}={value!r} is invalid; it must be an integer >= 1, a variance fraction "
-            "(a float > 0 and < 1), 'mle' or None"
-        )
 
 
 class PPPCA(SubspaceMixin):
@@ -203,7 +190,7 @@ class PPPCA(SubspaceMixin):
     """
 
     _parameter_constraints: ClassVar[dict[str, ParamCheck]] = {
-        "n_components": _n_components_check,
+        "n_components": n_components_check(rules=True),
         "backend": instance_of(str, SecureSumBackend),
         "timeout": validated_by(check_timeout),
         "reveal": validated_by(check_reveal),
