@@ -107,6 +107,15 @@ class DPDPCA(DPSubspaceMixin):
     n_samples_ : int
     report_ : dict
         Per-role bytes, messages, rounds and seconds.
+
+    Notes
+    -----
+    scikit-learn's ``PCA`` parameters ``svd_solver``, ``iterated_power``, ``n_oversamples``,
+    ``power_iteration_normalizer`` and ``tol`` do not apply: the data user eigendecomposes the noisy
+    scatter matrix it decrypts from the Paillier sums (Wang & Chang 2018), computed from statistics
+    aggregated over the parties (no party holds the pooled rows that scikit-learn's SVD solvers work
+    on); ``copy`` does not apply either (``fit`` never changes the rows) and ``whiten`` is PPPCA's
+    only. ``random_state`` here seeds the DP noise, not a solver.
     """
 
     _parameter_constraints: ClassVar[dict[str, ParamCheck]] = dp_constraints(

@@ -92,6 +92,15 @@ class PPPCADP(SubspaceMixin):
     model_ : DPSumModel
     report_ : dict
 
+    Notes
+    -----
+    scikit-learn's ``PCA`` parameters ``svd_solver``, ``iterated_power``, ``n_oversamples``,
+    ``power_iteration_normalizer`` and ``tol`` do not apply: the server eigendecomposes the noisy
+    pooled covariance ``C + E`` it reconstructs from the secure sums, computed from statistics
+    aggregated over the parties (no party holds the pooled rows that scikit-learn's SVD solvers work
+    on); ``copy`` does not apply either (``fit`` never changes the rows) and ``whiten`` is PPPCA's
+    only. There is no ``random_state``: the noise is drawn from :mod:`secrets` inside the providers.
+
     Examples
     --------
     >>> import numpy as np

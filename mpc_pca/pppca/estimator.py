@@ -187,6 +187,16 @@ class PPPCA(SubspaceMixin):
     ``score_samples`` refuse them, as scikit-learn's. With ``standardize``,
     ``score``, ``score_samples``, ``get_covariance`` and ``get_precision`` are
     those of the standardized rows (``StandardScaler`` then ``PCA``).
+
+    scikit-learn's ``PCA`` parameters ``svd_solver``, ``iterated_power``,
+    ``n_oversamples``, ``power_iteration_normalizer`` and ``random_state`` do
+    not apply: no party holds the pooled rows those SVD solvers work on; the
+    server eigendecomposes the covariance it reconstructs from the aggregated
+    statistics (step 8; one exact symmetric eigensolver, deterministic, so
+    nothing to seed), or with ``reveal="components"`` a secret-shared
+    eigensolver runs on shares of it. ``tol`` here is that secure
+    eigensolver's tolerance, not ARPACK's. ``copy`` does not apply either:
+    ``fit`` never changes the rows.
     """
 
     _parameter_constraints: ClassVar[dict[str, ParamCheck]] = {

@@ -270,6 +270,20 @@ def test_assess_dimension_refuses_a_rank_outside_scikit_learns_range():
             assess_dimension(np.array([1.0, 1e-30, 1e-30, 1e-30]), rank, 10)
 
 
+@pytest.mark.parametrize(
+    "estimator", [e for e in fast_instances() if not isinstance(e, CapeAGN)], ids=name_of
+)
+def test_docstring_says_which_scikit_learn_parameters_do_not_apply_and_why(estimator):
+    notes = " ".join(type(estimator).__doc__.split("\n    Notes\n    -----\n", 1)[1].split())
+    missing = sorted(set(PCA().get_params()) - set(estimator.get_params()) - {"whiten"})
+    assert "do not apply" in notes, notes
+    assert any(
+        why in notes for why in ("eigendecompos", "eigenvectors", "Gibbs sample", "power iterations")
+    ), notes
+    for name in missing:
+        assert f"``{name}``" in notes, f"{name} is not mentioned in {type(estimator).__name__}'s Notes"
+
+
 def test_mle_needs_at_least_as_many_rows_as_features():
     with pytest.raises(InputValidationError, match=r"n_samples >= n_features \(n_samples=9, n_features=14\)"):
         PPPCA(n_components="mle", timeout=TIMEOUT).fit(_split(_data(n=9, d=14)))
