@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from mpc_pca.deploy.party import check_floor_views, floor_public, run_party
+from mpc_pca.deploy.party import check_floor_views, floor_public, run_party, with_feature_names
 from mpc_pca.deploy.spec import ArraySource, PartySpec, Rows
 from mpc_pca.deployment import Deployment
 from protocols.errors import InputValidationError, ProtocolError
@@ -152,9 +152,10 @@ def run_threads(
     }
     run = run_inprocess(roles, timeout=timeout)
     winner = deployment.result_party(layout)
+    names = None if feature_names is None else tuple(str(n) for n in feature_names)
     return {
         "protocol": protocol,
-        **deployment.result(winner, config, run.outputs[winner]),
+        **with_feature_names(deployment.result(winner, config, run.outputs[winner]), names),
         "report": run.report_dict(),
     }
 
