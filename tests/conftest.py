@@ -144,6 +144,16 @@ SLOW_TESTS = frozenset(
         "tests/pca/test_chunked_parts.py::test_dask_part_on_a_local_cluster",
         "tests/deploy/test_floor.py::test_processes_give_the_threads_result_with_every_party_its_own_spec",
         "tests/dp/test_dpdpca.py::test_without_noise_the_user_gets_the_exact_centred_scatter",
+        "tests/pca/test_pppca_limits.py::test_leading_eigenpairs_match_full_eigh[300-10]",
+        "tests/pca/test_pppca_limits.py::test_peak_memory_at_most_six_d_by_d[additive]",
+        "tests/pca/test_pppca_limits.py::test_peak_memory_at_most_six_d_by_d[additive-masks]",
+        "tests/pca/test_plot.py::test_plot_reads_the_consumer_table_of_mpc_pca_party",
+        "tests/pca/test_local_stats_pass.py::test_the_pass_allocates_no_copy_of_the_rows",
+        "tests/pca/test_paillier_cli.py::test_pppca_he_with_fast_randomness_gives_the_secret_sharing_result",
+        "tests/studies/test_claims.py::test_table3_verdict_is_about_the_he_over_ss_ratio_with_a_margin",
+        "tests/protocols/test_sparse_masks.py::test_sparse_sum_equals_plain_sum[100]",
+        "tests/protocols/test_paillier_packing.py::test_unpacked_per_element_scalars",
+        "tests/protocols/test_paillier_backend.py::test_equals_the_additive_backend",
     }
 )
 
