@@ -25,9 +25,9 @@ dp
     baselines, DPdisPCA, capePCA, DPDPCA, metrics.
 roles
     Every role name.
-base, validation, linalg, row_norms
-    Estimator plumbing, input checks, linear algebra and row-norm clipping
-    shared by ``pppca`` and ``dp``.
+base, validation, linalg, row_norms, sparse_rows
+    Estimator plumbing, input checks, linear algebra, row-norm clipping and
+    the statistics of scipy.sparse rows, shared by ``pppca`` and ``dp``.
 lazy
     The packages' exports are imported on first use, so a party process
     imports no estimator and no scikit-learn.

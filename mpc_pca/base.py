@@ -29,6 +29,7 @@ from scipy.sparse import issparse
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from mpc_pca.sparse_rows import centred_product
 from mpc_pca.validation import align_columns
 from protocols.errors import InputValidationError
 
@@ -93,8 +94,10 @@ def split_parts(
     names : ndarray of str or None
         The feature names, if the input carried them.
     """
+    accepts_sparse = bool(getattr(estimator, "_accepts_sparse", False))
     if is_parts(X):
-        refuse_sparse(X)
+        if not accepts_sparse:
+            refuse_sparse(X, type(estimator).__name__)
         if groups is not None:
             raise InputValidationError("pass groups only with a single X, not with a list of parts")
         if len(X) == 0:
@@ -121,7 +124,12 @@ def split_parts(
         if len(shape) == 2:  # otherwise the protocol's check_parts names the problem
             estimator.n_features_in_ = int(shape[1])
         return parts, feature_names
-    arr = checked_data(estimator, X, reset=True, ensure_min_samples=2)
+    if not accepts_sparse:
+        refuse_sparse([X], type(estimator).__name__, "X")
+    sparse_formats = ("csr", "csc") if accepts_sparse else False
+    arr = checked_data(
+        estimator, X, reset=True, ensure_min_samples=2, accept_sparse=sparse_formats, dtype=_fit_dtype(X)
+    )
     feature_names = getattr(estimator, "feature_names_in_", None)
     if groups is None:
         return [arr], feature_names
@@ -130,42 +138,52 @@ def split_parts(
         raise InputValidationError(
             f"groups must have one label per row of X: shape ({arr.shape[0]},), got {labels.shape}"
         )
-    return [arr[labels == g] for g in np.unique(labels)], feature_names
+    return [arr[np.flatnonzero(labels == g)] for g in np.unique(labels)], feature_names
 
 
-def refuse_sparse(parts: Sequence[Any]) -> None:
-    """Refuse scipy.sparse parts with a ``TypeError`` naming the dense alternative.
+def _fit_dtype(X: Any) -> Any:
+    """``fit``'s dtype for one array: sparse float32 rows stay float32 (the protocol widens what it sums)."""
+    return [np.float64, np.float32] if issparse(X) else np.float64
 
-    The providers' statistics are dense (a ``d x d`` Gram matrix per provider
-    whatever the sparsity), so sparse input would only hide a densification.
+
+def refuse_sparse(parts: Sequence[Any], estimator: str, what: str | None = None) -> None:
+    """Refuse scipy.sparse parts for an estimator that cannot fit them, naming it and the alternatives.
+
+    Only PPPCA fits sparse rows (:mod:`mpc_pca.sparse_rows`); the DP
+    estimators clip and perturb dense rows, so they refuse them.
     """
     sparse = [i for i, p in enumerate(parts) if issparse(p)]
     if sparse:
+        which = what or f"parts {sparse}"
         raise TypeError(
-            f"parts {sparse} are scipy.sparse matrices; sparse input is not supported (every provider's "
-            "Gram matrix is dense anyway). Convert each part with .toarray() first"
+            f"{estimator} does not accept scipy.sparse input ({which} sparse); convert with .toarray() "
+            "first, or use PPPCA, which fits sparse rows without densifying them"
         )
 
 
-def transform_rows(estimator: BaseEstimator, X: Any) -> NDArray[Any]:
+def transform_rows(estimator: BaseEstimator, X: Any, *, accept_sparse: bool = False) -> NDArray[Any]:
     """Validate the rows ``transform`` projects: one array, or the list of parts ``fit`` took.
 
     A list of parts (each 2-D: arrays or DataFrames) is stacked in part order,
     as ``fit_transform(parts)`` returns its rows; a DataFrame part whose
     columns are a permutation of ``feature_names_in_`` is reordered, as
-    ``fit`` reorders it. float32 rows stay float32.
+    ``fit`` reorders it. float32 rows stay float32. With ``accept_sparse``
+    scipy.sparse rows stay sparse (CSR or CSC; sparse parts are stacked as
+    CSR with the dense ones).
 
     Raises
     ------
     TypeError
-        For sparse input (naming ``.toarray()``).
+        For sparse input without ``accept_sparse`` (naming ``.toarray()``).
     InputValidationError
         For an empty list, a chunked part, or rows whose width or feature
         names differ from the fit's.
     """
-    if not (is_parts(X) and all(np.ndim(p) == 2 for p in X if hasattr(p, "shape"))):
-        return checked_data(estimator, X, reset=False, dtype=[np.float64, np.float32])
-    refuse_sparse(X)
+    formats = ("csr", "csc") if accept_sparse else False
+    if not (is_parts(X) and all(len(np.shape(p)) == 2 for p in X if hasattr(p, "shape"))):
+        return checked_data(estimator, X, reset=False, dtype=[np.float64, np.float32], accept_sparse=formats)
+    if not accept_sparse:
+        refuse_sparse(X, type(estimator).__name__)
     if len(X) == 0:
         raise InputValidationError("parts is empty; pass at least one block of rows to transform")
     chunked = [i for i, p in enumerate(X) if not hasattr(p, "shape")]
@@ -181,8 +199,14 @@ def transform_rows(estimator: BaseEstimator, X: Any) -> NDArray[Any]:
         names = _names_of(part)
         if fitted_names and names and names != fitted_names and sorted(names) == sorted(fitted_names):
             part = part.iloc[:, [names.index(n) for n in fitted_names]]
-        blocks.append(checked_data(estimator, part, reset=False, dtype=[np.float64, np.float32]))
+        blocks.append(
+            checked_data(estimator, part, reset=False, dtype=[np.float64, np.float32], accept_sparse=formats)
+        )
     dtype = np.float32 if all(b.dtype == np.float32 for b in blocks) else np.float64
+    if any(issparse(b) for b in blocks):
+        from scipy.sparse import vstack
+
+        return vstack(blocks, format="csr", dtype=dtype)
     return np.vstack(blocks).astype(dtype, copy=False)
 
 
@@ -248,6 +272,42 @@ def real(
                 + (" or None" if none else "")
             )
             raise InputValidationError(f"{name}={value!r} is invalid; it must be {allowed}")
+
+    return check
+
+
+def n_components_check(*, rules: bool = False, none: bool = True) -> ParamCheck:
+    """``n_components``: an integer >= 1 (or ``None`` if ``none``); with ``rules`` also a variance fraction or ``"mle"``.
+
+    An integer below 1 gets scikit-learn's ``PCA`` wording ("must be between 1
+    and min(n_samples, n_features)"); the upper limit is checked with the data
+    (:func:`mpc_pca.validation.check_n_components`).
+
+    Examples
+    --------
+    >>> n_components_check()("n_components", 0)
+    Traceback (most recent call last):
+    ...
+    protocols.errors.InputValidationError: n_components=0 is out of range; it must be between 1 and min(n_samples, n_features)
+    """
+
+    def check(name: str, value: Any) -> None:
+        if (none and value is None) or (rules and isinstance(value, str) and value == "mle"):
+            return
+        if isinstance(value, Integral) and not isinstance(value, bool):
+            if value < 1:
+                raise InputValidationError(
+                    f"{name}={value!r} is out of range; it must be between 1 and min(n_samples, n_features)"
+                )
+            return
+        if rules and isinstance(value, float) and 0.0 < value < 1.0:
+            return
+        allowed = (
+            "an integer >= 1, a variance fraction (a float > 0 and < 1), 'mle' or None"
+            if rules
+            else ("an integer >= 1 or None")
+        )
+        raise InputValidationError(f"{name}={value!r} is invalid; it must be {allowed}")
 
     return check
 
@@ -329,6 +389,9 @@ class PartiesEstimator(BaseEstimator):
     """
 
     _parameter_constraints: ClassVar[dict[str, ParamCheck]] = {}
+    #: Whether ``fit`` takes scipy.sparse rows (PPPCA: :mod:`mpc_pca.sparse_rows`); the others refuse
+    #: them by name (:func:`refuse_sparse`).
+    _accepts_sparse: ClassVar[bool] = False
 
     def _intake(self, X: Any, groups: ArrayLike | None) -> list[Any]:
         """Validate the parameters, then split ``X`` into one block per party (:func:`split_parts`)."""
@@ -388,9 +451,10 @@ class SubspaceMixin(ClassNamePrefixFeaturesOutMixin, TransformerMixin, PartiesEs
         return int(self.components_.shape[0])
 
     def __sklearn_tags__(self) -> Any:
-        """scikit-learn tags: ``transform`` keeps float32 rows float32 (as ``PCA``)."""
+        """scikit-learn tags: ``transform`` keeps float32 rows float32 (as ``PCA``); sparse rows if ``fit`` takes them."""
         tags = super().__sklearn_tags__()
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        tags.input_tags.sparse = bool(self._accepts_sparse)
         return tags
 
     def _output_scale(self) -> NDArray[np.float64] | None:
@@ -404,7 +468,8 @@ class SubspaceMixin(ClassNamePrefixFeaturesOutMixin, TransformerMixin, PartiesEs
         ----------
         X : array_like of shape (n, d), or list of array_like or DataFrame
             Rows to project; a list of parts (as ``fit`` takes them) is
-            projected and stacked in part order.
+            projected and stacked in part order. scipy.sparse rows are
+            projected as ``X W - mean_ W`` without densifying them.
 
         Returns
         -------
@@ -412,16 +477,25 @@ class SubspaceMixin(ClassNamePrefixFeaturesOutMixin, TransformerMixin, PartiesEs
             float32 if the rows are float32, else float64.
         """
         self._check_fitted()
-        arr = transform_rows(self, X)
+        arr = transform_rows(self, X, accept_sparse=True)
         return self._project(arr).astype(arr.dtype, copy=False)
 
     def _project(self, arr: NDArray[Any]) -> NDArray[np.float64]:
-        """``((arr - mean_) / scale_) @ components_.T``, divided by :meth:`_output_scale`."""
-        centred = arr - self.mean_
+        """``((arr - mean_) / scale_) @ components_.T``, divided by :meth:`_output_scale`.
+
+        Sparse rows: ``arr @ W - mean_ @ W`` with ``W = components_.T / scale_`` (the division
+        by ``scale_`` moved onto the components; :func:`~mpc_pca.sparse_rows.centred_product`), no
+        dense copy of the rows.
+        """
         scale = getattr(self, "scale_", None)
-        if scale is not None:
-            centred = centred / scale
-        projected: NDArray[np.float64] = centred @ self.components_.T
+        if issparse(arr):
+            weights = self.components_.T if scale is None else self.components_.T / scale[:, np.newaxis]
+            projected = centred_product(arr, self.mean_, weights)
+        else:
+            centred = arr - self.mean_
+            if scale is not None:
+                centred = centred / scale
+            projected = centred @ self.components_.T
         divisor = self._output_scale()
         return projected if divisor is None else projected / divisor
 

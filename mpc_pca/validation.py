@@ -14,12 +14,17 @@ from numbers import Integral, Real
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from mpc_pca.sparse_rows import as_csr, is_sparse
 from protocols.encoding import check_finite
 from protocols.errors import InputValidationError, RingOverflowError
 
 
 def check_parts(
-    parts: Sequence[ArrayLike], *, min_total_rows: int = 2, check_values: bool = True
+    parts: Sequence[ArrayLike],
+    *,
+    min_total_rows: int = 2,
+    check_values: bool = True,
+    accept_sparse: bool = False,
 ) -> list[NDArray[np.float64]]:
     """Validate the per-party data blocks of a horizontally partitioned data set.
 
@@ -33,17 +38,24 @@ def check_parts(
         Scan every entry for NaN/inf. Callers that derive statistics in which
         any non-finite entry shows up anyway (column sums, Gram diagonal) may
         skip the scan and call :func:`check_statistics_finite` instead.
+    accept_sparse : bool, default=False
+        Keep scipy.sparse parts sparse (canonical CSR, float64 or float32,
+        :func:`mpc_pca.sparse_rows.as_csr`; their stored entries are always
+        scanned for NaN/inf) instead of refusing them.
 
     Returns
     -------
     list of ndarray
-        The parts as C-contiguous float64 arrays.
+        The parts as C-contiguous float64 arrays (sparse parts as CSR with
+        ``accept_sparse``).
 
     Raises
     ------
     InputValidationError
         If there are no parts, a part is not 2-D or empty, holds NaN/inf, the
         feature counts differ, or there are too few rows in total.
+    TypeError
+        If a part is sparse and ``accept_sparse`` is False.
     """
     if isinstance(parts, np.ndarray) or not isinstance(parts, Sequence) or isinstance(parts, str):
         raise InputValidationError(
@@ -53,6 +65,14 @@ def check_parts(
         raise InputValidationError("parts is empty; at least one party must hold data")
     arrays = []
     for i, part in enumerate(parts):
+        if is_sparse(part):
+            if not accept_sparse:
+                raise TypeError(
+                    f"part {i} is a scipy.sparse matrix, which this protocol does not accept; convert it "
+                    "with .toarray() first"
+                )
+            arrays.append(as_csr(part, f"part {i}"))
+            continue
         if np.iscomplexobj(part):
             raise InputValidationError(f"part {i} has complex values; PCA here takes real numbers only")
         try:
@@ -97,24 +117,41 @@ def check_statistics_finite(
     """
     if all(np.all(np.isfinite(s)) for s in statistics):
         return
-    check_finite(part, f"part {index}")  # raises with the location of a NaN/inf entry
+    values: NDArray[np.float64] = np.asarray(part.data) if is_sparse(part) else part  # sparse: stored entries
+    check_finite(values, f"part {index}")  # raises with the location of a NaN/inf entry
     raise RingOverflowError(
-        f"part {index} holds values so large (max |x| = {np.max(np.abs(part)):.3g}) that its sums "
+        f"part {index} holds values so large (max |x| = {np.max(np.abs(values)):.3g}) that its sums "
         "overflow float64; rescale the data"
     )
 
 
 def check_n_components(n_components: object, n_features: int, n_samples: int | None = None) -> int:
-    """Validate ``n_components``; ``None`` means ``min(n_samples, n_features)``."""
+    """Validate ``n_components``; ``None`` means ``min(n_samples, n_features)``.
+
+    The error contains scikit-learn's ``PCA`` wording ("must be between 1 and
+    min(n_samples, n_features)=2") and both values.
+
+    Examples
+    --------
+    >>> check_n_components(3, n_features=3, n_samples=2)
+    Traceback (most recent call last):
+    ...
+    protocols.errors.InputValidationError: n_components=3 is out of range; it must be between 1 and min(n_samples, n_features)=2 (n_samples=2, n_features=3)
+    """
     limit = n_features if n_samples is None else min(n_features, n_samples)
     if n_components is None:
         return limit
     if isinstance(n_components, bool) or not isinstance(n_components, Integral):
         raise InputValidationError(f"n_components must be an integer, got {n_components!r}")
-    if not 1 <= int(n_components) <= limit:
-        detail = f"n_features={n_features}" + ("" if n_samples is None else f", n_samples={n_samples}")
+    if not 1 <= int(n_components) <= limit:  # scikit-learn's PCA wording, with both values
+        bound = "n_features" if n_samples is None else "min(n_samples, n_features)"
+        detail = (
+            f"n_features={n_features}"
+            if n_samples is None
+            else f"n_samples={n_samples}, n_features={n_features}"
+        )
         raise InputValidationError(
-            f"n_components={n_components} is out of range; it must be between 1 and {limit} ({detail})"
+            f"n_components={n_components} is out of range; it must be between 1 and {bound}={limit} ({detail})"
         )
     return int(n_components)
 

@@ -11,6 +11,10 @@ from typing import Any
 from protocols.transport.base import Channel, now
 
 log = logging.getLogger("mpc_pca.protocol")
+#: Log format of a phase start (INFO): party, phase label.
+PHASE_STARTED = "%s: %s ..."
+#: Log format of one step of an iterative phase (DEBUG): party, label, steps done, steps planned.
+ITERATION = "%s: %s: iteration %d/%d"
 
 
 @dataclass
@@ -42,6 +46,17 @@ class Party:
         """Receive the next message from ``frm``."""
         return self.channel.recv(frm, timeout)
 
+    def iteration(self, label: str, done: int, total: int) -> None:
+        """Report that ``done`` of at most ``total`` steps of an iterative phase are over.
+
+        A DEBUG record on the ``mpc_pca.protocol`` logger (:data:`ITERATION`):
+        nothing is sent, and a caller that does not watch that logger at DEBUG
+        pays one level check. The command line shows it as a bar
+        (``mpc_pca.cli.progress``). A loop that can stop early reports its
+        planned maximum as ``total``.
+        """
+        log.debug(ITERATION, self.name, label, done, total)
+
     @contextlib.contextmanager
     def phase(self, label: str) -> Iterator[None]:
         """Mark a protocol phase (e.g. ``"Gram secure sum"``).
@@ -52,7 +67,7 @@ class Party:
         """
         start = now()
         previous = getattr(self.channel, "phase_label", None)
-        log.info("%s: %s ...", self.name, label)
+        log.info(PHASE_STARTED, self.name, label)
         self.channel.enter_phase(label)
         yield
         log.info("%s: %s done in %.2f s", self.name, label, now() - start)

@@ -9,13 +9,21 @@ party) without changing what the log shows (``-v`` still adds them to the
 log), and says on stderr which phase is running, once the command has run for
 :data:`QUIET_SECONDS` seconds. A quicker command prints nothing.
 
+Iterative phases (the secure eigensolver's subspace or ladder iterations)
+also report each step (:meth:`protocols.party.Party.iteration`, DEBUG
+records on the same logger).
+
 On a terminal (stderr is a TTY) the report is one line, rewritten in place
 about once a second with the elapsed time and the phase, and ended when the
-command ends. Otherwise (a file, a pipe, a CI log) it is one line per phase
-started after the first :data:`QUIET_SECONDS`, with no control characters:
+command ends; during an iterative phase the line ends with a bar and the
+count, ``[########------------] 4/10``. Otherwise (a file, a pipe, a CI log)
+it is one line per phase started after the first :data:`QUIET_SECONDS`, with
+no control characters and no per-iteration lines:
 ``mpc-pca: progress: 4.2 s: Gram secure sum``. ``-q`` turns it off. Parties
-started as separate processes (``run --transport processes``) log their own
-phases; the parent reports none of them.
+started as separate processes (``run --transport processes``) forward their
+phase and iteration records to the parent as text lines on their stderr
+(:mod:`mpc_pca.deploy.phase_lines`), which logs them again on the same
+logger, so they are reported the same way.
 """
 
 from __future__ import annotations
@@ -28,10 +36,14 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TextIO
 
+from protocols.party import ITERATION, PHASE_STARTED
+
 #: Seconds a command runs before its progress is shown.
 QUIET_SECONDS = 3.0
 #: Seconds between two rewrites of the progress line on a terminal.
 TICK_SECONDS = 1.0
+#: Characters of the iteration bar on a terminal.
+BAR_WIDTH = 20
 PROTOCOL_LOGGER = "mpc_pca.protocol"
 
 
@@ -63,6 +75,7 @@ class PhaseProgress:
         self.clock = clock
         self.start = clock()
         self.phase: str | None = None
+        self.steps: tuple[int, int] | None = None
         self.shown: set[str] = set()
         self.visible = False
         self.line_open = False
@@ -72,7 +85,21 @@ class PhaseProgress:
         """A party started phase ``label``; report it if the command is past its quiet time."""
         with self.lock:
             self.phase = label
+            self.steps = None
             self._report()
+
+    def iteration(self, label: str, done: int, total: int) -> None:
+        """``done`` of ``total`` steps of an iterative phase are over; a terminal shows a bar.
+
+        The steps belong to the running phase (``label`` names the loop, e.g.
+        ``subspace iteration``); a line-mode report writes nothing for them.
+        """
+        with self.lock:
+            if total < 1 or not 0 <= done <= total:
+                return  # not a count this report can draw
+            self.steps = (done, total)
+            if self.tty:
+                self._report()
 
     def tick(self) -> None:
         """Called periodically: show the report once the quiet time is over; refresh a terminal line."""
@@ -93,7 +120,12 @@ class PhaseProgress:
             return
         self.visible = True
         if self.tty:
-            self.stream.write(f"\r\x1b[Kmpc-pca: {elapsed:5.1f} s: {self.phase}")
+            bar = ""
+            if self.steps is not None:
+                done, total = self.steps
+                filled = BAR_WIDTH * done // total
+                bar = f" [{'#' * filled}{'-' * (BAR_WIDTH - filled)}] {done}/{total}"
+            self.stream.write(f"\r\x1b[Kmpc-pca: {elapsed:5.1f} s: {self.phase}{bar}")
             self.line_open = True
             self.stream.flush()
         elif self.phase not in self.shown:
@@ -112,8 +144,15 @@ class _Watch(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args if isinstance(record.args, tuple) else ()
-        if record.msg == "%s: %s ..." and len(args) == 2:
+        if record.msg == PHASE_STARTED and len(args) == 2:
             self.progress.started(str(args[1]))
+        elif (
+            record.msg == ITERATION
+            and len(args) == 4
+            and isinstance(args[2], int)
+            and isinstance(args[3], int)
+        ):
+            self.progress.iteration(str(args[1]), args[2], args[3])
         return record.levelno >= self.shown_level
 
 
@@ -147,7 +186,8 @@ def phase_progress(
     level = logger.level
     watch = _Watch(progress, logger.getEffectiveLevel())
     logger.addFilter(watch)
-    logger.setLevel(min(logging.INFO, logger.getEffectiveLevel()))
+    # DEBUG: the iteration records reach the filter, which passes on only what the log would show
+    logger.setLevel(min(logging.DEBUG, logger.getEffectiveLevel()))
     stop = threading.Event()
 
     def ticker() -> None:

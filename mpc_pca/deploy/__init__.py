@@ -16,6 +16,9 @@ launch_local
     Every party as a local process over TLS with throw-away credentials
     (``mpc-pca run --transport processes``); each child is handed its
     PartySpec, in-memory rows included.
+phase_lines
+    A child party's phase and iteration records forwarded to its launcher
+    as text lines, for the parent's progress report.
 """
 
 from mpc_pca.deploy.local import launch_local, run_threads

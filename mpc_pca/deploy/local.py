@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from mpc_pca.deploy.party import check_floor_views, floor_public, run_party
+from mpc_pca.deploy.party import check_floor_views, floor_public, run_party, with_feature_names
+from mpc_pca.deploy.phase_lines import forward_phases, relog
 from mpc_pca.deploy.spec import ArraySource, PartySpec, Rows
 from mpc_pca.deployment import Deployment
 from protocols.errors import InputValidationError, ProtocolError
@@ -152,9 +153,10 @@ def run_threads(
     }
     run = run_inprocess(roles, timeout=timeout)
     winner = deployment.result_party(layout)
+    names = None if feature_names is None else tuple(str(n) for n in feature_names)
     return {
         "protocol": protocol,
-        **deployment.result(winner, config, run.outputs[winner]),
+        **with_feature_names(deployment.result(winner, config, run.outputs[winner]), names),
         "report": run.report_dict(),
     }
 
@@ -166,6 +168,7 @@ def party_process(spec: PartySpec, verbosity: int = 0, deployment: Deployment | 
         level=max(logging.DEBUG, min(logging.ERROR, level)), stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S",
     )  # fmt: skip
+    forward_phases(sys.stderr)  # the launcher's progress report (mpc_pca.deploy.phase_lines)
     try:
         run_party(spec, deployment=deployment)
     except (InputValidationError, ProtocolError) as exc:
@@ -240,8 +243,9 @@ def launch_local(
                 party_process, (spec, verbosity, deployment), start_method="spawn" if gloo else "forkserver"
             )
         outcomes = launch(
-            commands, timeout=timeout, env=child_environment(), workdir=workdir, preload=PARTY_PRELOAD
-        )
+            commands, timeout=timeout, env=child_environment(), workdir=workdir, preload=PARTY_PRELOAD,
+            on_line=relog,  # the children's phases, logged again here (mpc_pca.deploy.phase_lines)
+        )  # fmt: skip
         raise_on_failure(outcomes, keep_alive if gloo else None)
         results = {name: json.loads(path.read_text()) for name, path in outputs.items()}
     winner = deployment.result_party(layout)

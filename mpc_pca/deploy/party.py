@@ -19,7 +19,8 @@ announced, :attr:`~mpc_pca.deployment.Deployment.column_keys`, are read in
 that order by every party), and different name sets are refused with the
 counts and both lists before any data leaves a party. The names are public to
 every party of the run (the server's model carries them as
-``feature_names``).
+``feature_names``, as does every other result that holds a model:
+:func:`with_feature_names`).
 """
 
 from __future__ import annotations
@@ -206,9 +207,44 @@ def resolve_party(deployment: Deployment, role: str | None, rank: int, world_siz
     return name, n
 
 
+def with_feature_names(fields: dict[str, Any], names: tuple[str, ...] | None) -> dict[str, Any]:
+    """A party's result fields with the agreed column names as ``feature_names``, if they hold a model.
+
+    Every result that carries ``components`` (the model of the party that
+    learns it, a DP site's own release) gets ``feature_names`` (``None``
+    when the rows had no names) unless its deployment already set it, so a
+    model written by ``mpc-pca party`` names its columns for every protocol,
+    as ``mpc-pca run`` does.
+
+    Examples
+    --------
+    >>> with_feature_names({"components": [[1.0, 0.0]]}, ("a", "b"))
+    {'components': [[1.0, 0.0]], 'feature_names': ['a', 'b']}
+    >>> with_feature_names({"n_rows": 3}, ("a", "b"))
+    {'n_rows': 3}
+    """
+    if "components" in fields and "feature_names" not in fields:
+        fields["feature_names"] = None if names is None else list(names)
+    return fields
+
+
+class Builder:
+    """``build(views) -> (config, role)`` of one party; remembers the column names the holders agreed on.
+
+    Returned by :func:`prepare`; :attr:`feature_names` is set once it has been called.
+    """
+
+    def __init__(self, build: Build) -> None:
+        self._build = build
+        self.feature_names: tuple[str, ...] | None = None
+
+    def __call__(self, views: Mapping[str, PublicSettings]) -> tuple[Any, Role]:
+        return self._build(views)
+
+
 def prepare(
     spec: PartySpec, deployment: Deployment
-) -> tuple[dict[str, int], dict[str, Any], PublicSettings, Build]:
+) -> tuple[dict[str, int], dict[str, Any], PublicSettings, Builder]:
     """Everything a party checks and computes before it sends anything.
 
     Returns the layout, the settings (defaults filled in), this party's
@@ -258,6 +294,7 @@ def prepare(
     def build(views: Mapping[str, PublicSettings]) -> tuple[Any, Role]:
         check_floor_views(views, holders)
         reference, orders = agree_columns(views, holders)
+        builder.feature_names = reference
         if orders.get(spec.party) is not None:
             log.warning(
                 "%s: columns reordered by name to match %s's order (its order was %s)",
@@ -269,7 +306,8 @@ def prepare(
         own = reorder_rows(data, orders.get(spec.party))
         return config, deployment.role(spec.party, config, own, rng)
 
-    return layout, settings, public, build
+    builder = Builder(build)
+    return layout, settings, public, builder
 
 
 def run_party(spec: PartySpec, *, deployment: Deployment | None = None) -> dict[str, Any]:
@@ -313,7 +351,7 @@ def run_party(spec: PartySpec, *, deployment: Deployment | None = None) -> dict[
     else:
         config, output, report = _run_over_tls(spec, deployment, layout, public, build)
     result: dict[str, Any] = {"party": spec.party, "rank": layout[spec.party], "protocol": spec.protocol}
-    result.update(deployment.result(spec.party, config, output))
+    result.update(with_feature_names(deployment.result(spec.party, config, output), build.feature_names))
     result["report"] = {spec.party: report.as_dict()}
     if spec.output is not None:
         write_private(spec.output, json.dumps(result, indent=2, default=_json_default))

@@ -113,6 +113,15 @@ class PooledPCA(CuratorPCA):
     Attributes
     ----------
     components_, explained_variance_, mean_ (zeros), n_samples_, report_
+
+    Notes
+    -----
+    scikit-learn's ``PCA`` parameters ``svd_solver``, ``iterated_power``, ``n_oversamples``,
+    ``power_iteration_normalizer`` and ``tol`` do not apply: the components are the eigenvectors of
+    the pooled second-moment matrix, computed from statistics aggregated over the parties (no party
+    holds the pooled rows that scikit-learn's SVD solvers work on); ``copy`` does not apply either
+    (``fit`` never changes the rows) and ``whiten`` is PPPCA's only. There is no ``random_state``:
+    nothing is random.
     """
 
     _parameter_constraints: ClassVar[dict[str, ParamCheck]] = dp_constraints(
@@ -175,6 +184,15 @@ class AnalyzeGaussPCA(CuratorPCA):
     ----------
     components_, explained_variance_ (top eigenvalues of ``A + E``), mean_ (zeros),
     noise_scale_, n_samples_, report_
+
+    Notes
+    -----
+    scikit-learn's ``PCA`` parameters ``svd_solver``, ``iterated_power``, ``n_oversamples``,
+    ``power_iteration_normalizer`` and ``tol`` do not apply: the components are the eigenvectors of
+    the noisy pooled second-moment matrix (Analyze Gauss), computed from statistics aggregated over
+    the parties (no party holds the pooled rows that scikit-learn's SVD solvers work on); ``copy``
+    does not apply either (``fit`` never changes the rows) and ``whiten`` is PPPCA's only.
+    ``random_state`` here seeds the DP noise, not a solver.
     """
 
     _parameter_constraints: ClassVar[dict[str, ParamCheck]] = dp_constraints(
@@ -266,6 +284,15 @@ class LocalPCA(DPSubspaceMixin):
         (:func:`~protocols.dp.accounting.fit_accountant`). After a fit,
         ``accountant_`` is the accountant that fit charged (``spent_budget``
         lists every fit).
+
+    Notes
+    -----
+    scikit-learn's ``PCA`` parameters ``svd_solver``, ``iterated_power``, ``n_oversamples``,
+    ``power_iteration_normalizer`` and ``tol`` do not apply: the components are the eigenvectors of
+    one site's noisy second-moment matrix, eigendecomposed whole once the noise is added (an
+    iterative or randomized solver on the rows would bypass the noise the guarantee rests on);
+    ``copy`` does not apply either (``fit`` never changes the rows) and ``whiten`` is PPPCA's only.
+    ``random_state`` here seeds the DP noise, not a solver.
     """
 
     _parameter_constraints: ClassVar[dict[str, ParamCheck]] = dp_constraints(

@@ -22,7 +22,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from mpc_pca.base import ParamCheck, SubspaceMixin, instance_of, integer, one_of, validated_by
+from mpc_pca.base import (
+    ParamCheck,
+    SubspaceMixin,
+    instance_of,
+    n_components_check,
+    one_of,
+    validated_by,
+)
 from mpc_pca.deployment_kit import check_components_setting, check_own_rows, refuse_pooled_scaling
 from mpc_pca.dp.mechanisms import (
     check_calibration,
@@ -51,7 +58,7 @@ def check_random_state(random_state: object) -> None:
 #: Parameter checks the DP estimators share, declared once (each class's
 #: ``_parameter_constraints`` picks its own with :func:`dp_constraints`).
 DP_CONSTRAINTS: dict[str, ParamCheck] = {
-    "n_components": integer(1, none=True),
+    "n_components": n_components_check(),
     "epsilon": validated_by(check_epsilon),
     "delta": validated_by(check_delta),
     "neighbour": validated_by(parse_neighbour),

@@ -319,6 +319,15 @@ class DPdisPCA(DPSubspaceMixin):
     report_ : dict
         Per-role bytes, messages, rounds and seconds.
 
+    Notes
+    -----
+    scikit-learn's ``PCA`` parameters ``svd_solver``, ``iterated_power``, ``n_oversamples``,
+    ``power_iteration_normalizer`` and ``tol`` do not apply: the aggregator eigendecomposes the
+    weighted sum of the sites' noisy rank-``R`` proxies (Alg. 1), computed from statistics
+    aggregated over the parties (no party holds the pooled rows that scikit-learn's SVD solvers work
+    on); ``copy`` does not apply either (``fit`` never changes the rows) and ``whiten`` is PPPCA's
+    only. ``random_state`` here seeds the DP noise, not a solver.
+
     Examples
     --------
     >>> import numpy as np

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from mpc_pca.base import ParamCheck, boolean, integer, one_of, validated_by
+from mpc_pca.base import ParamCheck, boolean, integer, n_components_check, one_of, validated_by
 from mpc_pca.dp.common import DPSubspaceMixin, check_privacy, dp_constraints, prepare_parts
 from mpc_pca.dp.dpdpca import (
     DPDPCA_CALIBRATIONS,
@@ -107,6 +107,15 @@ class DPDPCA(DPSubspaceMixin):
     n_samples_ : int
     report_ : dict
         Per-role bytes, messages, rounds and seconds.
+
+    Notes
+    -----
+    scikit-learn's ``PCA`` parameters ``svd_solver``, ``iterated_power``, ``n_oversamples``,
+    ``power_iteration_normalizer`` and ``tol`` do not apply: the data user eigendecomposes the noisy
+    scatter matrix it decrypts from the Paillier sums (Wang & Chang 2018), computed from statistics
+    aggregated over the parties (no party holds the pooled rows that scikit-learn's SVD solvers work
+    on); ``copy`` does not apply either (``fit`` never changes the rows) and ``whiten`` is PPPCA's
+    only. ``random_state`` here seeds the DP noise, not a solver.
     """
 
     _parameter_constraints: ClassVar[dict[str, ParamCheck]] = dp_constraints(
@@ -118,7 +127,7 @@ class DPDPCA(DPSubspaceMixin):
         "timeout",
         "noise_calibration",
         "accountant",
-        n_components=integer(1),
+        n_components=n_components_check(none=False),
         key_bits=integer(),
         frac_bits=validated_by(lambda value: _check_bits(value, "frac_bits", 1, 200)),
         mask_bits=validated_by(lambda value: _check_bits(value, "mask_bits", 40, 512)),

@@ -83,6 +83,15 @@ class RetractedSNPCA(CuratorPCA):
         Only ``None``: SN is not differentially private (its privacy claim was
         retracted), so there is no ``(epsilon, delta)`` an accountant could
         honestly charge; passing one is refused.
+
+    Notes
+    -----
+    scikit-learn's ``PCA`` parameters ``svd_solver``, ``iterated_power``, ``n_oversamples``,
+    ``power_iteration_normalizer`` and ``tol`` do not apply: the components are the eigenvectors of
+    the Wishart-perturbed pooled second-moment matrix, computed from statistics aggregated over the
+    parties (no party holds the pooled rows that scikit-learn's SVD solvers work on); ``copy`` does
+    not apply either (``fit`` never changes the rows) and ``whiten`` is PPPCA's only.
+    ``random_state`` here seeds the DP noise, not a solver.
     """
 
     _parameter_constraints: ClassVar[dict[str, ParamCheck]] = dp_constraints(
@@ -177,6 +186,14 @@ class PrivatePowerMethodPCA(CuratorPCA):
     n_iter_ : int
     noise_scale_ : float
         Per-iteration noise standard deviation.
+
+    Notes
+    -----
+    scikit-learn's ``PCA`` parameters ``svd_solver``, ``iterated_power``, ``n_oversamples``,
+    ``power_iteration_normalizer`` and ``tol`` do not apply: the components come from noisy power
+    iterations on the pooled ``X^T X`` whose count ``n_iter`` the privacy analysis fixes (Hardt &
+    Price 2014, Fig. 3); ``copy`` does not apply either (``fit`` never changes the rows) and
+    ``whiten`` is PPPCA's only. ``random_state`` here seeds the DP noise, not a solver.
     """
 
     _parameter_constraints: ClassVar[dict[str, ParamCheck]] = dp_constraints(
@@ -278,6 +295,14 @@ class ExponentialMechanismPCA(CuratorPCA):
     components_ : ndarray of shape (K, D)
     explained_variance_ : ndarray of shape (K,)
         All NaN: the exponential mechanism releases only the subspace.
+
+    Notes
+    -----
+    scikit-learn's ``PCA`` parameters ``svd_solver``, ``iterated_power``, ``n_oversamples``,
+    ``power_iteration_normalizer`` and ``tol`` do not apply: the components are a Gibbs sample of
+    the matrix Bingham distribution of the pooled ``X^T X`` (``n_sweeps`` sets its iterations), not
+    an SVD; ``copy`` does not apply either (``fit`` never changes the rows) and ``whiten`` is
+    PPPCA's only. ``random_state`` here seeds the DP noise, not a solver.
     """
 
     _parameter_constraints: ClassVar[dict[str, ParamCheck]] = dp_constraints(

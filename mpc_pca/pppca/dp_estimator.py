@@ -7,7 +7,15 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from mpc_pca.base import ParamCheck, SubspaceMixin, boolean, instance_of, integer, validated_by
+from mpc_pca.base import (
+    ParamCheck,
+    SubspaceMixin,
+    boolean,
+    instance_of,
+    integer,
+    n_components_check,
+    validated_by,
+)
 from mpc_pca.deployment_kit import check_noise_seed
 from mpc_pca.pppca.dp_sum import check_plan_parameters, run_pppca_dp
 from mpc_pca.validation import warn_privacy_leaks
@@ -84,6 +92,15 @@ class PPPCADP(SubspaceMixin):
     model_ : DPSumModel
     report_ : dict
 
+    Notes
+    -----
+    scikit-learn's ``PCA`` parameters ``svd_solver``, ``iterated_power``, ``n_oversamples``,
+    ``power_iteration_normalizer`` and ``tol`` do not apply: the server eigendecomposes the noisy
+    pooled covariance ``C + E`` it reconstructs from the secure sums, computed from statistics
+    aggregated over the parties (no party holds the pooled rows that scikit-learn's SVD solvers work
+    on); ``copy`` does not apply either (``fit`` never changes the rows) and ``whiten`` is PPPCA's
+    only. There is no ``random_state``: the noise is drawn from :mod:`secrets` inside the providers.
+
     Examples
     --------
     >>> import numpy as np
@@ -94,7 +111,7 @@ class PPPCADP(SubspaceMixin):
     """
 
     _parameter_constraints: ClassVar[dict[str, ParamCheck]] = {
-        "n_components": integer(1, none=True),
+        "n_components": n_components_check(),
         "epsilon": validated_by(check_epsilon_value),
         "delta": validated_by(check_delta_value),
         # its range, 1 to the number of providers, is checked once the parts are known

@@ -105,7 +105,7 @@ def preflight(
     if isinstance(parts, Sequence) and any(isinstance(p, ChunkedPart) for p in parts):
         arrays, stats = _chunked_preflight(parts)
     else:
-        arrays = check_parts(parts, check_values=False)
+        arrays = check_parts(parts, check_values=False, accept_sparse=True)
         n_rows = sum(a.shape[0] for a in arrays)
         # Each provider's local step, side by side (inline when it is only microseconds of numpy).
         stats = map_parties(LocalStatistics.of, arrays, work=float(n_rows) * arrays[0].shape[1] ** 2)
@@ -169,7 +169,7 @@ def _chunked_preflight(parts: Sequence[Any]) -> tuple[list[Any], list[LocalStati
             out.append(part)
             stats.append(part.statistics())
         else:
-            (array,) = check_parts([part], min_total_rows=1, check_values=False)
+            (array,) = check_parts([part], min_total_rows=1, check_values=False, accept_sparse=True)
             st = LocalStatistics.of(array)
             check_statistics_finite(array, (st.column_sums, st.scatter_triangle), i)
             out.append(array)

@@ -8,7 +8,6 @@ Algorithms 1 (Paillier) and 2 (secret sharing): ``fit`` runs steps 1-8,
 from __future__ import annotations
 
 from math import log, pi
-from numbers import Integral
 from typing import Any, ClassVar
 
 import numpy as np
@@ -20,6 +19,7 @@ from mpc_pca.base import (
     boolean,
     instance_of,
     integer,
+    n_components_check,
     real,
     transform_rows,
     validated_by,
@@ -40,19 +40,6 @@ def resolve_backend(backend: str | SecureSumBackend) -> SecureSumBackend:
     raise InputValidationError(
         f"backend must be a SecureSumBackend or a backend name, got {type(backend).__name__}"
     )
-
-
-def _n_components_check(name: str, value: Any) -> None:
-    """``n_components``: an integer >= 1, a variance fraction in (0, 1), ``"mle"`` or ``None``."""
-    if value is None or (isinstance(value, str) and value == "mle"):
-        return
-    is_integer = isinstance(value, Integral) and not isinstance(value, bool)
-    is_fraction = isinstance(value, float) and 0.0 < value < 1.0
-    if not ((is_integer and value >= 1) or is_fraction):
-        raise InputValidationError(
-            f"{name}={value!r} is invalid; it must be an integer >= 1, a variance fraction "
-            "(a float > 0 and < 1), 'mle' or None"
-        )
 
 
 class PPPCA(SubspaceMixin):
@@ -191,14 +178,29 @@ class PPPCA(SubspaceMixin):
     ``fit`` took (rows stacked in part order) and keeps float32 rows float32;
     a fit on float32 rows has float32 attributes, as scikit-learn's (the
     protocol still computes in float64; ``model_`` keeps its float64 output).
-    Sparse input is refused with a ``TypeError``: every provider's Gram
-    matrix is dense, so convert with ``.toarray()``. With ``standardize``,
+    scipy.sparse rows (one CSR/CSC ``X``, or parts, sparse and dense mixed)
+    are fitted without densifying them, as scikit-learn's
+    ``PCA(svd_solver="covariance_eigh")`` does: each provider reads its column
+    sums, column peaks and ``X^T X`` from the stored entries and the centring
+    happens on the statistics; ``transform`` and ``fit_transform`` project
+    them as ``X W - mean_ W`` (:mod:`mpc_pca.sparse_rows`). ``score`` and
+    ``score_samples`` refuse them, as scikit-learn's. With ``standardize``,
     ``score``, ``score_samples``, ``get_covariance`` and ``get_precision`` are
     those of the standardized rows (``StandardScaler`` then ``PCA``).
+
+    scikit-learn's ``PCA`` parameters ``svd_solver``, ``iterated_power``,
+    ``n_oversamples``, ``power_iteration_normalizer`` and ``random_state`` do
+    not apply: no party holds the pooled rows those SVD solvers work on; the
+    server eigendecomposes the covariance it reconstructs from the aggregated
+    statistics (step 8; one exact symmetric eigensolver, deterministic, so
+    nothing to seed), or with ``reveal="components"`` a secret-shared
+    eigensolver runs on shares of it. ``tol`` here is that secure
+    eigensolver's tolerance, not ARPACK's. ``copy`` does not apply either:
+    ``fit`` never changes the rows.
     """
 
     _parameter_constraints: ClassVar[dict[str, ParamCheck]] = {
-        "n_components": _n_components_check,
+        "n_components": n_components_check(rules=True),
         "backend": instance_of(str, SecureSumBackend),
         "timeout": validated_by(check_timeout),
         "reveal": validated_by(check_reveal),
@@ -209,6 +211,7 @@ class PPPCA(SubspaceMixin):
         "whiten": boolean(),
         "dropout_threshold": integer(2, none=True),
     }
+    _accepts_sparse: ClassVar[bool] = True
 
     def __init__(
         self,

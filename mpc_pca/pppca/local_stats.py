@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from mpc_pca.sparse_rows import is_sparse, row_blocks, sparse_statistics
 from protocols.triangle import from_upper_triangle, row_groups, row_offsets, triangle_diagonal, upper_triangle
 
 # Fall back to explicit centring when n m_j^2 exceeds this multiple of S_jj.
@@ -78,14 +79,23 @@ class LocalStatistics:
 
     @classmethod
     def of(cls, data: NDArray[np.float64]) -> LocalStatistics:
-        """Compute the statistics and column peaks of an ``(n, d)`` block of rows (module notes)."""
+        """Compute the statistics and column peaks of an ``(n, d)`` block of rows (module notes).
+
+        ``data`` may be scipy.sparse CSR rows (:func:`mpc_pca.sparse_rows.as_csr`): the sums,
+        peaks and ``X^T X`` are then read from the stored entries
+        (:func:`~mpc_pca.sparse_rows.sparse_statistics`) and the rows are never densified
+        (the cancellation fallback centres cache-sized blocks of rows).
+        """
         n = data.shape[0]
         # Non-finite or huge inputs surface as non-finite statistics, which the
         # caller rejects with a precise message; numpy's warnings add nothing.
         with np.errstate(over="ignore", invalid="ignore"):
-            sums, peaks = sums_and_peaks(data)
+            if is_sparse(data):
+                sums, peaks, gram = sparse_statistics(data)
+            else:
+                sums, peaks = sums_and_peaks(data)
+                gram = data.T @ data
             local_mean = sums / n
-            gram = data.T @ data
             scatter = upper_triangle(gram)  # half a d x d from here on
             del gram
             add_rank_one(scatter, local_mean, -float(n))
@@ -246,6 +256,11 @@ def _centred_scatter(data: NDArray[np.float64], local_mean: NDArray[np.float64])
     """Scatter from explicitly centred blocks of rows (cache-sized copies only)."""
     d = data.shape[1]
     scatter = np.zeros((d, d))
+    if is_sparse(data):  # dense copies of _BLOCK_ROWS rows at a time, never all n
+        for rows in row_blocks(data, _BLOCK_ROWS):
+            rows -= local_mean
+            scatter += rows.T @ rows
+        return scatter
     block = np.empty((min(_BLOCK_ROWS, data.shape[0]), d))
     for start in range(0, data.shape[0], _BLOCK_ROWS):
         rows = data[start : start + _BLOCK_ROWS]

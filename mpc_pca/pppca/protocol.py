@@ -89,6 +89,7 @@ from mpc_pca.pppca.scaling import (
 )
 from mpc_pca.pppca.standardize import server_matrix
 from mpc_pca.roles import CONSUMER, SERVER, provider_names
+from mpc_pca.sparse_rows import centred_product
 from protocols.backends import AdditiveBackend, SecureSumBackend
 from protocols.backends.dropout import last_outcome
 from protocols.errors import InputValidationError, ProtocolError
@@ -319,7 +320,7 @@ def provider_role(
         if isinstance(data, ChunkedPart):  # never held whole: sent as it is computed
             send_projection(party, data.projected_chunks(raw_mean, transfer), step, k)
             return None
-        projected = (data - raw_mean) @ transfer
+        projected = centred_product(data, raw_mean, transfer)  # sparse rows stay sparse
         # full chunks, then a shorter one (possibly empty) that ends the rows
         for start in range(0, projected.shape[0] + 1, step):
             party.send(CONSUMER, np.ascontiguousarray(projected[start : start + step]))

@@ -35,6 +35,9 @@ from protocols.errors import InputValidationError, ProtocolError
 
 _ERROR_PREFIX = "mpc-pca: error: "
 _POLL_SECONDS = 0.02
+#: Lines a party writes to its stderr for its launcher (progress), not for a person: they start
+#: with this and are never taken for the party's error message.
+FORWARD_PREFIX = "mpc-pca-forward\t"
 
 
 @dataclass
@@ -65,7 +68,8 @@ class ProcessOutcome:
             return "did not stop in time and was killed by the launcher"
         if self.returncode is not None and self.returncode < 0:
             return f"was killed by signal {-self.returncode}"
-        tail = self.stderr.strip().splitlines()[-1:] or ["no error output"]
+        own = [line for line in self.stderr.strip().splitlines() if not line.startswith(FORWARD_PREFIX)]
+        tail = own[-1:] or ["no error output"]
         return f"exited with status {self.returncode}: {tail[0]}"
 
 
@@ -197,6 +201,36 @@ def recorded_failure(store: Any) -> str | None:
     return None
 
 
+class _LineTail:
+    """The complete lines appended to a party's captured stderr since the last read."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.partial = b""
+
+    def new_lines(self) -> list[str]:
+        try:
+            with self.path.open("rb") as handle:
+                handle.seek(self.offset)
+                data = handle.read()
+        except OSError:
+            return []
+        self.offset += len(data)
+        *lines, self.partial = (self.partial + data).split(b"\n")
+        return [line.decode("utf-8", errors="replace") for line in lines]
+
+
+def _forward(tails: Mapping[str, _LineTail], on_line: Callable[[str, str], object] | None) -> None:
+    """Hand every new forwarded line of every party to ``on_line``."""
+    if on_line is None:
+        return
+    for name, tail in tails.items():
+        for line in tail.new_lines():
+            if line.startswith(FORWARD_PREFIX):
+                on_line(name, line[len(FORWARD_PREFIX) :])
+
+
 def launch(
     commands: Mapping[str, Sequence[str] | PythonEntry | PythonCall],
     *,
@@ -205,6 +239,7 @@ def launch(
     grace: float = 10.0,
     workdir: Path | None = None,
     preload: Sequence[str] = (),
+    on_line: Callable[[str, str], object] | None = None,
 ) -> dict[str, ProcessOutcome]:
     """Run one process per party and wait until all have ended.
 
@@ -223,6 +258,11 @@ def launch(
     preload : sequence of str
         Modules the fork server imports once before forking :class:`PythonEntry`
         parties (used only when the fork server starts).
+    on_line : callable, optional
+        Called as ``on_line(party, line)`` with every complete line a party
+        writes to its stderr that starts with :data:`FORWARD_PREFIX` (the
+        prefix removed), while the parties run: text only, read from the
+        captured stderr at every poll.
     """
     environment = dict(os.environ if env is None else env)
     with tempfile.TemporaryDirectory(prefix="mpc-pca-launch-", dir=workdir) as tmp:
@@ -244,6 +284,7 @@ def launch(
                     procs[name] = subprocess.Popen(
                         list(command), stdout=subprocess.DEVNULL, stderr=handles[name], env=environment
                     )
+            tails = {name: _LineTail(logs[name]) for name in commands} if on_line is not None else {}
             ended: dict[str, float] = {}
             killed: set[str] = set()
             peak_rss: dict[str, int] = {}
@@ -266,7 +307,9 @@ def launch(
                             proc.wait()
                             killed.add(name)
                             ended[name] = time.monotonic() - start
+                _forward(tails, on_line)
                 time.sleep(_POLL_SECONDS)
+            _forward(tails, on_line)
         finally:
             for proc in procs.values():
                 if proc.poll() is None:

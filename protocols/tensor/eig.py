@@ -361,6 +361,7 @@ def top_eigenvectors(
             y = matmul_fixed(fixed, y)
         for _ in range(plan.poly_steps):
             y = _poly_step(y, QUINTIC, QUINTIC_BITS)
+        session.party.iteration("subspace iteration", it + 1, plan.iterations)
     # 3. Newton-Schulz polish
     for _ in range(plan.polish_steps):
         y = _poly_step(y, CUBIC, CUBIC_BITS)

@@ -460,6 +460,7 @@ def ladder_eigenvectors(
         done, plan.achieved_tol, next_j = _broadcast_decision(
             session, leader, done, plan.achieved_tol, next_j
         )
+        session.party.iteration("ladder iteration", it + 1, it + 1 if done else max_iterations)
         if done:
             break
         # C: X <- (P_j X) R^-1 = P_j U with U = X R^-1 orthonormal (Cholesky-QR)

@@ -32,6 +32,7 @@ from mpc_pca.pppca.deployment import (
 )
 from protocols.errors import InputValidationError, ProtocolError
 from tests.helpers.deployment_harness import announce, run_deployment
+from tests.helpers.hypothesis_budget import examples
 
 CAPE_SETTINGS: dict[str, Any] = {
     "n_components": 2,
@@ -291,7 +292,7 @@ def test_dp_announcements_of_any_shape_configure_or_are_refused(name):
     parties = list(views)
     keys = sorted({key for view in views.values() for key in view} | {"n_providers", "columns", "x"})
 
-    @settings(max_examples=150, deadline=None)
+    @settings(max_examples=examples(150), deadline=None)  # a quarter outside CI (tests/helpers)
     @given(changes=edits(keys, parties))
     def fuzz(changes: list[tuple[str, str, Any, bool]]) -> None:
         only_protocol_errors(lambda v: dep.configure(v, 2), apply(views, changes), parties)

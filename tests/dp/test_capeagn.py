@@ -163,7 +163,7 @@ def test_estimator_attributes_and_params():
         ({"epsilon": -1.0}, r"epsilon.*-1\.0"),
         ({"delta": 1.0}, r"delta.*1\.0"),
         ({"delta": 0.0}, r"delta.*0\.0"),
-        ({"n_components": 7}, r"n_components=7 is out of range; it must be between 1 and 6"),
+        ({"n_components": 7}, r"n_components=7 is out of range; it must be between 1 and n_features=6"),
         ({"budget_split": 1.0}, r"budget_split=1\.0 must lie strictly between 0 and 1"),
         ({"calibration": "nope"}, r"calibration='nope'"),
         ({"model": "lda"}, r"model='lda' is not supported"),

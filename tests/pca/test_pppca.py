@@ -166,7 +166,12 @@ def no_run(monkeypatch):
             "part 1 has 3 features but part 0 has 2",
         ),
         ([np.ones((1, 3))], 1, InputValidationError, "1 row.*at least 2"),
-        ([np.ones((3, 3)), np.ones((3, 3))], 4, InputValidationError, "n_components=4.*between 1 and 3"),
+        (
+            [np.ones((3, 3)), np.ones((3, 3))],
+            4,
+            InputValidationError,
+            r"n_components=4.*between 1 and min\(n_samples, n_features\)=3",
+        ),
         ([np.ones((3, 3)), np.ones((3, 3))], 0, InputValidationError, "n_components=0"),
         (
             [np.ones((3, 3)), np.ones((3, 3))],

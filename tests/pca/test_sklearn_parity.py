@@ -20,7 +20,7 @@ from sklearn.decomposition._pca import _assess_dimension, _infer_dimension
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from mpc_pca import PPPCA
+from mpc_pca import PPPCA, CapeAGN
 from mpc_pca.linalg import assess_dimension, components_for_ratio, infer_dimension
 from protocols.errors import InputValidationError
 from tests.helpers.estimators import TIMEOUT, fast_instances, name_of
@@ -210,15 +210,78 @@ def test_a_spectrum_rule_is_refused_when_the_server_has_no_spectrum(n_components
 
 @pytest.mark.parametrize("n_components", [7, 0, 1.0, 0.0, -0.5, 1.5, "auto", True])
 def test_an_invalid_n_components_names_the_value_and_the_limit(n_components):
-    allowed = (
-        "between 1 and 6"
-        if n_components == 7 and not isinstance(n_components, bool)
-        else "an integer >= 1, a variance fraction (a float > 0 and < 1), 'mle' or None"
-    )
+    if isinstance(n_components, int) and not isinstance(n_components, bool):
+        allowed = "must be between 1 and min(n_samples, n_features)" + ("=6" if n_components == 7 else "")
+    else:
+        allowed = "an integer >= 1, a variance fraction (a float > 0 and < 1), 'mle' or None"
     with pytest.raises(InputValidationError) as info:
         PPPCA(n_components=n_components, timeout=TIMEOUT).fit(_split(_data()))
     message = str(info.value)
     assert f"n_components={n_components!r}" in message and allowed in message, message
+
+
+#: scikit-learn's own PCA tests (sklearn/decomposition/tests/test_pca.py: test_pca_validation,
+#: test_fit_mle_too_few_samples) expect these texts; ours contain them, with the values.
+SKLEARN_MESSAGES = [
+    ("arpack", 0, np.array([[0.0, 1, 0], [1, 0, 0]]), r"must be between 1 and min\(n_samples, n_features\)"),
+    (
+        "arpack",
+        0,
+        np.array([[0.0, 1, 0], [1, 0, 0]]).T,
+        r"must be between 1 and min\(n_samples, n_features\)",
+    ),
+    (
+        "full",
+        3,
+        np.array([[0.0, 1, 0], [1, 0, 0]]),
+        # scikit-learn's "full" solver admits 0 components ("between 0 and"); every estimator here keeps >= 1
+        r"n_components=3 .*must be between [01] and min\(n_samples, n_features\)=2",
+    ),
+    ("full", "mle", _data(n=20, d=21), r"n_components='mle' is only supported if n_samples >= n_features"),
+]
+
+
+@pytest.mark.parametrize(("solver", "n_components", "X", "pattern"), SKLEARN_MESSAGES)
+def test_errors_contain_scikit_learns_wording(solver, n_components, X, pattern):
+    with pytest.raises(ValueError, match=pattern):  # scikit-learn's own text (their test's solver)
+        PCA(n_components=n_components, svd_solver=solver).fit(X)
+    with pytest.raises(InputValidationError, match=pattern):
+        PPPCA(n_components=n_components, timeout=TIMEOUT).fit(X)
+
+
+@pytest.mark.parametrize(
+    "estimator", [e for e in fast_instances() if not isinstance(e, (PPPCA, CapeAGN))], ids=name_of
+)
+def test_every_estimator_words_an_out_of_range_n_components_as_scikit_learn(estimator):
+    X = _data(n=40, d=4) / 10.0
+    with pytest.raises(
+        InputValidationError, match=r"n_components=0 is out of range; it must be between 1 and min\("
+    ):
+        clone(estimator).set_params(n_components=0).fit(_split(X))
+    with pytest.raises(
+        InputValidationError, match=r"n_components=5 is out of range; it must be between 1 and "
+    ):
+        clone(estimator).set_params(n_components=5).fit(_split(X))
+
+
+def test_assess_dimension_refuses_a_rank_outside_scikit_learns_range():
+    for rank in (0, 5):
+        with pytest.raises(ValueError, match=r"should be in \[1, n_features - 1\]"):
+            assess_dimension(np.array([1.0, 1e-30, 1e-30, 1e-30]), rank, 10)
+
+
+@pytest.mark.parametrize(
+    "estimator", [e for e in fast_instances() if not isinstance(e, CapeAGN)], ids=name_of
+)
+def test_docstring_says_which_scikit_learn_parameters_do_not_apply_and_why(estimator):
+    notes = " ".join(type(estimator).__doc__.split("\n    Notes\n    -----\n", 1)[1].split())
+    missing = sorted(set(PCA().get_params()) - set(estimator.get_params()) - {"whiten"})
+    assert "do not apply" in notes, notes
+    assert any(
+        why in notes for why in ("eigendecompos", "eigenvectors", "Gibbs sample", "power iterations")
+    ), notes
+    for name in missing:
+        assert f"``{name}``" in notes, f"{name} is not mentioned in {type(estimator).__name__}'s Notes"
 
 
 def test_mle_needs_at_least_as_many_rows_as_features():
@@ -226,16 +289,16 @@ def test_mle_needs_at_least_as_many_rows_as_features():
         PPPCA(n_components="mle", timeout=TIMEOUT).fit(_split(_data(n=9, d=14)))
 
 
-def test_sparse_input_is_refused_naming_the_dense_alternative():
+def test_score_samples_refuses_sparse_rows_as_sklearn_does():
+    """Sparse rows are fitted and projected (tests/pca/test_sparse_input.py); the likelihood needs dense rows."""
     X = _data()
     sparse = scipy.sparse.csr_matrix(X)
+    theirs = PCA(n_components=2, svd_solver="covariance_eigh").fit(sparse)
+    ours = PPPCA(n_components=2, timeout=TIMEOUT).fit(_split(X))
     with pytest.raises(TypeError, match=r"toarray"):
-        PPPCA(n_components=2, timeout=TIMEOUT).fit(sparse)
-    with pytest.raises(TypeError, match=r"parts \[1\] are scipy.sparse.*toarray"):
-        PPPCA(n_components=2, timeout=TIMEOUT).fit([X[:50], sparse[50:], X[100:]])
-    model = PPPCA(n_components=2, timeout=TIMEOUT).fit(_split(X))
+        theirs.score_samples(sparse)
     with pytest.raises(TypeError, match=r"toarray"):
-        model.transform(sparse)
+        ours.score_samples(sparse)
 
 
 def test_standardized_scores_are_those_of_a_scaler_then_pca():

@@ -16,6 +16,7 @@ from protocols.transport.socket_channel import (
     parse_status,
 )
 from protocols.transport.wire import encode_message
+from tests.helpers.hypothesis_budget import examples
 from tests.helpers.socket_helpers import run_socket_world
 
 NAMES = frozenset({"a0", "a1", "r"})
@@ -78,7 +79,7 @@ def test_abort_of_any_shape_is_parsed_or_refused_naming_the_sender(value):
     check_abort(encode_message(value))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)  # a quarter outside CI (tests/helpers)
 @given(st.binary(max_size=200))
 def test_status_and_abort_from_arbitrary_bytes_are_protocol_errors_at_worst(payload):
     check_status(payload)
