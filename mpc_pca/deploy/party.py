@@ -377,7 +377,7 @@ def _run_over_tls(
     from protocols.runtime.parties import connect
 
     start = time.monotonic()
-    channel = connect(spec.party, layout, spec.links)
+    channel = connect(spec.party, layout, spec.links, announce=public)  # the announcement rides with the keys
     linked = time.monotonic()
     try:
         views = agree(channel, public, spec.links.connect_timeout)
