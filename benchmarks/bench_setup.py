@@ -148,18 +148,21 @@ def plot(result: dict[str, Any], path: Path) -> None:
     rows = sorted(result["rows"], key=lambda r: r["M"])
     ms = [r["M"] for r in rows]
     fig, ax = plt.subplots(figsize=(6, 4))
-    for key, style in (("setup", "o-"), ("links", "s--"), ("protocol", "^:")):
-        ax.plot(ms, [r[f"{key}_round_trips"] for r in rows], style, label=f"{key} (vs RTT 0)")
+    top = result["accounting_round_trips"]["total"]
+    for key, style, color in (("setup", "o-", "C0"), ("links", "s--", "C1"), ("protocol", "^:", "C2")):
+        values = [r[f"{key}_round_trips"] for r in rows]
+        ax.plot(ms, values, style, color=color, label=f"{key} (vs RTT 0)")
+        top = max(top, *values)
         if all(f"{key}_round_trips_slope" in r for r in rows):
-            ax.plot(
-                ms, [r[f"{key}_round_trips_slope"] for r in rows], style, alpha=0.4, label=f"{key} (slope)"
-            )
+            slopes = [r[f"{key}_round_trips_slope"] for r in rows]
+            ax.plot(ms, slopes, style, color=color, alpha=0.4, label=f"{key} (slope RTT to 3 RTT)")
+            top = max(top, *slopes)
     ax.axhline(
         result["accounting_round_trips"]["total"], color="grey", lw=0.8, label="set-up by the accounting"
     )
     ax.set_xlabel("M (providers)")
     ax.set_ylabel(f"round trips (RTT {1000 * rows[0]['rtt_seconds']:.0f} ms)")
-    ax.set_ylim(bottom=0)
+    ax.set_ylim(0, 1.15 * top)
     ax.set_title("PPPCA-SS over an emulated WAN: set-up vs protocol")
     ax.legend(fontsize=8)
     fig.tight_layout()
