@@ -36,6 +36,7 @@ from mpc_pca.deploy.spec import ArraySource, PartySpec, Rows
 from mpc_pca.deployment import Deployment
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.runtime.parties import host_introducer, local_links
+from protocols.transport.link_model import LinkProfile, ModelledLinks
 
 #: What the fork server imports once for every party of a run that is not over gloo:
 #: a party forked from it starts without re-importing numpy, the deploy floor, the
@@ -133,11 +134,15 @@ def run_threads(
     timeout: float = 120.0,
     feature_names: Sequence[str] | None = None,
     deployment: Deployment | None = None,
+    link_profile: LinkProfile | None = None,
 ) -> dict[str, Any]:
     """Every party of a run as a thread of this process, through the protocol's Deployment.
 
     Returns ``protocol``, the result party's JSON fields and ``report`` (every
     party's traffic): the JSON :func:`launch_local` returns for the same run.
+    With ``link_profile``, every message between the threads takes the time
+    a link of that RTT and uplink bandwidth would give it
+    (:mod:`protocols.transport.link_model`; connection set-up is not modelled).
     """
     from mpc_pca.registry import entry
     from protocols.runtime import run_inprocess
@@ -150,7 +155,8 @@ def run_threads(
         name: deployment.role(name, config, data.get(name), deployment.generator(name, layout, noise_seed))
         for name in layout
     }
-    run = run_inprocess(roles, timeout=timeout)
+    wrap = None if link_profile is None else ModelledLinks(link_profile).wrap
+    run = run_inprocess(roles, timeout=timeout, wrap_channel=wrap)
     winner = deployment.result_party(layout)
     return {
         "protocol": protocol,

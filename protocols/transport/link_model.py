@@ -1,0 +1,213 @@
+"""A network model for in-process runs: every message delayed by RTT/2 and paced at the sender's uplink.
+
+Parties that run as threads (:func:`protocols.runtime.run_inprocess`) talk
+through queues that deliver at once, so a run there measures computation
+only. :class:`ModelledLinks` interposes on every party's channel (the
+``wrap_channel`` hook) and makes each message arrive when a link of a stated
+round-trip time and bandwidth would deliver it:
+
+* a party has one uplink of ``bandwidth_bits_per_second`` shared by all its
+  messages, busy until ``uplink_free``;
+* a message of ``B`` bytes sent at time ``t`` leaves at
+  ``departure = max(t, uplink_free)``, occupies the uplink until
+  ``uplink_free = departure + 8 B / bandwidth``, and arrives at
+  ``arrival = departure + 8 B / bandwidth + RTT / 2``;
+* the receiver's ``recv`` returns no earlier than ``arrival`` (it sleeps
+  until then: no busy waiting), and messages on a link arrive in the order
+  they were sent (arrivals on one link never decrease).
+
+Sending never blocks (a socket's kernel buffer takes the bytes); the bytes
+counted are the serialised message (the wire format's payload, without TLS
+or TCP framing). Connection set-up is not modelled here: threads dial
+nothing, so a caller adds set-up as a stated number of round trips (e.g.
+:data:`SETUP_ROUND_TRIPS`).
+
+The point of the model is wall time: a run over it takes as long, on the
+clock, as the protocol's computation interleaved with the modelled link
+delays. It is checked against real sockets through a user-space WAN
+emulator in ``mpc-pca study network``.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from protocols.errors import InputValidationError
+from protocols.transport.base import Channel
+from protocols.transport.wire import encode_message, encode_message_parts
+
+#: Round trips of connection set-up beyond the protocol's own messages, for 3 providers, a
+#: server and a consumer over TLS (an estimate, not modelled by threads): the growth of a
+#: default ``pppca-ss`` run's set-up from RTT 0 to RTT 100 ms measured in issue 28 (13.6 RTT:
+#: rendezvous registration, then each party dialling its peers one after another, TCP 1 RTT
+#: + TLS 1.3 1 RTT + HELLO per link, then the settings' agreement).
+SETUP_ROUND_TRIPS = 13.6
+
+
+@dataclass(frozen=True)
+class LinkProfile:
+    """A network link: round-trip time and, optionally, the sender's uplink bandwidth.
+
+    Attributes
+    ----------
+    rtt_seconds : float
+        Round-trip time; each message is delayed by half of it.
+    bandwidth_bits_per_second : float or None
+        Uplink bandwidth of every party; ``None``: unlimited.
+
+    Raises
+    ------
+    InputValidationError
+        If the RTT is negative or not finite, or the bandwidth is not a positive finite number.
+    """
+
+    rtt_seconds: float
+    bandwidth_bits_per_second: float | None = None
+
+    def __post_init__(self) -> None:
+        rtt = self.rtt_seconds
+        if isinstance(rtt, bool) or not isinstance(rtt, (int, float)) or not 0 <= rtt < math.inf:
+            raise InputValidationError(
+                f"rtt_seconds={rtt!r} is invalid; it must be a finite number of seconds >= 0"
+            )
+        bw = self.bandwidth_bits_per_second
+        if bw is not None and (
+            isinstance(bw, bool) or not isinstance(bw, (int, float)) or not 0 < bw < math.inf
+        ):
+            raise InputValidationError(
+                f"bandwidth_bits_per_second={bw!r} is invalid; it must be a positive finite number or None"
+            )
+
+    def transmission_seconds(self, nbytes: int) -> float:
+        """Seconds the uplink is busy sending ``nbytes`` bytes (0 when the bandwidth is unlimited)."""
+        bw = self.bandwidth_bits_per_second
+        return 0.0 if bw is None else 8.0 * nbytes / bw
+
+
+class ModelledLinks:
+    """The link model of one in-process run; pass :meth:`wrap` as ``run_inprocess``'s ``wrap_channel``.
+
+    Parameters
+    ----------
+    profile : LinkProfile
+        RTT and uplink bandwidth of every party.
+
+    Examples
+    --------
+    >>> from protocols.runtime import run_inprocess
+    >>> links = ModelledLinks(LinkProfile(rtt_seconds=0.02))
+    >>> run = run_inprocess({"a": lambda p: p.send("b", b"hi"), "b": lambda p: p.recv("a")},
+    ...                     wrap_channel=links.wrap)
+    >>> run.outputs["b"], links.delivered
+    (b'hi', 1)
+    """
+
+    def __init__(self, profile: LinkProfile) -> None:
+        if not isinstance(profile, LinkProfile):
+            raise InputValidationError(f"profile must be a LinkProfile, got {type(profile).__name__}")
+        self.profile = profile
+        self._lock = threading.Lock()
+        self._uplink_free: dict[str, float] = {}
+        self._arrivals: dict[tuple[str, str], deque[float]] = {}
+        #: Messages received so far (each after its modelled arrival).
+        self.delivered = 0
+
+    def wrap(self, name: str, channel: Channel) -> ModelledChannel:
+        """The ``wrap_channel`` hook: party ``name`` sends and receives through the model."""
+        return ModelledChannel(channel, self)
+
+    def stamp(self, sender: str, receiver: str, nbytes: int) -> float:
+        """Book a message of ``nbytes`` on ``sender``'s uplink now; return its arrival time.
+
+        The arrival is queued for the link ``sender -> receiver`` before the
+        message itself is handed to the transport, so its receiver always
+        finds it (see :meth:`arrival`).
+        """
+        with self._lock:
+            departure = max(time.perf_counter(), self._uplink_free.get(sender, 0.0))
+            free = departure + self.profile.transmission_seconds(nbytes)
+            self._uplink_free[sender] = free
+            arrival = free + self.profile.rtt_seconds / 2.0
+            self._arrivals.setdefault((sender, receiver), deque()).append(arrival)
+        return arrival
+
+    def arrival(self, sender: str, receiver: str) -> float:
+        """The arrival time of the next message on ``sender -> receiver`` (taken off its queue)."""
+        with self._lock:
+            self.delivered += 1
+            return self._arrivals[(sender, receiver)].popleft()
+
+
+class ModelledChannel(Channel):
+    """A party's channel whose messages take the time :class:`ModelledLinks` gives them.
+
+    The traffic meter, identity, timeouts and dropout state are the wrapped
+    channel's; each message is serialised here (into a fresh buffer when the
+    wrapped channel hands its receiver private payloads, as the in-process
+    one does) so that its size is known before it leaves.
+    """
+
+    def __init__(self, inner: Channel, links: ModelledLinks) -> None:
+        # Not Channel.__init__: the wrapper shares the inner channel's identity and meter.
+        self._inner = inner
+        self._links = links
+        self.me = inner.me
+        self.peers = inner.peers
+        self.timeout = inner.timeout
+        self.meter = inner.meter
+        self.private_payloads = inner.private_payloads
+        self.identity = inner.identity
+
+    def send(self, to: str, obj: Any) -> None:
+        """Serialise ``obj``, book it on this party's uplink and hand it to the wrapped transport."""
+        self._check_peer(to)
+        payload: bytes | bytearray = (
+            bytearray().join(encode_message_parts(obj)) if self.private_payloads else encode_message(obj)
+        )
+        self._send_bytes(to, payload)
+        self.meter.record_send(to, len(payload))
+
+    def enter_phase(self, label: str | None) -> None:
+        self.phase_label = label
+        self._inner.enter_phase(label)
+
+    def close(self) -> None:
+        self._inner.close()
+
+    @property  # type: ignore[override]
+    def excused(self) -> frozenset[str]:
+        return self._inner.excused
+
+    @excused.setter
+    def excused(self, value: frozenset[str]) -> None:
+        self._inner.excused = value
+
+    @property  # type: ignore[override]
+    def dropped(self) -> frozenset[str]:
+        return self._inner.dropped
+
+    @dropped.setter
+    def dropped(self, value: frozenset[str]) -> None:
+        self._inner.dropped = value
+
+    def peer_gone(self, peer: str) -> bool:
+        return self._inner.peer_gone(peer)
+
+    def _send_bytes(self, to: str, payload: bytes | bytearray) -> None:
+        self._links.stamp(self.me, to, len(payload))
+        self._inner._send_bytes(to, payload)
+
+    def _recv_bytes(self, frm: str, timeout: float) -> bytes | memoryview:
+        payload = self._inner._recv_bytes(frm, timeout)
+        wait = self._links.arrival(frm, self.me) - time.perf_counter()
+        if wait > 0:
+            time.sleep(wait)
+        return payload
+
+
+__all__ = ["SETUP_ROUND_TRIPS", "LinkProfile", "ModelledChannel", "ModelledLinks"]
