@@ -142,7 +142,9 @@ def run_threads(
     party's traffic): the JSON :func:`launch_local` returns for the same run.
     With ``link_profile``, every message between the threads takes the time
     a link of that RTT and uplink bandwidth would give it
-    (:mod:`protocols.transport.link_model`; connection set-up is not modelled).
+    (:mod:`protocols.transport.link_model`; connection set-up is not modelled),
+    and the result also has ``links``: the messages delivered and the run's
+    message depth (the longest causal chain of messages).
     """
     from mpc_pca.registry import entry
     from protocols.runtime import run_inprocess
@@ -155,14 +157,17 @@ def run_threads(
         name: deployment.role(name, config, data.get(name), deployment.generator(name, layout, noise_seed))
         for name in layout
     }
-    wrap = None if link_profile is None else ModelledLinks(link_profile).wrap
-    run = run_inprocess(roles, timeout=timeout, wrap_channel=wrap)
+    links = None if link_profile is None else ModelledLinks(link_profile)
+    run = run_inprocess(roles, timeout=timeout, wrap_channel=None if links is None else links.wrap)
     winner = deployment.result_party(layout)
-    return {
+    result = {
         "protocol": protocol,
         **deployment.result(winner, config, run.outputs[winner]),
         "report": run.report_dict(),
     }
+    if links is not None:
+        result["links"] = {"delivered": links.delivered, "message_depth": links.depth}
+    return result
 
 
 def party_process(spec: PartySpec, verbosity: int = 0, deployment: Deployment | None = None) -> int:

@@ -16,6 +16,12 @@ round-trip time and bandwidth would deliver it:
   until then: no busy waiting), and messages on a link arrive in the order
   they were sent (arrivals on one link never decrease).
 
+The model also counts the run's *message depth*: the longest chain of
+messages each sent after its sender received the previous one (a Lamport
+clock), i.e. the one-way delays on the critical path. A run's latency is at
+most ``depth x RTT/2``; a party's rounds (its speaking turns, counted by the
+traffic meter) can be fewer when the chain passes through other parties.
+
 Sending never blocks (a socket's kernel buffer takes the bytes); the bytes
 counted are the serialised message (the wire format's payload, without TLS
 or TCP framing). Connection set-up is not modelled here: threads dial
@@ -103,8 +109,8 @@ class ModelledLinks:
     >>> links = ModelledLinks(LinkProfile(rtt_seconds=0.02))
     >>> run = run_inprocess({"a": lambda p: p.send("b", b"hi"), "b": lambda p: p.recv("a")},
     ...                     wrap_channel=links.wrap)
-    >>> run.outputs["b"], links.delivered
-    (b'hi', 1)
+    >>> run.outputs["b"], links.delivered, links.depth
+    (b'hi', 1, 1)
     """
 
     def __init__(self, profile: LinkProfile) -> None:
@@ -113,9 +119,12 @@ class ModelledLinks:
         self.profile = profile
         self._lock = threading.Lock()
         self._uplink_free: dict[str, float] = {}
-        self._arrivals: dict[tuple[str, str], deque[float]] = {}
+        self._arrivals: dict[tuple[str, str], deque[tuple[float, int]]] = {}
+        self._clock: dict[str, int] = {}
         #: Messages received so far (each after its modelled arrival).
         self.delivered = 0
+        #: Longest chain of messages so far, each sent after the previous one was received.
+        self.depth = 0
 
     def wrap(self, name: str, channel: Channel) -> ModelledChannel:
         """The ``wrap_channel`` hook: party ``name`` sends and receives through the model."""
@@ -133,14 +142,21 @@ class ModelledLinks:
             free = departure + self.profile.transmission_seconds(nbytes)
             self._uplink_free[sender] = free
             arrival = free + self.profile.rtt_seconds / 2.0
-            self._arrivals.setdefault((sender, receiver), deque()).append(arrival)
+            depth = self._clock.get(sender, 0) + 1
+            self.depth = max(self.depth, depth)
+            self._arrivals.setdefault((sender, receiver), deque()).append((arrival, depth))
         return arrival
 
     def arrival(self, sender: str, receiver: str) -> float:
-        """The arrival time of the next message on ``sender -> receiver`` (taken off its queue)."""
+        """The arrival time of the next message on ``sender -> receiver`` (taken off its queue).
+
+        Receiving it advances ``receiver``'s message depth to the message's.
+        """
         with self._lock:
             self.delivered += 1
-            return self._arrivals[(sender, receiver)].popleft()
+            arrival, depth = self._arrivals[(sender, receiver)].popleft()
+            self._clock[receiver] = max(self._clock.get(receiver, 0), depth)
+            return arrival
 
 
 class ModelledChannel(Channel):

@@ -96,6 +96,23 @@ def test_a_ping_pong_costs_one_rtt_per_exchange():
     run, elapsed, links = _run(LinkProfile(rtt_seconds=rtt), {"a": ping, "b": pong})
     assert exchanges * rtt <= elapsed < exchanges * rtt + SLACK
     assert links.delivered == 2 * exchanges and run.reports["a"].rounds == exchanges
+    assert links.depth == 2 * exchanges  # every message waits for the one before it
+
+
+def test_message_depth_follows_chains_through_other_parties_not_independent_sends():
+    def relay(p):
+        p.send("c", p.recv("a"))
+
+    def source(p):
+        p.send("b", 1)
+        p.send("c", 2)  # independent of the chain through b
+
+    def sink(p):
+        return [p.recv("a"), p.recv("b")]
+
+    run, _, links = _run(LinkProfile(0.0), {"a": source, "b": relay, "c": sink})
+    assert run.outputs["c"] == [2, 1]
+    assert links.depth == 2 and links.delivered == 3 and run.reports["a"].rounds == 1
 
 
 def test_a_pppca_ss_covariance_fit_is_bit_identical_over_the_model():
