@@ -26,7 +26,7 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -37,6 +37,9 @@ from mpc_pca.deployment import Deployment
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.runtime.parties import host_introducer, local_links
 from protocols.transport.link_model import LinkProfile, ModelledLinks
+
+if TYPE_CHECKING:
+    from protocols.testing.wan import LinkProfile
 
 #: What the fork server imports once for every party of a run that is not over gloo:
 #: a party forked from it starts without re-importing numpy, the deploy floor, the
@@ -76,18 +79,47 @@ def child_environment() -> dict[str, str]:
 
 
 def host_rendezvous(
-    ranks: Mapping[str, int], workdir: Path, insecure: bool, gloo: bool, timeout: float
+    ranks: Mapping[str, int],
+    workdir: Path,
+    insecure: bool,
+    gloo: bool,
+    timeout: float,
+    link_profile: LinkProfile | None = None,
 ) -> tuple[Any, int]:
     """Host the run's rendezvous on 127.0.0.1; return the object to keep alive and its port.
 
     Without ``insecure``, writes throw-away credentials for every party under ``workdir / "tls"``.
+    With ``link_profile`` (not over gloo), the port returned is that of a
+    :class:`~protocols.testing.wan.DelayForwarder` in front of the rendezvous,
+    which puts one in front of every party's listener too; the object kept
+    alive is then ``(introducer, forwarder)``: close both with :func:`close_rendezvous`.
     """
     if gloo:
+        if link_profile is not None:
+            raise InputValidationError(
+                f"link_profile={link_profile!r} cannot be used over gloo: the emulated WAN links are the "
+                "TLS transport's (gloo's own traffic, which --insecure runs use, would not go through them)"
+            )
         from protocols.runtime.launcher import host_store
 
         return host_store(len(ranks), timeout)
-    introducer = host_introducer(ranks, workdir, insecure=insecure, timeout=timeout)
-    return introducer, introducer.port
+    introducer = host_introducer(
+        ranks, workdir, insecure=insecure, timeout=timeout, link_profile=link_profile
+    )
+    if link_profile is None:
+        return introducer, introducer.port
+    from protocols.testing.wan import DelayForwarder
+
+    forwarder = DelayForwarder(("127.0.0.1", introducer.port), link_profile)
+    return (introducer, forwarder), forwarder.address[1]
+
+
+def close_rendezvous(keep_alive: Any) -> None:
+    """Close the emulated WAN links :func:`host_rendezvous` made with a ``link_profile`` (else nothing)."""
+    if isinstance(keep_alive, tuple):
+        introducer, forwarder = keep_alive
+        forwarder.close()
+        introducer.close_forwarders()
 
 
 def _deployment(protocol: str, deployment: Deployment | None) -> Deployment:
@@ -203,16 +235,25 @@ def launch_local(
     verbosity: int = 0,
     feature_names: Sequence[str] | None = None,
     deployment: Deployment | None = None,
+    link_profile: LinkProfile | None = None,
 ) -> dict[str, Any]:
     """Run every party of a run as a process on this host; return the result party's result.
 
     The result has the result party's JSON fields (as :func:`run_threads`) and
     ``report`` with every party's traffic.
 
+    With ``link_profile`` (:class:`protocols.testing.wan.LinkProfile`), every
+    TCP connection of the run (party to party, party to rendezvous) goes
+    through a user-space :class:`~protocols.testing.wan.DelayForwarder` in
+    this process, in front of the accepting end: each link has the profile's
+    round-trip time and bandwidth (a WAN emulated where the kernel has no
+    ``netem``). Not over gloo (its traffic would bypass the forwarders).
+
     Raises
     ------
     InputValidationError
-        Before any process starts, for whatever the in-process run would refuse.
+        Before any process starts, for whatever the in-process run would
+        refuse, and for a ``link_profile`` over gloo.
     ProtocolError
         If any party failed; the message gives the first failure and how each
         failed party ended.
@@ -223,6 +264,11 @@ def launch_local(
     deployment = _deployment(protocol, deployment)
     full = entry(protocol).settings(settings)
     gloo = deployment.runs_over_gloo(full)
+    if gloo and link_profile is not None:
+        raise InputValidationError(
+            f"link_profile={link_profile!r} cannot be used with a backend over gloo: its own traffic would not "
+            "go through the emulated WAN links (they forward the TLS transport's connections only)"
+        )
     if not gloo:
         start_party_server()  # its imports overlap the checks and the credentials below
     elif not insecure:
@@ -238,7 +284,7 @@ def launch_local(
     with tempfile.TemporaryDirectory(prefix="mpc-pca-run-") as tmp:
         workdir = Path(tmp)
         # The parties count connect_timeout from their own start, a few seconds later.
-        keep_alive, port = host_rendezvous(layout, workdir, insecure, gloo, connect_timeout + 3)
+        keep_alive, port = host_rendezvous(layout, workdir, insecure, gloo, connect_timeout + 3, link_profile)
         outputs = {name: workdir / f"{name}.json" for name in layout}
         commands = {}
         for name in layout:
@@ -250,9 +296,12 @@ def launch_local(
             commands[name] = PythonCall(
                 party_process, (spec, verbosity, deployment), start_method="spawn" if gloo else "forkserver"
             )
-        outcomes = launch(
-            commands, timeout=timeout, env=child_environment(), workdir=workdir, preload=PARTY_PRELOAD
-        )
+        try:
+            outcomes = launch(
+                commands, timeout=timeout, env=child_environment(), workdir=workdir, preload=PARTY_PRELOAD
+            )
+        finally:
+            close_rendezvous(keep_alive)
         raise_on_failure(outcomes, keep_alive if gloo else None)
         results = {name: json.loads(path.read_text()) for name, path in outputs.items()}
     winner = deployment.result_party(layout)
@@ -264,6 +313,7 @@ def launch_local(
 __all__ = [
     "PARTY_PRELOAD",
     "child_environment",
+    "close_rendezvous",
     "host_rendezvous",
     "launch_local",
     "party_process",

@@ -291,11 +291,16 @@ def _party_process(name: str, role: Role, ranks: dict[str, int], links: LinkOpti
     return 0
 
 
-def host_introducer(ranks: Mapping[str, int], workdir: Path, *, insecure: bool, timeout: float) -> Any:
+def host_introducer(
+    ranks: Mapping[str, int], workdir: Path, *, insecure: bool, timeout: float, link_profile: Any = None
+) -> Any:
     """Host a local run's rendezvous on 127.0.0.1 at a port the kernel picks; return it (keep it alive).
 
     Without ``insecure``, first writes throw-away credentials for every party
     and the rendezvous under ``workdir / "tls"`` (:func:`local_links` reads them).
+    With a ``link_profile`` (:class:`protocols.testing.wan.LinkProfile`), the
+    rendezvous is a :class:`protocols.testing.wan.ForwardingIntroducer`: every
+    party's listener is reached through an emulated WAN link.
     """
     from protocols.transport.rendezvous import INTRODUCER_NAME, Introducer
     from protocols.transport.tls import server_context
@@ -306,6 +311,10 @@ def host_introducer(ranks: Mapping[str, int], workdir: Path, *, insecure: bool, 
 
         write_credentials([*ranks, INTRODUCER_NAME], workdir / "tls", days=1)
         context = server_context(Credentials.from_dir(workdir / "tls", INTRODUCER_NAME))
+    if link_profile is not None:
+        from protocols.testing.wan import ForwardingIntroducer
+
+        return ForwardingIntroducer("127.0.0.1:0", ranks, context, timeout, profile=link_profile)
     return Introducer("127.0.0.1:0", ranks, context, timeout)
 
 
