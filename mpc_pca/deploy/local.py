@@ -26,7 +26,7 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -37,9 +37,6 @@ from mpc_pca.deployment import Deployment
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.runtime.parties import host_introducer, local_links
 from protocols.transport.link_model import LinkProfile, ModelledLinks
-
-if TYPE_CHECKING:
-    from protocols.testing.wan import LinkProfile
 
 #: What the fork server imports once for every party of a run that is not over gloo:
 #: a party forked from it starts without re-importing numpy, the deploy floor, the

@@ -57,19 +57,26 @@ SETUP_ROUND_TRIPS = 13.6
 
 @dataclass(frozen=True)
 class LinkProfile:
-    """A network link: round-trip time and, optionally, the sender's uplink bandwidth.
+    """A wide-area link: round-trip time and (optionally) bandwidth.
+
+    The one description of a link for both the in-process model here
+    (:class:`ModelledLinks`: the bandwidth is each sender's uplink) and the
+    user-space emulator of real sockets (:class:`protocols.testing.wan.DelayForwarder`:
+    the bandwidth is each direction of the forwarder in front of an accepting
+    party, shared by its connections).
 
     Attributes
     ----------
     rtt_seconds : float
-        Round-trip time; each message is delayed by half of it.
+        Round-trip time in seconds (each direction gets half of it); 0 or more, finite.
     bandwidth_bits_per_second : float or None
-        Uplink bandwidth of every party; ``None``: unlimited.
+        Rate at which a link serialises bytes; ``None``: unlimited.
 
     Raises
     ------
     InputValidationError
-        If the RTT is negative or not finite, or the bandwidth is not a positive finite number.
+        Naming the value: a negative, infinite or non-numeric RTT, a
+        bandwidth that is not a positive finite number.
     """
 
     rtt_seconds: float
@@ -79,20 +86,26 @@ class LinkProfile:
         rtt = self.rtt_seconds
         if isinstance(rtt, bool) or not isinstance(rtt, (int, float)) or not 0 <= rtt < math.inf:
             raise InputValidationError(
-                f"rtt_seconds={rtt!r} is invalid; it must be a finite number of seconds >= 0"
+                f"rtt_seconds={rtt!r} is invalid; it must be a finite number of seconds, 0 or more"
             )
-        bw = self.bandwidth_bits_per_second
-        if bw is not None and (
-            isinstance(bw, bool) or not isinstance(bw, (int, float)) or not 0 < bw < math.inf
+        rate = self.bandwidth_bits_per_second
+        if rate is not None and (
+            isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate < math.inf
         ):
             raise InputValidationError(
-                f"bandwidth_bits_per_second={bw!r} is invalid; it must be a positive finite number or None"
+                f"bandwidth_bits_per_second={rate!r} is invalid; it must be a positive, finite number of "
+                "bits per second, or None (unlimited)"
             )
 
-    def transmission_seconds(self, nbytes: int) -> float:
-        """Seconds the uplink is busy sending ``nbytes`` bytes (0 when the bandwidth is unlimited)."""
-        bw = self.bandwidth_bits_per_second
-        return 0.0 if bw is None else 8.0 * nbytes / bw
+    @property
+    def one_way_seconds(self) -> float:
+        """The delay of each direction: half the round trip."""
+        return self.rtt_seconds / 2
+
+    def serialisation_seconds(self, nbytes: int) -> float:
+        """Seconds the link takes to put ``nbytes`` on the wire (0 without a bandwidth)."""
+        rate = self.bandwidth_bits_per_second
+        return 0.0 if rate is None else 8 * nbytes / rate
 
 
 class ModelledLinks:
@@ -139,9 +152,9 @@ class ModelledLinks:
         """
         with self._lock:
             departure = max(time.perf_counter(), self._uplink_free.get(sender, 0.0))
-            free = departure + self.profile.transmission_seconds(nbytes)
+            free = departure + self.profile.serialisation_seconds(nbytes)
             self._uplink_free[sender] = free
-            arrival = free + self.profile.rtt_seconds / 2.0
+            arrival = free + self.profile.one_way_seconds
             depth = self._clock.get(sender, 0) + 1
             self.depth = max(self.depth, depth)
             self._arrivals.setdefault((sender, receiver), deque()).append((arrival, depth))
