@@ -131,13 +131,13 @@ def decompose(
 
 
 def _series(xs: Sequence[float], a: Sequence[float], b: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
-    x = np.asarray(xs, dtype=float)
-    diff = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
-    if x.ndim != 1 or x.shape != diff.shape or x.size < 2:
+    x, ya, yb = (np.asarray(v, dtype=float) for v in (xs, a, b))
+    if x.ndim != 1 or x.shape != ya.shape or x.shape != yb.shape or x.size < 2:
         raise InputValidationError(
             f"a crossover needs two series over the same >= 2 points; got {len(xs)} points, "
             f"{len(a)} and {len(b)} values"
         )
+    diff = ya - yb
     if not np.all(np.isfinite(x)) or not np.all(np.isfinite(diff)):
         raise InputValidationError("a crossover needs finite points and values")
     order = np.argsort(x)

@@ -49,7 +49,7 @@ def predicted(record: Record, compute: Record, rtt: float, bandwidth: float | No
     ).total
 
 
-def _grid(records: list[Record]) -> dict[tuple[str, float, float], list[float]]:
+def model_grid(records: list[Record]) -> dict[tuple[str, float, float], list[float]]:
     """(protocol, rtt, bandwidth) -> modelled seconds: measured, or for :data:`EXTRAPOLATED`, predicted."""
     out = {
         (r["protocol"], r["rtt"], r["bandwidth"]): modelled_seconds(r)
@@ -75,7 +75,7 @@ def crossovers(
     records: list[Record], a: str = "ss-shares", b: str = "he"
 ) -> dict[float, tuple[float | None, float | None]]:
     """Per bandwidth: the RTT (s) where ``a`` and ``b`` cross within the measured RTTs, and where their lines meet."""
-    grid = _grid(records)
+    grid = model_grid(records)
     out: dict[float, tuple[float | None, float | None]] = {}
     for bw in sorted({k[2] for k in grid}):
         rtts = sorted(k[1] for k in grid if k[0] == a and k[2] == bw and (b, k[1], bw) in grid)
@@ -93,7 +93,7 @@ def crossovers(
 def plot(records: list[Record], out: Path, suffix: str) -> list[Path]:
     """Modelled time vs RTT per protocol, one panel per bandwidth, the SS/HE crossover marked."""
     plt = pyplot()
-    grid = _grid(records)
+    grid = model_grid(records)
     bws = sorted({k[2] for k in grid})
     if not bws:
         return []
@@ -444,9 +444,9 @@ def claims(records: list[Record]) -> list[Claim]:
             f"{checks[worst].evidence}",
         )
     )
-    checks = socket_checks(records)
-    if checks:
-        judged = [(c, c["verdict"]) for c in checks if c["verdict"] is not None]
+    socket_rows = socket_checks(records)
+    if socket_rows:
+        judged = [(c, c["verdict"]) for c in socket_rows if c["verdict"] is not None]
         out.append(
             Claim(
                 "this study",

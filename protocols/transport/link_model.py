@@ -41,7 +41,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from protocols.errors import InputValidationError
 from protocols.transport.base import Channel
@@ -208,7 +208,7 @@ class ModelledChannel(Channel):
     def close(self) -> None:
         self._inner.close()
 
-    @property  # type: ignore[override]
+    @property
     def excused(self) -> frozenset[str]:
         return self._inner.excused
 
@@ -216,7 +216,7 @@ class ModelledChannel(Channel):
     def excused(self, value: frozenset[str]) -> None:
         self._inner.excused = value
 
-    @property  # type: ignore[override]
+    @property
     def dropped(self) -> frozenset[str]:
         return self._inner.dropped
 
@@ -229,7 +229,7 @@ class ModelledChannel(Channel):
 
     def _send_bytes(self, to: str, payload: bytes | bytearray) -> None:
         self._links.stamp(self.me, to, len(payload))
-        self._inner._send_bytes(to, payload)
+        self._inner._send_bytes(to, cast(bytes, payload))  # a bytearray for the in-process queues
 
     def _recv_bytes(self, frm: str, timeout: float) -> bytes | memoryview:
         payload = self._inner._recv_bytes(frm, timeout)
