@@ -12,11 +12,10 @@ from typing import Any
 import numpy as np
 
 from mpc_pca.studies.framework import Claim, Record, Table
-from mpc_pca.studies.network_model import crossover, decompose, line_crossover
+from mpc_pca.studies.network_model import Decomposition, crossover, decompose, line_crossover
 from mpc_pca.studies.network_runs import (
     COLORS,
     EXTRAPOLATED,
-    FULL_BANDWIDTHS,
     LABELS,
     MODEL_MARGIN,
     PROTOCOLS,
@@ -37,8 +36,8 @@ def modelled_seconds(record: Record) -> list[float]:
     return [s + record["setup_seconds"] for s in record["seconds"]]
 
 
-def predicted(record: Record, compute: Record, rtt: float, bandwidth: float | None) -> float:
-    """The decomposition's time for ``record``'s protocol at ``(rtt, bandwidth)`` from its compute point."""
+def decomposition(compute: Record, rtt: float, bandwidth: float | None) -> Decomposition:
+    """The model's terms at ``(rtt, bandwidth)`` for the protocol whose compute point is ``compute``."""
     return decompose(
         float(np.median(compute["seconds"])),
         compute["message_depth"],
@@ -46,7 +45,12 @@ def predicted(record: Record, compute: Record, rtt: float, bandwidth: float | No
         rtt,
         bandwidth,
         compute["setup_rtt"],
-    ).total
+    )
+
+
+def predicted(compute: Record, rtt: float, bandwidth: float | None) -> float:
+    """The decomposition's time at ``(rtt, bandwidth)`` of the protocol whose compute point is ``compute``."""
+    return decomposition(compute, rtt, bandwidth).total
 
 
 def model_grid(records: list[Record]) -> dict[tuple[str, float, float], list[float]]:
@@ -59,8 +63,10 @@ def model_grid(records: list[Record]) -> dict[tuple[str, float, float], list[flo
     computes = _compute(records)
     networks = {(r["rtt"], r["bandwidth"]) for r in records if r["kind"] == "model"}
     for p, c in computes.items():
+        if p not in EXTRAPOLATED:
+            continue
         for rtt, bw in networks:
-            out.setdefault((p, rtt, bw), [predicted(c, c, rtt, bw)])
+            out.setdefault((p, rtt, bw), [predicted(c, rtt, bw)])
     return out
 
 
@@ -112,7 +118,7 @@ def plot(records: list[Record], out: Path, suffix: str) -> list[Path]:
                 marker="o" if measured else "x",
                 color=COLORS[p],
                 linestyle="-" if measured else "--",
-                label=LABELS[p] + ("" if measured else " (extrapolated from RTT 0)"),
+                label=LABELS[p] + ("" if measured else f" (d = {_compute(records)[p]['d']}, extrapolated)"),
             )
         inside, line = cross.get(bw, (None, None))
         if inside is not None:
@@ -138,6 +144,18 @@ def plot(records: list[Record], out: Path, suffix: str) -> list[Path]:
     return [save(fig, Path(out) / f"network{suffix}.png")]
 
 
+def _terms(parts: Decomposition) -> list[str]:
+    return [f"{x:.3f}" for x in (parts.compute, parts.latency, parts.transmission, parts.setup, parts.total)]
+
+
+def _traffic_cells(record: Record) -> list[str]:
+    return [
+        str(record["provider_rounds"]),
+        str(record["message_depth"]),
+        f"{record['provider_bytes_sent']:,}",
+    ]
+
+
 def tables(records: list[Record]) -> list[Table]:
     """Every point: measured time, rounds, bytes and the decomposition; the socket check; the crossovers."""
     computes = _compute(records)
@@ -147,27 +165,8 @@ def tables(records: list[Record]) -> list[Table]:
     ):
         c = computes.get(r["protocol"])
         measured = float(np.median(modelled_seconds(r)))
-        parts = (
-            None
-            if c is None
-            else decompose(
-                float(np.median(c["seconds"])),
-                c["message_depth"],
-                c["max_bytes_sent"],
-                r["rtt"],
-                r["bandwidth"],
-                r["setup_rtt"],
-            )
-        )
-        cells = (
-            ["-"] * 6
-            if parts is None
-            else [
-                f"{x:.3f}"
-                for x in (parts.compute, parts.latency, parts.transmission, parts.setup, parts.total)
-            ]
-            + [f"{measured / parts.total:.2f}"]
-        )
+        parts = None if c is None else decomposition(c, r["rtt"], r["bandwidth"])
+        cells = ["-"] * 6 if parts is None else [*_terms(parts), f"{measured / parts.total:.2f}"]
         rows.append(
             [
                 LABELS[r["protocol"]],
@@ -175,46 +174,25 @@ def tables(records: list[Record]) -> list[Table]:
                 f"{r['bandwidth'] / 1e6:g}",
                 f"{measured:.3f}",
                 str(len(r["seconds"])),
-                str(r["provider_rounds"]),
-                str(r["message_depth"]),
-                f"{r['provider_bytes_sent']:,}",
+                *_traffic_cells(r),
                 *cells,
             ]
         )
-    for p in EXTRAPOLATED:
-        c = computes.get(p)
-        if c is None or _measured(records, p, 0.0, FULL_BANDWIDTHS[1]):
+    networks = sorted({(r["bandwidth"], r["rtt"]) for r in records if r["kind"] == "model"})
+    for p, c in computes.items():
+        if p not in EXTRAPOLATED:
             continue
-        for bw in sorted({r["bandwidth"] for r in records if r["kind"] == "model"}):
-            for rtt in sorted({r["rtt"] for r in records if r["kind"] == "model"}):
-                parts = decompose(
-                    float(np.median(c["seconds"])),
-                    c["message_depth"],
-                    c["max_bytes_sent"],
-                    rtt,
-                    bw,
-                    c["setup_rtt"],
-                )
+        for bw, rtt in networks:
+            if not _measured(records, p, rtt, bw):
                 rows.append(
                     [
-                        LABELS[p] + f" (d = {c['d']}, extrapolated)",
+                        f"{LABELS[p]} (d = {c['d']}, extrapolated)",
                         f"{rtt * 1e3:g}",
                         f"{bw / 1e6:g}",
                         "-",
                         "0",
-                        str(c["provider_rounds"]),
-                        str(c["message_depth"]),
-                        f"{c['provider_bytes_sent']:,}",
-                        *[
-                            f"{x:.3f}"
-                            for x in (
-                                parts.compute,
-                                parts.latency,
-                                parts.transmission,
-                                parts.setup,
-                                parts.total,
-                            )
-                        ],
+                        *_traffic_cells(c),
+                        *_terms(decomposition(c, rtt, bw)),
                         "-",
                     ]
                 )
@@ -421,7 +399,7 @@ def claims(records: list[Record]) -> list[Claim]:
     ratios: dict[tuple[str, float, float], float] = {}
     for (p, rtt, bw), r in by.items():
         if p in computes and rtt > 0:
-            model = predicted(r, computes[p], rtt, bw)
+            model = predicted(computes[p], rtt, bw)
             ratios[(p, rtt, bw)] = float(np.median(modelled_seconds(r))) / model
             checks[(p, rtt, bw)] = equivalent(
                 modelled_seconds(r),
