@@ -62,7 +62,7 @@ ROUND_BOUND_SHARE = 0.8
 OPTIONS = {
     "setup_rtt": f"round trips of connection set-up added to every modelled run (default {SETUP_ROUND_TRIPS})",
     "repeats": "runs per point (default: 1 quick, 2 full)",
-    "dpdpca_d": "features of DPDPCA's run at full size (default 30: its d x d Paillier scatter costs minutes "
+    "dpdpca_d": "features of DPDPCA's run at full size (default 20: its d x d Paillier scatter costs minutes "
     "at d = 100)",
 }
 
@@ -88,7 +88,7 @@ def points(quick: bool, options: dict[str, str]) -> list[Point]:
     setup = _number(options, "setup_rtt", SETUP_ROUND_TRIPS, 0.0)
     repeats = int(_number(options, "repeats", 1 if quick else 2, 1.0))
     d, n = (10, 600) if quick else (100, 30_000)
-    dp_d = int(_number(options, "dpdpca_d", 30, 2.0))
+    dp_d = int(_number(options, "dpdpca_d", 20, 2.0))
     protocols = QUICK_PROTOCOLS if quick else tuple(PROTOCOLS)
     rtts = (0.0, 0.1) if quick else FULL_RTTS
     bandwidths = (100e6,) if quick else FULL_BANDWIDTHS
