@@ -48,11 +48,14 @@ from protocols.transport.base import Channel
 from protocols.transport.wire import encode_message, encode_message_parts
 
 #: Round trips of connection set-up beyond the protocol's own messages, for 3 providers, a
-#: server and a consumer over TLS (an estimate, not modelled by threads): the growth of a
-#: default ``pppca-ss`` run's set-up from RTT 0 to RTT 100 ms measured in issue 28 (13.6 RTT:
-#: rendezvous registration, then each party dialling its peers one after another, TCP 1 RTT
-#: + TLS 1.3 1 RTT + HELLO per link, then the settings' agreement).
-SETUP_ROUND_TRIPS = 13.6
+#: server and a consumer over TLS (threads dial nothing, so a caller adds it): rendezvous
+#: registration, each party dialling its peers (TCP 1 RTT + TLS 1.3 1 RTT + HELLO per link),
+#: then the settings' agreement. Measured by ``mpc-pca study network``'s socket check through
+#: the user-space WAN emulator (``protocols.testing.wan``) at RTT 100 ms: 8.7 RTT for
+#: ``pppca-ss`` and 7.2 for ``pppca-he`` (one run of 2 repeats each, 600 x 10 rows, on 2 shared
+#: cores at load 14 to 17); issue 28 measured 13.6 RTT with network namespaces and an older
+#: mesh. An estimate: it changes with the number of parties and with how the mesh dials.
+SETUP_ROUND_TRIPS = 8.0
 
 
 @dataclass(frozen=True)
