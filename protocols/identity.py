@@ -97,13 +97,21 @@ def exchange_identity(
     peers: Iterable[str],
     send: Callable[[str, bytes], None],
     recv: Callable[[str], Any],
+    after_send: Callable[[], None] | None = None,
 ) -> Identity:
-    """Make this party's key and swap verification keys with every peer over the direct links."""
+    """Make this party's key and swap verification keys with every peer over the direct links.
+
+    ``after_send`` (if given) runs once this party's key is on its way to
+    every peer and before any peer's key is awaited: what it sends travels in
+    the same round (e.g. the run's announcements, :func:`protocols.runtime.network.open_links`).
+    """
     key = Ed25519PrivateKey.generate()
     mine = _raw(key.public_key())
     names = list(peers)
     for peer in names:
         send(peer, mine)
+    if after_send is not None:
+        after_send()
     received = {}
     for peer in names:
         raw = recv(peer)

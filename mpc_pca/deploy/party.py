@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -308,6 +309,7 @@ def run_party(spec: PartySpec, *, deployment: Deployment | None = None) -> dict[
     if gloo:
         _refuse_tls_only_link_options(spec.links)
     layout, _settings, public, build = prepare(spec, deployment)
+    report: PartyReport | SetupReport
     if gloo:
         config, output, report = _run_over_gloo(spec, layout, public, build)
     else:
@@ -370,11 +372,13 @@ def _build_from_peers(me: str, build: Build, views: Mapping[str, PublicSettings]
 
 def _run_over_tls(
     spec: PartySpec, deployment: Deployment, layout: dict[str, int], public: PublicSettings, build: Build
-) -> tuple[Any, Any, PartyReport]:
+) -> tuple[Any, Any, PartyReport | SetupReport]:
     from protocols.runtime.network import agree, fail, run_role
     from protocols.runtime.parties import connect
 
-    channel = connect(spec.party, layout, spec.links)
+    start = time.monotonic()
+    channel = connect(spec.party, layout, spec.links, announce=public)  # the announcement rides with the keys
+    linked = time.monotonic()
     try:
         views = agree(channel, public, spec.links.connect_timeout)
         config, role = _build_from_peers(spec.party, build, views)
@@ -382,8 +386,32 @@ def _run_over_tls(
     except BaseException as exc:
         fail(channel, exc)
         raise
+    agreed = time.monotonic()
     output, report = run_role(channel, role)
-    return config, output, report
+    return config, output, SetupReport(report, linked - start, agreed - start)
+
+
+class SetupReport:
+    """A party's :class:`~protocols.runtime.runner.PartyReport` and how long its set-up took.
+
+    ``as_dict()`` adds ``setup`` to the traffic report: ``links_seconds``
+    (joining the rendezvous and connecting every link) and ``agreed_seconds``
+    (then agreeing the announcements too), both counted from the moment this
+    party started to connect. They are what a WAN's round trips lengthen
+    before the protocol's first message (see ``docs/explanation/links.md``,
+    *Set-up in round trips*).
+    """
+
+    def __init__(self, report: PartyReport, links_seconds: float, agreed_seconds: float) -> None:
+        self.report = report
+        self.links_seconds = links_seconds
+        self.agreed_seconds = agreed_seconds
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            **self.report.as_dict(),
+            "setup": {"links_seconds": self.links_seconds, "agreed_seconds": self.agreed_seconds},
+        }
 
 
 def _refuse_tls_only_link_options(links: Any) -> None:

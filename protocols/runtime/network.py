@@ -62,6 +62,7 @@ def open_links(
     join_window: float | None = None,
     waiting_log_interval: float = WAITING_LOG_SECONDS,
     relay: str | None = None,
+    announce: Mapping[str, Any] | None = None,
 ) -> SocketChannel:
     """Join the run and connect to every peer; return this party's channel.
 
@@ -107,9 +108,13 @@ def open_links(
         party only dials out, to the relay, which hosts the rendezvous and
         forwards each pair's end-to-end TLS session; ``master`` and the
         listening options are then unused. Needs ``credentials``.
+    announce : mapping, optional
+        This party's public settings, sent to every peer in the same round
+        as its identity key, so that :func:`agree` costs no round of its
+        own (it then only receives); give :func:`agree` the same mapping.
     """
     if relay is not None:
-        return _open_relayed(name, ranks, relay, credentials, timeout, connect_timeout, join_window)
+        return _open_relayed(name, ranks, relay, credentials, timeout, connect_timeout, join_window, announce)
     table = check_ranks(ranks)
     if name not in table:
         raise InputValidationError(f"party {name!r} has no rank; ranks are {table}")
@@ -171,7 +176,7 @@ def open_links(
         if introducer is not None:
             introducer.join(window)
     log.info("%s: connected to %d peers in %.2f s", name, len(streams), now() - start)
-    return _channel(name, table, streams, timeout, connect_timeout)
+    return _channel(name, table, streams, timeout, connect_timeout, announce)
 
 
 def _open_relayed(
@@ -182,6 +187,7 @@ def _open_relayed(
     timeout: float,
     connect_timeout: float,
     join_window: float | None,
+    announce: Mapping[str, Any] | None = None,
 ) -> SocketChannel:
     """:func:`open_links` through a relay: one outbound connection, one TLS session per peer inside it."""
     from protocols.transport.relay import connect_relay
@@ -211,25 +217,48 @@ def _open_relayed(
         relay,
         now() - start,
     )
-    return _channel(name, table, streams, timeout, connect_timeout)
+    return _channel(name, table, streams, timeout, connect_timeout, announce)
 
 
 def _channel(
-    name: str, table: Mapping[str, int], streams: Mapping[str, Any], timeout: float, connect_timeout: float
+    name: str,
+    table: Mapping[str, int],
+    streams: Mapping[str, Any],
+    timeout: float,
+    connect_timeout: float,
+    announce: Mapping[str, Any] | None = None,
 ) -> SocketChannel:
-    """The channel over connected streams, with the per-run identities exchanged over them."""
+    """The channel over connected streams, with the per-run identities exchanged over them.
+
+    With ``announce``, this party's public settings leave in the same round
+    as its identity key (:func:`agree` then only receives the peers').
+    """
     channel = SocketChannel(name, table, streams, timeout)
+
+    def send_announcement() -> None:
+        if announce is not None:
+            _announce(channel, announce)
+
     try:
         channel.identity = exchange_identity(
             name,
             channel.peers,
             channel.send_control,
             lambda peer: channel.recv_control(peer, connect_timeout),
+            after_send=send_announcement,
         )
     except BaseException as exc:
         fail(channel, exc)
         raise
     return channel
+
+
+def _announce(channel: SocketChannel, public: Mapping[str, Any]) -> None:
+    """Send this party's public settings to every peer (once: :attr:`SocketChannel.announced`)."""
+    mine = dict(public)
+    for peer in channel.peers:
+        channel.send_control(peer, mine)
+    channel.announced = mine
 
 
 def agree(channel: SocketChannel, public: Mapping[str, Any], timeout: float) -> dict[str, dict[str, Any]]:
@@ -239,8 +268,8 @@ def agree(channel: SocketChannel, public: Mapping[str, Any], timeout: float) -> 
     sizes). The messages are not metered.
     """
     mine = dict(public)
-    for peer in channel.peers:
-        channel.send_control(peer, mine)
+    if channel.announced != mine:  # not sent with the identity keys (open_links' announce)
+        _announce(channel, mine)
     views = {channel.me: mine}
     for peer in channel.peers:
         value = channel.recv_control(peer, timeout)

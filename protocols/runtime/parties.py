@@ -185,8 +185,13 @@ class LinkOptions:
             )
 
 
-def connect(name: str, ranks: Mapping[str, int], links: LinkOptions) -> SocketChannel:
-    """Open this party's links (:func:`protocols.runtime.network.open_links`) with ``links``' options."""
+def connect(
+    name: str, ranks: Mapping[str, int], links: LinkOptions, announce: Mapping[str, Any] | None = None
+) -> SocketChannel:
+    """Open this party's links (:func:`protocols.runtime.network.open_links`) with ``links``' options.
+
+    ``announce``: this party's public settings, sent with its identity key (see ``open_links``).
+    """
     links.check(name)
     if links.insecure:
         log.warning("%s: insecure: the links are neither encrypted nor authenticated", name)
@@ -204,6 +209,7 @@ def connect(name: str, ranks: Mapping[str, int], links: LinkOptions) -> SocketCh
         join_window=links.join_window,
         waiting_log_interval=links.waiting_log_interval,
         relay=links.relay,
+        announce=announce,
     )
     channel.set_message_cap(links.message_cap)
     return channel

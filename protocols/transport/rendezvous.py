@@ -353,6 +353,36 @@ def waiting_line(joined: list[str], missing: list[str], seconds_left: float) -> 
     )
 
 
+class Wakeup(threading.Event):
+    """An event an accept loop can wait on together with its listening socket (no polling).
+
+    :meth:`set` also writes one byte to a socket pair, so
+    :meth:`HandshakeGate.serve` sees it in the same ``select`` as a new
+    connection: a set-up step that ends when every party has connected
+    (the rendezvous sending its table, an acceptor's last link) continues at
+    once, not at the next tick of a poll. :meth:`close` releases the pair.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._reader, self._writer = socket.socketpair()
+        self._reader.setblocking(False)
+        self._writer.setblocking(False)
+
+    def set(self) -> None:
+        super().set()
+        with contextlib.suppress(OSError):
+            self._writer.send(b"\0")
+
+    def fileno(self) -> int:
+        """The socket that becomes readable once the event is set."""
+        return self._reader.fileno()
+
+    def close(self) -> None:
+        for sock in (self._reader, self._writer):
+            sock.close()
+
+
 class HandshakeGate:
     """Runs an accepting end's handshakes concurrently, bounded, and counts the ones that failed.
 
@@ -404,19 +434,46 @@ class HandshakeGate:
         connection (it is then closed and counted); it calls :meth:`keep` on
         a connection it admits, before anyone can see it admitted.
         """
+        if listener.fileno() < 0:  # closed: the owner gave up
+            return
+        with selectors.DefaultSelector() as selector:
+            selector.register(listener, selectors.EVENT_READ)
+            wake = stop.fileno() if isinstance(stop, Wakeup) else -1
+            wakeable = wake >= 0
+            if wakeable:
+                selector.register(wake, selectors.EVENT_READ)
+            listener.setblocking(False)
+            self._accept_until(listener, deadline, handle, stop, selector, wakeable)
+
+    def _accept_until(
+        self,
+        listener: socket.socket,
+        deadline: float,
+        handle: Callable[[socket.socket, str], None],
+        stop: threading.Event,
+        selector: selectors.BaseSelector,
+        wakeable: bool,
+    ) -> None:
+        """:meth:`serve`'s loop: wait for a connection or ``stop`` (polled only if it is no :class:`Wakeup`)."""
         while not stop.is_set():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return
-            listener.settimeout(min(remaining, _POLL_SECONDS))
+            try:
+                selector.select(remaining if wakeable else min(remaining, _POLL_SECONDS))
+            except (OSError, ValueError):  # the listener was closed: the owner gave up
+                return
+            if stop.is_set():
+                return
             try:
                 conn, addr = listener.accept()
-            except TimeoutError:
+            except (BlockingIOError, InterruptedError):
                 continue
             except OSError:
                 if listener.fileno() < 0:  # closed: the owner gave up
                     return
                 continue
+            conn.setblocking(True)
             who = f"a connection from {addr[0]}:{addr[1]}"
             if not self._enter(conn, addr[0]):
                 log.warning("%s closed %s: over the limit of handshakes in flight", self.where, who)
@@ -519,6 +576,20 @@ class HandshakeGate:
         return "".join(f"; {part}" for part in parts)
 
 
+def handshake_limits(expected: int) -> tuple[int, int]:
+    """``(per_address, total)`` handshakes in flight at an end that ``expected`` honest parties dial at once.
+
+    :data:`MAX_HANDSHAKES_PER_ADDRESS` and :data:`MAX_HANDSHAKES`, raised to
+    ``expected`` when more parties than that may dial at the same time (all
+    parties of a run dial in parallel, and several may share one source
+    address: one host, or one NAT), so that no honest dialler is turned away
+    and made to retry. An outsider on one address still holds at most that
+    many handshakes, fewer than the total, so it cannot lock out the others.
+    """
+    per_address = max(MAX_HANDSHAKES_PER_ADDRESS, expected)
+    return per_address, max(MAX_HANDSHAKES, per_address + MAX_HANDSHAKES_PER_ADDRESS)
+
+
 def _plural(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
@@ -570,7 +641,8 @@ class Introducer:
         self.max_rejoins = max_rejoins
         self._sock = listen(host, port)
         self.port = self._sock.getsockname()[1]
-        self.gate = HandshakeGate("the rendezvous")
+        # Every party may register from one address (one host, a NAT) at once: admit that many.
+        self.gate = HandshakeGate("the rendezvous", *handshake_limits(len(self.ranks)))
         #: Refuses registrations that come after the table was sent.
         self._late_gate = HandshakeGate("the rendezvous (after the table was sent)")
         self.error: str | None = None
@@ -581,7 +653,7 @@ class Introducer:
         self._finished = False
         self._table_sent = False
         self._complete = threading.Event()
-        self._wake = threading.Event()  # every party joined, or close()
+        self._wake = Wakeup()  # every party joined, or close(): wakes the accept loop at once
         self._answered = threading.Event()
         self._closed = threading.Event()
         self._deadline = time.monotonic() + timeout
@@ -629,6 +701,7 @@ class Introducer:
             self.gate.stop()
             self._late_gate.stop()
             self._sock.close()
+            self._wake.close()
 
     def _hand_over(self, streams: dict[str, Stream]) -> None:
         """What becomes of the registered parties' connections once the reply is sent: closed here.
@@ -928,8 +1001,10 @@ __all__ = [
     "WAITING_LOG_SECONDS",
     "HandshakeGate",
     "Introducer",
+    "Wakeup",
     "await_table",
     "dial",
+    "handshake_limits",
     "listen",
     "local_address_towards",
     "parse_address",

@@ -252,6 +252,9 @@ class SocketChannel(Channel):
     """
 
     private_payloads = True
+    #: Public settings this party already sent to every peer while the links were set up
+    #: (:func:`protocols.runtime.network.open_links` with ``announce``), else ``None``.
+    announced: dict[str, Any] | None = None
 
     def __init__(
         self,

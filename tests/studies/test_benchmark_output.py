@@ -93,3 +93,27 @@ def test_quick_dropout_benchmark_measures_the_extra_cost_of_tolerance(tmp_path, 
         assert tolerant["provider0"]["rounds"] > plain["provider0"]["rounds"]
         assert tolerant["provider0"]["bytes_sent"] > plain["provider0"]["bytes_sent"]
         assert 2 <= row["threshold"] <= row["M"]
+
+
+@pytest.mark.slow
+def test_setup_benchmark_counts_round_trips_over_the_emulated_wan(tmp_path, monkeypatch):
+    from benchmarks import bench_setup
+
+    monkeypatch.setattr(sys, "argv", ["bench_setup", "--quick", "--out", str(tmp_path)])
+    bench_setup.main()
+    result = json.loads((tmp_path / "setup.json").read_text())
+    assert (tmp_path / "setup.png").exists()
+    (row,) = result["rows"]
+    assert row["M"] == 3 and row["rtt_seconds"] == 0.05
+    assert [run["rtt_seconds"] for run in row["runs"]] == [0.0, 0.05]
+    # The emulated links delay the set-up (3 + 2.5 + 0.5 round trips by the accounting).
+    assert row["setup_round_trips"] > 2.0, row
+    assert result["accounting_round_trips"]["total"] == 6.0
+
+
+def test_setup_benchmark_refuses_zero_worlds(monkeypatch):
+    from benchmarks import bench_setup
+
+    monkeypatch.setattr(sys, "argv", ["bench_setup", "--worlds", "0"])
+    with pytest.raises(SystemExit):
+        bench_setup.main()

@@ -1,0 +1,61 @@
+"""Set-up of a process run over an emulated WAN (protocols.testing.wan): a few round trips at any M.
+
+Every link of a ``launch_local`` run with a ``link_profile`` goes through a
+user-space forwarder that delays each direction by RTT/2. The set-up a
+party reports (``setup.agreed_seconds``: joining the rendezvous, connecting
+every link, agreeing the announcements) must grow by at most
+:data:`SETUP_RTT_BUDGET` + 1 round trips from RTT 0 to RTT 200 ms: the
+rendezvous's 3 (TCP, TLS 1.3, registration and table), the links' 2.5 (TCP,
+TLS 1.3, HELLO; every peer dialled at once) and the announcements' 0.5,
+whatever the number of parties. Dialling the peers one after another costs
+about 2 round trips per peer (14 in all for the six parties here) and fails.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mpc_pca.deploy.local import launch_local
+from protocols.testing.wan import LinkProfile
+
+#: Round trips of set-up with a rendezvous: 3 (rendezvous) + 2.5 (links) + 0.5 (announcements).
+SETUP_RTT_BUDGET = 6.0
+RTT = 0.2
+PROVIDERS = 4
+
+
+def setup_seconds(result: dict) -> float:
+    """Set-up of the party that started last: the fewest seconds from its first dial to agreed settings.
+
+    The others also waited for it at the rendezvous; it waited for nobody to join.
+    """
+    return min(party["setup"]["agreed_seconds"] for party in result["report"].values())
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[float, dict]:
+    rng = np.random.default_rng(28)
+    parts = [rng.standard_normal((40, 10)) + 5.0 * i for i in range(PROVIDERS)]
+    settings = {"n_components": 2}
+    launch_local("pppca-ss", parts, settings, timeout=120, connect_timeout=60)  # starts the fork server
+    return {
+        rtt: launch_local(
+            "pppca-ss", parts, settings, timeout=120, connect_timeout=60, link_profile=LinkProfile(rtt)
+        )
+        for rtt in (0.0, RTT)
+    }
+
+
+def test_setup_takes_a_few_round_trips_whatever_the_number_of_parties(runs: dict[float, dict]) -> None:
+    extra = (setup_seconds(runs[RTT]) - setup_seconds(runs[0.0])) / RTT
+    # At least the rendezvous's and the links' handshakes went through the emulated WAN.
+    assert extra > 4.0, extra
+    assert extra < SETUP_RTT_BUDGET + 1.0, extra
+
+
+def test_the_emulated_wan_changes_no_result(runs: dict[float, dict]) -> None:
+    plain, wan = runs[0.0], runs[RTT]
+    assert np.allclose(np.abs(plain["components"]), np.abs(wan["components"]), rtol=0, atol=1e-9)
+    for name, report in wan["report"].items():
+        assert report["bytes_sent"] == plain["report"][name]["bytes_sent"], name
