@@ -268,6 +268,7 @@ def tables(records: list[Record]) -> list[Table]:
                     "emulator - model s",
                     "relative",
                     "set-up measured (RTT)",
+                    "set-up by the parties' clocks (RTT)",
                 ],
                 [
                     [
@@ -280,13 +281,16 @@ def tables(records: list[Record]) -> list[Table]:
                         f"{c['emulator'] - c['model']:+.3f}",
                         f"{(c['emulator'] - c['model']) / c['emulator']:+.1%}",
                         "-" if c["setup_rtt_measured"] is None else f"{c['setup_rtt_measured']:.1f}",
+                        "-" if c["setup_rtt_reported"] is None else f"{c['setup_rtt_reported']:.1f}",
                     ]
                     for c in checks
                 ],
                 note="model = threads over the model + stated set-up round trips x RTT + the start-up measured at "
                 "RTT 0 (emulator - threads there: process start, certificates, TLS arithmetic; '-' when RTT 0 was "
                 "not run, then model = threads + set-up). Set-up measured: ((emulator - threads) at this RTT - "
-                "start-up) / RTT, the round trips the real run spends beyond the protocol's messages.",
+                "start-up) / RTT, the round trips the real run spends beyond the protocol's messages; by the parties' "
+                "clocks: the fewest setup.agreed_seconds over the parties (first dial to settings agreed), median at "
+                "this RTT minus median at RTT 0, over RTT.",
             )
         )
     return out
@@ -332,9 +336,20 @@ def socket_checks(records: list[Record]) -> list[dict[str, Any]]:
                 "setup_rtt_measured": None
                 if startup is None or r["rtt"] == 0
                 else (emulator - threads - startup) / r["rtt"],
+                "setup_rtt_reported": _reported_setup_rtt(r, zero),
             }
         )
     return out
+
+
+def _reported_setup_rtt(record: Record, zero: Record | None) -> float | None:
+    """Round trips of set-up by the parties' own clocks: (median at this RTT - median at RTT 0) / RTT."""
+    if zero is None or record["rtt"] == 0 or not record.get("emulator_setup_seconds"):
+        return None
+    if not zero.get("emulator_setup_seconds"):
+        return None
+    here, base = np.median(record["emulator_setup_seconds"]), np.median(zero["emulator_setup_seconds"])
+    return float((here - base) / record["rtt"])
 
 
 def _all(verdicts: list[Verdict]) -> bool | None:

@@ -154,7 +154,7 @@ def measure(point: Point) -> dict[str, Any]:
     """Run the point's protocol ``repeats`` times: threads over the link model, and for a sockets point
     also processes over the WAN emulator first in each repeat (same data, same link)."""
     from mpc_pca.deploy.local import run_threads
-    from mpc_pca.studies.network_sockets import run_over_emulator
+    from mpc_pca.studies.network_sockets import run_over_emulator, setup_seconds
     from protocols.runtime import single_threaded_blas
 
     name, extra = PROTOCOLS[point["protocol"]]
@@ -170,17 +170,24 @@ def measure(point: Point) -> dict[str, Any]:
         run_over_emulator(warm_name, data(60, 6), warm_settings, LinkProfile(0.0))
     seconds: list[float] = []
     emulator_seconds: list[float] = []
+    emulator_setup: list[float] = []
     result: dict[str, Any] = {}
     for _ in range(point["repeats"]):
         with single_threaded_blas():  # one BLAS thread per party thread, as in issue 28's measurements
             if sockets:
-                emulator_seconds.append(run_over_emulator(name, parts, settings, profile)[0])
+                wall, over_sockets = run_over_emulator(name, parts, settings, profile)
+                emulator_seconds.append(wall)
+                emulator_setup.append(setup_seconds(over_sockets["report"]))
             wall, result = _timed(run_threads, name, parts, settings, profile)
             seconds.append(wall)
     t = traffic(result["report"])
     return {
         "seconds": seconds,
-        **({"emulator_seconds": emulator_seconds} if sockets else {}),
+        **(
+            {"emulator_seconds": emulator_seconds, "emulator_setup_seconds": emulator_setup}
+            if sockets
+            else {}
+        ),
         "setup_seconds": point["setup_rtt"] * point["rtt"],
         "message_depth": result["links"]["message_depth"],
         "rounds": t.rounds,

@@ -42,4 +42,13 @@ def run_over_emulator(
     return time.perf_counter() - start, result
 
 
-__all__ = ["run_over_emulator"]
+def setup_seconds(report: dict[str, Any]) -> float:
+    """A process run's set-up from its parties' reports: the fewest ``setup.agreed_seconds`` over the parties.
+
+    That is the party that started last (it waited for nobody at the
+    rendezvous): from its first dial to every link up and the settings agreed.
+    """
+    return min(float(r["setup"]["agreed_seconds"]) for r in report.values())
+
+
+__all__ = ["run_over_emulator", "setup_seconds"]

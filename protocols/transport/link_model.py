@@ -47,15 +47,13 @@ from protocols.errors import InputValidationError
 from protocols.transport.base import Channel
 from protocols.transport.wire import encode_message, encode_message_parts
 
-#: Round trips of connection set-up beyond the protocol's own messages, for 3 providers, a
-#: server and a consumer over TLS (threads dial nothing, so a caller adds it): rendezvous
-#: registration, each party dialling its peers (TCP 1 RTT + TLS 1.3 1 RTT + HELLO per link),
-#: then the settings' agreement. Measured by ``mpc-pca study network``'s socket check through
-#: the user-space WAN emulator (``protocols.testing.wan``) at RTT 100 ms: 8.7 RTT for
-#: ``pppca-ss`` and 7.2 for ``pppca-he`` (one run of 2 repeats each, 600 x 10 rows, on 2 shared
-#: cores at load 14 to 17); issue 28 measured 13.6 RTT with network namespaces and an older
-#: mesh. An estimate: it changes with the number of parties and with how the mesh dials.
-SETUP_ROUND_TRIPS = 8.0
+#: Round trips of connection set-up beyond the protocol's own messages, for any number of
+#: parties over TLS (threads dial nothing, so a caller adds it): 3 for the rendezvous (TCP,
+#: TLS 1.3, registration and table), 2.5 for the links (every peer dialled at once: TCP,
+#: TLS 1.3, HELLO), 0.5 for the announcements, by the set-up's accounting in
+#: ``benchmarks.bench_setup`` (which measures it over the user-space WAN emulator). An
+#: estimate: ``mpc-pca study network``'s socket check measures it again.
+SETUP_ROUND_TRIPS = 6.0
 
 
 @dataclass(frozen=True)

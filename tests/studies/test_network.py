@@ -150,7 +150,8 @@ def test_extrapolated_protocols_get_the_model_at_every_measured_network():
 
 def _sockets(protocol: str, rtt: float, emulator: float, threads: float, setup_rtt: float = 0.0) -> dict:
     return {"kind": "sockets", "protocol": protocol, "rtt": rtt, "bandwidth": 100e6,
-            "emulator_seconds": [emulator] * 3, "seconds": [threads] * 3, "setup_seconds": setup_rtt * rtt}  # fmt: skip
+            "emulator_seconds": [emulator] * 3, "seconds": [threads] * 3, "setup_seconds": setup_rtt * rtt,
+            "emulator_setup_seconds": [0.3 + 5 * rtt] * 3}  # fmt: skip
 
 
 def test_socket_check_subtracts_start_up_and_measures_set_up():
@@ -159,6 +160,7 @@ def test_socket_check_subtracts_start_up_and_measures_set_up():
     zero, hundred = network_report.socket_checks(records)
     assert zero["startup"] == pytest.approx(2.0) and zero["verdict"] is None
     assert hundred["setup_rtt_measured"] == pytest.approx(10.0)
+    assert hundred["setup_rtt_reported"] == pytest.approx(5.0)  # the parties' own set-up clocks
     assert hundred["model"] == pytest.approx(4.0) and hundred["verdict"].holds is True
     wrong = [_sockets("ss-shares", 0.0, 2.5, 0.5), _sockets("ss-shares", 0.1, 8.0, 1.0, setup_rtt=10.0)]
     assert _claim(wrong, "the in-process model").reproduced is False
