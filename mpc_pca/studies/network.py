@@ -37,7 +37,7 @@ STUDY = Study(
         "3 providers + server (+ consumer; capePCA: aggregator + noise generator; DPDPCA: proxy + user) as threads; "
         "every message delayed by RTT/2 and serialised at its sender's uplink (protocols.transport.link_model). "
         "Full size: 30,000 rows x d = 100 (correlated Gaussian, seed 28, rows scaled to norm <= 1), k = 5, 2 "
-        "repeats; DPDPCA at d = 20 (--option dpdpca_d), measured with no network and extrapolated. Quick: 600 x "
+        "repeats per point (3 for each protocol's compute, the decomposition's base); DPDPCA at d = 20 (--option dpdpca_d), measured with no network and extrapolated. Quick: 600 x "
         "10, RTT 0 and 100 ms, 100 Mbit/s, three protocols (shares, HE, components), 1 repeat. One BLAS thread per "
         "party. Set-up is added as stated round trips (6, the set-up's accounting: rendezvous 3, links 2.5, "
         "announcements 0.5; issue 28 measured 13.6 with the mesh of then); the socket check measures it. Socket check: every party a process over TLS with "

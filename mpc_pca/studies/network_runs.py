@@ -105,7 +105,7 @@ def points(quick: bool, options: dict[str, str]) -> list[Point]:
                 "d": pd,
                 "rtt": 0.0,
                 "bandwidth": None,
-                "repeats": 1 if p in EXTRAPOLATED else repeats,
+                "repeats": 1 if p in EXTRAPOLATED else max(repeats, 1 if quick else 3),
             }
         )
     for bw in bandwidths:
