@@ -26,7 +26,7 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -37,9 +37,7 @@ from mpc_pca.deploy.spec import ArraySource, PartySpec, Rows
 from mpc_pca.deployment import Deployment
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.runtime.parties import host_introducer, local_links
-
-if TYPE_CHECKING:
-    from protocols.testing.wan import LinkProfile
+from protocols.transport.link_model import LinkProfile, ModelledLinks
 
 #: What the fork server imports once for every party of a run that is not over gloo:
 #: a party forked from it starts without re-importing numpy, the deploy floor, the
@@ -166,11 +164,17 @@ def run_threads(
     timeout: float = 120.0,
     feature_names: Sequence[str] | None = None,
     deployment: Deployment | None = None,
+    link_profile: LinkProfile | None = None,
 ) -> dict[str, Any]:
     """Every party of a run as a thread of this process, through the protocol's Deployment.
 
     Returns ``protocol``, the result party's JSON fields and ``report`` (every
     party's traffic): the JSON :func:`launch_local` returns for the same run.
+    With ``link_profile``, every message between the threads takes the time
+    a link of that RTT and uplink bandwidth would give it
+    (:mod:`protocols.transport.link_model`; connection set-up is not modelled),
+    and the result also has ``links``: the messages delivered and the run's
+    message depth (the longest causal chain of messages).
     """
     from mpc_pca.registry import entry
     from protocols.runtime import run_inprocess
@@ -183,14 +187,18 @@ def run_threads(
         name: deployment.role(name, config, data.get(name), deployment.generator(name, layout, noise_seed))
         for name in layout
     }
-    run = run_inprocess(roles, timeout=timeout)
+    links = None if link_profile is None else ModelledLinks(link_profile)
+    run = run_inprocess(roles, timeout=timeout, wrap_channel=None if links is None else links.wrap)
     winner = deployment.result_party(layout)
     names = None if feature_names is None else tuple(str(n) for n in feature_names)
-    return {
+    result = {
         "protocol": protocol,
         **with_feature_names(deployment.result(winner, config, run.outputs[winner]), names),
         "report": run.report_dict(),
     }
+    if links is not None:
+        result["links"] = {"delivered": links.delivered, "message_depth": links.depth}
+    return result
 
 
 def party_process(spec: PartySpec, verbosity: int = 0, deployment: Deployment | None = None) -> int:

@@ -14,6 +14,11 @@ verdicts
     Three-valued verdicts from repeated measurements (sign test, trend, bootstrap CI).
 backends, table3, lossless, dp_utility, icassp2016_svm, dsc2018, capeagn, dp_noise, scaling
     The studies (``lossless_data``: the lossless study's offline data sets).
+network
+    Every protocol over an in-process link model vs RTT and bandwidth, checked against real sockets
+    (``network_runs``: points and measurement; ``network_report``: tables, plot, claims;
+    ``network_model``: the time decomposition and crossovers; ``network_sockets``: processes over
+    the WAN emulator).
 """
 
 from mpc_pca.studies.framework import Claim, Study, Table, run_study

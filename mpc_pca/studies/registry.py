@@ -30,6 +30,7 @@ def study_table() -> dict[str, str]:
         "scaling": "mpc_pca.studies.scaling:STUDY",
         "jstsp-capeagn": "mpc_pca.studies.capeagn:STUDY",
         "dp-noise": "mpc_pca.studies.dp_noise:STUDY",
+        "network": "mpc_pca.studies.network:STUDY",
     }
 
 

@@ -52,16 +52,15 @@ b'ping'
 from __future__ import annotations
 
 import contextlib
-import math
 import socket
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
 from protocols.errors import InputValidationError
+from protocols.transport.link_model import LinkProfile
 from protocols.transport.rendezvous import Introducer
 
 #: Largest chunk a forwarder reads (and delays) at once, in bytes.
@@ -70,52 +69,7 @@ CHUNK_BYTES = 64 << 10
 QUEUE_BYTES = 4 << 20
 
 
-@dataclass(frozen=True)
-class LinkProfile:
-    """A wide-area link: round-trip time and (optionally) bandwidth per direction.
-
-    Attributes
-    ----------
-    rtt_seconds : float
-        Round-trip time in seconds (each direction gets half of it); 0 or more, finite.
-    bandwidth_bits_per_second : float or None
-        Rate at which each direction of a forwarder serialises bytes, shared
-        by its connections; ``None``: unlimited.
-
-    Raises
-    ------
-    InputValidationError
-        Naming the value: a negative, infinite or non-numeric RTT, a
-        bandwidth that is not a positive finite number.
-    """
-
-    rtt_seconds: float
-    bandwidth_bits_per_second: float | None = None
-
-    def __post_init__(self) -> None:
-        rtt = self.rtt_seconds
-        if isinstance(rtt, bool) or not isinstance(rtt, (int, float)) or not 0 <= rtt < math.inf:
-            raise InputValidationError(
-                f"rtt_seconds={rtt!r} is invalid; it must be a finite number of seconds, 0 or more"
-            )
-        rate = self.bandwidth_bits_per_second
-        if rate is not None and (
-            isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate < math.inf
-        ):
-            raise InputValidationError(
-                f"bandwidth_bits_per_second={rate!r} is invalid; it must be a positive, finite number of "
-                "bits per second, or None (unlimited)"
-            )
-
-    @property
-    def one_way_seconds(self) -> float:
-        """The delay of each direction: half the round trip."""
-        return self.rtt_seconds / 2
-
-    def serialisation_seconds(self, nbytes: int) -> float:
-        """Seconds the link takes to put ``nbytes`` on the wire (0 without a bandwidth)."""
-        rate = self.bandwidth_bits_per_second
-        return 0.0 if rate is None else 8 * nbytes / rate
+# LinkProfile is defined once, beside the in-process model of the same links (protocols.transport.link_model).
 
 
 class _Pacer:

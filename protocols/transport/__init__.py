@@ -6,6 +6,9 @@ base
     The :class:`Channel` abstraction and its traffic meter.
 inprocess
     Parties as threads, links as queues of bytes.
+link_model
+    A network model for in-process runs: each message delayed by RTT/2 and
+    paced at its sender's uplink bandwidth (:class:`~protocols.transport.link_model.LinkProfile`).
 wire
     The typed, non-executable binary message format.
 tls, certs, enrolment

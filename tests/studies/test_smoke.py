@@ -28,6 +28,7 @@ CHEAPEST = {
     "scaling": "d/n=20000/d=10/M=4",
     "jstsp-capeagn": "mog/epsilon=8",
     "dp-noise": "synthetic/epsilon=5",
+    "network": "model/ss-shares/rtt=0ms/bw=100Mbit",
 }
 
 

@@ -1,0 +1,468 @@
+"""The network study's report: modelled times, the decomposition, the SS/HE crossover, the socket check, claims.
+
+Verdicts are bootstrap confidence intervals at alpha = 0.05 one-sided
+(:mod:`mpc_pca.studies.verdicts`); each claim states its margin.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mpc_pca.studies.framework import Claim, Record, Table
+from mpc_pca.studies.network_model import Decomposition, crossover, decompose, line_crossover
+from mpc_pca.studies.network_runs import (
+    COLORS,
+    EXTRAPOLATED,
+    LABELS,
+    MODEL_MARGIN,
+    PROTOCOLS,
+    ROUND_BOUND_SHARE,
+)
+from mpc_pca.studies.plotting import legend_outside, pyplot, save
+from mpc_pca.studies.verdicts import ALPHA, Verdict, bootstrap_ci, equivalent, ratio_above
+
+# -- reading the records --------------------------------------------------------------------------------------
+
+
+def _compute(records: list[Record]) -> dict[str, Record]:
+    return {r["protocol"]: r for r in records if r["kind"] == "compute"}
+
+
+def modelled_seconds(record: Record) -> list[float]:
+    """A model point's wall seconds over the link model plus its set-up (the time a run would take)."""
+    return [s + record["setup_seconds"] for s in record["seconds"]]
+
+
+def decomposition(compute: Record, rtt: float, bandwidth: float | None) -> Decomposition:
+    """The model's terms at ``(rtt, bandwidth)`` for the protocol whose compute point is ``compute``."""
+    return decompose(
+        float(np.median(compute["seconds"])),
+        compute["message_depth"],
+        compute["max_bytes_sent"],
+        rtt,
+        bandwidth,
+        compute["setup_rtt"],
+    )
+
+
+def predicted(compute: Record, rtt: float, bandwidth: float | None) -> float:
+    """The decomposition's time at ``(rtt, bandwidth)`` of the protocol whose compute point is ``compute``."""
+    return decomposition(compute, rtt, bandwidth).total
+
+
+def model_grid(records: list[Record]) -> dict[tuple[str, float, float], list[float]]:
+    """(protocol, rtt, bandwidth) -> modelled seconds: measured, or for :data:`EXTRAPOLATED`, predicted."""
+    out = {
+        (r["protocol"], r["rtt"], r["bandwidth"]): modelled_seconds(r)
+        for r in records
+        if r["kind"] == "model"
+    }
+    computes = _compute(records)
+    networks = {(r["rtt"], r["bandwidth"]) for r in records if r["kind"] == "model"}
+    for p, c in computes.items():
+        if p not in EXTRAPOLATED:
+            continue
+        for rtt, bw in networks:
+            out.setdefault((p, rtt, bw), [predicted(c, rtt, bw)])
+    return out
+
+
+def _measured(records: list[Record], protocol: str, rtt: float, bw: float) -> bool:
+    return any(
+        r["kind"] == "model" and (r["protocol"], r["rtt"], r["bandwidth"]) == (protocol, rtt, bw)
+        for r in records
+    )
+
+
+def crossovers(
+    records: list[Record], a: str = "ss-shares", b: str = "he"
+) -> dict[float, tuple[float | None, float | None]]:
+    """Per bandwidth: the RTT (s) where ``a`` and ``b`` cross within the measured RTTs, and where their lines meet."""
+    grid = model_grid(records)
+    out: dict[float, tuple[float | None, float | None]] = {}
+    for bw in sorted({k[2] for k in grid}):
+        rtts = sorted(k[1] for k in grid if k[0] == a and k[2] == bw and (b, k[1], bw) in grid)
+        if len(rtts) < 2:
+            continue
+        ta = [float(np.median(grid[(a, r, bw)])) for r in rtts]
+        tb = [float(np.median(grid[(b, r, bw)])) for r in rtts]
+        out[bw] = (crossover(rtts, ta, tb), line_crossover(rtts, ta, tb))
+    return out
+
+
+# -- report -----------------------------------------------------------------------------------------------------
+
+
+def plot(records: list[Record], out: Path, suffix: str) -> list[Path]:
+    """Modelled time vs RTT per protocol, one panel per bandwidth, the SS/HE crossover marked."""
+    plt = pyplot()
+    grid = model_grid(records)
+    bws = sorted({k[2] for k in grid})
+    if not bws:
+        return []
+    cross = crossovers(records)
+    fig, axes = plt.subplots(1, len(bws), figsize=(5.2 * len(bws), 4.6), sharey=True, squeeze=False)
+    for ax, bw in zip(axes[0], bws, strict=True):
+        for p in PROTOCOLS:
+            rtts = sorted(k[1] for k in grid if k[0] == p and k[2] == bw)
+            if not rtts:
+                continue
+            ys = [float(np.median(grid[(p, r, bw)])) for r in rtts]
+            measured = all(_measured(records, p, r, bw) for r in rtts)
+            ax.plot(
+                [r * 1e3 for r in rtts],
+                ys,
+                marker="o" if measured else "x",
+                color=COLORS[p],
+                linestyle="-" if measured else "--",
+                label=LABELS[p] + ("" if measured else f" (d = {_compute(records)[p]['d']}, extrapolated)"),
+            )
+        inside, line = cross.get(bw, (None, None))
+        if inside is not None:
+            ax.axvline(inside * 1e3, color="black", linestyle=":", label="SS shares = HE (crossover)")
+        ax.set_yscale("log")
+        ax.set_xlabel("round-trip time (ms)")
+        ax.set_title(
+            f"uplink {bw / 1e6:g} Mbit/s"
+            + (
+                ""
+                if inside is not None
+                else f"\nSS/HE: no crossover measured{'' if line is None else f'; lines meet at {line * 1e3:.0f} ms'}"
+            )
+        )
+        ax.grid(alpha=0.3, which="both")
+    axes[0][0].set_ylabel("wall seconds incl. set-up (median)")
+    n, d = records[0]["n"], records[0]["d"]
+    fig.suptitle(
+        f"Every protocol over modelled links: {n:,} rows x d = {d}, 3 providers + server "
+        f"(+ consumer), set-up {records[0]['setup_rtt']:g} RTT"
+    )
+    legend_outside(fig, list(axes[0]), ncol=2)
+    return [save(fig, Path(out) / f"network{suffix}.png")]
+
+
+#: The secret-sharing protocols set against PPPCA-HE in the crossover table.
+SS_VARIANTS = ("ss-shares", "ss-masks", "ss-components", "ss-spectrum")
+
+
+def _terms(parts: Decomposition) -> list[str]:
+    return [f"{x:.3f}" for x in (parts.compute, parts.latency, parts.transmission, parts.setup, parts.total)]
+
+
+def _traffic_cells(record: Record) -> list[str]:
+    return [
+        str(record["provider_rounds"]),
+        str(record["message_depth"]),
+        f"{record['provider_bytes_sent']:,}",
+    ]
+
+
+def tables(records: list[Record]) -> list[Table]:
+    """Every point: measured time, rounds, bytes and the decomposition; the socket check; the crossovers."""
+    computes = _compute(records)
+    rows = []
+    for r in sorted(
+        (r for r in records if r["kind"] == "model"), key=lambda r: (r["protocol"], r["bandwidth"], r["rtt"])
+    ):
+        c = computes.get(r["protocol"])
+        measured = float(np.median(modelled_seconds(r)))
+        parts = None if c is None else decomposition(c, r["rtt"], r["bandwidth"])
+        cells = ["-"] * 6 if parts is None else [*_terms(parts), f"{measured / parts.total:.2f}"]
+        rows.append(
+            [
+                LABELS[r["protocol"]],
+                f"{r['rtt'] * 1e3:g}",
+                f"{r['bandwidth'] / 1e6:g}",
+                f"{measured:.3f}",
+                str(len(r["seconds"])),
+                *_traffic_cells(r),
+                *cells,
+            ]
+        )
+    networks = sorted({(r["bandwidth"], r["rtt"]) for r in records if r["kind"] == "model"})
+    for p, c in computes.items():
+        if p not in EXTRAPOLATED:
+            continue
+        for bw, rtt in networks:
+            if not _measured(records, p, rtt, bw):
+                rows.append(
+                    [
+                        f"{LABELS[p]} (d = {c['d']}, extrapolated)",
+                        f"{rtt * 1e3:g}",
+                        f"{bw / 1e6:g}",
+                        "-",
+                        "0",
+                        *_traffic_cells(c),
+                        *_terms(decomposition(c, rtt, bw)),
+                        "-",
+                    ]
+                )
+    out = [
+        Table(
+            "Every protocol over modelled links (median wall s incl. set-up) beside the decomposition compute + "
+            "depth x RTT/2 + bytes x 8 / bandwidth + set-up",
+            [
+                "protocol",
+                "RTT ms",
+                "Mbit/s",
+                "measured s",
+                "repeats",
+                "rounds / provider",
+                "message depth",
+                "bytes / provider",
+                "compute s",
+                "depth x RTT/2",
+                "bytes / bw",
+                "set-up",
+                "model s",
+                "measured / model",
+            ],
+            rows,
+            note="compute: the protocol's wall time with no network (RTT 0, unlimited bandwidth); rounds and bytes: "
+            "the busiest party's; message depth: the longest chain of messages, each sent after the previous one arrived (one-way delays on the critical path); set-up: stated round trips x RTT (threads open no connections). Extrapolated rows "
+            "were not run over the model: their time is the decomposition's.",
+        )
+    ]
+    cross_rows = [
+        [
+            LABELS[variant],
+            f"{bw / 1e6:g}",
+            "none" if a is None else f"{a * 1e3:.1f} ms",
+            "never (x >= 0)" if b is None else f"{b * 1e3:.0f} ms",
+        ]
+        for variant in SS_VARIANTS
+        for bw, (a, b) in sorted(crossovers(records, variant, "he").items())
+    ]
+    if cross_rows:
+        out.append(
+            Table(
+                "Where each secret-sharing variant and PPPCA-HE cross as the RTT grows",
+                [
+                    "secret sharing",
+                    "Mbit/s",
+                    "crossover within the measured RTTs",
+                    "least-squares lines meet at",
+                ],
+                cross_rows,
+                note="Computed from the medians above by linear interpolation between measured RTTs, and by the "
+                "intersection of each protocol's least-squares line of time against RTT (beyond the measured range "
+                "an extrapolation). The claim and the plot use PPPCA-SS with additive shares.",
+            )
+        )
+    checks = socket_checks(records)
+    if checks:
+        out.append(
+            Table(
+                "The link model against real sockets: processes over the user-space WAN emulator beside threads "
+                "over the model at the same link (100 Mbit/s)",
+                [
+                    "protocol",
+                    "RTT ms",
+                    "emulator s",
+                    "threads s",
+                    "start-up s (RTT 0)",
+                    "model s",
+                    "emulator - model s",
+                    "relative",
+                    "set-up measured (RTT)",
+                    "set-up by the parties' clocks (RTT)",
+                ],
+                [
+                    [
+                        LABELS[c["protocol"]],
+                        f"{c['rtt'] * 1e3:g}",
+                        f"{c['emulator']:.3f}",
+                        f"{c['threads']:.3f}",
+                        "-" if c["startup"] is None else f"{c['startup']:.3f}",
+                        f"{c['model']:.3f}",
+                        f"{c['emulator'] - c['model']:+.3f}",
+                        f"{(c['emulator'] - c['model']) / c['emulator']:+.1%}",
+                        "-" if c["setup_rtt_measured"] is None else f"{c['setup_rtt_measured']:.1f}",
+                        "-" if c["setup_rtt_reported"] is None else f"{c['setup_rtt_reported']:.1f}",
+                    ]
+                    for c in checks
+                ],
+                note="model = threads over the model + stated set-up round trips x RTT + the start-up measured at "
+                "RTT 0 (emulator - threads there: process start, certificates, TLS arithmetic; '-' when RTT 0 was "
+                "not run, then model = threads + set-up). Set-up measured: ((emulator - threads) at this RTT - "
+                "start-up) / RTT, the round trips the real run spends beyond the protocol's messages; by the parties' "
+                "clocks: the fewest setup.agreed_seconds over the parties (first dial to settings agreed), median at "
+                "this RTT minus median at RTT 0, over RTT.",
+            )
+        )
+    return out
+
+
+def socket_checks(records: list[Record]) -> list[dict[str, Any]]:
+    """Every sockets point: emulator and thread medians, the model's time, and the set-up it implies.
+
+    The model of a process run is the threads' time over the link model plus
+    the stated set-up round trips x RTT plus the start-up measured at RTT 0
+    for the same protocol (emulator - threads there); the verdict compares
+    the emulator's repeats with it (margin :data:`MODEL_MARGIN`), at RTT > 0
+    when RTT 0 was measured.
+    """
+    points = [r for r in records if r["kind"] == "sockets"]
+    base = {r["protocol"]: r for r in points if r["rtt"] == 0}
+    out = []
+    for r in sorted(points, key=lambda r: (r["protocol"], r["rtt"])):
+        emulator, threads = float(np.median(r["emulator_seconds"])), float(np.median(r["seconds"]))
+        zero = base.get(r["protocol"])
+        startup = (
+            None if zero is None else float(np.median(zero["emulator_seconds"]) - np.median(zero["seconds"]))
+        )
+        extra = r["setup_seconds"] + (startup or 0.0)
+        model = threads + extra
+        verdict = None
+        if startup is not None and r["rtt"] > 0:
+            verdict = equivalent(
+                r["emulator_seconds"],
+                [s + extra for s in r["seconds"]],
+                margin=MODEL_MARGIN / (1 + MODEL_MARGIN),
+                seed=28,
+            )
+        out.append(
+            {
+                "protocol": r["protocol"],
+                "rtt": r["rtt"],
+                "emulator": emulator,
+                "threads": threads,
+                "startup": startup,
+                "model": model,
+                "verdict": verdict,
+                "setup_rtt_measured": None
+                if startup is None or r["rtt"] == 0
+                else (emulator - threads - startup) / r["rtt"],
+                "setup_rtt_reported": _reported_setup_rtt(r, zero),
+            }
+        )
+    return out
+
+
+def _reported_setup_rtt(record: Record, zero: Record | None) -> float | None:
+    """Round trips of set-up by the parties' own clocks: (median at this RTT - median at RTT 0) / RTT."""
+    if zero is None or record["rtt"] == 0 or not record.get("emulator_setup_seconds"):
+        return None
+    if not zero.get("emulator_setup_seconds"):
+        return None
+    here, base = np.median(record["emulator_setup_seconds"]), np.median(zero["emulator_setup_seconds"])
+    return float((here - base) / record["rtt"])
+
+
+def _all(verdicts: list[Verdict]) -> bool | None:
+    if not verdicts:
+        return None
+    if any(v.holds is False for v in verdicts):
+        return False
+    return True if all(v.holds for v in verdicts) else None
+
+
+def _difference(a: Any, b: Any) -> float:
+    return float(np.mean(a) - np.mean(b))
+
+
+def claims(records: list[Record]) -> list[Claim]:
+    """Round-bound components mode, SS vs HE at every network, and the decomposition's accuracy."""
+    src = "issue 28"
+    out: list[Claim] = []
+    by = {(r["protocol"], r["rtt"], r["bandwidth"]): r for r in records if r["kind"] == "model"}
+    comp, cov = by.get(("ss-components", 0.1, 100e6)), by.get(("ss-shares", 0.1, 100e6))
+    text = (
+        f"hiding the covariance is round-bound: at RTT 100 ms and 100 Mbit/s, reveal='components' takes longer "
+        f"than covariance mode by more than {ROUND_BOUND_SHARE} x its rounds per provider x RTT/2"
+    )
+    if comp is None or cov is None:
+        out.append(Claim(src, text, None, "needs both at RTT 100 ms, 100 Mbit/s"))
+    else:
+        threshold = ROUND_BOUND_SHARE * comp["provider_rounds"] * 0.1 / 2
+        est, lo, hi = bootstrap_ci(
+            [np.asarray(comp["seconds"]), np.asarray(cov["seconds"])],
+            _difference,
+            level=1 - 2 * ALPHA,
+            seed=28,
+        )
+        holds = True if lo > threshold else (False if hi < threshold else None)
+        out.append(
+            Claim(
+                src,
+                text,
+                holds,
+                f"difference of means {est:.2f} s, {100 * (1 - 2 * ALPHA):g}% bootstrap "
+                f"CI [{lo:.2f}, {hi:.2f}] against {threshold:.2f} s ({comp['provider_rounds']} rounds per provider)",
+            )
+        )
+    per = {
+        k[1:]: ratio_above(by[("he", *k[1:])]["seconds"], r["seconds"], threshold=1.0, seed=28)
+        for k, r in by.items()
+        if k[0] == "ss-shares" and ("he", *k[1:]) in by
+    }
+    cross = crossovers(records)
+    where = "; ".join(
+        f"{bw / 1e6:g} Mbit/s: {'no crossover' if a is None else f'cross at {a * 1e3:.1f} ms'}"
+        f"{'' if b is None else f', lines meet at {b * 1e3:.0f} ms'}"
+        for bw, (a, b) in sorted(cross.items())
+    )
+    out.append(
+        Claim(
+            src,
+            "secret sharing (PPPCA-SS, shares) beats Paillier (PPPCA-HE, CLI defaults) at every "
+            "measured RTT <= 100 ms and bandwidth >= 10 Mbit/s",
+            _all(list(per.values())),
+            f"{where}. HE/SS per network: "
+            + "; ".join(
+                f"RTT {rtt * 1e3:g} ms, {bw / 1e6:g} Mbit/s: {v.evidence}"
+                for (rtt, bw), v in sorted(per.items())
+            )
+            if per
+            else "needs SS and HE at the same networks",
+        )
+    )
+    computes = _compute(records)
+    checks: dict[tuple[str, float, float], Verdict] = {}
+    ratios: dict[tuple[str, float, float], float] = {}
+    for (p, rtt, bw), r in by.items():
+        if p in computes and rtt > 0:
+            model = predicted(computes[p], rtt, bw)
+            ratios[(p, rtt, bw)] = float(np.median(modelled_seconds(r))) / model
+            checks[(p, rtt, bw)] = equivalent(
+                modelled_seconds(r),
+                [model] * len(r["seconds"]),
+                margin=MODEL_MARGIN / (1 + MODEL_MARGIN),
+                seed=28,
+            )
+    worst = max(ratios, key=lambda k: abs(np.log(ratios[k])), default=None)
+    out.append(
+        Claim(
+            "this study",
+            f"the decomposition compute + message depth x RTT/2 + bytes/bandwidth + set-up predicts every "
+            f"measured time at RTT > 0 within {MODEL_MARGIN:.0%} (what the extrapolated rows rest on)",
+            _all(list(checks.values())),
+            "no point at RTT > 0"
+            if worst is None
+            else f"{len(checks)} points; {sum(v.holds is True for v in checks.values())} within, "
+            f"{sum(v.holds is False for v in checks.values())} outside; furthest: {LABELS[worst[0]]} at RTT "
+            f"{worst[1] * 1e3:g} ms, {worst[2] / 1e6:g} Mbit/s, measured / model {ratios[worst]:.2f}: "
+            f"{checks[worst].evidence}",
+        )
+    )
+    socket_rows = socket_checks(records)
+    if socket_rows:
+        judged = [(c, c["verdict"]) for c in socket_rows if c["verdict"] is not None]
+        out.append(
+            Claim(
+                "this study",
+                f"the in-process model (threads + set-up round trips + the start-up measured at RTT 0) is within "
+                f"{MODEL_MARGIN:.0%} of processes over the user-space WAN emulator at every RTT > 0",
+                _all([v for _, v in judged]),
+                "; ".join(
+                    f"{c['protocol']} RTT {c['rtt'] * 1e3:g} ms: emulator {c['emulator']:.2f} s, model "
+                    f"{c['model']:.2f} s: {v.evidence}"
+                    for c, v in judged
+                )
+                or "needs the emulator at RTT 0 and at an RTT > 0 for one protocol",
+            )
+        )
+    return out
