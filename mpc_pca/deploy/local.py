@@ -88,7 +88,7 @@ def host_rendezvous(
 
     Without ``insecure``, writes throw-away credentials for every party under ``workdir / "tls"``.
     With ``link_profile`` (not over gloo), the port returned is that of a
-    :class:`~protocols.testing.wan.DelayForwarder` in front of the rendezvous,
+    :class:`~protocols.transport.wan_emulator.DelayForwarder` in front of the rendezvous,
     which puts one in front of every party's listener too; the object kept
     alive is then ``(introducer, forwarder)``: close both with :func:`close_rendezvous`.
     """
@@ -106,7 +106,7 @@ def host_rendezvous(
     )
     if link_profile is None:
         return introducer, introducer.port
-    from protocols.testing.wan import DelayForwarder
+    from protocols.transport.wan_emulator import DelayForwarder
 
     forwarder = DelayForwarder(("127.0.0.1", introducer.port), link_profile)
     return (introducer, forwarder), forwarder.address[1]
@@ -242,9 +242,9 @@ def launch_local(
     The result has the result party's JSON fields (as :func:`run_threads`) and
     ``report`` with every party's traffic.
 
-    With ``link_profile`` (:class:`protocols.testing.wan.LinkProfile`), every
+    With ``link_profile`` (:class:`protocols.transport.wan_emulator.LinkProfile`), every
     TCP connection of the run (party to party, party to rendezvous) goes
-    through a user-space :class:`~protocols.testing.wan.DelayForwarder` in
+    through a user-space :class:`~protocols.transport.wan_emulator.DelayForwarder` in
     this process, in front of the accepting end: each link has the profile's
     round-trip time and bandwidth (a WAN emulated where the kernel has no
     ``netem``). Not over gloo (its traffic would bypass the forwarders).

@@ -41,7 +41,7 @@ STUDY = Study(
         "10, RTT 0 and 100 ms, 100 Mbit/s, three protocols (shares, HE, components), 1 repeat. One BLAS thread per "
         "party. Set-up is added as stated round trips (6, the set-up's accounting: rendezvous 3, links 2.5, "
         "announcements 0.5; issue 28 measured 13.6 with the mesh of then); the socket check measures it. Socket check: every party a process over TLS with "
-        "every link through the user-space WAN emulator (protocols.testing.wan), PPPCA-SS and PPPCA-HE at 100 "
+        "every link through the user-space WAN emulator (protocols.transport.wan_emulator), PPPCA-SS and PPPCA-HE at 100 "
         "Mbit/s and each RTT (quick: SS at 100 ms only), beside threads over the model at the same link. "
         "Verdicts: bootstrap CIs at alpha 0.05 one-sided (HE/SS ratio above 1 at each network; components' "
         "excess over covariance; model/measured ratio inside the margin). Timings on a shared machine move with "

@@ -22,12 +22,6 @@ of :mod:`protocols` never imports it):
     party names and counts, uneven row splits, backends.
 :mod:`protocols.testing.plugin`
     A pytest plugin with a ``check_secure_sum_backend`` fixture.
-:class:`~protocols.testing.wan.LinkProfile`, :class:`~protocols.testing.wan.DelayForwarder`
-    A WAN emulated in user space where the kernel has no ``netem``: a TCP
-    forwarder that delays each direction by RTT/2 and paces it at a
-    bandwidth; :class:`~protocols.testing.wan.ForwardingIntroducer` puts one
-    in front of every party of a local run (:mod:`protocols.testing.wan`;
-    imported from there, it needs no ``hypothesis`` itself).
 
 Examples
 --------

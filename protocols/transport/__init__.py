@@ -9,6 +9,12 @@ inprocess
 link_model
     A network model for in-process runs: each message delayed by RTT/2 and
     paced at its sender's uplink bandwidth (:class:`~protocols.transport.link_model.LinkProfile`).
+wan_emulator
+    A WAN emulated in user space where the kernel has no ``netem``: TCP
+    forwarders that delay each direction by RTT/2 and pace it at a bandwidth
+    (:class:`~protocols.transport.wan_emulator.DelayForwarder`), one in front
+    of every party of a local run
+    (:class:`~protocols.transport.wan_emulator.ForwardingIntroducer`).
 wire
     The typed, non-executable binary message format.
 tls, certs, enrolment
