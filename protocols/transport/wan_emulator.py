@@ -175,6 +175,9 @@ class _Direction:
                     with contextlib.suppress(OSError):
                         self._sink.shutdown(socket.SHUT_WR)
                     return
+                # Counted before it is written: once the reader has the bytes, so does the counter.
+                with self._count_lock:
+                    self._count[0] += len(chunk)
                 try:
                     self._sink.sendall(chunk)
                 except OSError:  # the receiving end is gone: so is the connection, for the sender too
@@ -182,8 +185,6 @@ class _Direction:
                         with contextlib.suppress(OSError):
                             sock.shutdown(socket.SHUT_RDWR)
                     return
-                with self._count_lock:
-                    self._count[0] += len(chunk)
         finally:
             self.stop()
             self.done.set()
@@ -213,7 +214,8 @@ class DelayForwarder:
     Attributes
     ----------
     bytes_to_target, bytes_from_target : int
-        Bytes delivered so far in each direction, over every connection.
+        Bytes forwarded so far in each direction, over every connection (counted as each
+        chunk is handed to the receiving socket).
     connections : int
         Connections accepted so far.
     """
