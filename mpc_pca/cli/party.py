@@ -78,6 +78,11 @@ def add_party_parser(sub: Any) -> None:
         "forwards end-to-end TLS sessions; this party then accepts no connection (needs TLS)",
     )  # fmt: skip
     party.add_argument(
+        "--peers", default=None, metavar="FILE",
+        help="instead of --master/--relay: a JSON table of every party's name and HOST:PORT in rank order "
+        "(no rendezvous; this party listens at its own entry, or --listen, and dials the higher ranks)",
+    )  # fmt: skip
+    party.add_argument(
         "--listen", default=None, metavar="HOST[:PORT]",
         help="where this party's links listen: an interface, or HOST:PORT for a fixed port to open in a "
         "firewall (default: the interface that routes to the master, a port the kernel picks)",
@@ -196,6 +201,57 @@ def resolve_layout(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[in
     return rank, world, master
 
 
+def resolve_peers(args: argparse.Namespace, env: Mapping[str, str], deployment: Any) -> tuple[Any, str, int]:
+    """The static address table of ``--peers``, this party's name in it, and the number of providers.
+
+    The world size is the table's length (``--world-size``/``$WORLD_SIZE``,
+    if given, must agree); the rank comes from ``--rank``/``$RANK`` or else
+    from ``--role`` given as a party name (``server``). The table's names
+    must be the protocol's parties in rank order.
+
+    Raises
+    ------
+    InputValidationError
+        Naming the value: an option that needs a rendezvous (``--master``,
+        ``--relay``, ``--advertise``, ``--join-window``), a world size or
+        rank that disagrees with the table, a role the table does not list.
+    """
+    from mpc_pca.deploy.party import resolve_party
+    from protocols.transport.peers import read_peers
+
+    given = [flag for flag, value in (("--master", args.master), ("--relay", args.relay),
+             ("--advertise", args.advertise), ("--join-window", args.join_window)) if value is not None]  # fmt: skip
+    if args.external_rendezvous:
+        given.append("--external-rendezvous")
+    if given:
+        raise InputValidationError(
+            f"--peers replaces {', '.join(given)}: with a static address table there is no rendezvous, every "
+            "party listens at its own entry's address; drop " + ", ".join(given)
+        )
+    table = read_peers(args.peers)
+    world = len(table.parties)
+    stated = args.world_size if args.world_size is not None else env.get("WORLD_SIZE")
+    if stated is not None and str(stated).strip() != str(world):
+        raise InputValidationError(
+            f"--world-size {stated} disagrees with --peers {args.peers!r}, which lists {world} parties"
+        )
+    rank_text = args.rank if args.rank is not None else env.get("RANK")
+    if rank_text is not None:
+        try:
+            rank = int(rank_text)
+        except ValueError:
+            raise InputValidationError(f"rank {rank_text!r} is not an integer") from None
+    elif args.role is not None and args.role in table.ranks:
+        rank = table.ranks[args.role]
+    else:
+        raise InputValidationError(
+            f"--peers {args.peers!r} lists {list(table.ranks)}: give --rank, or --role with one of these names"
+        )
+    name, n_providers = resolve_party(deployment, args.role, rank, world)
+    table.check_ranks(deployment.layout(n_providers))
+    return table, name, n_providers
+
+
 def credentials_of(args: argparse.Namespace, name: str) -> Any:
     """The party's TLS credentials from ``--tls-dir`` and/or ``--ca/--cert/--key`` (None if none given)."""
     from protocols.transport.tls import Credentials
@@ -249,8 +305,8 @@ def link_addresses(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def party_inputs(args: argparse.Namespace) -> list[str]:
-    """Every file this party reads (its data and its credentials): ``--output`` may be none of them."""
-    files = [str(path) for path in (args.data, args.ca, args.cert, args.key) if path is not None]
+    """Every file this party reads (its data, credentials, peers file): ``--output`` may be none of them."""
+    files = [str(path) for path in (args.data, args.ca, args.cert, args.key, args.peers) if path is not None]
     if args.tls_dir is not None and Path(args.tls_dir).is_dir():
         files += [str(path) for path in Path(args.tls_dir).iterdir() if path.is_file()]
     return files
@@ -281,8 +337,14 @@ def party_command(args: argparse.Namespace, env: Mapping[str, str] | None = None
     require_backend(args.backend)
     check_output(args.output, "--output", party_inputs(args), args.force)
     deployment = protocol.make_deployment()
-    rank, world, master = resolve_layout(args, os.environ if env is None else env)
-    name, n_providers = resolve_party(deployment, args.role, rank, world)
+    environment = os.environ if env is None else env
+    peers = None
+    if args.peers is not None:
+        peers, name, n_providers = resolve_peers(args, environment, deployment)
+        master = ""
+    else:
+        rank, world, master = resolve_layout(args, environment)
+        name, n_providers = resolve_party(deployment, args.role, rank, world)
     if args.ifname:
         os.environ["GLOO_SOCKET_IFNAME"] = args.ifname
     if args.relay is not None and args.insecure:
@@ -295,7 +357,7 @@ def party_command(args: argparse.Namespace, env: Mapping[str, str] | None = None
     links = LinkOptions(
         master, credentials, args.insecure, timeout=args.timeout, connect_timeout=args.connect_timeout,
         host_rendezvous=False if args.external_rendezvous else None, **link_addresses(args),
-        relay=master if args.relay is not None else None,
+        relay=master if args.relay is not None else None, peers=peers,
     )  # fmt: skip
     if args.dask_scheduler is not None:
         require_installed("--dask-scheduler", ("dask", "distributed"), DASK_INSTALL)

@@ -461,6 +461,7 @@ def _refuse_tls_only_link_options(links: Any) -> None:
             ("--advertise", links.advertise),
             ("--join-window", links.join_window),
             ("--relay", links.relay),
+            ("--peers", links.peers),
         )
         if value is not None
     ]

@@ -1,7 +1,8 @@
 """Run one party of a protocol in this process over the socket transport (TLS by default).
 
 The steps, each with its own deadline: open a listening socket, register at
-the rendezvous (rank 0 hosts it unless a launcher does), connect one
+the rendezvous (rank 0 hosts it unless a launcher does; none with a static
+address table, :mod:`protocols.transport.peers`), connect one
 authenticated link per peer (:mod:`protocols.transport.mesh`), agree on the
 run's settings over those links (:func:`agree`), run the role, then end
 cleanly (``BYE`` to and from every peer). On any failure the reason is sent to
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -24,6 +26,7 @@ from protocols.party import Party
 from protocols.runtime.runner import PartyReport, make_report
 from protocols.transport.base import now
 from protocols.transport.mesh import connect_mesh
+from protocols.transport.peers import PeerTable
 from protocols.transport.ranks import check_ranks
 from protocols.transport.rendezvous import (
     INTRODUCER_NAME,
@@ -63,6 +66,8 @@ def open_links(
     waiting_log_interval: float = WAITING_LOG_SECONDS,
     relay: str | None = None,
     announce: Mapping[str, Any] | None = None,
+    peers: PeerTable | None = None,
+    listener: socket.socket | None = None,
 ) -> SocketChannel:
     """Join the run and connect to every peer; return this party's channel.
 
@@ -112,7 +117,21 @@ def open_links(
         This party's public settings, sent to every peer in the same round
         as its identity key, so that :func:`agree` costs no round of its
         own (it then only receives); give :func:`agree` the same mapping.
+    peers : PeerTable, optional
+        A static address table (``--peers FILE``,
+        :mod:`protocols.transport.peers`): no rendezvous (``master`` is
+        unused); this party listens on its own entry's address (or on
+        ``listen_at``; port 0 there means the entry's port) and dials every
+        higher rank, retrying while a peer is not listening yet, until
+        ``connect_timeout``.
+    listener : socket.socket, optional
+        With ``peers``: an already-listening socket to accept on (a local
+        launcher binds every party's port before the table is written).
     """
+    if peers is not None:
+        return _open_static(
+            name, ranks, peers, credentials, timeout, connect_timeout, listen_at, listener, announce
+        )
     if relay is not None:
         return _open_relayed(name, ranks, relay, credentials, timeout, connect_timeout, join_window, announce)
     table = check_ranks(ranks)
@@ -175,6 +194,49 @@ def open_links(
     finally:
         if introducer is not None:
             introducer.join(window)
+    log.info("%s: connected to %d peers in %.2f s", name, len(streams), now() - start)
+    return _channel(name, table, streams, timeout, connect_timeout, announce)
+
+
+def _open_static(
+    name: str,
+    ranks: Mapping[str, int],
+    peers: PeerTable,
+    credentials: Credentials | None,
+    timeout: float,
+    connect_timeout: float,
+    listen_at: tuple[str, int] | None,
+    listener: socket.socket | None,
+    announce: Mapping[str, Any] | None,
+) -> SocketChannel:
+    """:func:`open_links` over a static address table: listen, dial the higher ranks, accept the lower ones."""
+    table = check_ranks(ranks)
+    peers.check_ranks(table)
+    if name not in table:
+        raise InputValidationError(f"party {name!r} has no rank; ranks are {table}")
+    own = peers.addresses[name]
+    client_ctx = server_ctx = None
+    if credentials is not None:
+        client_ctx, server_ctx = client_context(credentials), server_context(credentials)
+    start = now()
+    if listener is None:
+        host, port = own if listen_at is None else (listen_at[0], listen_at[1] or own[1])
+        try:
+            listener = listen(host, port)
+        except InputValidationError as exc:
+            raise InputValidationError(f"{name!r} {exc}") from None
+    log.info(
+        "%s: rank %d listening on %s:%d, peers from a static table (%s)", name, table[name],
+        *listener.getsockname()[:2], "TLS 1.3" if credentials else "INSECURE",
+    )  # fmt: skip
+    try:
+        streams = connect_mesh(
+            name, table, peers.addresses, listener, client_ctx=client_ctx, server_ctx=server_ctx,
+            timeout=connect_timeout, retry_unreachable=True,
+        )  # fmt: skip
+    except BaseException:
+        listener.close()
+        raise
     log.info("%s: connected to %d peers in %.2f s", name, len(streams), now() - start)
     return _channel(name, table, streams, timeout, connect_timeout, announce)
 

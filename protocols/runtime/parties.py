@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+import socket
 import sys
 import tempfile
 from collections.abc import Callable, Mapping
@@ -37,6 +38,7 @@ from typing import Any
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.runtime.network import DEFAULT_MESSAGE_CAP, Role, fail, open_links, run_role
 from protocols.runtime.runner import PartyReport, RunResult, check_timeout
+from protocols.transport.peers import PeerTable
 from protocols.transport.ranks import check_ranks
 from protocols.transport.rendezvous import WAITING_LOG_SECONDS
 from protocols.transport.socket_channel import SocketChannel
@@ -93,6 +95,15 @@ class LinkOptions:
         the relay, which hosts the rendezvous (``master`` is unused). Needs
         TLS credentials; ``listen``, ``listen_host``, ``advertise`` and
         ``host_rendezvous`` do not apply.
+    peers : PeerTable, optional
+        A static address table (``--peers FILE``,
+        :mod:`protocols.transport.peers`): no rendezvous, ``master`` is
+        unused; ``listen`` may override this party's own entry (e.g.
+        ``0.0.0.0`` behind NAT). ``relay``, ``advertise``, ``listen_host``,
+        ``host_rendezvous`` and ``join_window`` do not apply.
+    listener : socket.socket, optional
+        With ``peers``: a socket already listening on this party's port (a
+        local launcher binds them all before it writes the table).
     """
 
     master: str
@@ -108,6 +119,8 @@ class LinkOptions:
     join_window: float | None = None
     waiting_log_interval: float = WAITING_LOG_SECONDS
     relay: str | None = None
+    peers: PeerTable | None = None
+    listener: socket.socket | None = None
 
     def check(self, name: str) -> None:
         """Refuse, before anything is sent, options that cannot make a run.
@@ -153,10 +166,32 @@ class LinkOptions:
             )
         if self.relay is not None:
             self._check_relay(name)
+        if self.peers is not None or self.listener is not None:
+            self._check_peers(name)
         if self.credentials is None and not self.insecure:
             raise InputValidationError(
                 f"{name} has no TLS credentials: pass --tls-dir DIR (or --ca/--cert/--key), or --insecure to "
                 "run with links that are neither encrypted nor authenticated"
+            )
+
+    def _check_peers(self, name: str) -> None:
+        if self.peers is None:
+            raise InputValidationError(f"{name}: listener={self.listener!r} needs a static table (peers)")
+        given = [
+            option
+            for option, value in (
+                ("relay", self.relay),
+                ("advertise", self.advertise),
+                ("listen_host", self.listen_host),
+                ("host_rendezvous", self.host_rendezvous),
+                ("join_window", self.join_window),
+            )
+            if value is not None
+        ]
+        if given:
+            raise InputValidationError(
+                f"{name}: {', '.join(given)} do not apply with a static address table (peers): there is no "
+                "rendezvous, every party listens at its own entry's address"
             )
 
     def _check_relay(self, name: str) -> None:
@@ -210,6 +245,8 @@ def connect(
         waiting_log_interval=links.waiting_log_interval,
         relay=links.relay,
         announce=announce,
+        peers=links.peers,
+        listener=links.listener,
     )
     channel.set_message_cap(links.message_cap)
     return channel

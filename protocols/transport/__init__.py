@@ -23,6 +23,9 @@ tls, certs, enrolment
 links, socket_channel, mesh, ranks, rendezvous
     Byte streams (TLS or plain TCP), a channel over them, one connection per
     pair, the rank table, and the rendezvous that introduces the parties.
+peers
+    A static address table (``--peers FILE``): every party's address known
+    beforehand, so the run needs no rendezvous.
 relay
     Parties that only dial out: a relay that hosts the rendezvous and forwards
     frames, each pair of parties running its own TLS 1.3 session through it.

@@ -119,12 +119,18 @@ def connect_mesh(
     client_ctx: ssl.SSLContext | None,
     server_ctx: ssl.SSLContext | None,
     timeout: float,
+    retry_unreachable: bool = False,
 ) -> dict[str, Stream]:
     """Connect to every other party; return ``{peer: stream}``.
 
     Every higher-rank peer is dialled at once (one thread per dial: TCP, TLS
     and ``HELLO``, about two and a half round trips in all, whatever the
     number of parties) while the links from lower ranks are accepted.
+
+    ``retry_unreachable``: keep dialling a peer that refuses the connection
+    until ``timeout`` (a static address table, where a peer may not be
+    listening yet; with a rendezvous every peer listens before the table
+    arrives, so a refusal is a failure).
 
     Raises
     ------
@@ -140,13 +146,13 @@ def connect_mesh(
     higher = sorted(((n, r) for n, r in ranks.items() if r > rank), key=lambda item: item[1])
     for peer, _ in higher:
         if peer not in table:
-            raise ProtocolError(f"the rendezvous gave {me!r} no address for {peer!r}")
+            raise ProtocolError(f"the address table gives {me!r} no address for {peer!r}")
     deadline = time.monotonic() + timeout
     acceptor = _Acceptor(me, lower, server_ctx, deadline)
     accepted = acceptor.accepted
     done = threading.Event()
     threading.Thread(target=acceptor.serve, args=(listener, done), name=f"accept-{me}", daemon=True).start()
-    dials = _Dials(me, table, client_ctx, deadline)
+    dials = _Dials(me, table, client_ctx, deadline, retry_unreachable)
     try:
         for peer, peer_rank in higher:
             dials.start(peer, peer_rank)
@@ -180,9 +186,15 @@ class _Dials:
     """The dials of one party to its higher-rank peers, each in its own thread."""
 
     def __init__(
-        self, me: str, table: Mapping[str, tuple[str, int]], ctx: ssl.SSLContext | None, deadline: float
+        self,
+        me: str,
+        table: Mapping[str, tuple[str, int]],
+        ctx: ssl.SSLContext | None,
+        deadline: float,
+        retry_unreachable: bool = False,
     ) -> None:
         self.me, self.table, self.ctx, self.deadline = me, table, ctx, deadline
+        self.retry_unreachable = retry_unreachable
         self._cond = threading.Condition()
         self._streams: dict[str, Stream] = {}
         self._errors: list[BaseException] = []
@@ -204,7 +216,7 @@ class _Dials:
         try:
             stream = dial(
                 (host, port), self.ctx, expected=peer, me=self.me, where=where, deadline=self.deadline,
-                retry_unreachable=False, what=repr(self.me),
+                retry_unreachable=self.retry_unreachable, what=repr(self.me),
             )  # fmt: skip
             send_message(stream, {"name": self.me})
         except BaseException as exc:  # reported by wait(), in the caller's thread
