@@ -113,11 +113,91 @@ def host_rendezvous(
 
 
 def close_rendezvous(keep_alive: Any) -> None:
-    """Close the emulated WAN links :func:`host_rendezvous` made with a ``link_profile`` (else nothing)."""
-    if isinstance(keep_alive, tuple):
+    """Close the emulated WAN links :func:`host_rendezvous` made with a ``link_profile`` (else nothing).
+
+    Also closes what :func:`static_table` made (its listening sockets and forwarders).
+    """
+    if isinstance(keep_alive, StaticTable):
+        keep_alive.close()
+    elif isinstance(keep_alive, tuple):
         introducer, forwarder = keep_alive
         forwarder.close()
         introducer.close_forwarders()
+
+
+def static_table(
+    layout: Mapping[str, int], workdir: Path, insecure: bool, link_profile: LinkProfile | None = None
+) -> tuple[StaticTable, StaticTable]:
+    """Bind every party's listener and write the run's static address table (``launch_local(static_peers=True)``).
+
+    Returns the object to close after the run (:func:`close_rendezvous`) twice,
+    as :func:`host_rendezvous` returns its object and port.
+    """
+    table = StaticTable(layout, workdir, insecure, link_profile)
+    return table, table
+
+
+class StaticTable:
+    """Listening sockets on 127.0.0.1 for every party, their credentials and the static table of them.
+
+    Without ``insecure``, writes throw-away credentials for every party under
+    ``workdir / "tls"``. With ``link_profile``, a
+    :class:`~protocols.transport.wan_emulator.DelayForwarder` stands in front
+    of each listener and the table holds the forwarders' addresses.
+    """
+
+    def __init__(
+        self, layout: Mapping[str, int], workdir: Path, insecure: bool, link_profile: LinkProfile | None
+    ) -> None:
+        from protocols.transport.peers import PeerTable
+        from protocols.transport.rendezvous import listen
+
+        self.workdir, self.insecure = workdir, insecure
+        if not insecure:
+            from protocols.transport.certs import write_credentials
+
+            write_credentials(list(layout), workdir / "tls", days=1)
+        self.listeners: dict[str, socket.socket] = {}
+        self.forwarders: list[Any] = []
+        entries = []
+        try:
+            for name in sorted(layout, key=lambda n: layout[n]):
+                sock = listen("127.0.0.1", 0)
+                self.listeners[name] = sock
+                address = ("127.0.0.1", sock.getsockname()[1])
+                if link_profile is not None:
+                    from protocols.transport.wan_emulator import DelayForwarder
+
+                    forwarder = DelayForwarder(address, link_profile)
+                    self.forwarders.append(forwarder)
+                    address = forwarder.address
+                entries.append((name, address))
+        except BaseException:
+            self.close()
+            raise
+        self.table = PeerTable(tuple(entries))
+
+    def links(self, name: str, *, timeout: float, connect_timeout: float) -> Any:
+        """Party ``name``'s :class:`~protocols.runtime.parties.LinkOptions`: the table and its own listener."""
+        from protocols.runtime.parties import LinkOptions
+        from protocols.transport.tls import Credentials
+
+        return LinkOptions(
+            "",
+            None if self.insecure else Credentials.from_dir(self.workdir / "tls", name),
+            self.insecure,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            peers=self.table,
+            listener=self.listeners[name],
+        )
+
+    def close(self) -> None:
+        """Close this process's copies of the listeners (the parties have their own) and the forwarders."""
+        for forwarder in self.forwarders:
+            forwarder.close()
+        for sock in self.listeners.values():
+            sock.close()
 
 
 def _deployment(protocol: str, deployment: Deployment | None) -> Deployment:
@@ -236,6 +316,7 @@ def launch_local(
     feature_names: Sequence[str] | None = None,
     deployment: Deployment | None = None,
     link_profile: LinkProfile | None = None,
+    static_peers: bool = False,
 ) -> dict[str, Any]:
     """Run every party of a run as a process on this host; return the result party's result.
 
@@ -248,6 +329,13 @@ def launch_local(
     this process, in front of the accepting end: each link has the profile's
     round-trip time and bandwidth (a WAN emulated where the kernel has no
     ``netem``). Not over gloo (its traffic would bypass the forwarders).
+
+    With ``static_peers``, no rendezvous: this process binds every party's
+    listening socket on ``127.0.0.1`` (port 0), hands each party its own
+    socket and writes a static address table of them
+    (:mod:`protocols.transport.peers`, as ``mpc-pca party --peers``); with a
+    ``link_profile`` the table holds the addresses of the forwarders in
+    front of those sockets. Not over gloo.
 
     Raises
     ------
@@ -264,6 +352,11 @@ def launch_local(
     deployment = _deployment(protocol, deployment)
     full = entry(protocol).settings(settings)
     gloo = deployment.runs_over_gloo(full)
+    if gloo and static_peers:
+        raise InputValidationError(
+            "static_peers=True cannot be used with a backend over gloo: torch.distributed has its own "
+            "rendezvous (a TCPStore), not the TLS transport's address table"
+        )
     if gloo and link_profile is not None:
         raise InputValidationError(
             f"link_profile={link_profile!r} cannot be used with a backend over gloo: its own traffic would not "
@@ -283,14 +376,22 @@ def launch_local(
     names = None if feature_names is None else tuple(feature_names)
     with tempfile.TemporaryDirectory(prefix="mpc-pca-run-") as tmp:
         workdir = Path(tmp)
-        # The parties count connect_timeout from their own start, a few seconds later.
-        keep_alive, port = host_rendezvous(layout, workdir, insecure, gloo, connect_timeout + 3, link_profile)
+        if static_peers:
+            keep_alive, static = static_table(layout, workdir, insecure, link_profile)
+        else:
+            # The parties count connect_timeout from their own start, a few seconds later.
+            keep_alive, port = host_rendezvous(
+                layout, workdir, insecure, gloo, connect_timeout + 3, link_profile
+            )
         outputs = {name: workdir / f"{name}.json" for name in layout}
         commands = {}
         for name in layout:
-            links = local_links(
-                name, port, workdir, insecure=insecure, timeout=timeout, connect_timeout=connect_timeout
-            )
+            if static_peers:
+                links = static.links(name, timeout=timeout, connect_timeout=connect_timeout)
+            else:
+                links = local_links(
+                    name, port, workdir, insecure=insecure, timeout=timeout, connect_timeout=connect_timeout
+                )
             rows = ArraySource(data[name], names) if name in data else None
             spec = PartySpec(protocol, name, len(arrays), links, rows, full, outputs[name], noise_seed)
             commands[name] = PythonCall(
@@ -316,8 +417,10 @@ __all__ = [
     "child_environment",
     "close_rendezvous",
     "host_rendezvous",
+    "StaticTable",
     "launch_local",
     "party_process",
     "run_threads",
     "start_party_server",
+    "static_table",
 ]
