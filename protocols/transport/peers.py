@@ -107,7 +107,7 @@ def parse_peers(text: str, source: str = "the peers file") -> PeerTable:
     except json.JSONDecodeError as exc:
         raise InputValidationError(f"{source} is not JSON: {exc}") from None
     if not isinstance(document, dict) or set(document) != _TOP_KEYS:
-        keys = sorted(document) if isinstance(document, dict) else type(document).__name__
+        keys = sorted(document) if isinstance(document, dict) else _shown(document)
         raise InputValidationError(f'{source} must be an object with the one key "parties", got {keys}')
     entries = document["parties"]
     if not isinstance(entries, list) or not entries:
