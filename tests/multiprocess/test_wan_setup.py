@@ -9,9 +9,16 @@ rendezvous's 3 (TCP, TLS 1.3, registration and table), the links' 2.5 (TCP,
 TLS 1.3, HELLO; every peer dialled at once) and the announcements' 0.5,
 whatever the number of parties. Dialling the peers one after another costs
 about 2 round trips per peer (14 in all for the six parties here) and fails.
+
+With a static address table (``launch_local(static_peers=True)``, as
+``mpc-pca party --peers``) there is no rendezvous: at most
+:data:`STATIC_RTT_BUDGET` round trips (TCP, TLS 1.3, HELLO and the
+announcements: 3, plus one of slack); the rendezvous path's 6 fails it.
 """
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pytest
@@ -21,6 +28,8 @@ from protocols.transport.wan_emulator import LinkProfile
 
 #: Round trips of set-up with a rendezvous: 3 (rendezvous) + 2.5 (links) + 0.5 (announcements).
 SETUP_RTT_BUDGET = 6.0
+#: Round trips of set-up with a static table, slack included (issue 28's target): 2.5 (links) + 0.5.
+STATIC_RTT_BUDGET = 4.0
 RTT = 0.2
 PROVIDERS = 4
 
@@ -59,3 +68,40 @@ def test_the_emulated_wan_changes_no_result(runs: dict[float, dict]) -> None:
     assert np.allclose(np.abs(plain["components"]), np.abs(wan["components"]), rtol=0, atol=1e-9)
     for name, report in wan["report"].items():
         assert report["bytes_sent"] == plain["report"][name]["bytes_sent"], name
+
+
+@pytest.fixture(scope="module")
+def static_runs(runs: dict[float, dict]) -> dict[float, dict]:
+    """The same runs with a static address table (after ``runs``, which started the fork server)."""
+    rng = np.random.default_rng(28)
+    parts = [rng.standard_normal((40, 10)) + 5.0 * i for i in range(PROVIDERS)]
+    return {
+        rtt: launch_local(
+            "pppca-ss",
+            parts,
+            {"n_components": 2},
+            timeout=120,
+            connect_timeout=60,
+            link_profile=LinkProfile(rtt),
+            static_peers=True,
+        )  # fmt: skip
+        for rtt in (0.0, RTT)
+    }
+
+
+def test_a_static_table_takes_at_most_four_round_trips(static_runs: dict[float, dict]) -> None:
+    extra = (setup_seconds(static_runs[RTT]) - setup_seconds(static_runs[0.0])) / RTT
+    # The links' TCP and TLS handshakes went through the emulated WAN.
+    assert extra > 2.0, extra
+    assert extra <= STATIC_RTT_BUDGET, extra
+
+
+def test_a_static_table_gives_the_rendezvous_runs_result(
+    runs: dict[float, dict], static_runs: dict[float, dict]
+) -> None:
+    static = static_runs[RTT]
+    for key, value in runs[RTT].items():
+        if key != "report":
+            assert json.dumps(static[key]) == json.dumps(value), key
+    for name, report in static["report"].items():
+        assert report["bytes_sent"] == runs[RTT]["report"][name]["bytes_sent"], name
