@@ -86,3 +86,11 @@ def test_a_file_too_large_or_unreadable_is_refused_by_name(tmp_path) -> None:
     good = tmp_path / "peers.json"
     good.write_text(document(entry("server", "127.0.0.1:7001")))
     assert read_peers(good).addresses == {"server": ("127.0.0.1", 7001)}
+
+
+def test_the_how_to_guides_peers_file_parses() -> None:
+    from tests.helpers.markdown_blocks import page_of
+
+    table = parse_peers(page_of("peers-file").text, "docs/howto/waiting-room.md")
+    assert list(table.ranks) == ["provider0", "provider1", "provider2", "server", "consumer"]
+    assert table.addresses["provider1"] == ("203.0.113.7", 29501)
