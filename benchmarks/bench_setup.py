@@ -24,7 +24,11 @@ waits of both non-zero RTTs and biases the slope less), against the
 set-up's accounting (3 for the rendezvous: TCP, TLS 1.3, registration and
 table; 2.5 for the links: TCP, TLS 1.3, HELLO; 0.5 for the announcements;
 6 in all, whatever M). The RTTs rotate world by world, so load drifts hit
-them alike. ``--quick``: M = 3, RTT 0 and 50 ms only.
+them alike. Each M is measured in two modes: ``rendezvous`` (the parties
+register and receive the address table) and ``static`` (a static address
+table, ``launch_local(static_peers=True)`` as ``mpc-pca party --peers``: no
+rendezvous, 3 round trips by the accounting). ``--quick``: M = 3, RTT 0 and
+50 ms only.
 ``python -m benchmarks.bench_setup [--quick]`` writes
 ``benchmarks/results/setup.json`` and ``setup.png``.
 """
@@ -47,10 +51,15 @@ N_ROWS = 200
 D = 10
 #: The set-up's round trips by the accounting of docs/explanation/links.md.
 ACCOUNTING = {"rendezvous": 3.0, "links": 2.5, "announcements": 0.5}
+#: The set-up modes measured: with a rendezvous, and with a static address table (no rendezvous).
+MODES = ("rendezvous", "static")
 
 
-def run_world(m: int, rtt: float, seed: int) -> dict[str, float]:
-    """One PPPCA-SS run as processes with every link at ``rtt``; set-up, links, protocol and run seconds."""
+def run_world(m: int, rtt: float, seed: int, mode: str = "rendezvous") -> dict[str, float]:
+    """One PPPCA-SS run as processes with every link at ``rtt``; set-up, links, protocol and run seconds.
+
+    ``mode``: ``"rendezvous"`` or ``"static"`` (a static address table).
+    """
     from mpc_pca.deploy.local import launch_local
     from protocols.transport.wan_emulator import LinkProfile
 
@@ -64,6 +73,7 @@ def run_world(m: int, rtt: float, seed: int) -> dict[str, float]:
         timeout=600,
         connect_timeout=240,
         link_profile=LinkProfile(rtt),
+        static_peers=mode == "static",
     )
     run = time.perf_counter() - start
     reports = result["report"].values()
@@ -75,15 +85,15 @@ def run_world(m: int, rtt: float, seed: int) -> dict[str, float]:
     }
 
 
-def run_point(m: int, rtts: tuple[float, ...], worlds: int) -> dict[str, Any]:
+def run_point(m: int, rtts: tuple[float, ...], worlds: int, mode: str = "rendezvous") -> dict[str, Any]:
     """``worlds`` runs at each of ``rtts`` (0 first), in rotating order; medians and round trips."""
     samples: dict[float, dict[str, list[float]]] = {r: {} for r in rtts}
     for i in range(worlds):
         for r in rtts[i % len(rtts) :] + rtts[: i % len(rtts)]:
-            for key, value in run_world(m, r, seed=m).items():
+            for key, value in run_world(m, r, seed=m, mode=mode).items():
                 samples[r].setdefault(key, []).append(value)
     rtt = rtts[1]
-    row: dict[str, Any] = {"M": m, "parties": m + 2, "rtt_seconds": rtt, "worlds": worlds}
+    row: dict[str, Any] = {"M": m, "mode": mode, "parties": m + 2, "rtt_seconds": rtt, "worlds": worlds}
     row["runs"] = [
         {
             "rtt_seconds": r,
@@ -112,21 +122,22 @@ def run_all(quick: bool, worlds: int | None = None) -> dict[str, Any]:
     run_world(ms[0], 0.0, seed=0)  # untimed: starts the fork server
     rows = []
     for m in ms:
-        row = run_point(m, rtts, worlds or (1 if quick else 3))
-        rows.append(row)
-        slope = row.get("setup_round_trips_slope")
-        print(
-            f"M={m:3d} RTT {1000 * rtts[1]:.0f} ms  set-up {row['setup_round_trips']:5.2f} RTT "
-            f"(links {row['links_round_trips']:5.2f})  protocol {row['protocol_round_trips']:5.2f} RTT  "
-            f"run {row['run_round_trips']:6.2f} RTT"
-            + (
-                ""
-                if slope is None
-                else f"  | slope {1000 * rtts[1]:.0f}-{1000 * rtts[2]:.0f} ms: set-up "
-                f"{slope:5.2f} protocol {row['protocol_round_trips_slope']:5.2f} RTT"
-            ),
-            flush=True,
-        )
+        for mode in MODES:
+            row = run_point(m, rtts, worlds or (1 if quick else 3), mode)
+            rows.append(row)
+            slope = row.get("setup_round_trips_slope")
+            print(
+                f"{mode:10s} M={m:3d} RTT {1000 * rtts[1]:.0f} ms  set-up {row['setup_round_trips']:5.2f} RTT "
+                f"(links {row['links_round_trips']:5.2f})  protocol {row['protocol_round_trips']:5.2f} RTT  "
+                f"run {row['run_round_trips']:6.2f} RTT"
+                + (
+                    ""
+                    if slope is None
+                    else f"  | slope {1000 * rtts[1]:.0f}-{1000 * rtts[2]:.0f} ms: set-up "
+                    f"{slope:5.2f} protocol {row['protocol_round_trips_slope']:5.2f} RTT"
+                ),
+                flush=True,
+            )
     return {
         "benchmark": "set-up of PPPCA-SS (additive, k = 2, d = 10) as M + 2 processes over TLS 1.3, every link "
         "through a user-space WAN emulator (protocols.transport.wan_emulator), in round trips",
@@ -135,6 +146,7 @@ def run_all(quick: bool, worlds: int | None = None) -> dict[str, Any]:
         "X_round_trips = (median at RTT - median at RTT 0) / RTT; X_round_trips_slope = (median at 3 RTT - "
         "median at RTT) / (2 RTT), which CPU work hidden in the waits does not bias; worlds rotating the RTTs",
         "accounting_round_trips": {**ACCOUNTING, "total": sum(ACCOUNTING.values())},
+        "static_accounting_round_trips": ACCOUNTING["links"] + ACCOUNTING["announcements"],
         "rows_per_provider": N_ROWS,
         "d": D,
         "quick": quick,
@@ -145,10 +157,16 @@ def run_all(quick: bool, worlds: int | None = None) -> dict[str, Any]:
 
 def plot(result: dict[str, Any], path: Path) -> None:
     plt = pyplot()
-    rows = sorted(result["rows"], key=lambda r: r["M"])
+    every = sorted(result["rows"], key=lambda r: r["M"])
+    rows = [r for r in every if r.get("mode", "rendezvous") == "rendezvous"]
+    static = [r for r in every if r.get("mode") == "static"]
     ms = [r["M"] for r in rows]
     fig, ax = plt.subplots(figsize=(6, 4))
     top = result["accounting_round_trips"]["total"]
+    if static:
+        values = [r["setup_round_trips"] for r in static]
+        ax.plot([r["M"] for r in static], values, "D-", color="C3", label="set-up, static table (vs RTT 0)")
+        top = max(top, *values)
     for key, style, color in (("setup", "o-", "C0"), ("links", "s--", "C1"), ("protocol", "^:", "C2")):
         values = [r[f"{key}_round_trips"] for r in rows]
         ax.plot(ms, values, style, color=color, label=f"{key} (vs RTT 0)")

@@ -103,12 +103,17 @@ def test_setup_benchmark_counts_round_trips_over_the_emulated_wan(tmp_path, monk
     bench_setup.main()
     result = json.loads((tmp_path / "setup.json").read_text())
     assert (tmp_path / "setup.png").exists()
-    (row,) = result["rows"]
-    assert row["M"] == 3 and row["rtt_seconds"] == 0.05
-    assert [run["rtt_seconds"] for run in row["runs"]] == [0.0, 0.05]
-    # The emulated links delay the set-up (3 + 2.5 + 0.5 round trips by the accounting).
+    row, static = result["rows"]
+    assert (row["mode"], static["mode"]) == ("rendezvous", "static")
+    for each in (row, static):
+        assert each["M"] == 3 and each["rtt_seconds"] == 0.05
+        assert [run["rtt_seconds"] for run in each["runs"]] == [0.0, 0.05]
+    # The emulated links delay the set-up (3 + 2.5 + 0.5 round trips by the accounting; 3 without
+    # the rendezvous, which the static table leaves out).
     assert row["setup_round_trips"] > 2.0, row
+    assert static["setup_round_trips"] > 1.0, static
     assert result["accounting_round_trips"]["total"] == 6.0
+    assert result["static_accounting_round_trips"] == 3.0
 
 
 def test_setup_benchmark_refuses_zero_worlds(monkeypatch):
