@@ -414,10 +414,10 @@ def launch_local(
 
 __all__ = [
     "PARTY_PRELOAD",
+    "StaticTable",
     "child_environment",
     "close_rendezvous",
     "host_rendezvous",
-    "StaticTable",
     "launch_local",
     "party_process",
     "run_threads",

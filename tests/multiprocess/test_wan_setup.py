@@ -84,7 +84,7 @@ def static_runs(runs: dict[float, dict]) -> dict[float, dict]:
             connect_timeout=60,
             link_profile=LinkProfile(rtt),
             static_peers=True,
-        )  # fmt: skip
+        )
         for rtt in (0.0, RTT)
     }
 

@@ -68,20 +68,20 @@ def test_the_table_must_be_the_runs_parties_in_rank_order() -> None:
     table.check_ranks({"provider0": 0, "server": 1})
     with pytest.raises(InputValidationError, match="puts 'server' at rank 0, where the run has 'provider0'"):
         PeerTable((("server", ("h", 2)), ("provider0", ("h", 1)))).check_ranks({"provider0": 0, "server": 1})
-    with pytest.raises(InputValidationError, match="lists 2 parties .* the run has 3"):
+    with pytest.raises(InputValidationError, match=r"lists 2 parties .* the run has 3"):
         table.check_ranks({"provider0": 0, "server": 1, "consumer": 2})
 
 
 def test_a_file_too_large_or_unreadable_is_refused_by_name(tmp_path) -> None:
     big = tmp_path / "big.json"
     big.write_bytes(b" " * (MAX_PEERS_FILE_BYTES + 1))
-    with pytest.raises(InputValidationError, match="big.json.*larger than"):
+    with pytest.raises(InputValidationError, match=r"big\.json.*larger than"):
         read_peers(big)
-    with pytest.raises(InputValidationError, match="missing.json.*cannot be read"):
+    with pytest.raises(InputValidationError, match=r"missing\.json.*cannot be read"):
         read_peers(tmp_path / "missing.json")
     latin = tmp_path / "latin.json"
     latin.write_bytes(b'{"parties": "\xe9"}')
-    with pytest.raises(InputValidationError, match="latin.json.*not UTF-8"):
+    with pytest.raises(InputValidationError, match=r"latin\.json.*not UTF-8"):
         read_peers(latin)
     good = tmp_path / "peers.json"
     good.write_text(document(entry("server", "127.0.0.1:7001")))
