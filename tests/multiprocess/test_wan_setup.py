@@ -58,8 +58,10 @@ def runs() -> dict[float, dict]:
 
 def test_setup_takes_a_few_round_trips_whatever_the_number_of_parties(runs: dict[float, dict]) -> None:
     extra = (setup_seconds(runs[RTT]) - setup_seconds(runs[0.0])) / RTT
-    # At least the rendezvous's and the links' handshakes went through the emulated WAN.
-    assert extra > 4.0, extra
+    # At least the rendezvous's and the links' handshakes went through the emulated WAN: a floor on the
+    # delayed run's own set-up (5.5 round trips for the party that started last), not on the difference,
+    # which a slow RTT-0 run on a loaded machine shrinks.
+    assert setup_seconds(runs[RTT]) / RTT > 4.0, setup_seconds(runs[RTT])
     assert extra < SETUP_RTT_BUDGET + 1.0, extra
 
 
@@ -91,8 +93,9 @@ def static_runs(runs: dict[float, dict]) -> dict[float, dict]:
 
 def test_a_static_table_takes_at_most_four_round_trips(static_runs: dict[float, dict]) -> None:
     extra = (setup_seconds(static_runs[RTT]) - setup_seconds(static_runs[0.0])) / RTT
-    # The links' TCP and TLS handshakes went through the emulated WAN.
-    assert extra > 2.0, extra
+    # The links' TLS handshakes went through the emulated WAN (a floor on the delayed run's own set-up; its
+    # listeners were bound before it started, so a peer's TCP handshake may precede it).
+    assert setup_seconds(static_runs[RTT]) / RTT > 1.0, setup_seconds(static_runs[RTT])
     assert extra <= STATIC_RTT_BUDGET, extra
 
 
