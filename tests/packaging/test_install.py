@@ -107,6 +107,21 @@ def test_ci_installs_the_pinned_torch_and_every_extra_it_uses():
     assert re.search(r'^lint = \[.*"ruff.*"mypy.*"import-linter', pyproject, re.M)
 
 
+def test_ci_runs_the_built_wheel_from_outside_the_checkout():
+    """Issue 25: a wheel installed non-editable into a clean environment runs ``--help`` and the main job."""
+    ci = (ROOT / ".ci" / "run").read_text()
+    readme_job = re.search(r"^pip install -e \. && (mpc-pca run .*)$", (ROOT / "README.md").read_text(), re.M)
+    assert readme_job, "the README's install line changed"
+    assert re.search(r"^python -m pip wheel -q --no-deps -w (\S+) \.$", ci, re.M)
+    assert re.search(
+        r"^python3 -m venv \.venv-wheel$", ci, re.M
+    )  # a fresh environment, not --system-site-packages
+    assert re.search(r"^\.venv-wheel/bin/python -m pip install -q \.wheel-ci/mpc_pca-\*\.whl$", ci, re.M)
+    assert '(cd "$(mktemp -d)" && "$OLDPWD/.venv-wheel/bin/mpc-pca" --help' in ci
+    job = readme_job.group(1).removeprefix("mpc-pca ")
+    assert f'"$OLDPWD/.venv-wheel/bin/mpc-pca" {job})' in ci
+
+
 def _copy_source(destination: Path) -> Path:
     """The files a wheel is built from, plus ``tests``/``benchmarks`` (which it must leave out)."""
     skip = shutil.ignore_patterns("__pycache__", "*.pyc", "results", "*.egg-info")
