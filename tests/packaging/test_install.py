@@ -112,7 +112,7 @@ def test_ci_runs_the_built_wheel_from_outside_the_checkout():
     ci = (ROOT / ".ci" / "run").read_text()
     readme_job = re.search(r"^pip install -e \. && (mpc-pca run .*)$", (ROOT / "README.md").read_text(), re.M)
     assert readme_job, "the README's install line changed"
-    assert re.search(r"^python -m pip wheel -q --no-deps -w (\S+) \.$", ci, re.M)
+    assert re.search(r"^python -m pip wheel -q --no-deps -w (\S+) \. ", ci, re.M)
     assert re.search(
         r"^python3 -m venv \.venv-wheel$", ci, re.M
     )  # a fresh environment, not --system-site-packages
