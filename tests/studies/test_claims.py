@@ -65,28 +65,56 @@ def test_dsc2018_fig5_gives_one_verdict_per_calibration():
     assert "sensitivity 1" in sound.evidence
 
 
-def _table3_record(parties: int, ss: float, he: float) -> dict:
-    spread = np.array([0.97, 1.0, 1.03, 0.99, 1.01])
-    return {
-        "parties": parties,
-        "ss": {"protocol": list(ss * spread), "startup": [2.0] * 5, "wall": list(ss * spread + 2.0)},
-        "he": {"protocol": list(he * spread), "startup": [2.0] * 5, "wall": list(he * spread + 2.0)},
-    }
+def _table3_rounds(
+    ss: dict[int, float], he: dict[int, float], rounds: int = 5, quick: bool = False
+) -> list[dict]:
+    """Round records with a 3 % spread around the given protocol seconds per number of parties."""
+    spread = [0.97, 1.0, 1.03, 0.99, 1.01]
+    out = []
+    for i in range(rounds):
+        runs = {b: {str(m): {"protocol": t * spread[(i + m) % 5], "startup": 2.0, "wall": t + 2.0, "bytes_sent": 1}
+                    for m, t in times.items()} for b, times in (("ss", ss), ("he", he))}  # fmt: skip
+        out.append({"round": i, "rows": 4898, "quick": quick, "runs": runs})
+    return out
 
 
 def test_table3_verdict_is_about_the_he_over_ss_ratio_with_a_margin():
     from mpc_pca.studies import table3
 
-    slower = [_table3_record(m, 0.2 * m, 1.0 * m) for m in (2, 3, 4)]
-    he, ss_grows, he_grows = table3.claims(slower)
-    assert he.reproduced is True and "ratio of means 5.000" in he.evidence
-    assert ss_grows.reproduced is True and he_grows.reproduced is True
+    slower = _table3_rounds({m: 0.2 * 1.2**m for m in (2, 3, 4)}, {m: 1.0 for m in (2, 3, 4)})
+    he, ss_grows, he_flat = table3.claims(slower)
+    assert he.reproduced is True and "2 parties: ratio of means" in he.evidence
+    assert ss_grows.reproduced is True and "minimum effect of +5.0 %" in ss_grows.evidence
+    assert he_flat.reproduced is True
     # HE only 5 % slower: inside the 10 % margin, so not "slower by more than 10 %"
-    close = [_table3_record(m, 1.0, 1.05) for m in (2, 3, 4)]
-    assert table3.claims(close)[0].reproduced is False
+    close = _table3_rounds({m: 1.0 for m in (2, 3, 4)}, {m: 1.05 for m in (2, 3, 4)})
+    he, ss_grows, _ = table3.claims(close)
+    assert he.reproduced is False
+    assert ss_grows.reproduced is False  # flat SS: growth of 5 % per party excluded
     # one party count reversed is enough to refute "at every number of parties"
-    mixed = [_table3_record(2, 0.2, 1.0), _table3_record(3, 1.0, 0.2)]
+    mixed = _table3_rounds({2: 0.2, 3: 1.0}, {2: 1.0, 3: 0.2})
     assert table3.claims(mixed)[0].reproduced is False
+    # HE growing 30 % per party is not "nearly flat"
+    assert table3.claims(_table3_rounds({2: 0.2, 3: 0.2}, {2: 1.0, 3: 1.3}))[2].reproduced is False
+
+
+def test_table3_quick_size_states_no_verdict():
+    from mpc_pca.studies import table3
+
+    quick = _table3_rounds({2: 0.2, 3: 0.3}, {2: 1.0, 3: 1.0}, rounds=1, quick=True)
+    claims = table3.claims(quick)
+    assert [c.reproduced for c in claims] == [None, None, None]
+    assert all(c.sentence().startswith("QUICK SIZE: NOT DECIDED") for c in claims)
+    assert "1 round(s)" in claims[0].evidence and "ratio of means" in claims[0].evidence
+
+
+def test_table3_rounds_are_interleaved_and_keep_the_record_shape():
+    from mpc_pca.studies import table3
+
+    full = table3.points(False, {})
+    assert len(full) == table3.ROUNDS and full[0]["parties"] == [2, 3, 4] and full[0]["rows"] == 4898
+    cells = table3.by_parties(_table3_rounds({2: 0.2, 3: 0.3}, {2: 1.0, 3: 1.1}, rounds=4))
+    assert sorted(cells["ss"]) == [2, 3] and len(cells["he"][3]["protocol"]) == 4
 
 
 def _icassp2016_records(sn_minus_ppm: dict[float, float]) -> list[dict]:
