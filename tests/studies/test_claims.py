@@ -46,6 +46,17 @@ def test_dsc2018_fig3_claims_follow_the_records():
     assert "ratio of means 10.000" in sublinear.evidence
     (undecided,) = dsc2018.fig3_claims(paper_like[:1])
     assert undecided.reproduced is None
+    assert "break even near 133 owners" in faster.evidence  # 30 s of DPDPCA against 1.8 s / 8 owners of chain
+
+
+def test_dsc2018_fig3_quick_size_states_no_verdict():
+    one_repeat = [{**r, "quick": True} for r in (_fig3_record(2, 3.0, 2.0), _fig3_record(3, 9.0, 1.9))]
+    for r in one_repeat:
+        for m in ("dpdpca", "chain"):
+            r[m] = {w: v[:1] for w, v in r[m].items()}
+    claims = dsc2018.fig3_claims(one_repeat)
+    assert [c.reproduced for c in claims] == [None, None, None]
+    assert all("quick size: not decided, 1 repeat(s)" in c.evidence for c in claims)
 
 
 def _fig5_record(eps: float, paper: float, sound: float) -> dict:
