@@ -33,6 +33,7 @@ so ("quick size: not decided").
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -130,7 +131,9 @@ def plot(records: list[Record], out: Path, suffix: str) -> list[Path]:
     fig, axes = plt.subplots(1, 2, figsize=(13, 5))
     for ax, what, title in ((axes[0], "protocol", "protocol time (slowest party's own seconds)"),
                             (axes[1], "startup", "start-up (spawn, rendezvous, TLS): wall - protocol")):  # fmt: skip
-        series = {LABELS[b]: [(m, cells[b][m][what]) for m in sorted(cells[b])] for b in BACKENDS}
+        series: dict[str, list[tuple[float, Sequence[float]]]] = {
+            LABELS[b]: [(float(m), cells[b][m][what]) for m in sorted(cells[b])] for b in BACKENDS
+        }
         errorbar_series(ax, series, {LABELS[b]: STYLES[b] for b in BACKENDS})
         if what == "protocol":
             for b in BACKENDS:
