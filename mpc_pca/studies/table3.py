@@ -51,8 +51,11 @@ MARGIN = 0.1
 #: The practical effect size of "grows with the parties": 5 % more protocol time per added party
 #: (the paper's SS column grows (3.42 / 2.91) ** (1 / 2) - 1 = 8.4 % per party, its HE column 2.2 %).
 GROWTH_MARGIN = 0.05
-#: Rounds at full size: each runs 3 party counts x 2 backends (18 launches of about 1 s each, idle).
-ROUNDS = 12
+#: Rounds at full size: each runs 3 party counts x 2 backends (6 launches of about 1.5 s each on idle
+#: cores). 24 rounds bring the CI half-width of the per-party growth under the 5 % margin at the
+#: round-to-round noise of idle cores (about 10 % per round); shared cores are noisier and then the
+#: growth claims say "too noisy to decide" (:func:`mpc_pca.studies.verdicts.grows_at_least`).
+ROUNDS = 24
 BACKENDS = {"ss": ("pppca-ss", "additive"), "he": ("pppca-he", "paillier")}
 LABELS = {"ss": "PPPCA-SS (additive shares, Alg. 2)", "he": "PPPCA-HE (Paillier 2048-bit, Alg. 1)"}
 STYLES: dict[str, dict[str, Any]] = {"ss": {"color": "tab:blue"}, "he": {"color": "tab:red"}}
