@@ -224,3 +224,18 @@ def test_accuracy_points_are_reproducible_so_verdicts_cannot_flip():
     first, second = dp_utility.measure(dict(point)), dp_utility.measure(dict(point))
     assert first["ratios"] == second["ratios"]
     assert len({tuple(v) for v in first["ratios"].values()}) > 1  # the methods differ, so this is not vacuous
+
+
+def test_icassp2016_table1_gives_one_verdict_per_setting():
+    from mpc_pca.studies import icassp2016_svm
+
+    base = list(np.linspace(0.80, 0.85, 6))
+    paper = {"SVD": base, "AG": [a + 0.1 for a in base], "PPM": base, "PPCA": base, "SN": base}
+    sound = {"AG": [a - 0.1 for a in base], "PPM": base, "SN": base}  # AG below PPM with the sound settings
+    records = [{"dataset": "synthetic", "train": 4000, "accuracy": paper, "accuracy_sound": sound}]
+    (paper_claim, sound_claim) = icassp2016_svm.claims(records)
+    assert (paper_claim.reproduced, sound_claim.reproduced) == (True, False)
+    assert sound_claim.text.endswith("[sound settings (replace-one, delta 1e-05)]")
+    # records of an older run, without the sound settings, give the paper's verdict only
+    (only,) = icassp2016_svm.claims([{"dataset": "synthetic", "train": 4000, "accuracy": paper}])
+    assert only.reproduced is True
