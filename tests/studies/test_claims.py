@@ -239,3 +239,15 @@ def test_icassp2016_table1_gives_one_verdict_per_setting():
     # records of an older run, without the sound settings, give the paper's verdict only
     (only,) = icassp2016_svm.claims([{"dataset": "synthetic", "train": 4000, "accuracy": paper}])
     assert only.reproduced is True
+
+
+def test_capeagn_gives_one_verdict_per_calibration():
+    from mpc_pca.studies import capeagn
+
+    base = list(np.linspace(0.10, 0.12, 8))
+    errors = {"capeagn": base, "pooled": base, "conventional": [e + 0.2 for e in base],
+              "capeagn_joint": [1.5 * e for e in base]}  # fmt: skip
+    below, same, joint_below, joint_same = capeagn.claims([{"model": "mog", "errors": errors}])
+    assert (below.reproduced, same.reproduced) == (True, True)
+    assert (joint_below.reproduced, joint_same.reproduced) == (True, False)
+    assert "joint calibration" in joint_same.text and "sqrt(2S/(S+1)) = 1.35" in joint_same.evidence
