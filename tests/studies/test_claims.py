@@ -251,3 +251,18 @@ def test_capeagn_gives_one_verdict_per_calibration():
     assert (below.reproduced, same.reproduced) == (True, True)
     assert (joint_below.reproduced, joint_same.reproduced) == (True, False)
     assert "joint calibration" in joint_same.text and "sqrt(2S/(S+1)) = 1.35" in joint_same.evidence
+
+
+def test_dsc2018_fig4_gives_one_verdict_per_setting():
+    base = list(np.linspace(0.90, 0.92, 6))
+
+    def record(n: int) -> dict:
+        return {"samples_per_owner": n, "k": 3,
+                "f1": {"dpdpca": base, "chain": [f - 0.2 for f in base], "noiseless": base},
+                "f1_sound": {"dpdpca": [f - 0.4 for f in base], "chain": [f - 0.2 for f in base]}}  # fmt: skip
+
+    claims = dsc2018.fig4_claims([record(5), record(40)])
+    above = [c for c in claims if c.text.startswith("DPDPCA's F1 is above")]
+    close = [c for c in claims if c.text.startswith("DPDPCA's F1 is compatible")]
+    assert [c.reproduced for c in above] == [True, False] and "a sensitivity of 1" in above[1].evidence
+    assert [c.reproduced for c in close] == [True, False]
