@@ -238,5 +238,7 @@ STUDY = Study(
         f"paired sign test at alpha {ALPHA}; pooled equivalence by a 90 % paired bootstrap CI of the ratio of "
         f"mean errors within a {POOLED_MARGIN:.0%} margin."
     ),
-    reproduces=("JSTSP 2018: capeAGN (Figs. 5-6, recovery error vs epsilon and N)",),
+    reproduces=(
+        "JSTSP 2018: capeAGN (Figs. 5-6, recovery error vs epsilon and N; paper's and joint calibration)",
+    ),
 )

@@ -563,9 +563,9 @@ STUDY = Study(
         "Verdicts: Kendall trend tests and paired sign tests at alpha 0.05."
     ),
     reproduces=(
-        "ICASSP 2018: Fig. 1 (a-f) (vs epsilon and N_s)",
-        "ICASSP 2018: Fig. 1 (g-l) (vs S and R/K)",
-        "ICASSP 2018: Fig. 2 (vs delta)",
+        "ICASSP 2018: Fig. 1 (a-f) (vs epsilon and N_s; paper's and sound settings)",
+        "ICASSP 2018: Fig. 1 (g-l) (vs S and R/K; paper's and sound settings)",
+        "ICASSP 2018: Fig. 2 (vs delta; paper's and sound settings)",
         "ICASSP 2018: 'distributed beats local' (paper's settings and the sound ones)",
         "JSTSP 2018: capePCA = pooled Analyze Gauss",
     ),
@@ -587,5 +587,8 @@ ICASSP2016_STUDY = Study(
         "the epsilons. Every point also with the sound settings (replace-one, delta 1e-5; dashed curves, one "
         "verdict per setting)."
     ),
-    reproduces=("ICASSP 2016: Fig. 1 (ordering at every epsilon)", "ICASSP 2016: Fig. 2 (vs samples n)"),
+    reproduces=(
+        "ICASSP 2016: Fig. 1 (orderings per epsilon; paper's and sound settings)",
+        "ICASSP 2016: Fig. 2 (vs samples n; paper's and sound settings)",
+    ),
 )
