@@ -312,7 +312,8 @@ def plot(records: list[Record], out: Any, suffix: str) -> list[Any]:
         fig.suptitle(
             f"ICASSP 2018 distributed DP PCA, {ds} (D={first['D']}, K={first['K']}): captured energy of the "
             f"private subspace; defaults S={_defaults(ds, bool(first.get('quick')))['s']}, "
-            f"eps=0.5, R=2K; solid: paper's settings (add/remove, delta 0.01), dashed: sound settings "
+            f"eps=0.5, R=2K\nfilled markers: paper's settings (add/remove, delta 0.01); hollow markers, dashed: sound "
+            f"settings "
             f"(replace-one, delta 1e-5)"
         )
         legend_outside(fig, flat, ncol=3)
@@ -330,8 +331,8 @@ def plot(records: list[Record], out: Any, suffix: str) -> list[Any]:
             ax.set_ylabel("captured energy q / q_o (mean ± sd)")
             ax.set_title(title)
             ax.grid(alpha=0.3)
-        fig.suptitle("ICASSP 2016: captured energy of AG, PPM, PPCA and SN (retracted), synthetic data; solid: "
-                     "paper's settings (add/remove, delta 0.1), dashed: sound (replace-one, delta 1e-5)")  # fmt: skip
+        fig.suptitle("ICASSP 2016: captured energy of AG, PPM, PPCA and SN (retracted), synthetic data\nfilled "
+                     "markers: paper's settings (add/remove, delta 0.1); hollow, dashed: sound (replace-one, delta 1e-5)")  # fmt: skip
         legend_outside(fig, list(axes[0]), ncol=3)
         paths.append(save(fig, Path(out) / f"icassp2016-fig1{suffix}.png"))
     return paths

@@ -354,8 +354,8 @@ def fig4_plot(records: list[Record], out: Path, suffix: str) -> list[Path]:
     ax.set_xscale("log")
     ax.set_xlabel("samples per owner (K = samples per owner, 4 owners)")
     ax.set_ylabel("SVM (RBF) F1 score on held-out rows (mean ± sd)")
-    ax.set_title(f"DSC 2018 Fig. 4 on breast cancer (569 x {records[0]['features']}), eps={FIG4_EPSILON}; solid: "
-                 "paper's settings (sensitivity 1), dashed: sound (true sensitivity, replace-one)")  # fmt: skip
+    ax.set_title(f"DSC 2018 Fig. 4 on breast cancer (569 x {records[0]['features']}), eps={FIG4_EPSILON}\n"
+                 "filled markers: paper's settings (sensitivity 1); hollow, dashed: sound (true sensitivity)")  # fmt: skip
     ax.grid(alpha=0.3, which="both")
     legend_outside(fig, [ax], ncol=3)
     return [save(fig, Path(out) / f"dsc2018-fig4{suffix}.png")]

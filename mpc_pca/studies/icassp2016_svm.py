@@ -155,8 +155,8 @@ def plot(records: list[Record], out: Path, suffix: str) -> list[Path]:
         ax.set_ylabel("test error, % (mean ± sd)")
         ax.set_title(f"{name}: d={rs[0]['d']}, k={rs[0]['k']}, {rs[0]['n_test']} test rows, eps={EPSILON}")
         ax.grid(alpha=0.3)
-    fig.suptitle("ICASSP 2016 Table 1: linear SVM on DP-PCA features; solid: paper's settings (add/remove, "
-                 f"delta {DELTA:g}), dashed: sound settings (replace-one, delta {SOUND_DELTA:g})")  # fmt: skip
+    fig.suptitle("ICASSP 2016 Table 1: linear SVM on DP-PCA features\nfilled markers: paper's settings (add/remove, "
+                 f"delta {DELTA:g}); hollow, dashed: sound settings (replace-one, delta {SOUND_DELTA:g})")  # fmt: skip
     legend_outside(fig, list(axes[0]), ncol=5)
     return [save(fig, Path(out) / f"icassp2016-table1{suffix}.png")]
 
