@@ -134,7 +134,7 @@ def fig3_points(quick: bool, options: dict[str, str]) -> list[Point]:
     # the chain's runs cost about a second each and its protocol times are milliseconds, which load from
     # other processes scatters: 10 repeats of it (3 of DPDPCA) give its growth with the owners a trend test
     # over 30 values; 2, 4 and 8 owners (not 6: the full run of every study must fit 30 minutes on 2 cores,
-    # and this study's points took 55, 80 and about 100 and 130 s at a load average of 2-6)
+    # and this study's points took 55, 80, 106 and 158 s at 2, 4, 6 and 8 owners, load average 2-6)
     return [{"key": f"owners={m}", "owners": m, "repeats": 3, "chain_repeats": 10, "d": 20, "rows": 500,
              "key_bits": 2048}
             for m in (2, 4, 8)]  # fmt: skip
