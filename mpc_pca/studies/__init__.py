@@ -11,7 +11,9 @@ report
 machine, plotting, timing
     Machine description, plot helpers, timing and memory helpers.
 verdicts
-    Three-valued verdicts from repeated measurements (sign test, trend, bootstrap CI).
+    Three-valued verdicts from repeated measurements (sign test, trend, bootstrap CI, growth margins).
+settings
+    The papers' privacy settings beside this project's sound ones (both curves, both verdicts).
 backends, table3, lossless, dp_utility, icassp2016_svm, dsc2018, capeagn, dp_noise, scaling
     The studies (``lossless_data``: the lossless study's offline data sets).
 network

@@ -28,7 +28,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,17 +54,39 @@ class Claim:
         decide it (not measured, or not significant either way at this size).
     evidence : str
         The numbers the verdict rests on.
+    quick_size : bool
+        The records are the study's quick size, too small to decide this
+        claim (:meth:`at_quick_size`): ``reproduced`` is then ``None`` and the
+        sentence says "QUICK SIZE: NOT DECIDED" instead of a verdict that could
+        flip between two quick runs.
     """
 
     source: str
     text: str
     reproduced: bool | None
     evidence: str
+    quick_size: bool = False
 
     def sentence(self) -> str:
         """The claim and its verdict as one sentence."""
+        if self.quick_size:
+            return f"QUICK SIZE: NOT DECIDED — {self.source}: {self.text} ({self.evidence})"
         verdict = {True: "REPRODUCED", False: "NOT reproduced", None: "UNDECIDED"}
         return f"{verdict[self.reproduced]} — {self.source}: {self.text} ({self.evidence})"
+
+    def at_quick_size(self, why: str) -> Claim:
+        """This claim labelled "quick size: not decided", its numbers kept as evidence.
+
+        For claims the quick size cannot decide (timings of a few runs under
+        process start-up): the verdict the numbers would give is dropped so
+        that the smoke run states no verdict rather than one that flips.
+        """
+        return replace(
+            self,
+            reproduced=None,
+            quick_size=True,
+            evidence=f"quick size: not decided, {why}; measured: {self.evidence}",
+        )
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,11 @@ Tests
     Percentile bootstrap confidence interval of a statistic, seeded.
 :func:`equivalent`
     Two one-sided checks of a ratio against a stated margin, by bootstrap CI.
+:func:`grows_at_least`, :func:`flat_within`
+    Growth per step of a swept parameter (timings measured in interleaved
+    rounds) against a practical margin: a minimum-effect test and an
+    equivalence test, so that noise around a negligible effect cannot flip
+    the verdict.
 """
 
 from __future__ import annotations
@@ -208,4 +213,125 @@ def equivalent(
         holds,
         f"ratio of means {est:.3f}, {100 * (1 - 2 * alpha):g}% bootstrap CI [{lo:.3f}, {hi:.3f}] (seed {seed}); "
         f"equivalence margin [{low:.3f}, {high:.3f}]",
+    )
+
+
+def growth_per_step(xs: Sequence[float], rounds: Sequence[Sequence[float]]) -> np.ndarray:
+    """Per round, the relative growth of a positive quantity per unit step of ``xs``.
+
+    Each round holds one measurement at every ``x`` (measured in one
+    interleaved sweep, so slow load drift hits all of them alike); its growth
+    is ``exp(b) - 1``, ``b`` the least-squares slope of ``log(value)`` on ``x``
+    (0.05 = 5 % more per step). Rounds with a non-positive or missing value
+    are dropped.
+    """
+    x = np.asarray(xs, dtype=float)
+    if x.ndim != 1 or x.size < 2 or np.ptp(x) == 0:
+        raise InputValidationError(f"need at least 2 distinct swept values, got {list(xs)}")
+    out = []
+    for values in rounds:
+        v = np.asarray(values, dtype=float)
+        if v.shape != x.shape:
+            raise InputValidationError(f"a round has {v.size} values for {x.size} swept values")
+        if np.all(np.isfinite(v)) and np.all(v > 0):
+            out.append(np.expm1(np.polyfit(x, np.log(v), 1)[0]))
+    return np.asarray(out, dtype=float)
+
+
+def _growth_ci(
+    xs: Sequence[float], rounds: Sequence[Sequence[float]], alpha: float, seed: int
+) -> tuple[int, float, float, float]:
+    _check_alpha(alpha)
+    g = growth_per_step(xs, rounds)
+    if g.size < 2:
+        return int(g.size), float("nan"), float("nan"), float("nan")
+    est, lo, hi = bootstrap_ci([g], lambda a: float(np.median(a)), level=1 - 2 * alpha, seed=seed)
+    return int(g.size), est, lo, hi
+
+
+def grows_at_least(
+    xs: Sequence[float],
+    rounds: Sequence[Sequence[float]],
+    *,
+    margin: float,
+    alpha: float = ALPHA,
+    seed: int = 0,
+) -> Verdict:
+    """Minimum-effect test: does the quantity grow by at least ``margin`` per step of ``xs``?
+
+    The statistic is the median over rounds of :func:`growth_per_step`, with
+    a ``1 - 2 alpha`` percentile bootstrap CI over rounds (each bound
+    one-sided at ``alpha``). ``True`` when the CI lies above ``margin``
+    (growth of at least that size), ``False`` when it lies below (growth of
+    that size excluded: "no growth beyond ``margin``"), ``None`` when it
+    straddles ``margin`` or is too wide to resolve it (half-width above
+    ``margin``: timing noise from shared cores, see :func:`_too_noisy`).
+    Unlike a test against zero growth, a tiny effect that noise makes
+    significant in one run and not in the next cannot flip the verdict: it is
+    decided by which side of a practical margin a narrow enough interval lies
+    on.
+    """
+    if not 0.0 < margin < 1.0:
+        raise InputValidationError(f"margin must be in (0, 1), got {margin}")
+    n, est, lo, hi = _growth_ci(xs, rounds, alpha, seed)
+    if not np.isfinite(est):
+        return Verdict(None, f"{n} usable round(s); at least 2 are needed")
+    holds = (
+        None if _too_noisy(lo, hi, margin) else (True if lo > margin else (False if hi < margin else None))
+    )
+    return Verdict(
+        holds,
+        f"growth per step {100 * est:+.1f} % (median of {n} rounds), {100 * (1 - 2 * alpha):g}% bootstrap "
+        f"CI [{100 * lo:+.1f}, {100 * hi:+.1f}] % (seed {seed}) against a minimum effect of {100 * margin:+.1f} %"
+        f"{_noise_note(lo, hi, margin)}",
+    )
+
+
+def flat_within(
+    xs: Sequence[float],
+    rounds: Sequence[Sequence[float]],
+    *,
+    margin: float,
+    alpha: float = ALPHA,
+    seed: int = 0,
+) -> Verdict:
+    """Equivalence test: does the quantity change by less than ``margin`` per step of ``xs``?
+
+    ``True`` when the ``1 - 2 alpha`` bootstrap CI of the median per-step
+    growth (:func:`growth_per_step`) lies inside ``(-margin, margin)`` (two
+    one-sided tests), ``False`` when it lies wholly outside and is no wider
+    than the band (:func:`_too_noisy`), ``None`` otherwise.
+    """
+    if not 0.0 < margin < 1.0:
+        raise InputValidationError(f"margin must be in (0, 1), got {margin}")
+    n, est, lo, hi = _growth_ci(xs, rounds, alpha, seed)
+    if not np.isfinite(est):
+        return Verdict(None, f"{n} usable round(s); at least 2 are needed")
+    outside = (hi < -margin or lo > margin) and not _too_noisy(lo, hi, margin)
+    holds = True if (lo > -margin and hi < margin) else (False if outside else None)
+    return Verdict(
+        holds,
+        f"growth per step {100 * est:+.1f} % (median of {n} rounds), {100 * (1 - 2 * alpha):g}% bootstrap "
+        f"CI [{100 * lo:+.1f}, {100 * hi:+.1f}] % (seed {seed}) against the equivalence band "
+        f"±{100 * margin:.1f} %{_noise_note(lo, hi, margin)}",
+    )
+
+
+def _too_noisy(lo: float, hi: float, margin: float) -> bool:
+    """A CI whose half-width exceeds the margin cannot resolve growth of the margin's size from none.
+
+    Timings on shared cores spread by tens of percent from round to round;
+    their interval then lands on either side of the margin by chance from one
+    run to the next. Deciding only when the interval is at most ``2 margin``
+    wide makes the verdict a property of the effect, not of the load.
+    """
+    return (hi - lo) / 2 > margin
+
+
+def _noise_note(lo: float, hi: float, margin: float) -> str:
+    if not _too_noisy(lo, hi, margin):
+        return ""
+    return (
+        f"; too noisy to decide: CI half-width {100 * (hi - lo) / 2:.1f} % exceeds the margin "
+        f"{100 * margin:.1f} % (more rounds, or unshared cores, are needed)"
     )

@@ -65,3 +65,66 @@ def test_paired_bootstrap_drops_failed_runs_pairwise():
     assert v.holds is True  # b's 5.0 went with a's failed run
     with pytest.raises(InputValidationError, match="one length"):
         verdicts.equivalent([1.0, 2.0], [1.0], margin=0.1, paired=True)
+
+
+def _timed_rounds(growth: float, noise_sd: float, rounds: int, seed: int) -> list[list[float]]:
+    """Synthetic interleaved timing rounds at 2, 3, 4 parties: 0.3 s * (1 + growth)^(m - 2), log-normal noise."""
+    rng = np.random.default_rng(seed)
+    base = 0.3 * (1 + growth) ** np.arange(3)
+    return [list(base * np.exp(noise_sd * rng.normal(size=3))) for _ in range(rounds)]
+
+
+def test_growth_per_step_recovers_a_known_growth():
+    exact = verdicts.growth_per_step([2, 3, 4], [[1.0, 1.1, 1.21], [2.0, 2.2, 2.42]])
+    np.testing.assert_allclose(exact, [0.1, 0.1])
+    # a round with a failed (NaN) or non-positive run is dropped, not averaged in
+    assert verdicts.growth_per_step([2, 3, 4], [[1.0, np.nan, 1.0], [1.0, 0.0, 1.0]]).size == 0
+    with pytest.raises(InputValidationError, match="2 distinct"):
+        verdicts.growth_per_step([3, 3], [[1.0, 1.0]])
+    with pytest.raises(InputValidationError, match="3 swept values"):
+        verdicts.growth_per_step([2, 3, 4], [[1.0, 1.0]])
+
+
+def test_grows_at_least_decides_by_the_margin_not_by_zero():
+    xs = [2, 3, 4]
+    # the paper's SS growth (+8.4 % per party) measured with 5 % noise over 12 rounds: growth of >= 5 %
+    assert verdicts.grows_at_least(xs, _timed_rounds(0.084, 0.05, 12, 1), margin=0.05).holds is True
+    # clearly no growth of that size: the interval lies below the margin
+    flat = verdicts.grows_at_least(xs, _timed_rounds(-0.05, 0.05, 12, 2), margin=0.05)
+    assert flat.holds is False and "minimum effect of +5.0 %" in flat.evidence
+    # a real but small growth (+2 %) that a test against zero would call significant is not "at least 5 %"
+    small = verdicts.grows_at_least(xs, _timed_rounds(0.02, 0.005, 12, 3), margin=0.05)
+    assert small.holds is False
+    assert verdicts.grows_at_least(xs, _timed_rounds(0.1, 0.05, 1, 4), margin=0.05).holds is None
+
+
+def test_noisy_no_effect_never_says_reproduced():
+    """Noise as large as measured on shared cores (log sd 0.25) around no growth: never 'grows by >= 5 %'.
+
+    Fixed seeds 0-39, 12 rounds each. At this noise the interval is mostly wider than the margin on each
+    side, so the verdict is "too noisy to decide" (35 of the 40 seeds; 3 more straddle the margin, the
+    last two say "no growth of 5 %", which is true) instead of landing on either side by chance.
+    """
+    xs = [2, 3, 4]
+    verdicts_ = [verdicts.grows_at_least(xs, _timed_rounds(0.0, 0.25, 12, s), margin=0.05) for s in range(40)]
+    holds = [v.holds for v in verdicts_]
+    assert True not in holds and holds.count(None) >= 36
+    assert sum("too noisy to decide" in v.evidence for v in verdicts_) >= 33
+    # quiet cores (log sd 0.03), same lack of growth: decided, and always the same way
+    quiet = [
+        verdicts.grows_at_least(xs, _timed_rounds(0.0, 0.03, 12, s), margin=0.05).holds for s in range(40)
+    ]
+    assert quiet == [False] * 40
+
+
+def test_flat_within_is_an_equivalence_band():
+    xs = [2, 3, 4]
+    assert verdicts.flat_within(xs, _timed_rounds(0.01, 0.02, 12, 5), margin=0.05).holds is True
+    assert verdicts.flat_within(xs, _timed_rounds(0.3, 0.02, 12, 6), margin=0.05).holds is False
+    assert verdicts.flat_within(xs, _timed_rounds(-0.3, 0.02, 12, 7), margin=0.05).holds is False
+    assert verdicts.flat_within(xs, _timed_rounds(0.0, 0.4, 12, 8), margin=0.05).holds is None
+    # clearly growing but measured too noisily to resolve the band: not decided
+    noisy = verdicts.flat_within(xs, _timed_rounds(0.3, 0.6, 12, 10), margin=0.05)
+    assert noisy.holds is None and "too noisy" in noisy.evidence
+    with pytest.raises(InputValidationError, match="margin"):
+        verdicts.flat_within(xs, _timed_rounds(0.0, 0.1, 3, 9), margin=1.5)
