@@ -256,6 +256,7 @@ def grows_at_least(
     margin: float,
     alpha: float = ALPHA,
     seed: int = 0,
+    resolution: float | None = None,
 ) -> Verdict:
     """Minimum-effect test: does the quantity grow by at least ``margin`` per step of ``xs``?
 
@@ -265,25 +266,29 @@ def grows_at_least(
     (growth of at least that size), ``False`` when it lies below (growth of
     that size excluded: "no growth beyond ``margin``"), ``None`` when it
     straddles ``margin`` or is too wide to resolve it (half-width above
-    ``margin``: timing noise from shared cores, see :func:`_too_noisy`).
+    ``resolution``, which defaults to ``margin``: timing noise from shared
+    cores, see :func:`_too_noisy`). A ``margin`` well below the expected
+    effect with a separate ``resolution`` keeps the verdict away from the
+    margin, where a true effect close to it would decide by chance.
     Unlike a test against zero growth, a tiny effect that noise makes
     significant in one run and not in the next cannot flip the verdict: it is
     decided by which side of a practical margin a narrow enough interval lies
     on.
     """
-    if not 0.0 < margin < 1.0:
-        raise InputValidationError(f"margin must be in (0, 1), got {margin}")
+    resolution = _resolution(margin, resolution)
     n, est, lo, hi = _growth_ci(xs, rounds, alpha, seed)
     if not np.isfinite(est):
         return Verdict(None, f"{n} usable round(s); at least 2 are needed")
     holds = (
-        None if _too_noisy(lo, hi, margin) else (True if lo > margin else (False if hi < margin else None))
+        None
+        if _too_noisy(lo, hi, resolution)
+        else (True if lo > margin else (False if hi < margin else None))
     )
     return Verdict(
         holds,
         f"growth per step {100 * est:+.1f} % (median of {n} rounds), {100 * (1 - 2 * alpha):g}% bootstrap "
         f"CI [{100 * lo:+.1f}, {100 * hi:+.1f}] % (seed {seed}) against a minimum effect of {100 * margin:+.1f} %"
-        f"{_noise_note(lo, hi, margin)}",
+        f"{_noise_note(lo, hi, resolution)}",
     )
 
 
@@ -294,27 +299,39 @@ def flat_within(
     margin: float,
     alpha: float = ALPHA,
     seed: int = 0,
+    resolution: float | None = None,
 ) -> Verdict:
     """Equivalence test: does the quantity change by less than ``margin`` per step of ``xs``?
 
     ``True`` when the ``1 - 2 alpha`` bootstrap CI of the median per-step
     growth (:func:`growth_per_step`) lies inside ``(-margin, margin)`` (two
     one-sided tests), ``False`` when it lies wholly outside and is no wider
-    than the band (:func:`_too_noisy`), ``None`` otherwise.
+    than the band, or than ``2 resolution`` if given (:func:`_too_noisy`),
+    ``None`` otherwise.
     """
-    if not 0.0 < margin < 1.0:
-        raise InputValidationError(f"margin must be in (0, 1), got {margin}")
+    resolution = _resolution(margin, resolution)
     n, est, lo, hi = _growth_ci(xs, rounds, alpha, seed)
     if not np.isfinite(est):
         return Verdict(None, f"{n} usable round(s); at least 2 are needed")
-    outside = (hi < -margin or lo > margin) and not _too_noisy(lo, hi, margin)
+    outside = (hi < -margin or lo > margin) and not _too_noisy(lo, hi, resolution)
     holds = True if (lo > -margin and hi < margin) else (False if outside else None)
     return Verdict(
         holds,
         f"growth per step {100 * est:+.1f} % (median of {n} rounds), {100 * (1 - 2 * alpha):g}% bootstrap "
         f"CI [{100 * lo:+.1f}, {100 * hi:+.1f}] % (seed {seed}) against the equivalence band "
-        f"±{100 * margin:.1f} %{_noise_note(lo, hi, margin)}",
+        f"±{100 * margin:.1f} %{_noise_note(lo, hi, resolution)}",
     )
+
+
+def _resolution(margin: float, resolution: float | None) -> float:
+    """The half-width above which a growth CI is too noisy to decide (``margin`` unless given)."""
+    if not 0.0 < margin < 1.0:
+        raise InputValidationError(f"margin must be in (0, 1), got {margin}")
+    if resolution is None:
+        return margin
+    if not 0.0 < resolution < 1.0:
+        raise InputValidationError(f"resolution must be in (0, 1), got {resolution}")
+    return resolution
 
 
 def _too_noisy(lo: float, hi: float, margin: float) -> bool:
@@ -328,10 +345,10 @@ def _too_noisy(lo: float, hi: float, margin: float) -> bool:
     return (hi - lo) / 2 > margin
 
 
-def _noise_note(lo: float, hi: float, margin: float) -> str:
-    if not _too_noisy(lo, hi, margin):
+def _noise_note(lo: float, hi: float, resolution: float) -> str:
+    if not _too_noisy(lo, hi, resolution):
         return ""
     return (
-        f"; too noisy to decide: CI half-width {100 * (hi - lo) / 2:.1f} % exceeds the margin "
-        f"{100 * margin:.1f} % (more rounds, or unshared cores, are needed)"
+        f"; too noisy to decide: CI half-width {100 * (hi - lo) / 2:.1f} % exceeds {100 * resolution:.1f} % "
+        "(more rounds, or unshared cores, are needed)"
     )

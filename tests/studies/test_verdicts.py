@@ -128,3 +128,25 @@ def test_flat_within_is_an_equivalence_band():
     assert noisy.holds is None and "too noisy" in noisy.evidence
     with pytest.raises(InputValidationError, match="margin"):
         verdicts.flat_within(xs, _timed_rounds(0.0, 0.1, 3, 9), margin=1.5)
+
+
+def test_a_margin_far_below_the_effect_decides_the_same_way_in_every_run():
+    """Table 3's design: +8 % growth per party with 10 % noise per run over 36 rounds (fixed seeds 0-19).
+
+    Against a 5 % margin, which the intervals straddle, the verdict depends on the run (13 say "grows",
+    7 cannot decide). Against a 2 % margin with a separate 5 % resolution every run says "grows"; with
+    the resolution tied to the 2 % margin most runs are "too noisy". The ±3 % flatness band: 19 of 20
+    runs say "not flat" and none says "flat".
+    """
+    xs = [2, 3, 4]
+    runs = [_timed_rounds(0.08, 0.10, 36, s) for s in range(20)]
+    at_five = [verdicts.grows_at_least(xs, r, margin=0.05).holds for r in runs]
+    assert at_five.count(True) < 20 and False not in at_five  # the verdict flips between runs
+    far = [verdicts.grows_at_least(xs, r, margin=0.02, resolution=0.05).holds for r in runs]
+    assert far == [True] * 20
+    tight = [verdicts.grows_at_least(xs, r, margin=0.02) for r in runs]
+    assert sum("too noisy" in v.evidence for v in tight) >= 10
+    flat = [verdicts.flat_within(xs, r, margin=0.03, resolution=0.05).holds for r in runs]
+    assert True not in flat and flat.count(False) >= 18
+    with pytest.raises(InputValidationError, match="resolution"):
+        verdicts.grows_at_least(xs, runs[0], margin=0.02, resolution=0.0)
