@@ -28,7 +28,7 @@ import numpy as np
 
 from protocols.party import Party
 from protocols.runtime import Role, RunResult, run_inprocess
-from protocols.transport.base import Channel
+from protocols.transport.base import Channel, WrappedChannel
 
 #: ``fault(to, message) -> message`` applied to every message a faulty party sends.
 Fault = Callable[[str, Any], Any]
@@ -54,23 +54,16 @@ class Delivery:
     message: Any
 
 
-class RecordingChannel(Channel):
+class RecordingChannel(WrappedChannel):
     """A channel that records each sent message in a :class:`Recorder`, then sends it.
 
-    Receiving, the traffic meter and the timeouts are the wrapped channel's.
+    Receiving, the traffic meter, the timeouts and the dropout state are the wrapped channel's.
     """
 
     def __init__(self, inner: Channel, recorder: Recorder, fault: Fault | None = None) -> None:
-        # Not Channel.__init__: the wrapper shares the inner channel's identity and meter.
-        self._inner = inner
+        super().__init__(inner)
         self._recorder = recorder
         self._fault = fault
-        self.me = inner.me
-        self.peers = inner.peers
-        self.timeout = inner.timeout
-        self.meter = inner.meter
-        self.private_payloads = inner.private_payloads
-        self.identity = inner.identity
 
     def send(self, to: str, obj: Any) -> None:
         if self._fault is not None:
@@ -78,41 +71,9 @@ class RecordingChannel(Channel):
         self._recorder._record(self.me, to, obj)
         self._inner.send(to, obj)
 
-    def recv(self, frm: str, timeout: float | None = None) -> Any:
-        return self._inner.recv(frm, timeout)
-
-    def close(self) -> None:
-        self._inner.close()
-
-    # Dropout tolerance is the wrapped channel's (one set of excused peers).
-    @property
-    def excused(self) -> frozenset[str]:
-        return self._inner.excused
-
-    @excused.setter
-    def excused(self, value: frozenset[str]) -> None:
-        self._inner.excused = value
-
-    @property
-    def dropped(self) -> frozenset[str]:
-        return self._inner.dropped
-
-    @dropped.setter
-    def dropped(self, value: frozenset[str]) -> None:
-        self._inner.dropped = value
-
-    def peer_gone(self, peer: str) -> bool:
-        return self._inner.peer_gone(peer)
-
     def disconnect(self) -> None:
         """Leave the run (the wrapped channel must support it, as the in-process one does)."""
         self._inner.disconnect()  # type: ignore[attr-defined]
-
-    def _send_bytes(self, to: str, payload: bytes) -> None:
-        self._inner._send_bytes(to, payload)
-
-    def _recv_bytes(self, frm: str, timeout: float) -> bytes | memoryview:
-        return self._inner._recv_bytes(frm, timeout)
 
 
 class Recorder:

@@ -3,7 +3,9 @@
 Modules (never importing :mod:`protocols.runtime`)
 --------------------------------------------------
 base
-    The :class:`Channel` abstraction and its traffic meter.
+    The :class:`Channel` abstraction, its traffic meter, and
+    :class:`~protocols.transport.base.WrappedChannel` for channels that add
+    to another (recording, the link model).
 inprocess
     Parties as threads, links as queues of bytes.
 link_model

@@ -175,6 +175,65 @@ class Channel(ABC):
         """Return the next payload from ``frm`` or raise after ``timeout`` seconds."""
 
 
+class WrappedChannel(Channel):
+    """A channel that adds something to another channel (recording, a link model, measuring).
+
+    Subclasses override what they add to (:meth:`send`, :meth:`recv`, or the
+    byte-level hooks); everything else is the wrapped channel's: its name,
+    peers, timeout, traffic meter, identity and payload ownership are shared
+    (no :meth:`Channel.__init__`), phases and closing are passed on, and the
+    dropout state (:attr:`excused`, :attr:`dropped`, :meth:`peer_gone`) is
+    the wrapped channel's, so both see one set of excused peers.
+    """
+
+    def __init__(self, inner: Channel) -> None:
+        self._inner = inner
+        self.me = inner.me
+        self.peers = inner.peers
+        self.timeout = inner.timeout
+        self.meter = inner.meter
+        self.private_payloads = inner.private_payloads
+        self.identity = inner.identity
+
+    def send(self, to: str, obj: Any) -> None:
+        self._inner.send(to, obj)
+
+    def recv(self, frm: str, timeout: float | None = None) -> Any:
+        return self._inner.recv(frm, timeout)
+
+    def enter_phase(self, label: str | None) -> None:
+        self.phase_label = label
+        self._inner.enter_phase(label)
+
+    def close(self) -> None:
+        self._inner.close()
+
+    @property
+    def excused(self) -> frozenset[str]:
+        return self._inner.excused
+
+    @excused.setter
+    def excused(self, value: frozenset[str]) -> None:
+        self._inner.excused = value
+
+    @property
+    def dropped(self) -> frozenset[str]:
+        return self._inner.dropped
+
+    @dropped.setter
+    def dropped(self, value: frozenset[str]) -> None:
+        self._inner.dropped = value
+
+    def peer_gone(self, peer: str) -> bool:
+        return self._inner.peer_gone(peer)
+
+    def _send_bytes(self, to: str, payload: bytes) -> None:
+        self._inner._send_bytes(to, payload)
+
+    def _recv_bytes(self, frm: str, timeout: float) -> bytes | memoryview:
+        return self._inner._recv_bytes(frm, timeout)
+
+
 def now() -> float:
     """Monotonic wall-clock seconds used for per-role timing."""
     return time.perf_counter()

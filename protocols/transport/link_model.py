@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from protocols.errors import InputValidationError
-from protocols.transport.base import Channel
+from protocols.transport.base import Channel, WrappedChannel
 from protocols.transport.wire import encode_message, encode_message_parts
 
 #: Round trips of connection set-up beyond the protocol's own messages, for any number of
@@ -173,7 +173,7 @@ class ModelledLinks:
             return arrival
 
 
-class ModelledChannel(Channel):
+class ModelledChannel(WrappedChannel):
     """A party's channel whose messages take the time :class:`ModelledLinks` gives them.
 
     The traffic meter, identity, timeouts and dropout state are the wrapped
@@ -183,15 +183,8 @@ class ModelledChannel(Channel):
     """
 
     def __init__(self, inner: Channel, links: ModelledLinks) -> None:
-        # Not Channel.__init__: the wrapper shares the inner channel's identity and meter.
-        self._inner = inner
+        super().__init__(inner)
         self._links = links
-        self.me = inner.me
-        self.peers = inner.peers
-        self.timeout = inner.timeout
-        self.meter = inner.meter
-        self.private_payloads = inner.private_payloads
-        self.identity = inner.identity
 
     def send(self, to: str, obj: Any) -> None:
         """Serialise ``obj``, book it on this party's uplink and hand it to the wrapped transport."""
@@ -202,31 +195,9 @@ class ModelledChannel(Channel):
         self._send_bytes(to, payload)
         self.meter.record_send(to, len(payload))
 
-    def enter_phase(self, label: str | None) -> None:
-        self.phase_label = label
-        self._inner.enter_phase(label)
-
-    def close(self) -> None:
-        self._inner.close()
-
-    @property
-    def excused(self) -> frozenset[str]:
-        return self._inner.excused
-
-    @excused.setter
-    def excused(self, value: frozenset[str]) -> None:
-        self._inner.excused = value
-
-    @property
-    def dropped(self) -> frozenset[str]:
-        return self._inner.dropped
-
-    @dropped.setter
-    def dropped(self, value: frozenset[str]) -> None:
-        self._inner.dropped = value
-
-    def peer_gone(self, peer: str) -> bool:
-        return self._inner.peer_gone(peer)
+    def recv(self, frm: str, timeout: float | None = None) -> Any:
+        """Receive through :meth:`_recv_bytes`, which holds each message until its modelled arrival."""
+        return Channel.recv(self, frm, timeout)
 
     def _send_bytes(self, to: str, payload: bytes | bytearray) -> None:
         self._links.stamp(self.me, to, len(payload))

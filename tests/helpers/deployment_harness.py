@@ -18,44 +18,22 @@ import numpy as np
 
 from mpc_pca.deployment import Deployment
 from protocols.runtime import RunResult, run_inprocess
-from protocols.transport.base import Channel
+from protocols.transport.base import Channel, WrappedChannel
 
 
-class SizingChannel(Channel):
+class SizingChannel(WrappedChannel):
     """A channel that records the size of every message its party sends (the inner meter's growth)."""
 
     def __init__(self, inner: Channel, sizes: list[int], lock: threading.Lock) -> None:
-        # Not Channel.__init__: the wrapper shares the inner channel's identity and meter.
-        self._inner = inner
+        super().__init__(inner)
         self._sizes = sizes
         self._lock = lock
-        self.me = inner.me
-        self.peers = inner.peers
-        self.timeout = inner.timeout
-        self.meter = inner.meter
-        self.private_payloads = inner.private_payloads
-        self.identity = inner.identity
 
     def send(self, to: str, obj: Any) -> None:
         before = self.meter.bytes_sent
         self._inner.send(to, obj)
         with self._lock:
             self._sizes.append(self.meter.bytes_sent - before)
-
-    def recv(self, frm: str, timeout: float | None = None) -> Any:
-        return self._inner.recv(frm, timeout)
-
-    def enter_phase(self, label: str | None) -> None:
-        self._inner.enter_phase(label)
-
-    def close(self) -> None:
-        self._inner.close()
-
-    def _send_bytes(self, to: str, payload: bytes) -> None:  # pragma: no cover - send is overridden
-        raise NotImplementedError
-
-    def _recv_bytes(self, frm: str, timeout: float) -> bytes:  # pragma: no cover - recv is overridden
-        raise NotImplementedError
 
 
 @dataclass
