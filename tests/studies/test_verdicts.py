@@ -98,6 +98,7 @@ def test_grows_at_least_decides_by_the_margin_not_by_zero():
     assert verdicts.grows_at_least(xs, _timed_rounds(0.1, 0.05, 1, 4), margin=0.05).holds is None
 
 
+@pytest.mark.slow  # about 6 s: 20-80 bootstrap verdicts
 def test_noisy_no_effect_never_says_reproduced():
     """Noise as large as measured on shared cores (log sd 0.25) around no growth: never 'grows by >= 5 %'.
 
@@ -130,6 +131,7 @@ def test_flat_within_is_an_equivalence_band():
         verdicts.flat_within(xs, _timed_rounds(0.0, 0.1, 3, 9), margin=1.5)
 
 
+@pytest.mark.slow  # about 6 s: 20-80 bootstrap verdicts
 def test_a_margin_far_below_the_effect_decides_the_same_way_in_every_run():
     """Table 3's design: +8 % growth per party with 10 % noise per run over 36 rounds (fixed seeds 0-19).
 
