@@ -101,7 +101,10 @@ def test_table3_verdict_is_about_the_he_over_ss_ratio_with_a_margin():
     close = _table3_rounds({m: 1.0 for m in (2, 3, 4)}, {m: 1.05 for m in (2, 3, 4)})
     he, ss_grows, _ = table3.claims(close)
     assert he.reproduced is False
-    assert ss_grows.reproduced is False  # flat SS: growth of 2 % per party excluded
+    assert ss_grows.reproduced is None  # flat SS with 3 % noise over 5 rounds: 2 % neither shown nor excluded
+    # SS falling 4 % per party: growth of 2 % per party excluded
+    falling = _table3_rounds({m: 0.96**m for m in (2, 3, 4)}, {m: 2.0 for m in (2, 3, 4)})
+    assert table3.claims(falling)[1].reproduced is False
     # one party count reversed is enough to refute "at every number of parties"
     mixed = _table3_rounds({2: 0.2, 3: 1.0}, {2: 1.0, 3: 0.2})
     assert table3.claims(mixed)[0].reproduced is False
