@@ -41,33 +41,26 @@ def is_sparse(value: object) -> bool:
 
 
 def as_csr(part: Any, name: str) -> Any:
-    """Validate one sparse block of rows; return it as canonical CSR of float64 or float32.
+    """Canonical CSR of float64 or float32 from one sparse block of rows, its stored entries checked.
 
     The stored entries are copied only when the format, the dtype or
-    duplicate entries require it; the rows are never densified.
+    duplicate entries require it; the rows are never densified. The block's
+    shape and dtype kind are checked by the caller
+    (:func:`mpc_pca.validation.check_parts`).
 
     Parameters
     ----------
     part : scipy.sparse matrix or array
-        A 2-D block of rows.
+        A 2-D block of real rows, at least one row and one column.
     name : str
         Its name in error messages (``part 1``).
 
     Raises
     ------
     InputValidationError
-        If the part is complex or not numeric, not 2-D, holds no rows or no
-        columns, or stores a NaN/inf entry (named by row and column).
+        If the part is not numeric or stores a NaN/inf entry (named by row
+        and column).
     """
-    if np.iscomplexobj(part):
-        raise InputValidationError(f"{name} has complex values; PCA here takes real numbers only")
-    if len(part.shape) != 2:
-        raise InputValidationError(f"{name} has shape {part.shape}; each part must be 2-D")
-    n, d = part.shape
-    if n == 0:
-        raise InputValidationError(f"{name} has 0 rows; every party needs at least 1 row")
-    if d == 0:
-        raise InputValidationError(f"{name} has 0 features; at least 1 is needed")
     dtype = np.float32 if part.dtype == np.float32 else np.float64
     try:
         csr = part.tocsr().astype(dtype, copy=False)

@@ -10,6 +10,7 @@ import math
 import warnings
 from collections.abc import Sequence
 from numbers import Integral, Real
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -65,29 +66,23 @@ def check_parts(
         raise InputValidationError("parts is empty; at least one party must hold data")
     arrays = []
     for i, part in enumerate(parts):
-        if is_sparse(part):
-            if not accept_sparse:
-                raise TypeError(
-                    f"part {i} is a scipy.sparse matrix, which this protocol does not accept; convert it "
-                    "with .toarray() first"
-                )
-            arrays.append(as_csr(part, f"part {i}"))
-            continue
+        sparse = is_sparse(part)
+        if sparse and not accept_sparse:
+            raise TypeError(
+                f"part {i} is a scipy.sparse matrix, which this protocol does not accept; convert it "
+                "with .toarray() first"
+            )
         if np.iscomplexobj(part):
             raise InputValidationError(f"part {i} has complex values; PCA here takes real numbers only")
+        if sparse:
+            _check_block_shape(cast(Any, part).shape, f"part {i}")
+            arrays.append(as_csr(part, f"part {i}"))
+            continue
         try:
             arr = np.ascontiguousarray(part, dtype=np.float64)
         except (TypeError, ValueError) as exc:
             raise InputValidationError(f"part {i} is not numeric: {exc}") from exc
-        if arr.ndim != 2:
-            raise InputValidationError(
-                f"part {i} has {arr.ndim} dimension(s) (shape {arr.shape}); each part must be 2-D "
-                "(rows = samples, columns = features)"
-            )
-        if arr.shape[0] == 0:
-            raise InputValidationError(f"part {i} has 0 rows; every party needs at least 1 row")
-        if arr.shape[1] == 0:
-            raise InputValidationError(f"part {i} has 0 features; at least 1 is needed")
+        _check_block_shape(arr.shape, f"part {i}")
         if check_values:
             check_finite(arr, f"part {i}")
         arrays.append(arr)
@@ -104,6 +99,19 @@ def check_parts(
             f"the parts hold {total} row(s) in total; at least {min_total_rows} are needed"
         )
     return arrays
+
+
+def _check_block_shape(shape: tuple[int, ...], name: str) -> None:
+    """One party's block of rows, dense or sparse, is 2-D with at least one row and one column."""
+    if len(shape) != 2:
+        raise InputValidationError(
+            f"{name} has {len(shape)} dimension(s) (shape {shape}); each part must be 2-D "
+            "(rows = samples, columns = features)"
+        )
+    if shape[0] == 0:
+        raise InputValidationError(f"{name} has 0 rows; every party needs at least 1 row")
+    if shape[1] == 0:
+        raise InputValidationError(f"{name} has 0 features; at least 1 is needed")
 
 
 def check_statistics_finite(
