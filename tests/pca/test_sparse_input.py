@@ -139,6 +139,20 @@ def test_non_finite_stored_entries_are_refused_naming_the_part_and_entry(bad):
         PPPCA(n_components=2, timeout=TIMEOUT).fit(parts)
 
 
+@pytest.mark.parametrize(
+    ("block", "message"),
+    [
+        (scipy.sparse.csr_matrix((0, 4)), "part 1 has 0 rows; every party needs at least 1 row"),
+        (scipy.sparse.csr_matrix((3, 0)), "part 1 has 0 features; at least 1 is needed"),
+        (scipy.sparse.csr_matrix(np.ones((3, 4)) * 1j), "part 1 has complex values"),
+    ],
+)
+def test_a_sparse_block_of_the_wrong_shape_or_kind_is_refused_naming_it(block, message):
+    parts = [scipy.sparse.csr_matrix(_rows(seed=8)[:20, :4]), block]
+    with pytest.raises(InputValidationError, match=message):
+        PPPCA(n_components=1, timeout=TIMEOUT).fit(parts)
+
+
 def test_statistics_of_sparse_rows_equal_the_dense_ones_and_duplicates_are_summed():
     rng = np.random.default_rng(7)
     rows, cols = rng.integers(0, 40, size=200), rng.integers(0, D, size=200)
