@@ -89,6 +89,13 @@ class _Pacer:
         return done + self._profile.one_way_seconds
 
 
+def _shutdown(*socks: socket.socket) -> None:
+    """Shut both directions of each socket down, ignoring sockets already shut or closed."""
+    for sock in socks:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+
 class _Direction:
     """One direction of one forwarded connection: a reader that timestamps, a writer that waits."""
 
@@ -122,6 +129,11 @@ class _Direction:
     def start(self) -> None:
         for thread in self._threads:
             thread.start()
+
+    def join(self, timeout: float) -> None:
+        """Wait for the reader and the writer to end."""
+        for thread in self._threads:
+            thread.join(timeout)
 
     def stop(self) -> None:
         with self._cond:
@@ -181,9 +193,7 @@ class _Direction:
                 try:
                     self._sink.sendall(chunk)
                 except OSError:  # the receiving end is gone: so is the connection, for the sender too
-                    for sock in (self._source, self._sink):
-                        with contextlib.suppress(OSError):
-                            sock.shutdown(socket.SHUT_RDWR)
+                    _shutdown(self._source, self._sink)
                     return
         finally:
             self.stop()
@@ -297,6 +307,12 @@ class DelayForwarder:
         """Close both sockets of a connection once both directions have ended."""
         up.done.wait()
         down.done.wait()
+        # Shut down before closing: a reader blocked in recv() is woken by a shutdown, not by
+        # a close from another thread (it would keep the descriptor and block until the peer
+        # closes).
+        _shutdown(client, upstream)
+        up.join(1.0)
+        down.join(1.0)
         for sock in (client, upstream):
             with contextlib.suppress(OSError):
                 sock.close()
@@ -312,11 +328,9 @@ class DelayForwarder:
         with self._lock:
             entries = list(self._open)
         for client, upstream, up, down in entries:
+            _shutdown(client, upstream)  # first, while the reap thread has not closed them
             up.stop()
             down.stop()
-            for sock in (client, upstream):
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
         self._thread.join(1.0)
 
     def __enter__(self) -> DelayForwarder:

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 import pytest
 
 from protocols.errors import InputValidationError
+from protocols.transport import wan_emulator
 from protocols.transport.wan_emulator import DelayForwarder, LinkProfile
 
 #: Slack allowed above a lower bound, for scheduling on a loaded machine (seconds).
@@ -200,20 +201,56 @@ def test_forwarding_is_byte_exact_both_ways_with_half_close(server: socket.socke
         assert fwd.connections == 1
 
 
+def _threads_left(before: set[threading.Thread], seconds: float = 5.0) -> list[str]:
+    """Names of the threads started since ``before`` still alive after waiting up to ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while True:
+        started = [t for t in threading.enumerate() if t not in before]
+        if not started or time.monotonic() >= deadline:
+            return [t.name for t in started]
+        time.sleep(0.01)
+
+
 def test_close_stops_the_threads_and_the_listener(server: socket.socket) -> None:
+    before = set(threading.enumerate())
     fwd = DelayForwarder(server.getsockname()[:2], LinkProfile(0.05))
     client, conn = _connect(server, fwd)
     address = fwd.address
     fwd.close()
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and any(
-        t.name.startswith(("forward-", "delay-forwarder")) for t in threading.enumerate()
-    ):
-        time.sleep(0.01)
-    alive = [t.name for t in threading.enumerate() if t.name.startswith(("forward-", "delay-forwarder"))]
-    assert alive == []
+    assert _threads_left(before) == []
     assert client.recv(1) == b""  # the dialler's connection was closed
     client.close()
     conn.close()
     with pytest.raises(OSError):
         socket.create_connection(address, timeout=1).close()
+
+
+def test_close_wakes_the_readers_when_the_reaper_closes_the_sockets_first(
+    server: socket.socket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A loaded machine may run the reap thread between stopping a direction and the rest of close().
+
+    Closing a socket does not wake a thread blocked in recv() on it; only a
+    shutdown does. The stall after each stop gives the reap thread time to
+    close both sockets, as a busy scheduler would: the readers must still end
+    and the peers still see their connections close.
+    """
+    stop = wan_emulator._Direction.stop
+
+    def stop_then_stall(self: wan_emulator._Direction) -> None:
+        stop(self)
+        if threading.current_thread() is threading.main_thread():  # close(), not the writer's own stop
+            time.sleep(0.2)
+
+    monkeypatch.setattr(wan_emulator._Direction, "stop", stop_then_stall)
+    before = set(threading.enumerate())
+    fwd = DelayForwarder(server.getsockname()[:2], LinkProfile(0.05))
+    client, conn = _connect(server, fwd)
+    fwd.close()
+    assert _threads_left(before) == []
+    client.settimeout(5)
+    conn.settimeout(5)
+    assert client.recv(1) == b""
+    assert conn.recv(1) == b""
+    client.close()
+    conn.close()
