@@ -110,7 +110,8 @@ def test_package_docstrings_list_every_module():
 
 @pytest.mark.slow
 @pytest.mark.skipif(
-    importlib.util.find_spec("mkdocs") is None, reason='mkdocs is not installed (pip install -e ".[docs]")'
+    importlib.util.find_spec("mkdocs") is None and not os.environ.get("CI"),
+    reason='mkdocs is not installed (pip install -e ".[docs]"); under CI it must be, and this test is its build',
 )
 def test_site_builds_with_warnings_as_errors(tmp_path):
     done = subprocess.run(
