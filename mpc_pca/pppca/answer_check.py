@@ -59,7 +59,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mpc_pca.pppca.bounds import components_gram_bits, gram_entry_error
-from mpc_pca.pppca.components import hides_covariance
+from mpc_pca.pppca.components import accepted_angle_bound, hides_covariance
 from mpc_pca.pppca.local_stats import LocalStatistics
 from mpc_pca.pppca.scaling import RING_BITS
 from mpc_pca.roles import SERVER
@@ -83,9 +83,6 @@ ORTHONORMAL_TOL = 1e-9
 COMPONENTS_ORTHONORMAL_TOL = 1e-6
 #: Relative floor of the residual tolerance: LAPACK's backward error is about ``d * 2^-52 * λ_1``.
 EIGENSOLVER_RELATIVE_ERROR = 1e-9
-#: With ``reveal="components"``, the residual of the secure eigensolve's Ritz pairs is at most
-#: about ``tol * λ_1``; the check allows this multiple of ``tol`` (and at least ``1e-4``).
-COMPONENTS_RESIDUAL_FACTOR = 64.0
 
 
 @dataclass(frozen=True)
@@ -255,7 +252,7 @@ def relative_error(config: PPPCAConfig, backend: SecureSumBackend, answer: Serve
         gram_eta = (
             config.n_features * config.n_parties * 2.0 ** -(components_gram_bits(backend) + 1) / (n - 1)
         )
-        return max(COMPONENTS_RESIDUAL_FACTOR * config.components.tol, 1e-4) + gram_eta / lam1
+        return accepted_angle_bound(config.components.tol) + gram_eta / lam1
     u = gram_entry_error(config, backend.codec.frac_bits, n)
     eta = float(np.sum((u / answer.scale) ** 2)) / (n - 1)
     return eta / lam1 + EIGENSOLVER_RELATIVE_ERROR

@@ -36,7 +36,7 @@ STUDY = Study(
     description=(
         "3 providers + server (+ consumer; capePCA: aggregator + noise generator; DPDPCA: proxy + user) as threads; "
         "every message delayed by RTT/2 and serialised at its sender's uplink (protocols.transport.link_model). "
-        "Full size: 30,000 rows x d = 100 (correlated Gaussian, seed 28, rows scaled to norm <= 1), k = 5, 2 "
+        "Full size: 30,000 rows x d = 100 (spiked Gaussian: 5 directions of variance 10 to 6 over a unit bulk, random mean, seed 28, rows scaled to norm <= 1), k = 5, 2 "
         "repeats per point (3 for each protocol's compute, the decomposition's base); DPDPCA at d = 20 (--option dpdpca_d), measured with no network and extrapolated. Quick: 600 x "
         "10, RTT 0 and 100 ms, 100 Mbit/s, three protocols (shares, HE, components), 1 repeat. One BLAS thread per "
         "party. Set-up is added as stated round trips (6, the set-up's accounting: rendezvous 3, links 2.5, "

@@ -355,6 +355,7 @@ def ladder_eigenvectors(
     tol: float = 1e-6,
     max_iterations: int = 12,
     start_seed: int = 0,
+    accept_tol: float | None = None,
 ) -> FastEigResult | None:
     """Top-k eigenpairs of a shared symmetric PSD matrix in tens of rounds; revealed only to ``to``.
 
@@ -393,6 +394,11 @@ def ladder_eigenvectors(
         Iteration cap (three rounds each).
     start_seed : int, default=0
         Seed of the public start ``Q_0``.
+    accept_tol : float, optional
+        Largest angle bound accepted when the cap is reached (default ``tol``).
+        A larger one stops every member with :class:`ProtocolError` before the
+        Rayleigh-Ritz step, so no eigenpair is revealed: the top-k eigenspace
+        is less separated than ``eigengap`` assumes.
 
     Returns
     -------
@@ -404,13 +410,17 @@ def ladder_eigenvectors(
     InputValidationError
         Bad shapes or settings, a receiver other than the dealer (before anything is sent).
     ProtocolError
-        A non-symmetric matrix, a trace out of range, or a top-k direction
-        weaker than fixed point resolves (the iterate loses rank).
+        A non-symmetric matrix, a trace out of range, a top-k direction
+        weaker than fixed point resolves (the iterate loses rank), or the cap
+        reached with an angle bound above ``accept_tol``.
     """
     session = c.session
     d, k = _square_and_k(c, n_components)
     if not 0.0 < eigengap < 1.0 or not 0.0 < tol < 1.0:
         raise InputValidationError(f"eigengap={eigengap} and tol={tol} must lie strictly between 0 and 1")
+    accept = tol if accept_tol is None else float(accept_tol)
+    if not tol <= accept < 1.0:
+        raise InputValidationError(f"accept_tol={accept_tol} must lie between tol={tol} and 1")
     if not 1 <= max_iterations <= 100:
         raise InputValidationError(f"max_iterations={max_iterations} must be between 1 and 100")
     if session.frac_bits != F:
@@ -477,6 +487,14 @@ def ladder_eigenvectors(
             ladder.append(SharedTensor(session, p.share, p.shape, F))
             plan.secret_products += 1
     plan.powers.pop()  # the last P_j X was not used
+    if plan.achieved_tol > accept:  # every member has the bound (_broadcast_decision): all stop here
+        raise ProtocolError(
+            f"the secure eigensolve reached max_iterations={max_iterations} with its angle bound "
+            f"{plan.achieved_tol:.3g} above {accept:.3g}: the top-{k} eigenspace is less separated from the "
+            f"rest than eigengap={eigengap} assumes (1 - lambda_{k + 1} / lambda_{k}); no eigenpair was "
+            "revealed. Rerun with a smaller eigengap (more iterations), another n_components, or "
+            "reveal='spectrum'"
+        )
     (u,) = truncate_many([(times_public(x_hi, r_inv, G_R), F_X + G_R - F)])
     (b,) = truncate_many([(open_products([(u, rot)])[0], F)])
     (w,) = open_products([(c_hi, b)])

@@ -12,7 +12,7 @@ from sklearn.preprocessing import StandardScaler
 from mpc_pca import PPPCA
 from mpc_pca.pppca import run_pppca
 from protocols.backends import make_backend
-from protocols.errors import InputValidationError
+from protocols.errors import InputValidationError, ProtocolError
 from tests.helpers.oracles import align_signs
 
 #: Rounds of a components fit outside the iterations and squarings: 3 (stats, Gram shares) + 4 (symmetry
@@ -156,3 +156,37 @@ def test_spectrum_mode_reveals_every_eigenvalue_in_a_handful_of_rounds():
     # the server received the rotated d x d matrix once (plus k x d and the small items), not per round
     d = pooled.shape[1]
     assert model.report_["server"]["bytes_received"] < 4 * 8 * (d * d + 3 * d + 2 * d + 8) + 4 * 600
+
+
+def _gap_at_k_parts(k: int, gap: float, seed: int = 5) -> list[np.ndarray]:
+    """Three providers' rows whose covariance has 1 - lambda_(k+1) / lambda_k = ``gap`` (then a unit bulk)."""
+    rng = np.random.default_rng(seed)
+    d = 12
+    spectrum = np.ones(d)
+    spectrum[:k] = np.linspace(10.0, 6.0, k)
+    spectrum[k] = 6.0 * (1.0 - gap)
+    basis, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    rows = (rng.standard_normal((6_000, d)) * np.sqrt(spectrum)) @ basis.T
+    return np.array_split(rows, 3)
+
+
+def test_a_gap_below_the_assumed_eigengap_stops_every_party_without_blaming_the_server():
+    """A top-k eigenspace 0.3 % apart (eigengap assumes 10 %): the ladder reaches its cap unconverged.
+
+    Before the stop was checked, the server's honest but inaccurate answer failed the answer check
+    ("'server' sent a wrong answer"). Now every party stops before anything is revealed, naming the gap.
+    """
+    parts = _gap_at_k_parts(3, 0.003)
+    with pytest.raises(
+        ProtocolError, match=r"less separated .* eigengap=0\.1 .*no eigenpair was revealed"
+    ) as info:
+        PPPCA(3, reveal="components").fit(parts)
+    assert "wrong answer" not in str(info.value)
+
+
+def test_a_gap_the_eigengap_allows_is_resolved():
+    """The same kind of data with a clear gap (30 %) at the default eigengap: within 1e-4 of scikit-learn."""
+    parts = _gap_at_k_parts(3, 0.3)
+    model = PPPCA(3, reveal="components").fit(parts)
+    ref = PCA(3).fit(np.vstack(parts))
+    assert np.max(np.abs(align_signs(model.components_, ref.components_) - ref.components_)) < 1e-4

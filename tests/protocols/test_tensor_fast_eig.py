@@ -156,3 +156,9 @@ def test_the_rotated_matrix_depends_on_the_eigenvalues_only():
     for col in range(2):
         assert stats.ks_2samp(a[:, col], b[:, col]).pvalue > 1e-6
     assert stats.ks_2samp(a[:, 0], c[:, 0]).pvalue < 1e-6
+
+
+@pytest.mark.parametrize("accept_tol", [1e-9, 1.0, float("nan")])
+def test_an_accepted_bound_outside_tol_to_1_is_refused_before_anything_is_sent(accept_tol):
+    with pytest.raises(InputValidationError, match="accept_tol"):
+        _run(np.eye(4), lambda c: ladder_eigenvectors(c, 2, to="dealer", tol=1e-6, accept_tol=accept_tol))
