@@ -62,7 +62,7 @@ FLAGS: Mapping[str, str] = MappingProxyType(
     }
 )
 #: Options of the in-process command line only: never part of a deployment's settings.
-IN_PROCESS_ONLY = frozenset({"transform_output", "eigengap", "min_ratio"})
+IN_PROCESS_ONLY = frozenset({"transform_output"})
 #: Privacy options every DP result records; protocols that do not use one record its default.
 PRIVACY_DEFAULTS: Mapping[str, Any] = MappingProxyType(
     {

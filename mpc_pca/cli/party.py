@@ -148,6 +148,15 @@ def add_party_parser(sub: Any) -> None:
         default=None,
         help="pppca: what the server learns",
     )
+    party.add_argument(
+        "--eigengap", type=float, default=None,
+        help="--reveal components: assumed lower bound on 1 - lambda_{k+1}/lambda_k (default 0.1; all parties)",
+    )  # fmt: skip
+    party.add_argument(
+        "--min-ratio", type=float, default=None,
+        help="--reveal components, crypten engine: assumed lower bound on lambda_k / total variance "
+        "(default 0.01; all parties)",
+    )  # fmt: skip
     party.add_argument("--standardize", action="store_true", help="standardize the columns (all parties)")
     party.add_argument(
         "--dropout-threshold", type=int, default=None, metavar="T",

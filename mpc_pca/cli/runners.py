@@ -121,9 +121,6 @@ def run_processes(
             f"protocol {args.protocol!r} does not run with --transport processes yet; "
             f"choose one of {deployable_names()} or --transport inprocess"
         )
-    for option in ("eigengap", "min_ratio"):
-        if getattr(args, option, None) is not None:
-            raise InputValidationError("--eigengap and --min-ratio are not passed to separate processes yet")
     result = launch_local(
         args.protocol,
         parts,

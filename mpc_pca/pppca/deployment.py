@@ -65,7 +65,7 @@ from mpc_pca.deployment_kit import (
     check_announcements,
 )
 from mpc_pca.pppca.chunked import ChunkedPart
-from mpc_pca.pppca.components import check_reveal, hides_covariance
+from mpc_pca.pppca.components import ComponentsSettings, check_reveal, hides_covariance
 from mpc_pca.pppca.driver import preflight
 from mpc_pca.pppca.local_stats import LocalStatistics
 from mpc_pca.pppca.protocol import (
@@ -98,6 +98,8 @@ SHARED = (
     "frac_bits",
     "key_bits",
     "reveal",
+    "eigengap",
+    "min_ratio",
     "standardize",
     "dropout_threshold",
 )
@@ -118,6 +120,8 @@ SCHEMA: dict[str, Key] = {
     "frac_bits": Key("int", 0, 52),
     "key_bits": Key("int", 1, MAX_KEY_BITS, nullable=True),
     "reveal": Key("text", choices=("covariance", "components", "spectrum")),
+    "eigengap": Key("real", 0.0, 1.0, nullable=True, required=False),
+    "min_ratio": Key("real", 0.0, 1.0, nullable=True, required=False),
     "standardize": Key("flag"),
     "dropout_threshold": Key("int", 2, MAX_PROVIDERS, nullable=True, required=False),
 }
@@ -128,6 +132,36 @@ PROVIDER_SCHEMA: dict[str, Key] = {
     "n_rows": Key("int", 1, MAX_ANNOUNCED_ROWS),
     "column_exponents": Key("ints", ZERO_COLUMN, MAX_EXPONENT),
 }
+
+
+def components_settings(settings: Mapping[str, Any], reveal: str) -> ComponentsSettings:
+    """The secure eigensolve's agreed ``eigengap`` and ``min_ratio`` (defaults where unset), checked.
+
+    Raises
+    ------
+    InputValidationError
+        A value outside ``0 < eigengap < 1`` or ``0 < min_ratio <= 1``, or either
+        given without ``reveal="components"`` (the only mode that uses them).
+    """
+    given: dict[str, Any] = {
+        key: settings[key] for key in ("eigengap", "min_ratio") if settings.get(key) is not None
+    }
+    if given and reveal != "components":
+        raise InputValidationError(
+            f"--eigengap and --min-ratio apply only with --reveal components, not --reveal {reveal} (got {given})"
+        )
+    for key, value in given.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise InputValidationError(f"{key}={value!r} must be a number")
+    eigengap = given.get("eigengap", ComponentsSettings.eigengap)
+    min_ratio = given.get("min_ratio", ComponentsSettings.min_ratio)
+    if not 0.0 < eigengap < 1.0:
+        raise InputValidationError(
+            f"--eigengap {eigengap!r} is out of range; it must lie strictly between 0 and 1"
+        )
+    if not 0.0 < min_ratio <= 1.0:
+        raise InputValidationError(f"--min-ratio {min_ratio!r} is out of range; it must lie in (0, 1]")
+    return ComponentsSettings(eigengap=float(eigengap), min_ratio=float(min_ratio))
 
 
 def _dropout_fields(party: Any, run: PPPCAConfig) -> dict[str, Any]:
@@ -407,6 +441,7 @@ class PPPCADeployment(Deployment):
             raise InputValidationError(
                 f"standardize=True needs the pooled variances, which reveal={reveal!r} keeps secret"
             )
+        components_settings(settings, reveal)
 
     def runs_over_gloo(self, settings: Mapping[str, Any]) -> bool:
         if self._factory is not None:
@@ -438,6 +473,8 @@ class PPPCADeployment(Deployment):
             "frac_bits": backend.codec.frac_bits,
             "key_bits": settings.get("key_bits"),
             "reveal": check_reveal(settings.get("reveal", "covariance")),
+            "eigengap": settings.get("eigengap"),
+            "min_ratio": settings.get("min_ratio"),
             "standardize": bool(settings.get("standardize")),
             "dropout_threshold": settings.get("dropout_threshold"),
         }
@@ -503,7 +540,7 @@ class PPPCADeployment(Deployment):
             )
         config = PPPCAConfig(
             n_providers, n_features, k, True, exponents, bool(view.get("standardize")), reveal,
-            announced_rows=rows, dropout_threshold=threshold,
+            components=components_settings(view, reveal), announced_rows=rows, dropout_threshold=threshold,
         )  # fmt: skip
         return PPPCARun(
             config, view["backend"], view["frac_bits"], view.get("key_bits"), message_cap(views, n_features),

@@ -46,3 +46,20 @@ def test_run_as_processes_gives_the_in_process_json(tmp_path):
     inproc, procs = outputs["inprocess"], outputs["processes"]
     assert set(inproc) == set(procs) and procs["transport"] == "processes"
     assert procs["components"] == inproc["components"] and procs["feature_names"] == inproc["feature_names"]
+
+
+def test_party_checks_the_eigensolve_settings_before_it_connects():
+    """``--eigengap`` reaches a party's settings (it used to be refused for separate processes) and is
+    checked before any link is opened (the master address here has nothing listening)."""
+    from mpc_pca.cli.runners import settings_of
+
+    base = ["party", "--rank", "0", "--world-size", "5", "--master", "127.0.0.1:1", "--insecure"]
+    args = build_parser().parse_args(
+        [*base, "--protocol", "pppca-ss", "--reveal", "components", "--eigengap", "0.01"]
+    )
+    assert settings_of(args)["eigengap"] == 0.01
+    with pytest.raises(InputValidationError, match="apply only with --reveal components"):
+        party_command(build_parser().parse_args([*base, "--protocol", "pppca-ss", "--eigengap", "0.01"]), {})
+    with pytest.raises(InputValidationError, match="--eigengap 1.5 is out of range"):
+        args = [*base, "--protocol", "pppca-ss", "--reveal", "components", "--eigengap", "1.5"]
+        party_command(build_parser().parse_args(args), {})

@@ -190,3 +190,38 @@ def test_a_gap_the_eigengap_allows_is_resolved():
     model = PPPCA(3, reveal="components").fit(parts)
     ref = PCA(3).fit(np.vstack(parts))
     assert np.max(np.abs(align_signs(model.components_, ref.components_) - ref.components_)) < 1e-4
+
+
+def test_a_deployment_agrees_on_the_eigengap_and_resolves_the_close_gap():
+    """The same 0.3 % gap through the deployment path (every party a thread, settings announced and
+    agreed): the default refuses it; ``eigengap=0.001``, announced by every party, resolves it."""
+    from mpc_pca.deploy import run_threads
+
+    parts = _gap_at_k_parts(3, 0.003)
+    with pytest.raises(ProtocolError, match=r"eigengap=0\.1"):
+        run_threads("pppca-ss", parts, {"n_components": 3, "reveal": "components"}, timeout=300)
+    result = run_threads(
+        "pppca-ss", parts, {"n_components": 3, "reveal": "components", "eigengap": 0.001}, timeout=300
+    )
+    assert result["secure_eigensolve"]["eigengap"] == 0.001
+    ref = PCA(3).fit(np.vstack(parts))
+    components = np.asarray(result["components"])
+    assert np.max(subspace_angles(components.T, ref.components_.T)) < 1e-3
+
+
+@pytest.mark.parametrize(
+    ("settings", "match"),
+    [
+        ({"reveal": "covariance", "eigengap": 0.05}, "apply only with --reveal components"),
+        ({"reveal": "spectrum", "min_ratio": 0.05}, "apply only with --reveal components"),
+        ({"reveal": "components", "eigengap": 0.0}, r"--eigengap 0\.0 is out of range"),
+        ({"reveal": "components", "eigengap": 1.0}, r"--eigengap 1\.0 is out of range"),
+        ({"reveal": "components", "min_ratio": 0.0}, r"--min-ratio 0\.0 is out of range"),
+        ({"reveal": "components", "eigengap": "0.1"}, r"eigengap='0\.1' must be a number"),
+    ],
+)
+def test_a_deployment_refuses_eigensolve_settings_before_anything_is_sent(settings, match):
+    from mpc_pca.deploy import run_threads
+
+    with pytest.raises(InputValidationError, match=match):
+        run_threads("pppca-ss", _gap_at_k_parts(3, 0.3), {"n_components": 3, **settings}, timeout=60)
