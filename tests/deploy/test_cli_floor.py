@@ -60,6 +60,6 @@ def test_party_checks_the_eigensolve_settings_before_it_connects():
     assert settings_of(args)["eigengap"] == 0.01
     with pytest.raises(InputValidationError, match="apply only with --reveal components"):
         party_command(build_parser().parse_args([*base, "--protocol", "pppca-ss", "--eigengap", "0.01"]), {})
-    with pytest.raises(InputValidationError, match="--eigengap 1.5 is out of range"):
+    with pytest.raises(InputValidationError, match=r"--eigengap 1\.5 is out of range"):
         args = [*base, "--protocol", "pppca-ss", "--reveal", "components", "--eigengap", "1.5"]
         party_command(build_parser().parse_args(args), {})
