@@ -54,7 +54,7 @@ _BLOCK_ROWS = 2048
 #: the sum, the absolute value and the maxima (the reference machine's L3 is 32 MiB), and
 #: few enough blocks keep numpy's per-call cost small.
 _SCAN_BLOCK_BYTES = 1 << 21
-#: Rows folded side by side into one wide row for the column maxima (:func:`_fold_max`).
+#: Rows folded side by side into one wide row for the column maxima (:func:`_fold`).
 _FOLD = 64
 #: Widest rows whose Gram matrix is accumulated block by block (:func:`gram_sums_and_peaks`):
 #: a 2 MiB block then still has at least 1,024 rows for each BLAS call.
@@ -168,7 +168,7 @@ def gram_sums_and_peaks(
     C-contiguous rows of at most :data:`_FUSED_MAX_FEATURES` columns are read
     in cache-sized blocks; each block adds its ``B^T B`` (a BLAS ``syrk``) and
     its column sums, and its column maxima and minima are folded
-    (:func:`_fold_extremes`) while it is still in cache. Other layouts take
+    (:func:`_fold`) while it is still in cache. Other layouts take
     one ``X^T X`` call and :func:`sums_and_peaks`.
 
     Examples
@@ -185,30 +185,16 @@ def gram_sums_and_peaks(
     first = data[:rows]  # the first block starts the sums: a one-block part gets the one-shot bits
     gram = first.T @ first
     sums = np.add.reduce(first, axis=0)
-    highest, lowest = _fold_extremes(first)
+    highest, lowest = _fold(first, np.maximum, -np.inf), _fold(first, np.minimum, np.inf)
     for start in range(rows, n, rows):
         block = data[start : start + rows]
         gram += block.T @ block
         sums += np.add.reduce(block, axis=0)
-        high, low = _fold_extremes(block)
-        np.maximum(highest, high, out=highest)
-        np.minimum(lowest, low, out=lowest)
+        np.maximum(highest, _fold(block, np.maximum, -np.inf), out=highest)
+        np.minimum(lowest, _fold(block, np.minimum, np.inf), out=lowest)
     peaks = np.maximum(highest, -lowest)
     peaks[peaks == 0.0] = 0.0  # a column of (negative) zeros peaks at +0.0, as np.max(np.abs(X), 0) does
     return sums, peaks, gram
-
-
-def _fold_extremes(block: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Column maxima and minima of a C-contiguous block, ``_FOLD`` rows side by side (see :func:`_fold_max`)."""
-    rows, d = block.shape
-    whole = rows // _FOLD * _FOLD
-    high = np.full(d, -np.inf) if whole == rows else block[whole:].max(axis=0)
-    low = np.full(d, np.inf) if whole == rows else block[whole:].min(axis=0)
-    if whole:
-        wide = block[:whole].reshape(whole // _FOLD, _FOLD * d)
-        np.maximum(high, np.maximum.reduce(wide, axis=0).reshape(_FOLD, d).max(axis=0), out=high)
-        np.minimum(low, np.minimum.reduce(wide, axis=0).reshape(_FOLD, d).min(axis=0), out=low)
-    return high, low
 
 
 def sums_and_peaks(data: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -219,7 +205,7 @@ def sums_and_peaks(data: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDAr
     copied behind the running sum into one cache-sized buffer, and numpy's
     row-after-row reduction of that buffer continues the one-shot sum's
     sequence of additions; the block is then made absolute in place and its
-    column maxima read while it is still in cache (:func:`_fold_max`). Where
+    column maxima read while it is still in cache (:func:`_fold`). Where
     numpy's own sum is pairwise (a single column, or rows that are not
     C-contiguous) it is called as it is and only the peaks are blocked
     (:func:`column_peaks`). A part with no rows has zero sums and peaks.
@@ -251,7 +237,7 @@ def sums_and_peaks(data: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDAr
             np.copyto(span[1:], block)
             np.add.reduce(span, axis=0, out=sums)
         body = buffer[1 : block.shape[0] + 1]
-        np.maximum(peaks, _fold_max(np.abs(body, out=body)), out=peaks)
+        np.maximum(peaks, _fold(np.abs(body, out=body), np.maximum, 0.0), out=peaks)
     return sums, peaks
 
 
@@ -267,7 +253,7 @@ def column_peaks(data: NDArray[np.float64]) -> NDArray[np.float64]:
     for start in range(0, n, rows):
         block = data[start : start + rows]
         body = buffer[: block.shape[0]]
-        np.maximum(peaks, _fold_max(np.abs(block, out=body)), out=peaks)
+        np.maximum(peaks, _fold(np.abs(block, out=body), np.maximum, 0.0), out=peaks)
     return peaks
 
 
@@ -276,21 +262,22 @@ def _scan_rows(d: int) -> int:
     return max(_FOLD, _SCAN_BLOCK_BYTES // (8 * max(d, 1)) // _FOLD * _FOLD)
 
 
-def _fold_max(block: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Column maxima of a C-contiguous block, folded: ``_FOLD`` rows side by side make one wide row.
+def _fold(block: NDArray[np.float64], ufunc: np.ufunc, initial: float) -> NDArray[np.float64]:
+    """Column reduction of a C-contiguous block by ``ufunc`` (maximum or minimum), folded.
 
     numpy reduces over rows one row at a time, so with ``d`` = 100 columns the
     per-row cost dominates; viewing ``_FOLD`` consecutive rows as one row of
     ``_FOLD * d`` entries makes each step ``_FOLD`` times longer, and one more
-    small reduction folds the ``_FOLD`` maxima of each column into one (a
-    maximum is exact in any order).
+    small reduction folds the ``_FOLD`` results of each column into one (a
+    maximum or minimum is exact in any order). ``initial`` is the result of
+    no rows.
     """
     rows, d = block.shape
     whole = rows // _FOLD * _FOLD
-    out = np.zeros(d) if rows == 0 else block[whole:].max(axis=0, initial=0.0)
+    out = ufunc.reduce(block[whole:], axis=0, initial=initial)
     if whole:
-        wide = block[:whole].reshape(whole // _FOLD, _FOLD * d).max(axis=0)
-        np.maximum(out, wide.reshape(_FOLD, d).max(axis=0), out=out)
+        wide = ufunc.reduce(block[:whole].reshape(whole // _FOLD, _FOLD * d), axis=0)
+        ufunc(out, ufunc.reduce(wide.reshape(_FOLD, d), axis=0), out=out)
     return out
 
 
