@@ -23,6 +23,7 @@ def run_pppca(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, An
     """``run --protocol pppca-ss|pppca-he`` in-process: fit :class:`~mpc_pca.pppca.PPPCA`."""
     from mpc_pca.cli.options import paillier_backend_options
     from mpc_pca.pppca import PPPCA
+    from mpc_pca.pppca.components import components_settings
     from protocols.backends import make_backend
 
     backend_name = args.backend
@@ -38,8 +39,7 @@ def run_pppca(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, An
         for name in ("eigengap", "min_ratio")
         if getattr(args, name, None) is not None
     }
-    if secure and reveal != "components":
-        raise InputValidationError("--eigengap and --min-ratio apply only with --reveal components")
+    components_settings(secure, reveal)  # the deployments' check: same rule, same limits
     model = PPPCA(
         args.n_components,
         backend=backend,

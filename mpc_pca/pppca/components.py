@@ -31,6 +31,7 @@ unmask that provider's view of every opening, i.e. learns ``G``.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,6 +102,36 @@ def default_max_iterations(eigengap: float) -> int:
     more iterations (the contraction per iteration is ``(1 - eigengap)^q``).
     """
     return int(min(100, max(20, math.ceil(2.0 / eigengap))))
+
+
+def components_settings(settings: Mapping[str, Any], reveal: str) -> ComponentsSettings:
+    """The secure eigensolve's agreed ``eigengap`` and ``min_ratio`` (defaults where unset), checked.
+
+    Raises
+    ------
+    InputValidationError
+        A value outside ``0 < eigengap < 1`` or ``0 < min_ratio <= 1``, or either
+        given without ``reveal="components"`` (the only mode that uses them).
+    """
+    given: dict[str, Any] = {
+        key: settings[key] for key in ("eigengap", "min_ratio") if settings.get(key) is not None
+    }
+    if given and reveal != "components":
+        raise InputValidationError(
+            f"--eigengap and --min-ratio apply only with --reveal components, not --reveal {reveal} (got {given})"
+        )
+    for key, value in given.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise InputValidationError(f"{key}={value!r} must be a number")
+    eigengap = given.get("eigengap", ComponentsSettings.eigengap)
+    min_ratio = given.get("min_ratio", ComponentsSettings.min_ratio)
+    if not 0.0 < eigengap < 1.0:
+        raise InputValidationError(
+            f"--eigengap {eigengap!r} is out of range; it must lie strictly between 0 and 1"
+        )
+    if not 0.0 < min_ratio <= 1.0:
+        raise InputValidationError(f"--min-ratio {min_ratio!r} is out of range; it must lie in (0, 1]")
+    return ComponentsSettings(eigengap=float(eigengap), min_ratio=float(min_ratio))
 
 
 def hides_covariance(reveal: str) -> bool:

@@ -65,7 +65,7 @@ from mpc_pca.deployment_kit import (
     check_announcements,
 )
 from mpc_pca.pppca.chunked import ChunkedPart
-from mpc_pca.pppca.components import ComponentsSettings, check_reveal, hides_covariance
+from mpc_pca.pppca.components import check_reveal, components_settings, hides_covariance
 from mpc_pca.pppca.driver import preflight
 from mpc_pca.pppca.local_stats import LocalStatistics
 from mpc_pca.pppca.protocol import (
@@ -132,36 +132,6 @@ PROVIDER_SCHEMA: dict[str, Key] = {
     "n_rows": Key("int", 1, MAX_ANNOUNCED_ROWS),
     "column_exponents": Key("ints", ZERO_COLUMN, MAX_EXPONENT),
 }
-
-
-def components_settings(settings: Mapping[str, Any], reveal: str) -> ComponentsSettings:
-    """The secure eigensolve's agreed ``eigengap`` and ``min_ratio`` (defaults where unset), checked.
-
-    Raises
-    ------
-    InputValidationError
-        A value outside ``0 < eigengap < 1`` or ``0 < min_ratio <= 1``, or either
-        given without ``reveal="components"`` (the only mode that uses them).
-    """
-    given: dict[str, Any] = {
-        key: settings[key] for key in ("eigengap", "min_ratio") if settings.get(key) is not None
-    }
-    if given and reveal != "components":
-        raise InputValidationError(
-            f"--eigengap and --min-ratio apply only with --reveal components, not --reveal {reveal} (got {given})"
-        )
-    for key, value in given.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise InputValidationError(f"{key}={value!r} must be a number")
-    eigengap = given.get("eigengap", ComponentsSettings.eigengap)
-    min_ratio = given.get("min_ratio", ComponentsSettings.min_ratio)
-    if not 0.0 < eigengap < 1.0:
-        raise InputValidationError(
-            f"--eigengap {eigengap!r} is out of range; it must lie strictly between 0 and 1"
-        )
-    if not 0.0 < min_ratio <= 1.0:
-        raise InputValidationError(f"--min-ratio {min_ratio!r} is out of range; it must lie in (0, 1]")
-    return ComponentsSettings(eigengap=float(eigengap), min_ratio=float(min_ratio))
 
 
 def _dropout_fields(party: Any, run: PPPCAConfig) -> dict[str, Any]:

@@ -63,3 +63,16 @@ def test_party_checks_the_eigensolve_settings_before_it_connects():
     with pytest.raises(InputValidationError, match=r"--eigengap 1\.5 is out of range"):
         args = [*base, "--protocol", "pppca-ss", "--reveal", "components", "--eigengap", "1.5"]
         party_command(build_parser().parse_args(args), {})
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--eigengap", "0.05"], "apply only with --reveal components, not --reveal covariance"),
+        (["--reveal", "components", "--eigengap", "0"], "--eigengap 0.0 is out of range"),
+    ],
+)
+def test_run_in_process_checks_the_eigensolve_settings_as_a_party_does(capsys, extra, message):
+    argv = ["run", "--protocol", "pppca-ss", "--data", "builtin:iris", "--parties", "2", *extra]
+    assert main(argv) == 3
+    assert message in capsys.readouterr().err
