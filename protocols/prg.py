@@ -9,6 +9,7 @@ per-call nonce. numpy's and torch's generators are never used for these.
 
 from __future__ import annotations
 
+import math
 import secrets
 
 import numpy as np
@@ -19,6 +20,7 @@ KEY_BYTES = 32
 NONCE_BYTES = 16
 _SLACK_WORDS = 8  # 64 bytes, one ChaCha20 block
 _CHUNK_BYTES = 1 << 16
+_CHUNK_WORDS = _CHUNK_BYTES // 8
 #: The plaintext every keystream chunk encrypts: allocated once (a fresh ``bytes(n)`` per stream
 #: cost about a third of the keystream itself for a d = 100 triangle).
 _ZEROS = memoryview(bytes(_CHUNK_BYTES))
@@ -53,7 +55,7 @@ class RingPRG:
     def ring_elements(self, shape: int | tuple[int, ...]) -> NDArray[np.uint64]:
         """Uniform elements of Z_{2^64} with the given shape."""
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
-        count = int(np.prod(shape, dtype=np.int64))
+        count = math.prod(shape)
         # Encrypt zeros straight into a writable array, a chunk at a time, so
         # no full-size zero input is allocated; the cipher wants up to one
         # block of slack after each chunk it writes.
@@ -61,36 +63,42 @@ class RingPRG:
         view = memoryview(out.data).cast("B")
         total = 8 * count
         for start in range(0, total, _CHUNK_BYTES):
-            size = min(_CHUNK_BYTES, total - start)
-            written = self._encryptor.update_into(_ZEROS[:size], view[start:])
-            if written != size:
-                raise RuntimeError(f"ChaCha20 produced {written} bytes, expected {size}")
+            self._expand_into(view[start:], min(_CHUNK_BYTES, total - start))
         return out[:count].view(np.uint64).reshape(shape)
 
     def accumulate(self, target: NDArray[np.uint64], *, subtract: bool = False) -> NDArray[np.uint64]:
         """Add (or subtract) the next ``target.size`` ring elements to ``target`` in place.
 
         Same keystream as ``target += self.ring_elements(target.shape)``, but
-        expanded 64 KiB at a time into one scratch buffer, so a mask or share
-        never exists as a full-size array (``target`` must be C-contiguous).
+        expanded 64 KiB at a time, so a mask or share never exists as a
+        full-size array (``target`` must be C-contiguous). A target of at most
+        64 KiB (every payload of a ``d = 100`` run) takes one cipher call: its
+        per-call overhead is what a sum among many parties pays once per
+        neighbour.
         """
         if target.dtype != np.uint64 or not target.flags.c_contiguous or not target.flags.writeable:
             raise ValueError("accumulate needs a writable, C-contiguous uint64 array")
         flat = target.reshape(-1)
-        words = _CHUNK_BYTES // 8
+        combine = np.subtract if subtract else np.add
+        words = _CHUNK_WORDS
         scratch = np.empty(min(words, flat.size) + _SLACK_WORDS, dtype="<u8")
         view = memoryview(scratch.data).cast("B")
+        if flat.size <= words:  # the common case (a sum's payload): one call, no loop
+            self._expand_into(view, 8 * flat.size)
+            combine(flat, scratch[: flat.size].view(np.uint64), out=flat)
+            return target
         for start in range(0, flat.size, words):
             size = min(words, flat.size - start)
-            written = self._encryptor.update_into(_ZEROS[: 8 * size], view)
-            if written != 8 * size:
-                raise RuntimeError(f"ChaCha20 produced {written} bytes, expected {8 * size}")
-            chunk = scratch[:size].view(np.uint64)
-            if subtract:
-                flat[start : start + size] -= chunk
-            else:
-                flat[start : start + size] += chunk
+            self._expand_into(view, 8 * size)
+            span = flat[start : start + size]
+            combine(span, scratch[:size].view(np.uint64), out=span)
         return target
+
+    def _expand_into(self, view: memoryview, nbytes: int) -> None:
+        """Write the next ``nbytes`` keystream bytes at the start of ``view`` (which has a block of slack)."""
+        written = self._encryptor.update_into(_ZEROS[:nbytes], view)
+        if written != nbytes:
+            raise RuntimeError(f"ChaCha20 produced {written} bytes, expected {nbytes}")
 
 
 def nonce_for_counter(counter: int) -> bytes:

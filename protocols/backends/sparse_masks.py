@@ -255,14 +255,22 @@ def _edges(seed: bytes, contributors: tuple[str, ...], p: float) -> tuple[NDArra
     """The graph's edges ``(i, j)``, ``i < j``, as two index arrays (module notes of :func:`mask_graph`)."""
     if len(seed) != KEY_BYTES:
         raise InputValidationError(f"graph seed must be {KEY_BYTES} bytes, got {len(seed)}")
-    m = len(contributors)
     digest = hashlib.sha256(_GRAPH_INFO + seed + "\x00".join(contributors).encode()).digest()
-    rows, cols = np.triu_indices(m, k=1)
+    rows, cols = _pairs(len(contributors))
     if p >= 1.0:
         return rows, cols
     words = RingPRG(digest).ring_elements(rows.shape[0])
     present = words < np.uint64(min(int(p * 2.0**64), 2**64 - 1))
     return rows[present], cols[present]
+
+
+@functools.lru_cache(maxsize=16)
+def _pairs(m: int) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """``np.triu_indices(m, k=1)``, read-only and kept: every contributor of a sum derives the graph."""
+    rows, cols = np.triu_indices(m, k=1)
+    rows.flags.writeable = False
+    cols.flags.writeable = False
+    return rows, cols
 
 
 def agree_sparse_keys(

@@ -82,7 +82,13 @@ class Channel(ABC):
         self.meter = TrafficMeter()
 
     def _check_peer(self, peer: str) -> None:
-        if peer not in self.peers:
+        peers = self.peers
+        cached = self.__dict__.get("_peer_set")
+        if (
+            cached is None or cached[0] is not peers
+        ):  # a set made once per peer tuple: every message is checked
+            cached = self.__dict__["_peer_set"] = (peers, frozenset(peers))
+        if peer not in cached[1]:
             raise ProtocolError(f"{self.me!r} has no peer named {peer!r}; peers are {list(self.peers)}")
 
     def send(self, to: str, obj: Any) -> None:
