@@ -433,7 +433,9 @@ def scaling(
         verdict = "PASS" if check["pass"] else "FAIL"
         floor = check.get("sparse_keystream_floor")
         below = "" if floor is None else f"; the sparse masks' keystreams alone: {floor:.3f}"
-        print(f"target {check['target']}: {check['value']:.3f} (limit {check['limit']}{below}) {verdict} [{where}]")
+        print(
+            f"target {check['target']}: {check['value']:.3f} (limit {check['limit']}{below}) {verdict} [{where}]"
+        )
     return result
 
 
