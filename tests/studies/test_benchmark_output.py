@@ -80,6 +80,29 @@ def test_parquet_only_reads_every_row_and_reports_memory(tmp_path, monkeypatch):
     assert not (tmp_path / "pppca_scaling.json").exists()  # only the Parquet section ran
 
 
+def test_the_keystream_floor_reads_every_payload_of_a_run_from_one_stream_per_edge_end(monkeypatch):
+    """The floor ``bench_pppca`` prints beside each M: M k streams, each read for the run's three payloads."""
+    from benchmarks import bench_pppca
+    from protocols.backends.sparse_masks import plan_graph
+
+    reads: list[list[int]] = []  # the payload sizes read from each stream, in order
+
+    class CountingStream(bench_pppca.RingPRG):
+        def __init__(self, key):
+            super().__init__(key)
+            reads.append([])
+
+        def accumulate(self, target, *, subtract=False):
+            reads[-1].append(target.size)
+            return super().accumulate(target, subtract=subtract)
+
+    monkeypatch.setattr(bench_pppca, "RingPRG", CountingStream)
+    m, d = 16, 30
+    bench_pppca.mask_streams(m, d)()
+    assert len(reads) == m * plan_graph(m).neighbours
+    assert all(sizes == [d + 1, d * (d + 1) // 2, d + 2] for sizes in reads)
+
+
 def test_quick_dropout_benchmark_measures_the_extra_cost_of_tolerance(tmp_path, monkeypatch):
     from benchmarks import bench_dropout
 
