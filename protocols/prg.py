@@ -71,10 +71,7 @@ class RingPRG:
 
         Same keystream as ``target += self.ring_elements(target.shape)``, but
         expanded 64 KiB at a time, so a mask or share never exists as a
-        full-size array (``target`` must be C-contiguous). A target of at most
-        64 KiB (every payload of a ``d = 100`` run) takes one cipher call: its
-        per-call overhead is what a sum among many parties pays once per
-        neighbour.
+        full-size array (``target`` must be C-contiguous).
         """
         if target.dtype != np.uint64 or not target.flags.c_contiguous or not target.flags.writeable:
             raise ValueError("accumulate needs a writable, C-contiguous uint64 array")
@@ -83,10 +80,6 @@ class RingPRG:
         words = _CHUNK_WORDS
         scratch = np.empty(min(words, flat.size) + _SLACK_WORDS, dtype="<u8")
         view = memoryview(scratch.data).cast("B")
-        if flat.size <= words:  # the common case (a sum's payload): one call, no loop
-            self._expand_into(view, 8 * flat.size)
-            combine(flat, scratch[: flat.size].view(np.uint64), out=flat)
-            return target
         for start in range(0, flat.size, words):
             size = min(words, flat.size - start)
             self._expand_into(view, 8 * size)

@@ -82,11 +82,7 @@ class Channel(ABC):
         self.meter = TrafficMeter()
 
     def _check_peer(self, peer: str) -> None:
-        peers = self.peers
-        cached = self.__dict__.get("_peer_set")
-        if cached is None or cached[0] is not peers:  # one set per peer tuple; every message is checked
-            cached = self.__dict__["_peer_set"] = (peers, frozenset(peers))
-        if peer not in cached[1]:
+        if peer not in self.peers:
             raise ProtocolError(f"{self.me!r} has no peer named {peer!r}; peers are {list(self.peers)}")
 
     def send(self, to: str, obj: Any) -> None:
