@@ -87,6 +87,7 @@ from mpc_pca.roles import CONSUMER, SERVER, provider_names
 from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite
 from protocols.backends import BACKEND_NAMES, SecureSumBackend, backend_class, make_backend, paillier_options
 from protocols.backends.dropout import last_outcome
+from protocols.backends.dropout_agreement import check_dropout_threshold
 from protocols.errors import InputValidationError
 
 #: The settings every party must announce identically.
@@ -508,6 +509,8 @@ class PPPCADeployment(Deployment):
             raise InputValidationError(
                 f"--dropout-threshold {threshold} exceeds the number of providers ({n_providers})"
             )
+        if threshold is not None:
+            check_dropout_threshold(threshold, n_providers)  # 2 t > M (protocols.backends.dropout_agreement)
         config = PPPCAConfig(
             n_providers, n_features, k, True, exponents, bool(view.get("standardize")), reveal,
             components=components_settings(view, reveal), announced_rows=rows, dropout_threshold=threshold,

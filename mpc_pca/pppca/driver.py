@@ -31,9 +31,9 @@ from mpc_pca.pppca.standardize import scale_and_error
 from mpc_pca.roles import CONSUMER, SERVER
 from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite
 from protocols.backends import SecureSumBackend
+from protocols.backends.dropout_agreement import check_dropout_threshold
 from protocols.errors import InputValidationError
 from protocols.runtime import RunResult, check_timeout, map_parties, run_inprocess
-from protocols.shamir import check_threshold
 
 
 def selection_rule(n_components: object, reveal: str) -> float | str | None:
@@ -245,7 +245,7 @@ def run_pppca(
     )
     if dropout_threshold is not None:
         mean_backend(backend, config)  # refuses another backend before anything is sent
-        check_threshold(dropout_threshold, len(arrays))
+        check_dropout_threshold(dropout_threshold, len(arrays))
         if reveal != "covariance":
             raise InputValidationError("dropout_threshold needs reveal='covariance'")
     roles: dict[str, Any] = {

@@ -92,6 +92,7 @@ from mpc_pca.roles import CONSUMER, SERVER, provider_names
 from mpc_pca.sparse_rows import centred_product
 from protocols.backends import AdditiveBackend, SecureSumBackend
 from protocols.backends.dropout import last_outcome
+from protocols.backends.dropout_agreement import check_dropout_threshold
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.messages import expect_real_array
 from protocols.party import Party
@@ -514,6 +515,7 @@ def mean_backend(backend: SecureSumBackend, config: PPPCAConfig) -> SecureSumBac
     """
     if config.dropout_threshold is None:
         return backend
+    check_dropout_threshold(config.dropout_threshold, config.n_parties)  # 2 t > M, before anything is sent
     if not isinstance(backend, AdditiveBackend) or backend.mode != "masks":
         raise InputValidationError(
             f"dropout_threshold needs the additive-masks backend, not {getattr(backend, 'name', backend)!r}"

@@ -49,7 +49,6 @@ a provider's closed link or abort ends only the receives that wait for it;
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import secrets
 from dataclasses import dataclass
@@ -61,6 +60,11 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from numpy.typing import NDArray
 
+from protocols.backends.dropout_agreement import (
+    check_announcement,
+    check_dropout_threshold,
+    confirm_survivors,
+)
 from protocols.errors import (
     DropoutError,
     InputValidationError,
@@ -71,7 +75,7 @@ from protocols.errors import (
 from protocols.messages import expect_array
 from protocols.party import Party
 from protocols.prg import KEY_BYTES, RingPRG
-from protocols.shamir import Share, check_threshold, reconstruct_bytes, split_bytes
+from protocols.shamir import Share, reconstruct_bytes, split_bytes
 from protocols.transport.base import now
 
 log = logging.getLogger("mpc_pca.protocol")
@@ -175,13 +179,6 @@ def _send_or_gone(party: Party, peer: str, message: Any) -> bool:
     return True
 
 
-def _survivor_digest(
-    sum_id: int, contributors: tuple[str, ...], receiver: str, survivors: list[str]
-) -> bytes:
-    text = "\x00".join([str(sum_id), receiver, *contributors, "|", *survivors])
-    return hashlib.sha256(b"mpc-pca dropout survivors v1\x00" + text.encode()).digest()
-
-
 def dropout_sum(
     party: Party,
     encoded: NDArray[np.uint64] | None,
@@ -223,7 +220,7 @@ def dropout_sum(
     ProtocolError
         A malformed message, an inconsistent survivor set, or a share that lies.
     """
-    check_threshold(threshold, len(contributors))
+    check_dropout_threshold(threshold, len(contributors))
     if receiver in contributors:
         raise InputValidationError(
             f"a dropout-tolerant secure sum needs a receiver that is not a provider; {receiver!r} is one"
@@ -307,36 +304,53 @@ def _provider(
     # Step 2: the double-masked input, with the providers it shares masks with.
     masked = encoded
     RingPRG(self_seed).accumulate(masked)
-    for peer, peer_public in publics.items():
-        RingPRG(_pair_key(private, me, peer, peer_public)).accumulate(masked, subtract=me > peer)
+    pair_keys = {peer: _pair_key(private, me, peer, peer_public) for peer, peer_public in publics.items()}
+    for peer, key in pair_keys.items():
+        RingPRG(key).accumulate(masked, subtract=me > peer)
     del private, self_seed
-    send_masked_input(party, receiver, {"y": masked, "peers": sorted(publics)})
-    # Step 3: the survivor set.
-    announcement = party.recv(receiver)
-    survivors = _check_announcement(announcement, receiver, contributors, threshold, sum_id)
+    mine = sorted(publics)
+    send_masked_input(party, receiver, {"y": masked, "peers": mine})
+    # Step 3: the survivor set, with every survivor's mask list.
+    announcement = check_announcement(
+        party.recv(receiver), me, receiver, contributors, threshold, sum_id, mine
+    )
+    survivors = announcement["survivors"]
+
+    def late_keys(peer: str, message: Any) -> bool:
+        """Keep the shares of a provider whose step-1 message came after this provider masked."""
+        if peer in held or not isinstance(message, dict) or set(message) != {"pk", "b", "s"}:
+            return False
+        for kind in ("b", "s"):
+            Share.from_bytes(index[me] + 1, message[kind], sender=peer)
+        held[peer] = {"b": message["b"], "s": message["s"]}
+        return True
+
+    # Step 4: every survivor confirms the same announcement, or nothing is revealed.
+    confirm_survivors(
+        party, announcement, contributors, receiver, sum_id, _limit(party, timeout) / 2, late_keys
+    )
     for u in contributors:
         if u not in survivors and u != me:
             party.channel.drop(u)  # out of the run for good, whether or not it is still there
     if me not in survivors:
         log.warning("%s: %s did not count this provider's input (dropped); revealing nothing", me, receiver)
         return DropoutOutcome(contributors, tuple(survivors), me_dropped=True)
-    # Step 4: every survivor got the same set.
-    digest = _survivor_digest(sum_id, contributors, receiver, survivors)
-    others = [v for v in survivors if v != me]
-    for peer in others:
-        _send_or_gone(party, peer, digest)
-    deadline = now() + _limit(party, timeout) / 2
-    for peer in others:
-        theirs = _recv_or_gone(party, peer, max(0.001, deadline - now()))
-        if theirs is not _GONE and theirs != digest:
-            raise ProtocolError(
-                f"{me!r}: {peer!r} was told a different survivor set than {me!r} by {receiver!r}; "
-                f"{receiver!r} equivocated about who dropped, so no share is revealed"
-            )
-    # Step 5: unmasking shares.
+    # Step 5: unmasking shares, and the pair keys of masks nobody else will cancel.
     revealed = party.context.setdefault(_REVEALED, {}).setdefault((receiver, contributors, sum_id), {})
-    party.send(receiver, unmasking_response(revealed, held, survivors, contributors))
+    keys = {w: pair_keys[w] for w in one_sided(me, announcement["peers"], survivors)}
+    party.send(receiver, unmasking_response(revealed, held, survivors, contributors, keys))
     return DropoutOutcome(contributors, tuple(survivors))
+
+
+def one_sided(v: str, peers: dict[str, list[str]], survivors: list[str]) -> list[str]:
+    """The providers ``w`` whose mask with survivor ``v`` stays in the survivors' sum.
+
+    ``v`` masked with ``w`` and either ``w`` is not a survivor or ``w`` did not
+    mask with ``v`` (its keys reached ``v`` but ``v``'s did not reach ``w``
+    before ``w``'s deadline): the mask ``PRG(k_vw)`` is in ``y_v`` and in no
+    other counted input, so the receiver must remove it.
+    """
+    return [w for w in peers[v] if w not in survivors or v not in peers[w]]
 
 
 def unmasking_response(
@@ -344,8 +358,13 @@ def unmasking_response(
     held: dict[str, dict[str, bytes]],
     survivors: list[str],
     contributors: tuple[str, ...],
+    keys: dict[str, bytes] | None = None,
 ) -> dict[str, dict[str, bytes]]:
-    """This provider's answer to the survivor set: ``b`` shares of survivors, ``s`` shares of the dropped.
+    """This provider's answer: ``b`` shares of survivors, ``s`` shares of the dropped, one-sided pair keys.
+
+    ``keys`` maps each provider ``w`` of :func:`one_sided` to the pair key
+    ``k_vw``: its mask is in this survivor's input only, so revealing it opens
+    nothing but that mask (a survivor ``w`` confirmed it did not use it).
 
     ``revealed`` records, for this sum, which secret of each provider this
     party already revealed; revealing the other one too is refused. Both
@@ -357,7 +376,7 @@ def unmasking_response(
         If the answer would reveal, for some provider, the secret other than the
         one already revealed for it in this sum.
     """
-    answer: dict[str, dict[str, bytes]] = {"b": {}, "s": {}}
+    answer: dict[str, dict[str, bytes]] = {"b": {}, "s": {}, "k": dict(keys or {})}
     chosen = {u: ("b" if u in survivors else "s") for u in contributors if u in held}
     for u, kind in chosen.items():
         if revealed.get(u, kind) != kind:
@@ -370,29 +389,6 @@ def unmasking_response(
         revealed[u] = kind
         answer[kind][u] = held[u][kind]
     return answer
-
-
-def _check_announcement(
-    message: Any, receiver: str, contributors: tuple[str, ...], threshold: int, sum_id: int
-) -> list[str]:
-    if not isinstance(message, dict) or set(message) != {"sum", "survivors"}:
-        raise ProtocolError(f"{receiver!r} sent a malformed survivor set")
-    survivors = message["survivors"]
-    if message["sum"] != sum_id:
-        raise ProtocolError(
-            f"{receiver!r} sent the survivor set of sum {message['sum']!r}, not of sum {sum_id}"
-        )
-    if (
-        not isinstance(survivors, list)
-        or not all(isinstance(s, str) and s in contributors for s in survivors)
-        or survivors != sorted(set(survivors))
-    ):
-        raise ProtocolError(f"{receiver!r} sent a survivor set that is not a sorted list of providers")
-    if len(survivors) < threshold:
-        raise ProtocolError(
-            f"{receiver!r} announced {len(survivors)} survivors, below the threshold {threshold}; revealing nothing"
-        )
-    return survivors
 
 
 # -- the receiver ----------------------------------------------------------------------
@@ -436,25 +432,20 @@ def _receiver(
             "was revealed",
             dropped,
         )
-    for u in survivors:  # a mask two survivors disagree on could not be removed
-        for v in inputs[u][1]:
-            if v in inputs and u not in inputs[v][1]:
-                raise ProtocolError(
-                    f"{u!r} masked with {v!r} but {v!r} not with {u!r}: their link failed during the sum"
-                )
     for u in dropped:
         party.channel.drop(u)
-    announcement = {"sum": sum_id, "survivors": survivors}
+    peers = {u: sorted(set(inputs[u][1])) for u in survivors}
+    announcement = {"sum": sum_id, "survivors": survivors, "peers": peers}
     for u in contributors:
         _send_or_gone(party, u, announcement)
-    # Answers: shares of b_u for survivors, of s_u for the dropped.
+    # Answers: shares of b_u for survivors, of s_u for the dropped, one-sided pair keys.
     deadline = now() + limit
     answers: dict[str, dict[str, dict[str, bytes]]] = {}
     for v in survivors:
         message = _recv_or_gone(party, v, max(0.001, deadline - now()))
         if message is _GONE:
             continue
-        answers[v] = _check_answer(message, v, survivors, contributors)
+        answers[v] = _check_answer(message, v, survivors, contributors, one_sided(v, peers, survivors))
     if len(answers) < threshold:
         silent = [v for v in survivors if v not in answers]
         raise DropoutError(
@@ -463,34 +454,68 @@ def _receiver(
             "than threshold shares of any seed reveal nothing about it",
             (*dropped, *silent),
         )
-    index = {c: i + 1 for i, c in enumerate(contributors)}
     total = np.zeros(shape or (0,), dtype=_RING)
     for u in survivors:
         total += inputs[u][0]
-        seed = _rebuild(answers, "b", u, index, threshold)
-        RingPRG(seed).accumulate(total, subtract=True)
-    for d in dropped:
-        holders = [v for v in survivors if d in inputs[v][1]]
-        if not holders:
-            continue  # nobody masked with d (it left before dealing its keys)
-        private = X25519PrivateKey.from_private_bytes(_rebuild(answers, "s", d, index, threshold))
-        if d in publics and _raw_public(private) != publics[d]:
-            raise ProtocolError(
-                f"the rebuilt mask key of the dropped {d!r} does not match the public key it sent"
-            )
-        for v in holders:
-            # v added the pair's mask if v < d, subtracted it if v > d: undo that.
-            RingPRG(_pair_key(private, d, v, publics[v])).accumulate(total, subtract=v < d)
+    _unmask(total, answers, survivors, peers, publics, contributors, threshold)
     if dropped:
         log.warning("%s: the sum counts %s; dropped: %s", party.name, survivors, list(dropped))
     return total, DropoutOutcome(contributors, tuple(survivors))
 
 
+def _unmask(
+    total: NDArray[np.uint64],
+    answers: dict[str, dict[str, dict[str, bytes]]],
+    survivors: list[str],
+    peers: dict[str, list[str]],
+    publics: dict[str, bytes],
+    contributors: tuple[str, ...],
+    threshold: int,
+) -> None:
+    """Step 5 at the receiver: remove every ``PRG(b_u)`` and every one-sided pairwise mask from ``total``.
+
+    A one-sided mask of survivor ``v`` and ``w`` is removed with the pair key
+    ``v`` revealed, or, if ``v`` did not answer and ``w`` is not a survivor,
+    with ``w``'s mask key rebuilt from ``threshold`` shares.
+    """
+    index = {c: i + 1 for i, c in enumerate(contributors)}
+    for u in survivors:
+        RingPRG(_rebuild(answers, "b", u, index, threshold)).accumulate(total, subtract=True)
+    rebuilt: dict[str, X25519PrivateKey] = {}
+    for v in survivors:
+        for w in one_sided(v, peers, survivors):
+            key = answers.get(v, {}).get("k", {}).get(w)
+            if key is None:
+                if w in survivors:
+                    raise DropoutError(
+                        f"{v!r} masked with {w!r} but {w!r} not with {v!r}, and {v!r} did not answer with "
+                        "their pair key: the sum cannot be unmasked",
+                        (v,),
+                    )
+                if w not in rebuilt:
+                    rebuilt[w] = X25519PrivateKey.from_private_bytes(
+                        _rebuild(answers, "s", w, index, threshold)
+                    )
+                    if w in publics and _raw_public(rebuilt[w]) != publics[w]:
+                        raise ProtocolError(
+                            f"the rebuilt mask key of the dropped {w!r} does not match the public key it sent"
+                        )
+                key = _pair_key(rebuilt[w], w, v, publics[v])
+            # v added the pair's mask if v < w, subtracted it if v > w: undo that.
+            RingPRG(key).accumulate(total, subtract=v < w)
+
+
 def _check_answer(
-    message: Any, sender: str, survivors: list[str], contributors: tuple[str, ...]
+    message: Any, sender: str, survivors: list[str], contributors: tuple[str, ...], one_sided_peers: list[str]
 ) -> dict[str, dict[str, bytes]]:
-    if not isinstance(message, dict) or set(message) != {"b", "s"}:
+    if not isinstance(message, dict) or set(message) != {"b", "s", "k"}:
         raise ProtocolError(f"{sender!r} sent a malformed unmasking answer")
+    if (
+        not isinstance(message["k"], dict)
+        or sorted(message["k"]) != sorted(one_sided_peers)
+        or not all(isinstance(k, bytes) and len(k) == KEY_BYTES for k in message["k"].values())
+    ):
+        raise ProtocolError(f"{sender!r} answered with pair keys other than those of {one_sided_peers}")
     for kind, allowed in (("b", set(survivors)), ("s", set(contributors) - set(survivors))):
         part = message[kind]
         if not isinstance(part, dict) or not set(part) <= allowed:

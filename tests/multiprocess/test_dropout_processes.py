@@ -59,7 +59,7 @@ def _run(tmp_path: Path, parts: list[np.ndarray], threshold: int, killed: tuple[
     outcomes = launch(commands, timeout=TIMEOUT, env=child_environment(), grace=CONNECT)
     for name in killed:
         assert outcomes[name].returncode == -9, (name, outcomes[name].stderr[-2000:])
-        assert "dropout_party: dealt, dying" in outcomes[name].stderr
+        assert "dropout_party: dying at input" in outcomes[name].stderr
     return outcomes, outputs
 
 

@@ -34,7 +34,8 @@ def test_the_estimator_with_a_threshold_gives_the_same_model_and_names_nobody(wi
 
 @pytest.mark.parametrize(
     ("kwargs", "match"),
-    [({"backend": "additive", "dropout_threshold": 2}, "needs the additive-masks backend"),
+    [({"backend": "additive", "dropout_threshold": 3}, "needs the additive-masks backend"),
+     ({"backend": "additive-masks", "dropout_threshold": 2}, r"t=2 is too small for M=4 providers.*t >= 3"),
      ({"backend": "additive-masks", "dropout_threshold": 5}, "threshold=5 exceeds the number of shares n=4"),
      ({"backend": "additive-masks", "dropout_threshold": 1}, "dropout_threshold")],
 )  # fmt: skip
@@ -106,10 +107,23 @@ def test_the_threshold_must_not_exceed_the_providers():
         InputValidationError, match="--dropout-threshold 4 exceeds the number of providers \\(3\\)"
     ):
         deployment.configure(views, 3)
+    settings["dropout_threshold"] = 2
+    views = {name: deployment.public(name, data if name.startswith("provider") else None, settings)
+             for name in deployment.layout(4)}  # fmt: skip
+    with pytest.raises(InputValidationError, match=r"t=2 is too small for M=4 providers.*t >= 3"):
+        deployment.configure(views, 4)
     settings["dropout_threshold"] = 3
     views = {name: deployment.public(name, data if name.startswith("provider") else None, settings)
              for name in deployment.layout(3)}  # fmt: skip
     assert deployment.configure(views, 3).config.dropout_threshold == 3
+
+
+def test_the_cli_refuses_a_threshold_of_half_the_providers_with_exit_3(capsys):
+    code = main(["run", "--protocol", "pppca-ss", "--backend", "additive-masks", "--dropout-threshold", "2",
+                 "--data", "builtin:iris", "--parties", "4"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 3 and "Traceback" not in err, err
+    assert "t=2 is too small for M=4 providers: it must satisfy 2*t > M, i.e. t >= 3" in err
 
 
 def test_the_flag_is_refused_by_protocols_without_it(capsys):

@@ -31,7 +31,7 @@ def _values() -> dict[str, np.ndarray]:
 
 
 def _roles(values, crash_in_sum: str | None, crash_after: str | None):
-    backend = AdditiveBackend("masks", CODEC, dropout_threshold=2, dropout_timeout=5.0)
+    backend = AdditiveBackend("masks", CODEC, dropout_threshold=3, dropout_timeout=5.0)
 
     def provider(name):
         def run(party):

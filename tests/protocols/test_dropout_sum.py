@@ -93,11 +93,11 @@ def leave_hooks(monkeypatch):
         if step == "after input":
             raise _LeftError
 
-    def patched_answer(revealed, held, survivors, contributors):
+    def patched_answer(revealed, held, survivors, contributors, keys=None):
         me = threading.current_thread().name.removeprefix("party-")
         if hooks.answers.get(me) == "before answer":
             raise _LeftError
-        return answer(revealed, held, survivors, contributors)
+        return answer(revealed, held, survivors, contributors, keys)
 
     send_or_gone = dropout._send_or_gone
 
@@ -139,12 +139,15 @@ def test_a_provider_that_leaves_before_its_masked_input_is_dropped_and_named(lea
     assert all(run.outputs[p] == ("counted", ("p2",)) for p in PROVIDERS if p != "p2")
 
 
-def test_a_provider_whose_masked_input_arrived_counts_even_if_it_leaves(leave_hooks):
-    values = _inputs()
-    run = run_inprocess(_roles(values, _backend(), {"p1": "after input"}))
-    total, dropped = run.outputs[SERVER]
-    assert np.array_equal(total, ring_sum_reference(list(values.values()), CODEC))
-    assert dropped == ()
+def test_a_survivor_that_leaves_before_confirming_the_survivor_set_aborts_the_sum_naming_it(leave_hooks):
+    """Its masked input counted, its confirmation is missing: an abort, never a dropout (nothing revealed)."""
+    recorded = run_recorded(_roles(_inputs(), _backend(), {"p1": "after input"}))
+    for p in ("p0", "p2", "p3", "p4"):
+        error = recorded.errors[p]
+        assert isinstance(error, ProtocolError) and not isinstance(error, DropoutError), (p, error)
+        assert f"{SERVER!r} counted 'p1' as a survivor, but 'p1' did not confirm" in str(error), (p, error)
+        assert f"{SERVER!r} is the source of the disagreement" in str(error)
+    assert _answers_to_server(recorded) == []
 
 
 def test_a_survivor_that_leaves_before_answering_still_counts(leave_hooks):
@@ -170,7 +173,7 @@ def _answers_to_server(recorded) -> list[str]:
     return [
         d.sender
         for d in recorded.recorder.received_by(SERVER)
-        if isinstance(d.message, dict) and set(d.message) == {"b", "s"}
+        if isinstance(d.message, dict) and set(d.message) == {"b", "s", "k"}
     ]
 
 
@@ -196,8 +199,8 @@ def test_the_receiver_never_gets_a_share_of_a_dropped_providers_self_mask_seed(l
     recorded = run_recorded(_roles(_inputs(), _backend(timeout=1.0), {"p4": "late"}))
     assert not recorded.errors
     answers = [d.message for d in recorded.recorder.received_by(SERVER) if isinstance(d.message, dict)]
-    b_owners = {u for a in answers if set(a) == {"b", "s"} for u in a["b"]}
-    s_owners = {u for a in answers if set(a) == {"b", "s"} for u in a["s"]}
+    b_owners = {u for a in answers if set(a) == {"b", "s", "k"} for u in a["b"]}
+    s_owners = {u for a in answers if set(a) == {"b", "s", "k"} for u in a["s"]}
     assert "p4" not in b_owners and s_owners == {"p4"}
     late_inputs = [d for d in recorded.recorder.received_by(SERVER) if d.sender == "p4" and "y" in d.message]
     assert len(late_inputs) == 1  # its masked input did arrive, after the survivor set
@@ -228,7 +231,7 @@ def test_an_honest_provider_refuses_to_reveal_both_secrets_of_one_provider():
     held = {"p0": {"b": b"b0", "s": b"s0"}, "p1": {"b": b"b1", "s": b"s1"}}
     revealed: dict[str, str] = {}
     first = dropout.unmasking_response(revealed, held, ["p0", "p1"], ("p0", "p1", "p2"))
-    assert first == {"b": {"p0": b"b0", "p1": b"b1"}, "s": {}}
+    assert first == {"b": {"p0": b"b0", "p1": b"b1"}, "s": {}, "k": {}}
     with pytest.raises(ProtocolError, match="refusing to reveal the share of the mask key of 'p1'"):
         dropout.unmasking_response(revealed, held, ["p0"], ("p0", "p1", "p2"))
     assert revealed == {"p0": "b", "p1": "b"}  # nothing more was recorded as revealed
@@ -239,7 +242,12 @@ def test_a_receiver_that_tells_providers_different_survivor_sets_is_caught_befor
 
     def equivocating(party, peer, message):
         if isinstance(message, dict) and "survivors" in message and peer == "p0":
-            message = {**message, "survivors": [s for s in message["survivors"] if s != "p4"]}
+            survivors = [s for s in message["survivors"] if s != "p4"]
+            message = {
+                **message,
+                "survivors": survivors,
+                "peers": {s: message["peers"][s] for s in survivors},
+            }
         return send_or_gone(party, peer, message)
 
     monkeypatch.setattr(dropout, "_send_or_gone", equivocating)

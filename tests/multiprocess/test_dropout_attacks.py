@@ -1,0 +1,120 @@
+"""Dropout mode against an equivocating server and real drops (issue 35): ``mpc-pca party`` processes.
+
+Five providers, a server and a consumer, each its own ``mpc-pca party``
+process over TLS, ``--backend additive-masks --dropout-threshold 3``. The
+processes run by :mod:`tests.helpers.dropout_party` either equivocate (the
+server) or die with ``SIGKILL`` at a named phase of the dropout-tolerant sum
+(a provider).
+
+* The equivocating server tells ``provider0-2`` that only they survived and
+  ``provider3-4`` that everybody did (the attack of issue 35 at an allowed
+  threshold): every honest party exits 4 within its deadline, the providers
+  naming the server, nobody writes an output and no provider sent a share.
+* A provider killed before its masked input (during the keys and shares, or
+  right before its input) is left out: the run completes over the other four.
+  Killed after its masked input counted (survivor agreement, unmasking, after
+  the sum): every other party exits 4 naming it, nothing is written.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mpc_pca.cli.options import EXIT_PROTOCOL
+from mpc_pca.deploy.local import child_environment, host_rendezvous
+from mpc_pca.pppca.deployment import pppca_ranks
+from protocols.runtime.launcher import launch
+from tests.helpers.torch_helpers import party_commands
+
+pytestmark = pytest.mark.slow
+
+DROPOUT_PARTY = Path(__file__).resolve().parents[1] / "helpers" / "dropout_party.py"
+TIMEOUT = 20.0
+CONNECT = 30.0
+N_PROVIDERS = 5
+PROVIDERS = tuple(f"provider{i}" for i in range(N_PROVIDERS))
+
+
+@pytest.fixture(scope="module")
+def wine_parts() -> list[np.ndarray]:
+    from sklearn.datasets import load_wine
+
+    return np.array_split(np.asarray(load_wine().data, dtype=np.float64), N_PROVIDERS)
+
+
+def _run(tmp_path: Path, parts: list[np.ndarray], helper: dict[str, list[str]]):
+    """Run the seven parties; ``helper[name]`` runs ``name`` through the helper with those options."""
+    _keep, port = host_rendezvous(
+        pppca_ranks(N_PROVIDERS), tmp_path, insecure=False, gloo=False, timeout=CONNECT + 5
+    )
+    commands, outputs = party_commands(
+        tmp_path, parts, f"127.0.0.1:{port}", backend="additive-masks", timeout=TIMEOUT,
+        connect_timeout=CONNECT, tls_dir=tmp_path / "tls",
+    )  # fmt: skip
+    for name, command in commands.items():
+        command += ["--dropout-threshold", "3"]
+        if name in helper:
+            options = command[command.index("party") + 1 :]
+            commands[name] = [sys.executable, str(DROPOUT_PARTY), *helper[name], *options]
+    started = time.monotonic()
+    outcomes = launch(commands, timeout=TIMEOUT, env=child_environment(), grace=CONNECT)
+    return outcomes, outputs, time.monotonic() - started
+
+
+def test_an_equivocating_server_is_named_by_every_provider_and_nothing_is_written(tmp_path, wine_parts):
+    told_alone = "provider0,provider1,provider2"
+    outcomes, outputs, _ = _run(tmp_path, wine_parts, {"server": ["--equivocate", told_alone]})
+    for name in (*PROVIDERS, "consumer"):
+        outcome = outcomes[name]
+        assert outcome.returncode == EXIT_PROTOCOL, (name, outcome.returncode, outcome.stderr[-3000:])
+        assert not outcome.killed_by_launcher, name
+        assert "Traceback" not in outcome.stderr, (name, outcome.stderr[-3000:])
+        assert "'server'" in outcome.error_line(), (name, outcome.error_line())
+    for name in PROVIDERS:
+        line = outcomes[name].error_line()
+        assert "'server' equivocated" in line or "'server' is the source of the disagreement" in line, (
+            name,
+            line,
+        )
+    for path in outputs.values():
+        assert not path.exists(), f"{path.name} was written"
+
+
+def _killed_at(tmp_path, parts, phase: str):
+    outcomes, outputs, seconds = _run(tmp_path, parts, {"provider2": ["--die-at", phase]})
+    assert outcomes["provider2"].returncode == -9, outcomes["provider2"].stderr[-2000:]
+    assert f"dropout_party: dying at {phase}" in outcomes["provider2"].stderr
+    return outcomes, outputs, seconds
+
+
+@pytest.mark.parametrize("phase", ["keys", "input"])
+def test_a_provider_killed_before_its_masked_input_is_left_out(tmp_path, wine_parts, phase):
+    import json
+
+    outcomes, outputs, _ = _killed_at(tmp_path, wine_parts, phase)
+    for name, outcome in outcomes.items():
+        if name != "provider2":
+            assert outcome.ok, (name, outcome.stderr[-3000:])
+    server = json.loads(outputs["server"].read_text())
+    assert server["dropped_providers"] == ["provider2"]
+    assert server["n_samples"] == sum(len(p) for i, p in enumerate(wine_parts) if i != 2)
+    assert not outputs["provider2"].exists()
+
+
+@pytest.mark.parametrize("phase", ["agreement", "unmasking", "after"])
+def test_a_provider_killed_after_its_masked_input_counted_ends_the_run_naming_it(tmp_path, wine_parts, phase):
+    outcomes, outputs, _ = _killed_at(tmp_path, wine_parts, phase)
+    for name in ("provider0", "provider1", "provider3", "provider4", "server", "consumer"):
+        outcome = outcomes[name]
+        line = outcome.error_line()
+        assert outcome.returncode == EXIT_PROTOCOL, (name, outcome.returncode, outcome.stderr[-3000:])
+        assert not outcome.killed_by_launcher, name
+        assert "Traceback" not in outcome.stderr, (name, outcome.stderr[-3000:])
+        assert "provider2" in line, (name, line)
+    for path in outputs.values():
+        assert not path.exists(), f"{path.name} was written"
