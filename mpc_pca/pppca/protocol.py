@@ -34,12 +34,13 @@ reconstructed sum, which keeps ``log2(N)`` more bits of the fixed-point
 resolution for the same ring.
 
 Dropout tolerance (opt-in, ``PPPCAConfig.dropout_threshold``, ``additive-masks``
-backend): step 1 runs the dropout-tolerant secure sum
-(:mod:`protocols.backends.dropout`), so a provider that drops before its
-masked input arrives is left out and ``N`` and the column sums are those of
-the survivors; the server tells the consumer whom it dropped, and every
-later step runs over the survivors (a drop there ends the run, as without
-the option). A provider counted in step 1 must stay to the end.
+backend): steps 1 and 3 are merged into one dropout-tolerant secure sum
+(:mod:`protocols.backends.dropout`) of ``[s_i, n_i, X_i^T X_i]``
+(:mod:`mpc_pca.pppca.dropout_payload`; the server centres), so a provider
+that drops at any time before that masked input counts is left out of
+everything (no second sum whose difference with the first would reveal it);
+the server tells the consumer whom it dropped, and every later step runs over
+the survivors (a drop there ends the run, as without the option).
 
 Trust model: honest-but-curious parties; the server does not collude with any
 provider. The server learns the mean, N and the covariance matrix; providers
@@ -61,6 +62,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mpc_pca.linalg import leading_eigenpairs, selected_eigenpairs
+from mpc_pca.pppca import dropout_payload
 from mpc_pca.pppca.answer_check import PHASE_CHECK, ServerAnswer, check_server_answer
 from mpc_pca.pppca.bounds import (
     GRAM_NAME,
@@ -265,10 +267,15 @@ def provider_role(
         stats = data.statistics() if isinstance(data, ChunkedPart) else LocalStatistics.of(data)
     stats = normalized(stats, config.exponents)
     shift = sums_scale_exponent(config.n_parties, backend.codec.frac_bits)
+    tolerant = (
+        config.dropout_threshold is not None
+    )  # one masked input: sums, count and Gram (dropout_payload)
     with party.phase(PHASE_MEAN):
         mean_backend(backend, config).secure_sum(
             party,
-            np.ldexp(stats.sums_and_count(), shift),
+            dropout_payload.payload(stats, config.n_parties, backend.codec.frac_bits)
+            if tolerant
+            else np.ldexp(stats.sums_and_count(), shift),
             contributors=config.providers,
             receiver=SERVER,
             name=STATS_NAME,
@@ -294,6 +301,10 @@ def provider_role(
             transfer = expect_real_array(
                 party.recv(SERVER), SERVER, (config.n_features, config.transfer_width), "T"
             )
+    elif tolerant:  # the Gram matrix was in the one masked input
+        transfer = expect_real_array(
+            party.recv(SERVER), SERVER, (config.n_features, config.transfer_width), "T"
+        )
     else:
         with party.phase(PHASE_GRAM):
             gram_shift = _gram_shift(party.recv(SERVER))
@@ -311,7 +322,9 @@ def provider_role(
                 party.recv(SERVER), SERVER, (config.n_features, config.transfer_width), "T"
             )
     with party.phase(PHASE_CHECK):
-        check_server_answer(party, stats, mean, transfer, party.recv(SERVER), config, backend)
+        # dropout mode: no plain sum agreed pairwise keys to reuse, so the check uses additive shares
+        checked = mean_backend(backend, config) if tolerant else backend
+        check_server_answer(party, stats, mean, transfer, party.recv(SERVER), config, checked)
     if not config.with_consumer:
         return None
     raw_mean = unscale_vector(mean, config.exponents)
@@ -361,9 +374,16 @@ def server_role(party: Party, config: PPPCAConfig, backend: SecureSumBackend) ->
                 party.send(CONSUMER, list(config.dropped))
     if stats is None:
         raise ProtocolError(f"the secure sum of the {STATS_NAME} gave the server no result")
-    if stats.shape != (d + 1,):
+    packed: NDArray[np.float64] | None = None
+    if config.dropout_threshold is not None:  # [s, N] and the Gram matrix in one sum (dropout_payload)
+        try:
+            stats, packed, raw_diagonal = dropout_payload.opened(stats, d, config.n_parties, f)
+        except ValueError as exc:
+            raise ProtocolError(str(exc)) from None
+    elif stats.shape != (d + 1,):
         raise ProtocolError(f"the summed {STATS_NAME} have shape {stats.shape}, expected ({d + 1},)")
-    stats = np.ldexp(stats, -sums_scale_exponent(config.n_parties, f))
+    else:
+        stats = np.ldexp(stats, -sums_scale_exponent(config.n_parties, f))
     if not np.isfinite(stats[-1]):
         raise ProtocolError(f"the summed row count {float(stats[-1])!r} is not finite")
     n_samples = round(float(stats[-1]))
@@ -382,25 +402,30 @@ def server_role(party: Party, config: PPPCAConfig, backend: SecureSumBackend) ->
             )
         with party.phase(PHASE_EIGENSOLVE):
             return _server_components(party, config, backend, mean_y, n_samples)
-    gram_shift = gram_scale_exponent(config.n_parties, f, n_samples)
-    for provider in config.providers:
-        party.send(provider, mean_y)
-        party.send(provider, np.array([float(gram_shift)]))
-    with party.phase(PHASE_GRAM):
-        packed = backend.secure_sum(
-            party, None, contributors=config.providers, receiver=SERVER, name=GRAM_NAME
-        )
-    if packed is None or packed.shape != (d * (d + 1) // 2,):
-        raise ProtocolError(
-            f"the summed Gram triangle has shape {getattr(packed, 'shape', None)}, "
-            f"expected ({d * (d + 1) // 2},) for d={d}"
-        )
-    gram = from_upper_triangle(np.ldexp(packed, -gram_shift, out=packed), d)
+    if packed is not None:  # dropout mode: centred from the one masked input
+        for provider in config.providers:
+            party.send(provider, mean_y)
+        gram = from_upper_triangle(packed, d)
+        entry_error = dropout_payload.centring_error(raw_diagonal, config.exponents, config.n_parties, f)
+    else:
+        gram_shift = gram_scale_exponent(config.n_parties, f, n_samples)
+        for provider in config.providers:
+            party.send(provider, mean_y)
+            party.send(provider, np.array([float(gram_shift)]))
+        with party.phase(PHASE_GRAM):
+            packed = backend.secure_sum(
+                party, None, contributors=config.providers, receiver=SERVER, name=GRAM_NAME
+            )
+        if packed is None or packed.shape != (d * (d + 1) // 2,):
+            raise ProtocolError(
+                f"the summed Gram triangle has shape {getattr(packed, 'shape', None)}, "
+                f"expected ({d * (d + 1) // 2},) for d={d}"
+            )
+        gram = from_upper_triangle(np.ldexp(packed, -gram_shift, out=packed), d)
+        entry_error = gram_entry_error(config, f, n_samples)
     del packed
     gram = unscale_gram(gram, config.exponents)
-    server = server_matrix(
-        gram, n_samples, gram_entry_error(config, f, n_samples), config.standardize, overwrite=True
-    )
+    server = server_matrix(gram, n_samples, entry_error, config.standardize, overwrite=True)
     try:
         check_precision(server.eta, float(np.max(np.diag(server.matrix))), config)
     except InputValidationError as exc:
@@ -508,10 +533,11 @@ DROPPED_KEY = "pppca|dropped providers"
 def mean_backend(backend: SecureSumBackend, config: PPPCAConfig) -> SecureSumBackend:
     """The backend of step 1's secure sum: ``backend`` itself, or its dropout-tolerant variant.
 
-    With ``config.dropout_threshold`` the sum of ``[column sums, row count]``
-    survives providers that drop (:mod:`protocols.backends.dropout`); every
-    later sum runs over the providers it counted with ``backend`` (``masks``
-    mode), where a drop ends the run as before.
+    With ``config.dropout_threshold`` (checked: ``2 t > M``) the one sum of
+    ``[column sums, row count, Gram matrix]`` survives providers that drop
+    (:mod:`protocols.backends.dropout`, :mod:`mpc_pca.pppca.dropout_payload`);
+    the answer check then runs over the providers it counted, where a drop
+    ends the run as before.
     """
     if config.dropout_threshold is None:
         return backend

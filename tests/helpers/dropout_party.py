@@ -20,7 +20,11 @@ links simply close, as when an organisation's machine dies. Phases, in order:
 ``unmasking``
     after confirming the survivor set, before its unmasking answer;
 ``after``
-    after the sum (its last masked contribution), when the run goes on.
+    after the sum (its last masked contribution), when the run goes on;
+``gram``
+    when it computes its Gram-matrix contribution (before the one masked input
+    that carries it in dropout mode; after the first sum in the two-sum protocol
+    before issue 35, where a drop there ended the run).
 
 ``--equivocate NAMES`` (the server): in every dropout-tolerant sum, the
 providers in the comma-separated ``NAMES`` are told that only they survived,
@@ -39,7 +43,7 @@ from typing import Any
 from mpc_pca.cli import main
 from protocols.backends import dropout
 
-PHASES = ("keys", "input", "agreement", "unmasking", "after")
+PHASES = ("keys", "input", "agreement", "unmasking", "after", "gram")
 
 
 def die(phase: str) -> None:
@@ -70,6 +74,15 @@ def rehearse_drop(phase: str) -> None:
         dropout.confirm_survivors = lambda *args, **kwargs: die(phase)  # type: ignore[assignment]
     elif phase == "unmasking":
         dropout.unmasking_response = lambda *args, **kwargs: die(phase)  # type: ignore[assignment]
+    elif phase == "gram":
+        from mpc_pca.pppca import local_stats
+
+        local_stats.LocalStatistics.centred_gram_triangle = lambda *args: die(phase)  # type: ignore[assignment,method-assign]
+        try:
+            from mpc_pca.pppca import dropout_payload
+        except ImportError:  # the two-sum protocol before issue 35
+            return
+        dropout_payload.payload = lambda *args: die(phase)  # type: ignore[assignment]
     else:
         sum_once = dropout.dropout_sum
 

@@ -176,3 +176,38 @@ def test_a_late_provider_is_named_in_every_deployment_result_and_ends_without_er
     assert results["provider0"]["dropped"] is False and results["provider0"]["dropped_providers"] == [
         "provider3"
     ]
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e3])
+def test_the_one_masked_input_rebuilds_n_the_sums_and_the_centred_gram_within_its_stated_bound(wine, offset):
+    """Dropout mode's ``[s_i, n_i, G_i]`` in two limbs (mpc_pca.pppca.dropout_payload), ring-summed as the sum does."""
+    from mpc_pca.pppca import dropout_payload
+    from mpc_pca.pppca.local_stats import LocalStatistics
+    from mpc_pca.pppca.scaling import column_exponents, normalized
+    from protocols import FixedPointCodec
+
+    data = wine + offset
+    parts = np.array_split(data, 5)
+    exponents = tuple(column_exponents(data).tolist())
+    codec = FixedPointCodec(20)
+    ring = sum(
+        codec.encode(
+            dropout_payload.payload(normalized(LocalStatistics.of(p), exponents), 5, 20), n_summands=5
+        )
+        for p in parts
+    )
+    stats, packed, diagonal = dropout_payload.opened(codec.decode(ring), data.shape[1], 5, 20)
+    scale = np.ldexp(1.0, np.asarray(exponents))
+    assert stats[-1] == len(data)
+    assert np.allclose(stats[:-1] * scale, data.sum(axis=0), rtol=1e-14, atol=0)
+    from protocols.triangle import from_upper_triangle
+
+    gram = from_upper_triangle(packed, data.shape[1]) * np.outer(scale, scale)
+    centred = data - data.mean(axis=0)
+    exact = centred.T @ centred
+    u = dropout_payload.centring_error(diagonal, exponents, 5, 20)
+    error = np.abs(gram - exact)
+    assert np.all(
+        error <= np.outer(u, u) + 1e-12 * np.abs(exact).max()
+    )  # the bound, plus numpy's own rounding
+    assert np.max(error / np.abs(exact).max()) < (1e-13 if offset == 0 else 1e-10)
