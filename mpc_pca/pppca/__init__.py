@@ -21,6 +21,8 @@ estimator
     :class:`PPPCA`, the scikit-learn-style estimator.
 answer_check
     The providers' check of the server's answer before they use it.
+dropout_payload
+    Dropout mode's one masked input: column sums, row count and Gram matrix in two limbs.
 chunked
     Provider parts larger than memory: statistics chunk by chunk, or on Dask.
 components

@@ -13,6 +13,9 @@ sparse_masks
 dropout
     The masks-mode sum that survives providers dropping before their input
     arrives (SecAgg-style double masking with Shamir-shared seeds).
+dropout_agreement
+    Its survivor-set agreement: the ``2 t > M`` rule and the digests every
+    survivor needs from every member of its set before revealing a share.
 paillier
     Paillier encryption (packing, precomputed randomness, workers), on
     :mod:`protocols.paillier`.
