@@ -64,6 +64,7 @@ from protocols.backends.dropout_agreement import (
     check_announcement,
     check_dropout_threshold,
     confirm_survivors,
+    linked_groups,
 )
 from protocols.errors import (
     DropoutError,
@@ -423,8 +424,10 @@ def _receiver(
             raise ProtocolError(f"{u!r} sent a malformed list of the providers it masked with")
         shape = y.shape
         inputs[u] = (y, masked_with)
-    survivors = sorted(inputs)
-    dropped = tuple(c for c in contributors if c not in inputs)
+    # Only the largest group linked by two-sided masks can count (dropout_agreement.linked_groups).
+    linked = linked_groups({u: sorted(set(m)) for u, (_, m) in inputs.items()}, sorted(inputs))
+    survivors = linked[0] if linked else []
+    dropped = tuple(c for c in contributors if c not in survivors)
     if len(survivors) < threshold:
         raise DropoutError(
             f"only {len(survivors)} of {len(contributors)} providers' masked inputs reached {party.name!r} "
@@ -434,6 +437,9 @@ def _receiver(
         )
     for u in dropped:
         party.channel.drop(u)
+    if len(survivors) < len(inputs):
+        log.warning("%s: masked inputs of %s arrived but are not linked to the others' masks", party.name,
+                    sorted(set(inputs) - set(survivors)))  # fmt: skip
     peers = {u: sorted(set(inputs[u][1])) for u in survivors}
     announcement = {"sum": sum_id, "survivors": survivors, "peers": peers}
     for u in contributors:

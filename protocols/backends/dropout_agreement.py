@@ -9,7 +9,9 @@ module is that check, for this engine's authenticated direct links:
   share a member.
 * :func:`check_announcement`: what a provider accepts from the receiver: a
   sorted survivor set ``U`` of at least ``t`` providers and, for every
-  survivor, the providers it masked with (its own entry must be what it sent).
+  survivor, the providers it masked with (its own entry must be what it sent),
+  such that the two-sided masks link all of ``U`` into one group
+  (:func:`linked_groups`; otherwise a group's sum or a lone input is opened).
 * :func:`confirm_survivors`: every provider that got an announcement sends
   every other provider still linked a digest of it, bound to the run (the
   per-run verification keys), the sum's number, the receiver and the sender;
@@ -78,6 +80,29 @@ def check_dropout_threshold(threshold: object, n_providers: object) -> int:
             "tell each a different survivor set)"
         )
     return t
+
+
+def linked_groups(peers: dict[str, list[str]], members: list[str]) -> list[list[str]]:
+    """The connected groups of ``members`` linked by two-sided masks (``u`` lists ``v`` and ``v`` lists ``u``).
+
+    Only two-sided masks cancel in the sum; one-sided ones are opened in step
+    5. The receiver therefore learns the sum of each group separately, so the
+    survivors must form one group: a survivor alone in its group would have its
+    input opened. Largest group first (ties: by the first name).
+    """
+    left, groups = set(members), []
+    while left:
+        stack = [min(left)]
+        group = set(stack)
+        while stack:
+            u = stack.pop()
+            for v in peers.get(u, []):
+                if v in left and v not in group and u in peers.get(v, []):
+                    group.add(v)
+                    stack.append(v)
+        left -= group
+        groups.append(sorted(group))
+    return sorted(groups, key=lambda g: (-len(g), g[0]))
 
 
 def run_tag(party: Party, parties: tuple[str, ...]) -> bytes:
@@ -153,6 +178,12 @@ def check_announcement(
             or not set(listed) <= set(contributors) - {u}
         ):
             raise ProtocolError(f"{receiver!r} sent a malformed mask list for {u!r}")
+    groups = linked_groups(peers, survivors)
+    if len(groups) > 1:
+        raise ProtocolError(
+            f"{receiver!r} announced survivors whose masks do not link them into one group ({groups}): "
+            "the sum of each group, or a lone survivor's input, would be opened; revealing nothing"
+        )
     if me in survivors and peers[me] != my_peers:
         raise ProtocolError(
             f"{receiver!r} announced that {me!r} masked with {peers[me]}, but {me!r} masked with {my_peers}; "

@@ -22,6 +22,7 @@ import pytest
 from protocols import AdditiveBackend, FixedPointCodec
 from protocols.backends import dropout
 from protocols.runtime import run_inprocess
+from protocols.testing.recording import run_recorded
 from tests.helpers.oracles import ring_sum_reference
 
 PROVIDERS = tuple(f"p{i}" for i in range(5))
@@ -32,13 +33,13 @@ CODEC = FixedPointCodec(20)
 @pytest.fixture
 def stall(monkeypatch):
     """``p2`` stops before sending its keys to ``p3``, until the event named by the test is set."""
-    events = {"inputs": threading.Event(), "announced": threading.Event(), "resume on": None}
+    events = {"inputs": threading.Event(), "announced": threading.Event(), "resume on": None, "before": "p3"}
     gave_up: set[str] = set()
     lock = threading.Lock()
     send_or_gone, send_input = dropout._send_or_gone, dropout.send_masked_input
 
     def stalling(party, peer, message):
-        if party.name == "p2" and peer == "p3" and isinstance(message, dict) and "pk" in message:
+        if party.name == "p2" and peer == events["before"] and isinstance(message, dict) and "pk" in message:
             assert events[events["resume on"]].wait(60), "the stalled provider was never resumed"
         sent = send_or_gone(party, peer, message)
         if isinstance(message, dict) and "survivors" in message and peer == "p2":
@@ -46,11 +47,11 @@ def stall(monkeypatch):
         return sent
 
     def masked_input(party, receiver, message):
-        if party.name in ("p3", "p4"):
+        if party.name in ("p3", "p4") or (events["before"] == "p0" and party.name != "p2"):
             assert "p2" not in message["peers"]  # they gave up waiting for p2's keys
             with lock:
                 gave_up.add(party.name)
-                if gave_up == {"p3", "p4"}:
+                if gave_up == ({"p3", "p4"} if events["before"] == "p3" else {"p0", "p1", "p3", "p4"}):
                     events["inputs"].set()
         send_input(party, receiver, message)
 
@@ -59,7 +60,7 @@ def stall(monkeypatch):
     return events
 
 
-def _run(values):
+def _run(values, recorded=False):
     backend = AdditiveBackend("masks", CODEC, dropout_threshold=3, dropout_timeout=8.0)
 
     def provider(name):
@@ -73,7 +74,10 @@ def _run(values):
         total = backend.secure_sum(party, None, contributors=PROVIDERS, receiver=SERVER)
         return total, dropout.last_outcome(party)
 
-    return run_inprocess({**{p: provider(p) for p in PROVIDERS}, SERVER: server}, timeout=30.0).outputs
+    roles = {**{p: provider(p) for p in PROVIDERS}, SERVER: server}
+    if recorded:
+        return run_recorded(roles, timeout=30.0)
+    return run_inprocess(roles, timeout=30.0).outputs
 
 
 def _values():
@@ -100,3 +104,38 @@ def test_a_provider_that_stalls_past_the_survivor_set_is_left_out_and_the_sum_is
     assert np.array_equal(total, ring_sum_reference([values[p] for p in PROVIDERS if p != "p2"], CODEC))
     assert outputs["p2"].me_dropped
     assert all(outputs[p].dropped == ("p2",) for p in PROVIDERS)
+
+
+def test_a_provider_whose_keys_reached_nobody_in_time_is_left_out_not_opened(stall):
+    """It masked with everybody, nobody with it: all its masks are one-sided.
+
+    Counting it would open its input (its self mask and every pairwise mask
+    revealed); the receiver leaves it out, as the providers would insist.
+    """
+    stall["resume on"], stall["before"] = "inputs", "p0"
+    values = _values()
+    recorded = _run(values, recorded=True)
+    assert not recorded.errors, recorded.errors
+    total, outcome = recorded.outputs[SERVER]
+    assert outcome.dropped == ("p2",)
+    assert np.array_equal(total, ring_sum_reference([values[p] for p in PROVIDERS if p != "p2"], CODEC))
+    answers = [d.message for d in recorded.recorder.received_by(SERVER) if isinstance(d.message, dict)]
+    assert not any("p2" in a.get("b", {}) for a in answers)  # its self-mask seed was never opened
+
+
+def test_providers_refuse_a_survivor_set_that_counts_a_provider_no_mask_links_to(stall, monkeypatch):
+    """The receiver counts the unlinked provider anyway: every provider refuses, nothing is revealed."""
+    from protocols.errors import ProtocolError
+
+    stall["resume on"], stall["before"] = "inputs", "p0"
+    monkeypatch.setattr(dropout, "linked_groups", lambda peers, members: [sorted(members)])
+    recorded = _run(_values(), recorded=True)
+    for p in PROVIDERS:
+        error = recorded.errors.get(p)
+        assert isinstance(error, ProtocolError), (p, error)
+        assert "do not link them into one group" in str(error) or f"{SERVER!r} equivocated" in str(error), (
+            p,
+            error,
+        )
+    answers = [d.message for d in recorded.recorder.received_by(SERVER) if isinstance(d.message, dict)]
+    assert not any("b" in a for a in answers)
