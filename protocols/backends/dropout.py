@@ -18,26 +18,32 @@ of ``n`` providers ``U0`` and a receiver ``R`` (not a provider):
    provider ``v`` whose keys and shares reached it, and sends ``R``
    ``y_u = x_u + PRG(b_u) + sum_v ±PRG(k_uv)`` (the smaller name adds, the
    larger subtracts) with the list of those ``v``.
-3. *Survivors.* ``R`` waits for masked inputs until a deadline; ``U`` is the
-   set whose ``y_u`` arrived (a closed link or the deadline marks the rest as
-   dropped). Fewer than ``t``: :class:`~protocols.errors.DropoutError`,
-   nothing revealed. Else ``R`` sends ``U`` (with the sum's number, over the
-   authenticated links, bound to the run) to every provider still there.
-4. *Consistency.* Each ``v`` in ``U`` sends the SHA-256 of the ``U`` it got
-   to every other member of ``U`` and compares; a receiver that told two
-   providers different sets is caught (:class:`~protocols.errors.ProtocolError`
-   naming it) before any share is revealed.
+3. *Survivors.* ``R`` waits for masked inputs until a deadline; a closed
+   link or the deadline marks a provider as dropped. ``U`` is the largest
+   group of the arrived inputs linked by two-sided masks
+   (:func:`~protocols.backends.dropout_agreement.linked_groups`). Fewer than
+   ``t``: :class:`~protocols.errors.DropoutError`, nothing revealed. Else
+   ``R`` sends every provider the announcement: the sum's number, ``U`` and
+   each survivor's mask list.
+4. *Agreement* (:mod:`protocols.backends.dropout_agreement`). Each provider
+   checks the announcement (at least ``t`` survivors, its own list as sent,
+   one linked group) and sends every other provider a digest of it bound to
+   the run, the sum and itself; a survivor needs the matching digest from
+   every member of ``U`` (a missing, late or different one is a
+   :class:`~protocols.errors.ProtocolError` naming ``R``, never a dropout).
+   With ``2 t > M`` (enforced) this stops a receiver that equivocates.
 5. *Unmasking.* Each ``v`` in ``U`` answers with its share of ``b_u`` for
-   every ``u`` in ``U`` and its share of ``s_u`` for every ``u`` not in
-   ``U`` (never both for one ``u``: refused, :func:`unmasking_response`).
-   With at least ``t`` answers ``R`` rebuilds each ``b_u`` (``u`` in ``U``)
-   and each dropped ``s_u``, removes ``PRG(b_u)`` and the masks the
-   survivors shared with dropped providers, and gets ``sum_{u in U} x_u``.
+   every ``u`` in ``U``, its share of ``s_u`` for every ``u`` not in ``U``
+   (never both for one ``u``: refused, :func:`unmasking_response`) and the
+   pair key of each of its one-sided masks (:func:`one_sided`). With at
+   least ``t`` answers ``R`` rebuilds each ``b_u`` (``u`` in ``U``), removes
+   ``PRG(b_u)`` and the one-sided masks, and gets ``sum_{u in U} x_u``.
    Fewer than ``t`` answers: :class:`~protocols.errors.DropoutError`.
 
-A provider counted in ``U`` may leave after step 2: its ``b_u`` comes from
-the others' shares. Keys are fresh for every sum, so nothing revealed in one
-sum (a dropped provider's ``s_u``) weakens another. What ``R`` can learn in
+A provider counted in ``U`` may leave after confirming ``U`` in step 4: its
+``b_u`` comes from the others' shares; leaving before that aborts the sum.
+Keys are fresh for every sum, so nothing revealed in one sum (a dropped
+provider's ``s_u``) weakens another. What ``R`` can learn in
 each case is in ``docs/explanation/dropout.md``.
 
 Transport: the whole sum runs inside
