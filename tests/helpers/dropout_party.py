@@ -21,6 +21,10 @@ links simply close, as when an organisation's machine dies. Phases, in order:
     after confirming the survivor set, before its unmasking answer;
 ``after``
     after the sum (its last masked contribution), when the run goes on;
+``stall:SECONDS``
+    half-way through sending its keys and shares, it stops itself with
+    ``SIGSTOP`` and a child process sends it ``SIGCONT`` SECONDS later (a
+    stalled machine that comes back);
 ``gram``
     when it computes its Gram-matrix contribution (before the one masked input
     that carries it in dropout mode; after the first sum in the two-sum protocol
@@ -36,6 +40,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import time
 from typing import Any
@@ -52,8 +57,29 @@ def die(phase: str) -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
+def stall(seconds: float) -> None:
+    """Stop this process (``SIGSTOP``) until a child sends ``SIGCONT`` ``seconds`` later."""
+    print(f"dropout_party: stalling for {seconds} s", file=sys.stderr, flush=True)
+    wake = f"import os, signal, time; time.sleep({seconds}); os.kill({os.getpid()}, signal.SIGCONT)"
+    subprocess.Popen([sys.executable, "-c", wake])
+    os.kill(os.getpid(), signal.SIGSTOP)
+    print("dropout_party: resumed", file=sys.stderr, flush=True)
+
+
 def rehearse_drop(phase: str) -> None:
     """Replace the sum's step at ``phase`` (one of :data:`PHASES`) with :func:`die`."""
+    if phase.startswith("stall:"):
+        send, sent, seconds = dropout._send_or_gone, [], float(phase.removeprefix("stall:"))
+
+        def stalling(party: Any, peer: str, message: Any) -> bool:
+            if isinstance(message, dict) and set(message) == {"pk", "b", "s"}:
+                sent.append(peer)
+                if len(sent) == 3:  # two providers got its keys, two will give up on them
+                    stall(seconds)
+            return send(party, peer, message)
+
+        dropout._send_or_gone = stalling
+        return
     if phase not in PHASES:
         raise SystemExit(f"dropout_party: --die-at must be one of {PHASES}, got {phase!r}")
     if phase == "keys":
