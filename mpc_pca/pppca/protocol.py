@@ -124,12 +124,13 @@ class PPPCAConfig:
     #: variance fraction in (0, 1) or ``"mle"`` (:func:`mpc_pca.linalg.selected_eigenpairs`);
     #: ``n_components`` is then the largest ``k`` allowed, and the providers learn ``k`` from T.
     select: float | str | None = None
-    #: Survive providers that drop (:mod:`protocols.backends.dropout`): the threshold ``t`` of
-    #: the mean secure sum's Shamir-shared mask seeds; ``None``: every provider must deliver.
+    #: Survive providers that drop (:mod:`protocols.backends.dropout`): the threshold ``t``
+    #: (``2 t > M``) of the one dropout-tolerant sum's Shamir-shared mask seeds
+    #: (:mod:`mpc_pca.pppca.dropout_payload`); ``None``: every provider must deliver.
     dropout_threshold: int | None = None
     #: Seconds the server waits for the providers' masked inputs (default: half its phase deadline).
     dropout_timeout: float | None = None
-    #: The providers dropped in the mean secure sum (set by every party once it learns them).
+    #: The providers dropped in the dropout-tolerant sum (set by every party once it learns them).
     dropped: tuple[str, ...] = ()
 
     @property
