@@ -35,7 +35,8 @@ of ``n`` providers ``U0`` and a receiver ``R`` (not a provider):
 5. *Unmasking.* Each ``v`` in ``U`` answers with its share of ``b_u`` for
    every ``u`` in ``U``, its share of ``s_u`` for every ``u`` not in ``U``
    (never both for one ``u``: refused, :func:`unmasking_response`) and the
-   pair key of each of its one-sided masks (:func:`one_sided`). With at
+   pair key of each of its one-sided masks
+   (:func:`~protocols.backends.dropout_agreement.one_sided`). With at
    least ``t`` answers ``R`` rebuilds each ``b_u`` (``u`` in ``U``), removes
    ``PRG(b_u)`` and the one-sided masks, and gets ``sum_{u in U} x_u``.
    Fewer than ``t`` answers: :class:`~protocols.errors.DropoutError`.
@@ -71,6 +72,7 @@ from protocols.backends.dropout_agreement import (
     check_dropout_threshold,
     confirm_survivors,
     linked_groups,
+    one_sided,
 )
 from protocols.errors import (
     DropoutError,
@@ -347,17 +349,6 @@ def _provider(
     keys = {w: pair_keys[w] for w in one_sided(me, announcement["peers"], survivors)}
     party.send(receiver, unmasking_response(revealed, held, survivors, contributors, keys))
     return DropoutOutcome(contributors, tuple(survivors))
-
-
-def one_sided(v: str, peers: dict[str, list[str]], survivors: list[str]) -> list[str]:
-    """The providers ``w`` whose mask with survivor ``v`` stays in the survivors' sum.
-
-    ``v`` masked with ``w`` and either ``w`` is not a survivor or ``w`` did not
-    mask with ``v`` (its keys reached ``v`` but ``v``'s did not reach ``w``
-    before ``w``'s deadline): the mask ``PRG(k_vw)`` is in ``y_v`` and in no
-    other counted input, so the receiver must remove it.
-    """
-    return [w for w in peers[v] if w not in survivors or v not in peers[w]]
 
 
 def unmasking_response(

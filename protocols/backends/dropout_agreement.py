@@ -105,6 +105,17 @@ def linked_groups(peers: dict[str, list[str]], members: list[str]) -> list[list[
     return sorted(groups, key=lambda g: (-len(g), g[0]))
 
 
+def one_sided(v: str, peers: dict[str, list[str]], survivors: list[str]) -> list[str]:
+    """The providers ``w`` whose mask with survivor ``v`` stays in the survivors' sum.
+
+    ``v`` masked with ``w`` and either ``w`` is not a survivor or ``w`` did not
+    mask with ``v`` (its keys reached ``v`` but ``v``'s did not reach ``w``
+    before ``w``'s deadline): the mask ``PRG(k_vw)`` is in ``y_v`` and in no
+    other counted input, so the receiver must remove it.
+    """
+    return [w for w in peers[v] if w not in survivors or v not in peers[w]]
+
+
 def run_tag(party: Party, parties: tuple[str, ...]) -> bytes:
     """A tag of this run: the hash of the parties' per-run verification keys (empty without identities)."""
     identity = party.channel.identity
