@@ -1,0 +1,176 @@
+"""The answer check covers the whole answer (issue 35): the mean, the top-k property, its tolerances.
+
+Same cheating server as ``test_answer_check`` (the real server role behind a
+party whose ``send`` rewrites messages to the providers). Each attack here
+passed the check before the mean entered the digest and the secure sum and
+before check 5 (:mod:`mpc_pca.pppca.top_k_check`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import mpc_pca.pppca.driver as driver
+from mpc_pca.pppca import answer_check, top_k_check
+from protocols.backends import make_backend
+from tests.pca.test_answer_check import assert_caught, cheating_server, run
+
+
+@pytest.fixture
+def parts(wine):
+    return np.array_split(wine, 3)
+
+
+def standardized_spectrum(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Eigenvalues (decreasing), eigenvectors and column scales of the matrix a standardizing server decomposes."""
+    scale = data.std(axis=0)
+    matrix = np.cov(data, rowvar=False) / np.outer(scale, scale)
+    values, vectors = np.linalg.eigh(matrix)
+    return values[::-1], vectors[:, ::-1], scale
+
+
+def other_eigenpairs(monkeypatch, data, picks, *, standardize=True) -> None:
+    """The server sends true eigenpairs ``picks`` (0-based) of its matrix as the top ``len(picks)``."""
+    d, k = data.shape[1], len(picks)
+    if standardize:
+        values, vectors, scale = standardized_spectrum(data)
+    else:
+        values, vectors = np.linalg.eigh(np.cov(data, rowvar=False))
+        values, vectors, scale = values[::-1], vectors[:, ::-1], np.ones(d)
+    chosen = list(picks)
+    cheating_server(
+        monkeypatch, d, k,
+        transfer=lambda to, t: vectors[:, chosen] / scale[:, None],
+        answer=lambda to, a: np.concatenate([values[chosen], a[k:]]),
+    )  # fmt: skip
+
+
+def shifted_mean(monkeypatch, d: int, factor: float, only: str | None = None) -> None:
+    """The server sends the mean of step 2 times ``factor`` (to ``only``, or to every provider)."""
+
+    def shift(to, obj):
+        is_mean = isinstance(obj, np.ndarray) and obj.dtype == np.float64 and obj.shape == (d,)
+        return obj * factor if is_mean and (only is None or to == only) else obj
+
+    monkeypatch.setattr(driver, "server_role", _tampered(shift))
+
+
+def _tampered(tamper):
+    from mpc_pca.pppca.protocol import server_role
+    from tests.pca.test_answer_check import TamperingParty
+
+    return lambda party, config, backend: server_role(TamperingParty(party, tamper), config, backend)
+
+
+@pytest.mark.parametrize("options", [{}, {"standardize": True}])
+def test_a_shifted_mean_is_caught(monkeypatch, parts, options):
+    """Before: every party exited 0 with projections 45 % off (the residual used the same wrong mean)."""
+    shifted_mean(monkeypatch, parts[0].shape[1], 1.05)
+    assert_caught(parts, 2, "the mean it sent is off", **options)
+
+
+def test_a_mean_sent_to_one_provider_only_is_caught(monkeypatch, parts):
+    shifted_mean(monkeypatch, parts[0].shape[1], 1.05, only="provider1")
+    assert_caught(parts, 2, "different answers")
+
+
+def test_a_shifted_mean_is_caught_with_reveal_components(monkeypatch, wine):
+    standardized = (wine - wine.mean(0)) / wine.std(0) + 3.0
+    shifted_mean(monkeypatch, wine.shape[1], 1.05)
+    assert_caught(np.array_split(standardized, 3), 2, "the mean it sent is off", reveal="components")
+
+
+@pytest.mark.parametrize("picks", [(1, 2), (0, 2)], ids=["eigenpairs-2-3", "eigenpairs-1-3"])
+def test_other_true_eigenpairs_of_standardized_wine_are_caught(monkeypatch, wine, picks):
+    """Wine's standardized spectrum 4.73, 2.51, 1.45: λ_2 - λ_3 = 0.42 λ_2 > λ_2 / 4, so check 5 must refuse."""
+    values, _, _ = standardized_spectrum(wine)
+    assert values[1] - values[2] > top_k_check.RELATIVE_GAP * values[1]
+    other_eigenpairs(monkeypatch, wine, picks)
+    assert_caught(np.array_split(wine, 3), 2, "not the top 2", standardize=True)
+
+
+@pytest.mark.parametrize("mode", ["additive-masks", "additive-sparse-masks"])
+def test_other_eigenpairs_are_caught_on_the_runs_pairwise_masks(monkeypatch, wine, mode):
+    other_eigenpairs(monkeypatch, wine, (1, 2))
+    with pytest.raises(answer_check.ProtocolError, match="not the top 2"):
+        driver.run_pppca(np.array_split(wine, 5), 2, make_backend(mode), standardize=True, timeout=30)
+
+
+def test_other_eigenpairs_are_caught_with_reveal_components(monkeypatch, wine):
+    standardized = (wine - wine.mean(0)) / wine.std(0)
+    other_eigenpairs(monkeypatch, standardized, (0, 2), standardize=False)
+    assert_caught(np.array_split(standardized, 3), 2, "not the top 2", reveal="components")
+
+
+def test_a_missed_eigenvalue_in_a_crowded_spectrum_is_caught_at_d_100(monkeypatch):
+    """d = 100, k = 3: the sent λ_3 is the 4th eigenvalue, 30 % below the missed λ_3, and 96 others crowd below down to 3.
+
+    A crowded tail slows power steps; with :func:`top_k_check.power_steps` (56) Arnoldi steps the
+    missed eigenvalue is still found.
+    """
+    rng = np.random.default_rng(5)
+    d, k = 100, 3
+    spectrum = np.concatenate([[10.0, 8.0, 6.0, 4.4], np.linspace(4.39, 3.0, d - 4)])
+    basis, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    white = rng.standard_normal((3000, d))
+    white -= white.mean(axis=0)
+    white = white @ np.linalg.inv(np.linalg.cholesky(np.cov(white, rowvar=False))).T  # sample covariance I
+    data = white @ (basis * np.sqrt(spectrum)).T + 5.0
+    values, vectors = np.linalg.eigh(np.cov(data, rowvar=False))
+    values, vectors = values[::-1], vectors[:, ::-1]
+    assert values[2] - values[3] > top_k_check.RELATIVE_GAP * values[2]
+    other_eigenpairs(monkeypatch, data, (0, 1, 3), standardize=False)
+    assert_caught(np.array_split(data, 3), k, "not the top 3")
+
+
+def test_the_number_of_power_steps_follows_the_bound():
+    """``p = min(d - k, ceil(ln(1/t) / ln(4/3) + 1/2))``, ``t = 2^-20 sqrt(pi / (2 (d - k - 1)))``."""
+    assert top_k_check.power_steps(13, 2) == 11  # wine: the whole complement (exact)
+    assert top_k_check.power_steps(100, 2) == 56
+    assert top_k_check.power_steps(13, 13) == 0 and top_k_check.power_steps(13, 12) == 1
+    t = 2.0**-20 * math.sqrt(math.pi / (2 * 97))
+    assert top_k_check.power_steps(100, 2) == math.ceil(math.log(1 / t) / math.log(4 / 3) + 0.5)
+
+
+def test_the_ritz_bound_holds_on_a_hard_spectrum():
+    """The proof's step: ``θ >= μ |c_1|^(2/(2p-1))`` for every start, on a spectrum with a crowded tail."""
+    rng = np.random.default_rng(11)
+    n, p = 60, 8
+    mu = np.concatenate([[1.0], np.linspace(0.9, 0.8, n - 1)])
+    q = np.zeros((n, 0))
+    for _ in range(50):
+        x = top_k_check.start_vector(q)
+        ys, zs = [x], [mu * x]
+        for _ in range(1, p):
+            ys.append(top_k_check.next_direction(zs[-1], q, np.stack(ys, axis=1)))
+            zs.append(mu * ys[-1])
+        theta = top_k_check.ritz_value(np.stack(ys, axis=1), np.stack(zs, axis=1))
+        assert theta <= 1.0 + 1e-12
+        assert theta >= abs(x[0]) ** (2 / (2 * p - 1)) - 1e-12, (theta, x[0])
+    assert rng is not None
+
+
+@pytest.mark.parametrize(("ratio", "caught"), [(2.0, True), (0.5, False)])
+def test_the_residual_tolerance_is_tight(monkeypatch, parts, ratio, caught):
+    """An eigenvalue off by ``ratio`` times the allowed relative residual ``4 x 1e-9``: caught at 2x, passes at 0.5x.
+
+    With ``k = 1`` the residual ``|(R v - v λ̂) r| / λ̂`` is ``|λ - λ̂| |r| / λ̂`` whatever ``r``; on
+    wine the run's rounding is far below LAPACK's floor ``1e-9``, so the allowed
+    ``4 ε |r|`` is ``4e-9 |r|`` (a tolerance loosened 1000x or tightened 10x fails here).
+    """
+    d = parts[0].shape[1]
+    relative = 4e-9 * ratio
+
+    def off(to, a):
+        a[0] *= 1.0 / (1.0 - relative)  # |λ - λ̂| / λ̂ = relative
+        return a
+
+    cheating_server(monkeypatch, d, 1, answer=off)
+    if caught:
+        assert_caught(parts, 1, "C T - T Lambda is not zero")
+    else:
+        model, _, _ = run(parts, 1)
+        assert model.components.shape == (1, d)
