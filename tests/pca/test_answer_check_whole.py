@@ -174,3 +174,76 @@ def test_the_residual_tolerance_is_tight(monkeypatch, parts, ratio, caught):
     else:
         model, _, _ = run(parts, 1)
         assert model.components.shape == (1, d)
+
+
+def _allowed_mean_error(monkeypatch, parts) -> tuple[np.ndarray, np.ndarray]:
+    """The mean tolerance of an honest run on ``parts``, from the stated bound, and ``a / √λ_1``.
+
+    Entry ``j`` may be ``2 a_j (M 2^-(f+1+A) / N + 2^-44 (1 + |m_j|)) / √λ_1 + 2^-40``
+    (``A`` the sums' scale exponent); the run's own :func:`answer_check.mean_bound` must agree.
+    """
+    from mpc_pca.pppca.scaling import sums_scale_exponent
+
+    seen = {}
+    real = answer_check.verify_opening
+
+    def spy(opened, config, backend, answer, weights, reporter, mean):
+        f = backend.codec.frac_bits
+        fixed = (
+            config.n_parties * 2.0 ** -(f + 1 + sums_scale_exponent(config.n_parties, f)) / answer.n_samples
+        )
+        units = np.ldexp(1.0 / answer.scale, np.asarray(config.exponents)) / math.sqrt(answer.eigenvalues[0])
+        seen["bound"] = units * (fixed + 2.0**-44 * (1.0 + np.abs(mean)))
+        seen["units"] = units
+        np.testing.assert_allclose(answer_check.mean_bound(config, backend, answer, mean), seen["bound"])
+        real(opened, config, backend, answer, weights, reporter, mean)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(answer_check, "verify_opening", spy)
+        run(parts, 2)
+    return 2.0 * seen["bound"] + 2.0**-40, seen["units"]
+
+
+@pytest.mark.parametrize(("ratio", "caught"), [(2.0, True), (0.5, False)])
+def test_the_mean_tolerance_is_tight(monkeypatch, parts, ratio, caught):
+    """Column 0's mean off by ``ratio`` times its allowed error: caught at 2x, passes at 0.5x."""
+    allowed, units = _allowed_mean_error(monkeypatch, parts)
+    d = parts[0].shape[1]
+    shift = np.zeros(d)
+    shift[0] = ratio * allowed[0] / units[0]  # in the agreed column units of the mean message
+
+    def off(to, obj):
+        is_mean = isinstance(obj, np.ndarray) and obj.dtype == np.float64 and obj.shape == (d,)
+        return obj + shift if is_mean else obj
+
+    monkeypatch.setattr(driver, "server_role", _tampered(off))
+    if caught:
+        assert_caught(parts, 2, "the mean it sent is off")
+    else:
+        model, _, _ = run(parts, 2)
+        assert model.components.shape == (2, d)
+
+
+@pytest.mark.parametrize(("ratio", "caught"), [(2.0, True), (0.5, False)])
+def test_the_top_k_tolerance_is_tight(monkeypatch, ratio, caught):
+    """λ_1 - λ_2 = ``ratio`` times check 5's allowance ``4 x 1e-9 λ_1``, the server sends pair 2 as the top 1.
+
+    The data's sample covariance is exactly ``diag(1 + gap, 1, 0.5, ...)`` (whitened rows), so with
+    ``d - 1`` power steps (exact) the missed ``λ_1`` is found: caught at 2x, passes at 0.5x (within
+    the stated tolerance, as the honest bound needs).
+    """
+    rng = np.random.default_rng(3)
+    d = 6
+    gap = ratio * 4e-9
+    spectrum = np.array([1.0 + gap, 1.0, 0.5, 0.4, 0.3, 0.2])
+    white = rng.standard_normal((400, d))
+    white -= white.mean(axis=0)
+    white = white @ np.linalg.inv(np.linalg.cholesky(np.cov(white, rowvar=False))).T
+    basis, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    data = white @ (basis * np.sqrt(spectrum)).T
+    other_eigenpairs(monkeypatch, data, (1,), standardize=False)
+    if caught:
+        assert_caught(np.array_split(data, 3), 1, "not the top 1")
+    else:
+        model, _, _ = run(np.array_split(data, 3), 1)
+        assert model.components.shape == (1, d)
