@@ -46,9 +46,11 @@ the pooled covariance with the eigenvalues sent, above the tolerance (a random
 orthonormal ``T``, a perturbed or rotated ``T``, ``T`` of another matrix, wrong
 ``Λ``, ``N``, total variance, ``σ`` or mean), different answers or means to
 different providers, and (check 5) true eigenpairs other than the top ``k``
-whenever ``λ_k - λ_{k+1} > λ_k / 4 + τ``, except with probability ``2^-20``.
+whenever ``λ_k - λ_{k+1} > λ_k / 4 + τ``, except with probability ``2^-20``,
+and, when the server chose ``k`` by a variance fraction, any other ``k``
+(:func:`~mpc_pca.pppca.top_k_check.check_selection`).
 What it does not: eigenpairs other than the top ``k`` when that gap is
-smaller; errors below the stated tolerances. A malicious provider0 can make
+smaller; errors below the stated tolerances; a ``k`` other than ``"mle"``'s. A malicious provider0 can make
 honest providers accuse an honest server: the other providers' errors say the
 opening is provider0's report. The cost is ``p`` secure sums (the first of
 ``3d + 2`` or ``4d + 2`` numbers, the others of ``d``) among the providers (on
@@ -75,6 +77,7 @@ from mpc_pca.pppca.local_stats import LocalStatistics
 from mpc_pca.pppca.scaling import sums_scale_exponent
 from mpc_pca.pppca.top_k_check import (
     check_direction,
+    check_selection,
     complement_basis,
     gram_times,
     power_products,
@@ -397,6 +400,8 @@ def check_server_answer(
     basis = orthonormal_basis(transfer, answer, tolerance * k)
     spectrum_tol = 4.0 * relative_error(config, backend, answer) * _reference(answer)
     check_spectrum(answer, config.n_features, spectrum_tol)
+    limit = min(config.n_features, answer.n_samples)
+    check_selection(answer.eigenvalues, answer.total_variance, config.select, limit, spectrum_tol)
     digest = answer_digest(transfer, answer, mean)
     d, steps = config.n_features, power_steps(config.n_features, k)
     q = complement_basis(basis)

@@ -236,3 +236,30 @@ def power_products(
         images.append(opening.open(product(stats, mean, a_hat, y, n_total)))
     opening.directions = np.stack(directions, axis=1)
     opening.images = np.stack(images, axis=1)
+
+
+def check_selection(
+    eigenvalues: NDArray[np.float64], total: float, rule: object, limit: int, tolerance: float
+) -> None:
+    """With a variance fraction as the rule (the server chooses ``k``), refuse a ``k`` other than the rule's.
+
+    scikit-learn's rule (:func:`mpc_pca.linalg.components_for_ratio`): the fewest
+    components whose explained variance ratio exceeds the fraction, at most
+    ``limit = min(d, N)``. With the top ``k`` eigenvalues proved (checks 4 and 5)
+    and the total (check 4), the providers recompute it up to ``tolerance`` (absolute,
+    per eigenvalue). ``"mle"`` needs every eigenvalue: not checked.
+    """
+    if not isinstance(rule, float) or total <= tolerance:
+        return
+    k = eigenvalues.shape[0]
+    kept = np.cumsum(eigenvalues) / total
+    slack = k * tolerance / total
+    few = k < limit and kept[-1] <= rule - slack
+    many = k >= 2 and kept[-2] > rule + slack
+    if few or many:
+        raise ProtocolError(
+            f"{SERVER!r} chose k={k} components for the variance fraction {rule!r}, but its eigenvalues keep "
+            f"{kept[-1]:.6g} of the variance with {k}"
+            + (f" and {kept[-2]:.6g} with {k - 1}" if k >= 2 else "")
+            + "; refusing to use its T"
+        )

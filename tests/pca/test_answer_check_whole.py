@@ -247,3 +247,20 @@ def test_the_top_k_tolerance_is_tight(monkeypatch, ratio, caught):
     else:
         model, _, _ = run(np.array_split(data, 3), 1)
         assert model.components.shape == (1, d)
+
+
+@pytest.mark.parametrize("change", [1, -1], ids=["one-too-many", "one-too-few"])
+def test_a_k_other_than_the_variance_fractions_is_caught(monkeypatch, wine, change):
+    """``n_components=0.9`` on standardized wine: the server keeps one pair more (or fewer) than the rule."""
+    from mpc_pca.linalg import leading_eigenpairs, selected_eigenpairs
+    from mpc_pca.pppca import protocol
+
+    def wrong_k(matrix, rule, n_samples, *, overwrite=False):
+        values, _, _, _ = selected_eigenpairs(matrix.copy(), rule, n_samples)
+        return leading_eigenpairs(matrix, values.shape[0] + change, overwrite=overwrite)
+
+    parts = np.array_split(wine, 3)
+    model, _, _ = run(parts, 0.9, standardize=True)
+    assert model.components.shape[0] >= 2  # room for one fewer
+    monkeypatch.setattr(protocol, "selected_eigenpairs", wrong_k)
+    assert_caught(parts, 0.9, "variance fraction", standardize=True)
