@@ -31,26 +31,32 @@ rounding plus LAPACK's backward error), so ``λ_max(C) <= λ_{k+1}(R_h) + ε λ�
 Cheating server: caught with probability at least ``1 - β``, ``β = 2^-b``
 (:data:`FAILURE_BITS`). Let the server send true eigenpairs ``S`` other than the
 top ``k``. Then ``λ̂_k = min_S λ <= λ_{k+1}`` and ``V⊥`` holds an eigenvector
-``u`` of a missed top eigenvalue, so ``μ = λ_max(C) >= λ_k``. Write ``m_s = x^T
-C^s x = Σ c_i^2 μ_i^s`` (``c = `` the coordinates of ``x`` in ``C``'s
-eigenbasis, ``μ_i >= 0``). By Cauchy-Schwarz ``m_s^2 <= m_{s-1} m_{s+1}``, so
-``m_{s+1} / m_s`` increases with ``s`` and the Rayleigh quotient of
-``C^{p-1} x`` (a vector of the Krylov space) is ``m_{2p-1} / m_{2p-2} >=
-(m_{2p-1} / m_0)^{1/(2p-1)} >= μ |c_1|^{2/(2p-1)}``; ``θ`` is at least that
-quotient. For ``x`` uniform on the sphere of dimension ``n = d - k``, ``c_1``
-has density at most ``Γ(n/2) / (√π Γ((n-1)/2)) <= √((n-1)/(2π))``, so
-``P(|c_1| <= t) <= t √(2(n-1)/π) = β`` for ``t = β √(π / (2(n-1)))``. With
-``p >= ln(1/t) / ln(1/(1-g)) + 1/2`` steps, ``|c_1|^{2/(2p-1)} >= 1 - g`` except
-with probability ``β``, and then ``θ >= (1 - g) λ_k``: the answer is refused
-whenever
+``u`` of a missed top eigenvalue, so ``μ = λ_max(C) >= λ_k``. Let ``c`` be the
+coordinates of ``x`` in ``C``'s eigenbasis (eigenvalues ``μ_i >= 0``). For any
+polynomial ``P`` of degree ``m = p - 1``, ``w = P(C) x`` lies in the Krylov
+space, so ``θ >= w^T C w / w^T w = Σ c_i^2 P(μ_i)^2 μ_i / Σ c_i^2 P(μ_i)^2``. Take
+``h = g / 2``, ``a = (1 - h) μ`` and ``P(s) = T_m(2 s / a - 1)`` (Chebyshev):
+``|P| <= 1`` on ``[0, a]`` and ``P(μ) = T_m(z) >= ζ^m / 2`` with ``z = (1 + h) / (1 -
+h)``, ``ζ = z + √(z^2 - 1) = (1 + √h) / (1 - √h)``. Dropping the (non-negative)
+terms with ``μ_i <= a`` from the numerator and bounding theirs by ``||x||^2 = 1``
+in the denominator, ``θ >= a q / (1 + q)`` with ``q = c_1^2 P(μ)^2``; ``θ >= (1 -
+g) μ`` as soon as ``q >= 2 (1 - g) / g``, i.e. when ``c_1^2 ζ^{2m} >= 8 (1 - g) / g``.
+For ``x`` uniform on the sphere of dimension ``n = d - k``, ``c_1`` has density at
+most ``Γ(n/2) / (√π Γ((n-1)/2)) <= √((n-1)/(2π))``, so ``P(|c_1| <= t) <= t
+√(2(n-1)/π) = β`` for ``t = β √(π / (2(n-1)))``. Hence with
+
+    ``p = 1 + ⌈ln(8 (1 - g) / (g t^2)) / (2 ln ζ)⌉``
+
+steps, except with probability ``β``, ``θ >= (1 - g) λ_k`` and the answer is
+refused whenever
 
     ``λ_k - λ_{k+1} > g λ_k + τ``      (g = :data:`RELATIVE_GAP` = 1/4).
 
 After ``n`` steps the Krylov space is invariant, ``θ = μ`` exactly and every
-such answer with ``λ_k > λ_{k+1} + τ`` is refused (probability 1), so
-``p = min(n, ⌈ln(1/t) / ln(4/3) + 1/2⌉)`` (:func:`power_steps`): 11 on wine
-(``d = 13, k = 2``), 56 at ``d = 100, k = 2``. A server sending approximate
-eigenpairs gains at most check 4's tolerance, already in ``τ``.
+such answer with ``λ_k > λ_{k+1} + τ`` is refused (probability 1), so ``p`` is
+capped at ``n`` (:func:`power_steps`): 11 on wine (``d = 13, k = 2``: the cap),
+25 at ``d = 100, k = 2``. A server sending approximate eigenpairs gains at most
+check 4's tolerance, already in ``τ``.
 
 What the providers learn (nothing on the server's side: it learns no opening):
 ``x`` and ``Z = R Y / λ̂_1`` for the ``d x p`` matrix ``Y`` (orthonormal columns
@@ -84,12 +90,15 @@ INVARIANT_NORM = 1e-8
 
 
 def power_steps(n_features: int, k: int, gap: float = RELATIVE_GAP, failure_bits: int = FAILURE_BITS) -> int:
-    """``p``, the number of matrix-vector products (module docstring): ``min(n, ⌈ln(1/t)/ln(1/(1-g)) + 1/2⌉)``."""
+    """``p``, the number of matrix-vector products: ``min(n, 1 + ⌈ln(8(1-g)/(g t²)) / (2 ln ζ)⌉)`` (module docstring)."""
     n = n_features - k
     if n <= 1:
         return max(n, 0)  # a 1-dimensional V⊥: one product gives its only eigenvalue
     t = 2.0**-failure_bits * math.sqrt(math.pi / (2.0 * (n - 1)))
-    return min(n, math.ceil(math.log(1.0 / t) / -math.log1p(-gap) + 0.5))
+    root = math.sqrt(gap / 2.0)
+    zeta = (1.0 + root) / (1.0 - root)
+    degree = math.ceil(math.log(8.0 * (1.0 - gap) / (gap * t * t)) / (2.0 * math.log(zeta)))
+    return min(n, 1 + degree)
 
 
 def complement_basis(basis: NDArray[np.float64]) -> NDArray[np.float64]:

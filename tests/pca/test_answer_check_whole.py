@@ -106,14 +106,14 @@ def test_other_eigenpairs_are_caught_with_reveal_components(monkeypatch, wine):
 
 
 def test_a_missed_eigenvalue_in_a_crowded_spectrum_is_caught_at_d_100(monkeypatch):
-    """d = 100, k = 3: the sent λ_3 is the 4th eigenvalue, 30 % below the missed λ_3, and 96 others crowd below down to 3.
+    """d = 100, k = 3: the sent λ_3 is the 4th eigenvalue, 30 % below the missed λ_3, and 96 others crowd below down to 1.
 
-    A crowded tail slows power steps; with :func:`top_k_check.power_steps` (56) Arnoldi steps the
+    A crowded tail slows power steps; with :func:`top_k_check.power_steps` (25) Arnoldi steps the
     missed eigenvalue is still found.
     """
     rng = np.random.default_rng(5)
     d, k = 100, 3
-    spectrum = np.concatenate([[10.0, 8.0, 6.0, 4.4], np.linspace(4.39, 3.0, d - 4)])
+    spectrum = np.concatenate([[10.0, 8.0, 6.0, 4.4], np.linspace(4.39, 1.0, d - 4)])
     basis, _ = np.linalg.qr(rng.standard_normal((d, d)))
     white = rng.standard_normal((3000, d))
     white -= white.mean(axis=0)
@@ -127,19 +127,23 @@ def test_a_missed_eigenvalue_in_a_crowded_spectrum_is_caught_at_d_100(monkeypatc
 
 
 def test_the_number_of_power_steps_follows_the_bound():
-    """``p = min(d - k, ceil(ln(1/t) / ln(4/3) + 1/2))``, ``t = 2^-20 sqrt(pi / (2 (d - k - 1)))``."""
+    """``p = min(n, 1 + ceil(ln(8 (1-g) / (g t^2)) / (2 ln ζ)))``, ``n = d - k``, ``t = 2^-20 sqrt(pi / (2 (n - 1)))``."""
     assert top_k_check.power_steps(13, 2) == 11  # wine: the whole complement (exact)
-    assert top_k_check.power_steps(100, 2) == 56
+    assert top_k_check.power_steps(100, 2) == 25
     assert top_k_check.power_steps(13, 13) == 0 and top_k_check.power_steps(13, 12) == 1
     t = 2.0**-20 * math.sqrt(math.pi / (2 * 97))
-    assert top_k_check.power_steps(100, 2) == math.ceil(math.log(1 / t) / math.log(4 / 3) + 0.5)
+    zeta = (1 + math.sqrt(1 / 8)) / (1 - math.sqrt(1 / 8))
+    assert top_k_check.power_steps(100, 2) == 1 + math.ceil(math.log(24 / t**2) / (2 * math.log(zeta)))
 
 
-def test_the_ritz_bound_holds_on_a_hard_spectrum():
-    """The proof's step: ``θ >= μ |c_1|^(2/(2p-1))`` for every start, on a spectrum with a crowded tail."""
-    rng = np.random.default_rng(11)
-    n, p = 60, 8
-    mu = np.concatenate([[1.0], np.linspace(0.9, 0.8, n - 1)])
+def test_the_ritz_bounds_of_the_proof_hold_on_a_hard_spectrum():
+    """The proof's steps on a crowded spectrum, for every start: ``θ >= a q / (1 + q)`` (Chebyshev,
+    ``a = (1 - g/2) μ``, ``q = c_1^2 T_m(z)^2``) and ``θ >= μ |c_1|^(2/(2p-1))`` (log-convexity).
+    """
+    n, p, h = 60, 8, top_k_check.RELATIVE_GAP / 2
+    mu = np.concatenate([[1.0], np.linspace(1 - h, 0.8, n - 1)])
+    z = (1 + h) / (1 - h)
+    chebyshev = np.cosh((p - 1) * np.arccosh(z))  # T_m(z), z > 1
     q = np.zeros((n, 0))
     for _ in range(50):
         x = top_k_check.start_vector(q)
@@ -148,9 +152,10 @@ def test_the_ritz_bound_holds_on_a_hard_spectrum():
             ys.append(top_k_check.next_direction(zs[-1], q, np.stack(ys, axis=1)))
             zs.append(mu * ys[-1])
         theta = top_k_check.ritz_value(np.stack(ys, axis=1), np.stack(zs, axis=1))
+        weight = x[0] ** 2 * chebyshev**2
         assert theta <= 1.0 + 1e-12
+        assert theta >= (1 - h) * weight / (1 + weight) - 1e-12, (theta, x[0])
         assert theta >= abs(x[0]) ** (2 / (2 * p - 1)) - 1e-12, (theta, x[0])
-    assert rng is not None
 
 
 @pytest.mark.parametrize(("ratio", "caught"), [(2.0, True), (0.5, False)])
