@@ -56,7 +56,10 @@ After ``n`` steps the Krylov space is invariant, ``θ = μ`` exactly and every
 such answer with ``λ_k > λ_{k+1} + τ`` is refused (probability 1), so ``p`` is
 capped at ``n`` (:func:`power_steps`): 11 on wine (``d = 13, k = 2``: the cap),
 25 at ``d = 100, k = 2``. A server sending approximate eigenpairs gains at most
-check 4's tolerance, already in ``τ``.
+check 4's tolerance, already in ``τ``. The argument is for exact products; the
+opened ones carry fixed-point noise below ``2^-40 λ̂_1`` per entry, which the
+honest bound counts and which perturbs the Krylov space of the cheating case
+by a like amount (not analysed further: far below any tolerance stated here).
 
 What the providers learn (nothing on the server's side: it learns no opening):
 ``x`` and ``Z = R Y / λ̂_1`` for the ``d x p`` matrix ``Y`` (orthonormal columns
