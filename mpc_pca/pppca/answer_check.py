@@ -80,6 +80,7 @@ from mpc_pca.pppca.top_k_check import (
     check_selection,
     complement_basis,
     gram_times,
+    next_direction,
     power_products,
     power_steps,
     product,
@@ -405,15 +406,16 @@ def check_server_answer(
     digest = answer_digest(transfer, answer, mean)
     d, steps = config.n_features, power_steps(config.n_features, k)
     q = complement_basis(basis)
-    if party.name == first:
+    width = d if steps else 0
+    if party.name == first:  # r (check 4) and x (check 5), drawn now that every provider holds T
         weights = random_combination(k)
         start = start_vector(q) if steps else np.zeros(0)
         for provider in providers[1:]:
-            party.send(provider, weights)
+            party.send(provider, np.concatenate([weights, start]))
             party.send(provider, digest)
-            party.send(provider, start)
     else:
-        weights = expect_real_array(party.recv(first), first, (k,), "the random combination")
+        drawn = expect_real_array(party.recv(first), first, (k + width,), "the random combination and start")
+        weights, start = drawn[:k], drawn[k:]
         if np.any(np.abs(weights) > 1):
             raise ProtocolError(f"{first!r} sent random weights outside [-1, 1]")
         if expect_seed(party.recv(first), sender=first) != digest:
@@ -421,7 +423,6 @@ def check_server_answer(
                 f"{SERVER!r} sent {first} and {party.name} different answers (T, eigenvalues, N, total "
                 f"variance, scales or mean), as {first}'s digest shows; refusing to use its T"
             )
-        start = expect_real_array(party.recv(first), first, (d if steps else 0,), "the power-step start")
         if steps:
             check_direction(start, q, np.zeros((d, 0)), first)
     a_hat = units(answer, config.exponents)
@@ -437,12 +438,16 @@ def check_server_answer(
     )
     bound = 2.0 * float(np.linalg.norm(weights)) + 4.0  # twice the largest honest entry
     opening = CheckOpening(party, check_backend(backend), providers, bound)
-    opened_values = opening.open(summand)
+    more = steps > 1  # provider0 attaches the next direction to the forwarded opening
+    opened, pending = opening.open(
+        summand,
+        attach=(lambda z: next_direction(z[-d:], q, start[:, None])) if more else None,
+        extra=d if more else 0,
+    )
     reporter = None if party.name == first else first
-    verify_opening(opened_values[: summand.shape[0] - (d if steps else 0)], config, backend, answer,
-                   weights, reporter, mean)  # fmt: skip
+    verify_opening(opened[: summand.shape[0] - width], config, backend, answer, weights, reporter, mean)
     if steps:
-        power_products(opening, stats, mean, a_hat, n, q, start, opened_values[-d:], steps)
+        power_products(opening, stats, mean, a_hat, n, q, start, (opened[-d:], pending), steps)
         noise = math.sqrt(d * steps) * opening.noise + d * 2.0**-44
         theta = ritz_value(opening.directions, opening.images)
         verify_top(theta, answer.eigenvalues, _reference(answer), relative_error(config, backend, answer),

@@ -10,6 +10,7 @@ each); every provider then holds the same opened values. Entries are scaled by
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -44,8 +45,18 @@ class CheckOpening:
         self.directions = np.zeros((0, 0))
         self.images = np.zeros((0, 0))
 
-    def open(self, summand: NDArray[np.float64]) -> NDArray[np.float64]:
-        """Sum every provider's ``summand``; every provider gets the opened sum."""
+    def open(
+        self,
+        summand: NDArray[np.float64],
+        attach: Callable[[NDArray[np.float64]], NDArray[np.float64]] | None = None,
+        extra: int = 0,
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Sum every provider's ``summand``; every provider gets the opened sum and provider0's attachment.
+
+        Provider0 appends ``attach(opened)`` (``extra`` numbers: check 5's next
+        direction) to the message that forwards the opened sum, so a power step
+        costs one message per other provider.
+        """
         party, first = self.party, self.first
         limit = 2.0 * self.bound
         if not np.all(np.abs(summand) <= limit):
@@ -64,11 +75,15 @@ class CheckOpening:
             )
         except InputValidationError as exc:  # cannot happen with the bound above; never a traceback
             raise ProtocolError(f"the check of the server's answer could not be encoded: {exc}") from exc
+        size = summand.shape[0]
         if party.name == first:
             if opened is None:
                 raise ProtocolError(f"the {CHECK_NAME} gave {first} no result")
+            values = np.ldexp(opened, -self.shift)
+            attachment = np.zeros(0) if attach is None else attach(values)
+            message = np.concatenate([opened, attachment])
             for provider in self.providers[1:]:
-                party.send(provider, opened)
-        else:
-            opened = expect_real_array(party.recv(first), first, (summand.shape[0],), "the opened check")
-        return np.ldexp(opened, -self.shift)
+                party.send(provider, message)
+            return values, attachment
+        message = expect_real_array(party.recv(first), first, (size + extra,), "the opened check")
+        return np.ldexp(message[:size], -self.shift), message[size:]

@@ -71,6 +71,7 @@ covariance's action on ``p`` public directions orthogonal to ``T``. When ``p
 
 from __future__ import annotations
 
+import functools
 import math
 import secrets
 
@@ -81,7 +82,6 @@ from mpc_pca.pppca.check_opening import CheckOpening
 from mpc_pca.pppca.local_stats import LocalStatistics
 from mpc_pca.roles import SERVER
 from protocols.errors import ProtocolError
-from protocols.messages import expect_real_array
 from protocols.triangle import packed_matvec
 
 #: ``b``: a server sending other eigenpairs escapes with probability at most ``2^-b``.
@@ -226,28 +226,38 @@ def power_products(
     n_total: int,
     q: NDArray[np.float64],
     start: NDArray[np.float64],
-    first_image: NDArray[np.float64],
+    first: tuple[NDArray[np.float64], NDArray[np.float64]],
     steps: int,
 ) -> None:
-    """Check 5's Arnoldi steps (:mod:`mpc_pca.pppca.top_k_check`): ``Y`` and ``Z = R Y / λ_1`` on ``opening``.
+    """Check 5's Arnoldi steps: ``Y`` and ``Z = R Y / λ_1`` on ``opening`` (``directions``, ``images``).
 
-    Provider0 computes each next direction from the opened product and forwards it.
+    ``first`` is the first product ``R x / λ_1`` (opened with check 4) and the
+    direction provider0 attached to it. Provider0 computes each next direction
+    from the opened product and attaches it to the forwarded opening; the others
+    check it is a unit vector orthogonal to ``T`` and the previous directions.
     """
-    party, first = opening.party, opening.first
-    directions, images = [start], [first_image]
-    for _ in range(1, steps):
-        done = np.stack(directions, axis=1)
-        if party.name == first:
-            y = next_direction(images[-1], q, done)
-            for provider in opening.providers[1:]:
-                party.send(provider, y)
-        else:
-            y = expect_real_array(party.recv(first), first, (q.shape[0],), "the power-step direction")
-            check_direction(y, q, done, first)
-        directions.append(y)
-        images.append(opening.open(product(stats, mean, a_hat, y, n_total)))
+    directions, images = [start], [first[0]]
+    pending = first[1]
+    for step in range(1, steps):
+        if opening.party.name != opening.first:
+            check_direction(pending, q, np.stack(directions, axis=1), opening.first)
+        directions.append(pending)
+        more = step < steps - 1
+        attach = (
+            functools.partial(next_direction, q=q, directions=np.stack(directions, axis=1)) if more else None
+        )
+        image, pending = opening.open(
+            product(stats, mean, a_hat, pending, n_total), attach=attach, extra=q.shape[0] if more else 0
+        )
+        images.append(image)
     opening.directions = np.stack(directions, axis=1)
     opening.images = np.stack(images, axis=1)
+
+
+def _next_after(
+    z: NDArray[np.float64], q: NDArray[np.float64], done: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    return next_direction(z, q, done)
 
 
 def check_selection(
