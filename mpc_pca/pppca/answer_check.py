@@ -50,13 +50,14 @@ whenever ``λ_k - λ_{k+1} > λ_k / 4 + τ``, except with probability ``2^-20``,
 and, when the server chose ``k`` by a variance fraction, any other ``k``
 (:func:`~mpc_pca.pppca.top_k_check.check_selection`).
 What it does not: eigenpairs other than the top ``k`` when that gap is
-smaller; errors below the stated tolerances; a ``k`` other than ``"mle"``'s. A malicious provider0 can make
-honest providers accuse an honest server: the other providers' errors say the
-opening is provider0's report. The cost is ``p`` secure sums (the first of
-``3d + 2`` or ``4d + 2`` numbers, the others of ``d``) among the providers (on
-the run's pairwise masks when it has them, :func:`check_backend`) and ``p +
-3`` more messages per provider; the providers additionally learn ``Λ``, ``N``,
-the total variance, ``σ`` and check 5's products ``R Y``.
+smaller; errors below the stated tolerances; a ``k`` other than ``"mle"``'s.
+A malicious provider0 can make honest providers accuse an honest server: the
+other providers' errors say the opening is provider0's report. The cost is
+``p`` secure sums (the first of ``3d + 2`` or ``4d + 2`` numbers, the others of
+``d``) among the providers (on the run's pairwise masks when it has them,
+:func:`check_backend`) and ``p + 2`` messages from provider0 to each other
+provider; the providers additionally learn ``Λ``, ``N``, the total variance,
+``σ`` and check 5's products ``R Y`` (:mod:`mpc_pca.pppca.top_k_check`).
 """
 
 from __future__ import annotations
