@@ -11,12 +11,15 @@ eigenvalue sent, ``λ̂_k``.
 
 Protocol. Provider0 draws ``x`` uniform on the unit sphere of ``V⊥`` from the
 operating system's CSPRNG after it holds the server's answer and sends it to
-the others with the digest of check 2, so ``x`` is independent of ``(V, Λ)``.
+the others with check 4's ``r`` (before the digest of check 2, which every
+other provider compares before it uses ``x``), so ``x`` is independent of
+``(V, Λ)``: the server committed to them before ``x`` existed.
 For ``j = 1 .. p`` the providers open ``z_j = R y_{j-1} / λ̂_1`` by one secure
 sum of ``d`` numbers (each adds ``a ∘ G_i (a ∘ y) / ((N - 1) λ̂_1)`` with ``G_i``
 its centred Gram matrix, as in check 4; the first sum rides on check 4's), with
 ``y_0 = x`` and ``y_j`` the next Arnoldi vector (``z_j`` orthonormalized against
-``V`` and ``y_0 .. y_{j-1}``, computed by provider0 and forwarded). Every
+``V`` and ``y_0 .. y_{j-1}``, computed by provider0 and attached to the opening
+it forwards; the others check it is a unit vector orthogonal to both). Every
 provider then computes ``θ = λ̂_1 λ_max(sym(Y^T Z))`` and refuses the answer when
 ``θ > λ̂_k + τ``, ``τ = 4 ε λ̂_1`` plus the check's fixed-point noise (``ε`` the
 run's relative error, :func:`~mpc_pca.pppca.answer_check.relative_error`).
