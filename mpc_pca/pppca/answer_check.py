@@ -83,9 +83,9 @@ from mpc_pca.pppca.top_k_check import (
     gram_times,
     next_direction,
     power_products,
-    power_steps,
     product,
     ritz_value,
+    run_steps,
     start_vector,
     verify_top,
 )
@@ -405,7 +405,7 @@ def check_server_answer(
     limit = min(config.n_features, answer.n_samples)
     check_selection(answer.eigenvalues, answer.total_variance, config.select, limit, spectrum_tol)
     digest = answer_digest(transfer, answer, mean)
-    d, steps = config.n_features, power_steps(config.n_features, k)
+    d, steps = config.n_features, run_steps(config.reveal, config.n_features, k)
     q = complement_basis(basis)
     width = d if steps else 0
     if party.name == first:  # r (check 4) and x (check 5), drawn now that every provider holds T

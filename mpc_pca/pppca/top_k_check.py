@@ -82,6 +82,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mpc_pca.pppca.check_opening import CheckOpening
+from mpc_pca.pppca.components import hides_covariance
 from mpc_pca.pppca.local_stats import LocalStatistics
 from mpc_pca.roles import SERVER
 from protocols.errors import ProtocolError
@@ -105,6 +106,17 @@ def power_steps(n_features: int, k: int, gap: float = RELATIVE_GAP, failure_bits
     zeta = (1.0 + root) / (1.0 - root)
     degree = math.ceil(math.log(8.0 * (1.0 - gap) / (gap * t * t)) / (2.0 * math.log(zeta)))
     return min(n, 1 + degree)
+
+
+def run_steps(reveal: str, n_features: int, k: int) -> int:
+    """``p`` power steps with ``reveal="covariance"``; none in the hidden modes (nothing of ``R Y`` is opened).
+
+    The products ``R Y`` show the providers the covariance (all of it when ``p = d - k``),
+    which ``reveal="components"`` and ``"spectrum"`` hide from everyone; the server
+    sees it anyway with ``"covariance"``. In the hidden modes the top-``k`` property
+    rests on the secure eigensolve with an honest-but-curious dealer (module docstring).
+    """
+    return 0 if hides_covariance(reveal) else power_steps(n_features, k)
 
 
 def complement_basis(basis: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -9,6 +9,8 @@ before check 5 (:mod:`mpc_pca.pppca.top_k_check`).
 from __future__ import annotations
 
 import math
+from collections import defaultdict
+from typing import Any
 
 import numpy as np
 import pytest
@@ -99,10 +101,73 @@ def test_other_eigenpairs_are_caught_on_the_runs_pairwise_masks(monkeypatch, win
         driver.run_pppca(np.array_split(wine, 5), 2, make_backend(mode), standardize=True, timeout=30)
 
 
-def test_other_eigenpairs_are_caught_with_reveal_components(monkeypatch, wine):
+class _Recording:
+    """A provider's party during the answer check: every message it sends is also appended to ``log``."""
+
+    def __init__(self, party: Any, log: list[tuple[str, Any]]) -> None:
+        self._party, self._log = party, log
+
+    def send(self, to: str, obj: Any) -> None:
+        self._log.append((to, obj))
+        self._party.send(to, obj)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._party, name)
+
+
+def _float_shapes(log: list[tuple[str, Any]], peer: str) -> list[tuple[int, ...]]:
+    """Shapes of the float arrays in ``log`` sent to ``peer`` (``r`` and ``x``, the forwarded openings)."""
+    return [
+        obj.shape for to, obj in log if to == peer and isinstance(obj, np.ndarray) and obj.dtype == np.float64
+    ]
+
+
+@pytest.mark.parametrize("reveal", ["covariance", "components", "spectrum"])
+def test_the_hidden_modes_open_no_product_of_the_covariance(monkeypatch, wine, reveal):
+    """Check 5 opens ``R Y`` to every provider: only with ``reveal="covariance"`` (the server sees ``R``).
+
+    With ``"components"`` or ``"spectrum"`` each provider takes part in one opening, of checks 4 and
+    the mean (``2d + 2`` numbers, no direction attached), and provider0 sends each other provider only
+    ``r`` (``k`` numbers), the digest and that opening: no start ``x``, no power-step product. The
+    covariance run is the control: the same spies see check 5's ``p`` openings there.
+    """
+    from mpc_pca.pppca import protocol
+    from mpc_pca.pppca.check_opening import CheckOpening
+
+    d, k = wine.shape[1], 2
     standardized = (wine - wine.mean(0)) / wine.std(0)
-    other_eigenpairs(monkeypatch, standardized, (0, 2), standardize=False)
-    assert_caught(np.array_split(standardized, 3), 2, "not the top 2", reveal="components")
+    sent: dict[str, list[tuple[str, Any]]] = defaultdict(list)
+    openings: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    real_check, real_open = protocol.check_server_answer, CheckOpening.open
+
+    def recording_check(party, *args):
+        return real_check(_Recording(party, sent[party.name]), *args)
+
+    def recording_open(self, summand, attach=None, extra=0):
+        openings[self.party.name].append((summand.shape[0], extra))
+        return real_open(self, summand, attach, extra)
+
+    monkeypatch.setattr(protocol, "check_server_answer", recording_check)
+    monkeypatch.setattr(CheckOpening, "open", recording_open)
+    model, _, _ = run(np.array_split(standardized, 3), k, reveal=reveal)
+    assert model.components.shape == (k, d)
+    providers = ("provider0", "provider1", "provider2")
+    assert sorted(openings) == sorted(sent) == sorted(providers)
+    if reveal == "covariance":  # control: x rides with r, then p openings (the first with R x)
+        p = top_k_check.power_steps(d, k)
+        assert p == 11
+        assert openings["provider0"] == [(3 * d + 2, d)] + [(d, d)] * (p - 2) + [(d, 0)]
+        floats = _float_shapes(sent["provider0"], "provider1")
+        assert floats == [(k + d,), (3 * d + 2 + d,), *[(2 * d,)] * (p - 2), (d,)], floats
+        return
+    for name in providers:
+        assert openings[name] == [(2 * d + 2, 0)], name
+    for peer in providers[1:]:
+        floats = _float_shapes(sent["provider0"], peer)
+        assert floats == [(k,), (2 * d + 2,)], (peer, floats)
+    for name in providers:  # nothing larger than the one opening leaves any provider during the check
+        sizes = [np.size(obj) for _, obj in sent[name] if isinstance(obj, np.ndarray)]
+        assert max(sizes) <= 2 * d + 2, (name, sizes)
 
 
 def test_a_missed_eigenvalue_in_a_crowded_spectrum_is_caught_at_d_100(monkeypatch):
