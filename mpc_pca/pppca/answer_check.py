@@ -30,34 +30,43 @@ providers, without revealing anything when the server is honest, check
      column sums, ``a = 2^E / σ`` the units of ``R``): the mean's error in
      units of the top component's standard deviation; honest, entry ``j`` is
      at most ``a_j (M 2^-(f+1+A) / N + 2^-44) / √λ_1`` (:func:`mean_bound`);
-   * the first power step of check 5, ``R x / λ_1``.
+   * with ``reveal="covariance"``, the first power step of check 5, ``R x / λ_1``.
 
    Each entry opens to zero up to the rounding bounds of the run
    (:func:`relative_error`) when the server is honest, so the opening
    tells provider0 nothing it did not know; otherwise every provider raises
    a :class:`~protocols.errors.ProtocolError` naming the server before it
    projects a single row;
-5. the eigenpairs are the top ``k``: ``p`` power steps on ``R`` compressed
-   to the complement of ``T`` (:mod:`mpc_pca.pppca.top_k_check`, where the
-   guarantee is proved).
+5. with ``reveal="covariance"`` only, the eigenpairs are the top ``k``: ``p``
+   power steps on ``R`` compressed to the complement of ``T``
+   (:mod:`mpc_pca.pppca.top_k_check`, where the guarantee is proved). Its
+   openings show every provider ``R Y`` (on wine all of ``R``), which
+   ``reveal="components"`` and ``"spectrum"`` hide from everyone: there it does
+   not run (:func:`~mpc_pca.pppca.top_k_check.run_steps`), and the top-``k``
+   property rests on the secure eigensolve with an honest-but-curious dealer,
+   as those modes already assume.
 
 What it detects: any ``T`` whose columns are not orthonormal eigenvectors of
 the pooled covariance with the eigenvalues sent, above the tolerance (a random
 orthonormal ``T``, a perturbed or rotated ``T``, ``T`` of another matrix, wrong
 ``Λ``, ``N``, total variance, ``σ`` or mean), different answers or means to
-different providers, and (check 5) true eigenpairs other than the top ``k``
-whenever ``λ_k - λ_{k+1} > λ_k / 4 + τ``, except with probability ``2^-20``,
-and, when the server chose ``k`` by a variance fraction, any other ``k``
-(:func:`~mpc_pca.pppca.top_k_check.check_selection`).
+different providers, and (check 5, covariance mode) true eigenpairs other
+than the top ``k`` whenever ``λ_k - λ_{k+1} > λ_k / 4 + τ``, except with
+probability ``2^-20``, and, when the server chose ``k`` by a variance
+fraction, any other ``k`` (:func:`~mpc_pca.pppca.top_k_check.check_selection`).
 What it does not: eigenpairs other than the top ``k`` when that gap is
-smaller; errors below the stated tolerances; a ``k`` other than ``"mle"``'s.
+smaller, and at any gap in the hidden modes; errors below the stated
+tolerances; a ``k`` other than ``"mle"``'s.
 A malicious provider0 can make honest providers accuse an honest server: the
 other providers' errors say the opening is provider0's report. The cost is
 ``p`` secure sums (the first of ``3d + 2`` or ``4d + 2`` numbers, the others of
 ``d``) among the providers (on the run's pairwise masks when it has them,
 :func:`check_backend`) and ``p + 2`` messages from provider0 to each other
-provider; the providers additionally learn ``Λ``, ``N``, the total variance,
-``σ`` and check 5's products ``R Y`` (:mod:`mpc_pca.pppca.top_k_check`).
+provider; in the hidden modes one sum of ``2d + 2`` numbers and three messages
+from provider0 to each other provider.
+The providers additionally learn ``Λ``, ``N``, the total variance, ``σ`` and,
+with ``reveal="covariance"`` only, check 5's products ``R Y``
+(:mod:`mpc_pca.pppca.top_k_check`).
 """
 
 from __future__ import annotations

@@ -64,6 +64,14 @@ opened ones carry fixed-point noise below ``2^-40 λ̂_1`` per entry, which the
 honest bound counts and which perturbs the Krylov space of the cheating case
 by a like amount (not analysed further: far below any tolerance stated here).
 
+Modes. The check runs with ``reveal="covariance"`` only (:func:`run_steps`),
+where the server reconstructs ``R`` anyway. With ``reveal="components"`` or
+``"spectrum"`` it does not run and nothing of ``R Y`` is opened: those modes
+hide the covariance from everyone, and the products below would show it to
+every provider. There the top-``k`` property is not checked by the providers;
+it rests on the secure eigensolve run with an honest-but-curious dealer, as
+those modes already assume (checks 1-4 and the mean still run).
+
 What the providers learn (nothing on the server's side: it learns no opening):
 ``x`` and ``Z = R Y / λ̂_1`` for the ``d x p`` matrix ``Y`` (orthonormal columns
 spanning the Krylov space ``span{x, C x, ..., C^{p-1} x}`` of ``V⊥``), i.e. the
