@@ -20,7 +20,11 @@ driver
 estimator
     :class:`PPPCA`, the scikit-learn-style estimator.
 answer_check
-    The providers' check of the server's answer before they use it.
+    The providers' check of the server's answer (``T``, its eigenvalues, ``N``,
+    the total variance, the scales and the mean) before they use it.
+top_k_check, check_opening
+    The check that the eigenpairs sent are the top ``k`` (secure power steps,
+    with its detection guarantee), and the check's secure sums among the providers.
 dropout_payload
     Dropout mode's one masked input: column sums, row count and Gram matrix in two limbs.
 chunked

@@ -12,7 +12,7 @@ providers, without revealing anything when the server is honest, check
 
 1. ``V = diag(σ) T`` is orthonormal (each provider, locally);
 2. every provider received the same answer (provider0 sends the SHA-256 of
-   ``T`` and the answer to the others);
+   ``T``, the answer and the mean ``m`` of step 2 to the others);
 3. ``Λ`` is a plausible top of a spectrum whose sum is the total variance
    (decreasing, ``λ_1 <= total``, mean of the top ``k`` at least the mean of all);
 4. on a random combination ``r`` drawn by provider0 from a CSPRNG after every
@@ -25,26 +25,48 @@ providers, without revealing anything when the server is honest, check
      Gram matrix), provider0 subtracts ``V Λ r / λ_1``;
    * ``sum_i n_i / N - 1`` (the claimed ``N``);
    * ``(trace R - total) / (d λ_1)`` (the claimed total variance);
-   * with standardization, ``sum_i diag(G_i) / (N σ^2) - 1`` (the claimed scales).
+   * with standardization, ``sum_i diag(G_i) / (N σ^2) - 1`` (the claimed scales);
+   * ``a ∘ (sum_i (s_i - n_i m)) / (N √λ_1)`` (the claimed mean, ``s_i`` the
+     column sums, ``a = 2^E / σ`` the units of ``R``): the mean's error in
+     units of the top component's standard deviation; honest, entry ``j`` is
+     at most ``a_j (M 2^-(f+1+A) / N + 2^-44) / √λ_1`` (:func:`mean_bound`);
+   * with ``reveal="covariance"``, the first power step of check 5, ``R x / λ_1``.
 
    Each entry opens to zero up to the rounding bounds of the run
    (:func:`relative_error`) when the server is honest, so the opening
    tells provider0 nothing it did not know; otherwise every provider raises
    a :class:`~protocols.errors.ProtocolError` naming the server before it
-   projects a single row.
+   projects a single row;
+5. with ``reveal="covariance"`` only, the eigenpairs are the top ``k``: ``p``
+   power steps on ``R`` compressed to the complement of ``T``
+   (:mod:`mpc_pca.pppca.top_k_check`, where the guarantee is proved). Its
+   openings show every provider ``R Y`` (on wine all of ``R``), which
+   ``reveal="components"`` and ``"spectrum"`` hide from everyone: there it does
+   not run (:func:`~mpc_pca.pppca.top_k_check.run_steps`), and the top-``k``
+   property rests on the secure eigensolve with an honest-but-curious dealer,
+   as those modes already assume.
 
 What it detects: any ``T`` whose columns are not orthonormal eigenvectors of
 the pooled covariance with the eigenvalues sent, above the tolerance (a random
 orthonormal ``T``, a perturbed or rotated ``T``, ``T`` of another matrix, wrong
-``Λ``, ``N``, total variance or ``σ``), and different answers to different
-providers. What it does not: a server that sends *other* true eigenpairs of
-``C`` (e.g. the bottom ``k``) passes check 4; check 3 catches them unless the
-spectrum is nearly flat. A malicious provider0 can make honest providers
-accuse an honest server: the other providers' errors say the opening is
-provider0's report. The cost is one secure sum of ``d + 2`` (or ``2d + 2``)
-numbers among the providers (on the run's pairwise masks when it has them,
-:func:`check_backend`) and three more messages per provider; the
-providers additionally learn ``Λ``, ``N``, the total variance and ``σ``.
+``Λ``, ``N``, total variance, ``σ`` or mean), different answers or means to
+different providers, and (check 5, covariance mode) true eigenpairs other
+than the top ``k`` whenever ``λ_k - λ_{k+1} > λ_k / 4 + τ``, except with
+probability ``2^-20``, and, when the server chose ``k`` by a variance
+fraction, any other ``k`` (:func:`~mpc_pca.pppca.top_k_check.check_selection`).
+What it does not: eigenpairs other than the top ``k`` when that gap is
+smaller, and at any gap in the hidden modes; errors below the stated
+tolerances; a ``k`` other than ``"mle"``'s.
+A malicious provider0 can make honest providers accuse an honest server: the
+other providers' errors say the opening is provider0's report. The cost is
+``p`` secure sums (the first of ``3d + 2`` or ``4d + 2`` numbers, the others of
+``d``) among the providers (on the run's pairwise masks when it has them,
+:func:`check_backend`) and ``p + 2`` messages from provider0 to each other
+provider; in the hidden modes one sum of ``2d + 2`` numbers and three messages
+from provider0 to each other provider.
+The providers additionally learn ``Λ``, ``N``, the total variance, ``σ`` and,
+with ``reveal="covariance"`` only, check 5's products ``R Y``
+(:mod:`mpc_pca.pppca.top_k_check`).
 """
 
 from __future__ import annotations
@@ -59,24 +81,35 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mpc_pca.pppca.bounds import components_gram_bits, gram_entry_error
+from mpc_pca.pppca.check_opening import CheckOpening
 from mpc_pca.pppca.components import accepted_angle_bound, hides_covariance
 from mpc_pca.pppca.local_stats import LocalStatistics
-from mpc_pca.pppca.scaling import RING_BITS
+from mpc_pca.pppca.scaling import sums_scale_exponent
+from mpc_pca.pppca.top_k_check import (
+    check_direction,
+    check_selection,
+    complement_basis,
+    gram_times,
+    next_direction,
+    power_products,
+    product,
+    ritz_value,
+    run_steps,
+    start_vector,
+    verify_top,
+)
 from mpc_pca.roles import SERVER
 from protocols.backends import SecureSumBackend
 from protocols.backends.additive import AdditiveBackend
-from protocols.errors import InputValidationError, ProtocolError
+from protocols.errors import ProtocolError
 from protocols.messages import expect_real_array, expect_seed
 from protocols.party import Party
-from protocols.triangle import packed_matvec
 
 if TYPE_CHECKING:
     from mpc_pca.pppca.protocol import PPPCAConfig
 
 #: The phase in which providers check the server's answer.
 PHASE_CHECK = "server-answer check"
-#: Name of the check's secure sum (in errors and traces).
-CHECK_NAME = "check of the server's answer"
 #: Largest allowed entry of ``V^T V - I`` (LAPACK's eigenvectors are orthonormal to ~d * 1e-16).
 ORTHONORMAL_TOL = 1e-9
 #: The same with ``reveal="components"`` (the secure eigensolve's Ritz vectors).
@@ -171,10 +204,11 @@ def check_spectrum(answer: ServerAnswer, n_features: int, tolerance: float) -> N
         )
 
 
-def answer_digest(transfer: NDArray[np.float64], answer: ServerAnswer) -> bytes:
-    """SHA-256 of ``T`` and the answer, compared among the providers."""
+def answer_digest(transfer: NDArray[np.float64], answer: ServerAnswer, mean: NDArray[np.float64]) -> bytes:
+    """SHA-256 of ``T``, the answer and the mean of step 2, compared among the providers."""
     digest = hashlib.sha256(np.ascontiguousarray(transfer, dtype="<f8").tobytes())
     digest.update(np.ascontiguousarray(answer.pack(), dtype="<f8").tobytes())
+    digest.update(np.ascontiguousarray(mean, dtype="<f8").tobytes())
     return digest.digest()
 
 
@@ -182,15 +216,6 @@ def random_combination(k: int) -> NDArray[np.float64]:
     """``k`` weights uniform in ``[-1, 1)`` from the operating system's CSPRNG."""
     words = np.frombuffer(secrets.token_bytes(8 * k), dtype="<u8")
     return np.ldexp((words >> np.uint64(11)).astype(np.float64), -52) - 1.0
-
-
-def gram_times(
-    stats: LocalStatistics, mean: NDArray[np.float64], x: NDArray[np.float64]
-) -> NDArray[np.float64]:
-    """``(X_i - mean)^T (X_i - mean) x`` from the packed scatter, without a ``d x d`` matrix."""
-    shift = stats.local_mean - mean
-    product = packed_matvec(stats.scatter_triangle, np.asarray(x, dtype=np.float64))
-    return np.asarray(product + stats.n_rows * shift * float(shift @ x))
 
 
 def contribution(
@@ -229,6 +254,35 @@ def contribution(
     return np.concatenate([residual, [count, trace], scales])
 
 
+def units(answer: ServerAnswer, exponents: tuple[int, ...]) -> NDArray[np.float64]:
+    """``a / √λ_1`` with ``a = 2^E / σ``: the agreed column units to those of ``R / λ_1``'s square root."""
+    a = np.ldexp(1.0 / answer.scale, np.asarray(exponents, dtype=np.int64))
+    return np.asarray(a / math.sqrt(_reference(answer)))
+
+
+def mean_entries(
+    stats: LocalStatistics, mean: NDArray[np.float64], a_hat: NDArray[np.float64], n_total: int
+) -> NDArray[np.float64]:
+    """This provider's ``a ∘ (s_i - n_i m) / (N √λ_1)``: the summed entries open to ``a ∘ (mean - m) / √λ_1``."""
+    return np.asarray(a_hat * (stats.column_sums - stats.n_rows * mean) / n_total)
+
+
+def mean_bound(
+    config: PPPCAConfig, backend: SecureSumBackend, answer: ServerAnswer, mean: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Honest ``|a_j (mean_j - m_j)| / √λ_1``: the mean sum's fixed-point error plus float rounding.
+
+    Each of the ``M`` encodings of ``s_i 2^A`` (:func:`~mpc_pca.pppca.scaling.sums_scale_exponent`)
+    is off by at most ``2^-(f+1)``, so the server's mean by ``M 2^-(f+1+A) / N`` (agreed
+    units, where ``|Y| <= 1``); float rounding of the sums and of the division adds
+    less than ``2^-44 (1 + |m_j|)``.
+    """
+    f = backend.codec.frac_bits
+    shift = sums_scale_exponent(config.n_parties, f)
+    fixed = config.n_parties * 2.0 ** -(f + 1 + shift) / answer.n_samples
+    return units(answer, config.exponents) * (fixed + 2.0**-44 * (1.0 + np.abs(mean)))
+
+
 def _reference(answer: ServerAnswer) -> float:
     """``λ_1``, the scale of the check (1 when the claimed spectrum is zero)."""
     top = float(answer.eigenvalues[0]) if answer.eigenvalues.size else 0.0
@@ -265,6 +319,7 @@ def verify_opening(
     answer: ServerAnswer,
     weights: NDArray[np.float64],
     reporter: str | None,
+    mean: NDArray[np.float64],
 ) -> None:
     """Refuse the server's answer unless every entry of the opened check is within its tolerance.
 
@@ -290,11 +345,20 @@ def verify_opening(
         failures.append(
             f"the total variance is off by {abs(opened[d + 1]) * lam1 * d:.6g} (claimed {answer.total_variance:.6g})"
         )
+    scales = opened[d + 2 : d + 2 + (d if config.standardize else 0)]
+    mean_error = np.abs(opened[d + 2 + scales.shape[0] : 2 * d + 2 + scales.shape[0]])
+    mean_allowed = 2.0 * mean_bound(config, backend, answer, mean) + 2.0**-40
+    if not np.all(mean_error <= mean_allowed):
+        worst = int(np.argmax(mean_error / mean_allowed))
+        failures.append(
+            f"the mean it sent is off by {mean_error[worst]:.3g} standard deviations of the first component "
+            f"in column {worst} (allowed {mean_allowed[worst]:.3g})"
+        )
     if config.standardize:
         u = gram_entry_error(config, backend.codec.frac_bits, n)
-        misfit = np.abs(opened[d + 2 :])
+        misfit = np.abs(scales)
         unit = answer.scale == 1.0  # a constant column is left unscaled: its variance is ~0, not 1
-        constant = np.abs(opened[d + 2 :] + 1.0) <= 4.0 * u**2 / n + 1e-9
+        constant = np.abs(scales + 1.0) <= 4.0 * u**2 / n + 1e-9
         bad = ~((misfit <= 1e-9 + 2.0 * u**2 / (n * answer.scale**2)) | (unit & constant))
         if np.any(bad):
             columns = np.flatnonzero(bad)[:5].tolist()
@@ -347,58 +411,57 @@ def check_server_answer(
     basis = orthonormal_basis(transfer, answer, tolerance * k)
     spectrum_tol = 4.0 * relative_error(config, backend, answer) * _reference(answer)
     check_spectrum(answer, config.n_features, spectrum_tol)
-    digest = answer_digest(transfer, answer)
-    if party.name == first:
+    limit = min(config.n_features, answer.n_samples)
+    check_selection(answer.eigenvalues, answer.total_variance, config.select, limit, spectrum_tol)
+    digest = answer_digest(transfer, answer, mean)
+    d, steps = config.n_features, run_steps(config.reveal, config.n_features, k)
+    q = complement_basis(basis)
+    width = d if steps else 0
+    if party.name == first:  # r (check 4) and x (check 5), drawn now that every provider holds T
         weights = random_combination(k)
+        start = start_vector(q) if steps else np.zeros(0)
         for provider in providers[1:]:
-            party.send(provider, weights)
+            party.send(provider, np.concatenate([weights, start]))
             party.send(provider, digest)
     else:
-        weights = expect_real_array(party.recv(first), first, (k,), "the random combination")
+        drawn = expect_real_array(party.recv(first), first, (k + width,), "the random combination and start")
+        weights, start = drawn[:k], drawn[k:]
         if np.any(np.abs(weights) > 1):
             raise ProtocolError(f"{first!r} sent random weights outside [-1, 1]")
         if expect_seed(party.recv(first), sender=first) != digest:
             raise ProtocolError(
                 f"{SERVER!r} sent {first} and {party.name} different answers (T, eigenvalues, N, total "
-                f"variance or scales), as {first}'s digest shows; refusing to use its T"
+                f"variance, scales or mean), as {first}'s digest shows; refusing to use its T"
             )
-    summand = contribution(
-        stats, mean, config.exponents, basis, answer, weights, config.standardize, party.name == first
+        if steps:
+            check_direction(start, q, np.zeros((d, 0)), first)
+    a_hat = units(answer, config.exponents)
+    n = answer.n_samples
+    summand = np.concatenate(
+        [
+            contribution(
+                stats, mean, config.exponents, basis, answer, weights, config.standardize, party.name == first
+            ),
+            mean_entries(stats, mean, a_hat, n),
+            product(stats, mean, a_hat, start, n) if steps else np.zeros(0),
+        ]
     )
-    checker = check_backend(backend)
     bound = 2.0 * float(np.linalg.norm(weights)) + 4.0  # twice the largest honest entry
-    limit = 2.0 * bound
-    if not np.all(np.abs(summand) <= limit):
-        raise ProtocolError(
-            f"{SERVER!r} sent a wrong answer: {party.name}'s rows alone give check values up to "
-            f"{float(np.max(np.abs(summand))):.3g}, above {limit:.3g}, so the claimed largest eigenvalue "
-            f"{_reference(answer):.6g} is below the data's spread; refusing to use its T"
-        )
-    shift = (
-        RING_BITS
-        - checker.codec.frac_bits
-        - math.ceil(math.log2(len(providers)))
-        - math.ceil(math.log2(4 * bound))
+    opening = CheckOpening(party, check_backend(backend), providers, bound)
+    more = steps > 1  # provider0 attaches the next direction to the forwarded opening
+    opened, pending = opening.open(
+        summand,
+        attach=(lambda z: next_direction(z[-d:], q, start[:, None])) if more else None,
+        extra=d if more else 0,
     )
-    try:
-        opened = checker.secure_sum(
-            party, np.ldexp(summand, shift), contributors=providers, receiver=first, name=CHECK_NAME
-        )
-    except InputValidationError as exc:  # cannot happen with the bound above; never a traceback
-        raise ProtocolError(f"the check of the server's answer could not be encoded: {exc}") from exc
-    size = summand.shape[0]
-    if party.name == first:
-        if opened is None:
-            raise ProtocolError(f"the {CHECK_NAME} gave {first} no result")
-        for provider in providers[1:]:
-            party.send(provider, opened)
-        opened_values = np.ldexp(opened, -shift)
-        reporter = None
-    else:
-        received = expect_real_array(party.recv(first), first, (size,), "the opened check")
-        opened_values = np.ldexp(received, -shift)
-        reporter = first
-    verify_opening(opened_values, config, backend, answer, weights, reporter)
+    reporter = None if party.name == first else first
+    verify_opening(opened[: summand.shape[0] - width], config, backend, answer, weights, reporter, mean)
+    if steps:
+        power_products(opening, stats, mean, a_hat, n, q, start, (opened[-d:], pending), steps)
+        noise = math.sqrt(d * steps) * opening.noise + d * 2.0**-44
+        theta = ritz_value(opening.directions, opening.images)
+        verify_top(theta, answer.eigenvalues, _reference(answer), relative_error(config, backend, answer),
+                   noise, reporter)  # fmt: skip
 
 
 def check_backend(backend: SecureSumBackend) -> AdditiveBackend:

@@ -64,7 +64,9 @@ class PPPCA(SubspaceMixin):
         Receive timeout of every party, in seconds.
     reveal : {"covariance", "components", "spectrum"}, default="covariance"
         ``"covariance"`` is the paper's protocol: the server reconstructs the
-        covariance matrix. ``"components"`` keeps it secret-shared among the
+        covariance matrix, and the providers' check that ``T`` is the top ``k``
+        shows them its action on a few public directions (all of it when
+        ``d - k`` is small, e.g. wine; docs/explanation/trust-model.md). ``"components"`` keeps it secret-shared among the
         providers; they compute the top-k eigenvectors on shares with the
         server as dealer (:mod:`mpc_pca.pppca.components`, tens of rounds), and
         the server learns only the components, their eigenvalues, the total

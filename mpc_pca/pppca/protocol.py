@@ -16,9 +16,11 @@ Roles and messages (M providers, a server, a data consumer):
    eigenvectors, sent to providers (step 8) with the eigenvalues, N, the
    total variance and the column scales.
 4b. (not in the paper) the providers check that answer before using it
-   (:mod:`mpc_pca.pppca.answer_check`): orthonormality, one answer for all,
-   a plausible top spectrum, and one secure sum among the providers of
-   ``(C T - T Λ) r`` (and ``N``, the trace) that opens to zero.
+   (:mod:`mpc_pca.pppca.answer_check`): orthonormality, one answer (and mean)
+   for all, a plausible top spectrum, one secure sum among the providers of
+   ``(C T - T Λ) r`` (and ``N``, the trace, the mean) that opens to zero, and,
+   with ``reveal="covariance"`` only, power steps showing the eigenpairs are
+   the top ``k``.
 5. optional: providers -> consumer, ``X_i T`` (steps 9-10), in chunks of
    :func:`projection_chunk_rows` rows (at most :data:`PROJECTION_CHUNK_BYTES`
    each, whatever ``n_i``), the last one shorter (possibly empty).

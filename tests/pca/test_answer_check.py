@@ -217,10 +217,10 @@ def test_honest_answers_pass_with_room_to_spare(monkeypatch, seed, options):
     ratios: list[float] = []
     real_verify = answer_check.verify_opening
 
-    def measured(opened, config, backend, answer, weights, reporter):
+    def measured(opened, config, backend, answer, weights, reporter, mean):
         allowed = 4.0 * answer_check.relative_error(config, backend, answer) * float(np.linalg.norm(weights))
         ratios.append(float(np.linalg.norm(opened[: config.n_features])) / allowed)
-        real_verify(opened, config, backend, answer, weights, reporter)
+        real_verify(opened, config, backend, answer, weights, reporter, mean)
 
     monkeypatch.setattr(answer_check, "verify_opening", measured)
     model, projection, _ = run(np.array_split(data, 3), k, **options)

@@ -15,11 +15,14 @@ import numpy as np
 import pytest
 
 import mpc_pca.pppca.driver as driver
+from mpc_pca.pppca.top_k_check import power_steps
 from mpc_pca.roles import provider_names
 from protocols.backends import make_backend, sparse_masks
 from protocols.prg import RingPRG
 
 M = 64
+#: Secure sums of the answer check (d = 6, k = 2: its top-k test's power steps).
+P = power_steps(6, 2)
 
 
 @pytest.fixture
@@ -62,18 +65,22 @@ def test_sparse_masks_cost_each_provider_its_neighbours_not_its_peers(monkeypatc
     for name in provider_names(M):
         degree = len(keys[name])
         assert degree < M - 1
-        # one stream per neighbour for the whole run (three masked sums: statistics, Gram,
-        # the answer check), plus the public graph's; no stream per peer, none per sum
+        # one stream per neighbour for the whole run (masked sums: statistics, Gram, the answer
+        # check's p), plus the public graph's; no stream per peer, none per sum
         assert streams[f"party-{name}"] == degree + 1, name
-        # a key to each larger neighbour, two masked arrays, the check's masked array; provider0
-        # also sends every other provider the random combination, the digest and the opened check
+        # a key to each larger neighbour, two masked arrays, the check's p masked arrays; provider0
+        # also sends every other provider the random combination (with the top-k test's start),
+        # the digest and the p opened sums (each with the next direction)
         larger = sum(peer > name for peer in keys[name])
-        assert run.reports[name].messages_sent <= larger + (3 * M + 5 if name == "provider0" else 5), name
+        allowed = (3 * M + 5 + (P - 1) * (M - 1)) if name == "provider0" else 5 + (P - 1)
+        assert run.reports[name].messages_sent <= larger + allowed, name
 
 
 def test_full_masks_expand_one_stream_per_peer_and_sum(monkeypatch, parts):
     streams = count_streams(monkeypatch)
     _, _, run = driver.run_pppca(parts[:16], 2, make_backend("additive-masks"))
     for name in provider_names(16):
-        assert streams[f"party-{name}"] == 3 * 15, name
-        assert run.reports[name].messages_sent <= (3 * 16 + 5 if name == "provider0" else 5), name
+        # one stream per peer and masked sum: statistics, Gram and the answer check's p sums
+        assert streams[f"party-{name}"] == (2 + P) * 15, name
+        allowed = 3 * 16 + 5 + (P - 1) * 15 if name == "provider0" else 5 + (P - 1)
+        assert run.reports[name].messages_sent <= allowed, name
