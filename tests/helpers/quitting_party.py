@@ -1,0 +1,62 @@
+"""A PPPCA party process killed at a named point of the end of a run (tests/multiprocess/test_all_or_nothing.py).
+
+``python tests/helpers/quitting_party.py MODE [mpc-pca party options]`` runs
+the normal ``mpc-pca party`` command, except that the process kills itself
+with SIGKILL
+
+* ``die-projecting``: just before its first message to the consumer, i.e.
+  as a provider enters the projection phase (the server's and the other
+  providers' roles are then over or nearly so);
+* ``die-before-confirming``: once its role has returned, just before the
+  final confirmation round (``SocketChannel.close`` sends the ``BYE``
+  frames): everything it was to send has been sent.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from typing import Any
+
+MODES = ("die-projecting", "die-before-confirming")
+
+
+def _die() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def install(mode: str) -> None:
+    """Patch the socket channel of this process so that it dies at the point ``mode`` names."""
+    from mpc_pca.roles import CONSUMER
+    from protocols.transport.socket_channel import SocketChannel
+
+    if mode == "die-projecting":
+        send = SocketChannel.send
+
+        def send_or_die(self: SocketChannel, to: str, obj: Any) -> None:
+            if to == CONSUMER:
+                _die()
+            send(self, to, obj)
+
+        SocketChannel.send = send_or_die  # type: ignore[method-assign]
+    else:
+
+        def close_or_die(self: SocketChannel, timeout: float | None = None) -> None:
+            _die()
+
+        SocketChannel.close = close_or_die  # type: ignore[method-assign]
+
+
+def main() -> int:
+    mode, argv = sys.argv[1], sys.argv[2:]
+    if mode not in MODES:
+        raise SystemExit(f"unknown mode {mode!r}; choose one of {MODES}")
+    install(mode)
+    from mpc_pca.cli.app import main as cli_main
+
+    return int(cli_main(["party", *argv]) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
