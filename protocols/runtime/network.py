@@ -180,7 +180,10 @@ def open_links(
     rank0 = next(n for n, r in table.items() if r == 0)
     introducer_name = rank0 if host_rendezvous is None or hosting else INTRODUCER_NAME
     try:
-        addresses = register(master, name, rank, address, client_ctx, introducer_name, window)
+        addresses = register(
+            master, name, rank, address, client_ctx, introducer_name, window,
+            hosted_by=rank0 if host_rendezvous is None and not hosting else None,
+        )  # fmt: skip
         streams = connect_mesh(
             name,
             table,
