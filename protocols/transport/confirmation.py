@@ -79,7 +79,9 @@ def send_confirmations(channel: SocketChannel, bye: int) -> int:
         if peer in channel._failed:
             continue
         try:
-            channel.streams[peer].send_parts([HEADER.pack(bye, len(CONFIRMATION_PAYLOAD)), CONFIRMATION_PAYLOAD])
+            channel.streams[peer].send_parts(
+                [HEADER.pack(bye, len(CONFIRMATION_PAYLOAD)), CONFIRMATION_PAYLOAD]
+            )
         except (OSError, ValueError):
             continue  # its link just failed: the wait below names it
         sent += 1

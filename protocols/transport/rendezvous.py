@@ -961,7 +961,9 @@ def register(
             "or has not started, or --master names the wrong address"
         )
     else:
-        down = f"the rendezvous at {master} (--master) is unreachable: it is not running or the address is wrong"
+        down = (
+            f"the rendezvous at {master} (--master) is unreachable: it is not running or the address is wrong"
+        )
     stream = dial(
         (host, port), context, expected=introducer_name, me=name, where=where, deadline=deadline,
         retry_unreachable=True, what=f"{name!r} (rank {rank})", unreachable=down,

@@ -67,7 +67,9 @@ def check_nothing_written(
         assert outcome.seconds < outcomes[dead].seconds + TIMEOUT, (name, outcome.seconds)
         line = outcome.error_line()
         assert f"'{dead}' (rank {pppca_ranks(3)[dead]})" in line, (name, line)
-    leftovers = sorted(p.name for p in tmp_path.glob("*.json*")) + sorted(p.name for p in tmp_path.glob(".*.tmp"))
+    leftovers = sorted(p.name for p in tmp_path.glob("*.json*")) + sorted(
+        p.name for p in tmp_path.glob(".*.tmp")
+    )
     assert leftovers == [], leftovers
 
 
@@ -87,7 +89,11 @@ def test_provider_killed_during_the_projection_leaves_no_output(tmp_path, wine):
     check_nothing_written(tmp_path, outcomes, outputs, "provider1")
     for name in ("provider0", "provider2", "server", "consumer"):
         assert "closed the connection" in outcomes[name].error_line(), outcomes[name].error_line()
-    for name in ("provider0", "provider2", "server"):  # their roles were over: the confirmation round stops them
+    for name in (
+        "provider0",
+        "provider2",
+        "server",
+    ):  # their roles were over: the confirmation round stops them
         assert "writes no result" in outcomes[name].error_line(), outcomes[name].error_line()
 
 
