@@ -9,7 +9,8 @@ with SIGKILL
   providers' roles are then over or nearly so);
 * ``die-before-confirming``: once its role has returned, just before the
   final confirmation round (``SocketChannel.close`` sends the ``BYE``
-  frames): everything it was to send has been sent.
+  frames; over gloo, ``TorchChannel.close``): everything it was to send has
+  been sent.
 """
 
 from __future__ import annotations
@@ -26,33 +27,40 @@ def _die() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-def install(mode: str) -> None:
-    """Patch the socket channel of this process so that it dies at the point ``mode`` names."""
+def install(mode: str, gloo: bool = False) -> None:
+    """Patch this process's channel class so that it dies at the point ``mode`` names.
+
+    ``gloo``: the crypten backend's channel (torch.distributed) instead of the socket channel.
+    """
     from mpc_pca.roles import CONSUMER
-    from protocols.transport.socket_channel import SocketChannel
+
+    if gloo:
+        from protocols.transport.torch_channel import TorchChannel as Channel
+    else:
+        from protocols.transport.socket_channel import SocketChannel as Channel  # type: ignore[assignment]
 
     if mode == "die-projecting":
-        send = SocketChannel.send
+        send = Channel.send
 
-        def send_or_die(self: SocketChannel, to: str, obj: Any) -> None:
+        def send_or_die(self: Any, to: str, obj: Any) -> None:
             if to == CONSUMER:
                 _die()
             send(self, to, obj)
 
-        SocketChannel.send = send_or_die  # type: ignore[method-assign]
+        Channel.send = send_or_die  # type: ignore[method-assign]
     else:
 
-        def close_or_die(self: SocketChannel, timeout: float | None = None) -> None:
+        def close_or_die(self: Any, *args: Any) -> None:
             _die()
 
-        SocketChannel.close = close_or_die  # type: ignore[method-assign]
+        Channel.close = close_or_die  # type: ignore[method-assign]
 
 
 def main() -> int:
     mode, argv = sys.argv[1], sys.argv[2:]
     if mode not in MODES:
         raise SystemExit(f"unknown mode {mode!r}; choose one of {MODES}")
-    install(mode)
+    install(mode, gloo="crypten" in argv)
     from mpc_pca.cli.app import main as cli_main
 
     return int(cli_main(["party", *argv]) or 0)
