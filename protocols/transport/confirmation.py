@@ -92,7 +92,9 @@ def await_confirmations(channel: SocketChannel, limit: float, sent: int) -> Conf
     """Wait for the ``BYE`` of every peer that is not excused; raise naming the first that cannot send it.
 
     The deadline is ``limit`` seconds after the start of the wait or after
-    the last confirmation that arrived, whichever is later.
+    the last confirmation that arrived, whichever is later; once more
+    ``limit`` if a missing peer says it waits for another party (so that its
+    report of that party's failure, naming it, can arrive first).
 
     Raises
     ------
@@ -105,6 +107,7 @@ def await_confirmations(channel: SocketChannel, limit: float, sent: int) -> Conf
     """
     start = now()
     progress = start
+    grace = 0.0
     with channel._cond:
         seen = len(channel._bye)
         while True:
@@ -113,11 +116,15 @@ def await_confirmations(channel: SocketChannel, limit: float, sent: int) -> Conf
                 return ConfirmationCost(sent, len(channel._bye), now() - start)
             _raise_if_failed(channel, missing)
             if len(channel._bye) != seen:
-                seen, progress = len(channel._bye), now()
+                seen, progress, grace = len(channel._bye), now(), 0.0
             t = now()
-            if t >= progress + limit:
-                raise PeerTimeoutError(_late(channel, missing, limit))
-            channel._cond.wait(min(0.5, progress + limit - t))
+            if t >= progress + limit + grace:
+                if grace or not any(channel._claims_to_wait(p) for p in missing):
+                    raise PeerTimeoutError(_late(channel, missing, limit + grace))
+                # A missing peer says it waits for another party: one more deadline for it to report
+                # that failure (quoted when it comes), as a receive gives (SocketChannel._wait_for).
+                grace = limit
+            channel._cond.wait(min(0.5, max(0.01, progress + limit + grace - t)))
 
 
 def _raise_if_failed(channel: SocketChannel, missing: list[str]) -> None:

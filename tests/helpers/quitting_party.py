@@ -7,6 +7,8 @@ with SIGKILL
 * ``die-projecting``: just before its first message to the consumer, i.e.
   as a provider enters the projection phase (the server's and the other
   providers' roles are then over or nearly so);
+* ``stall-projecting``: instead of dying there, stops responding (sleeps
+  far longer than any deadline; the launcher ends it);
 * ``die-before-confirming``: once its role has returned, just before the
   final confirmation round (``SocketChannel.close`` sends the ``BYE``
   frames; over gloo, ``TorchChannel.close``): everything it was to send has
@@ -18,9 +20,10 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from typing import Any
 
-MODES = ("die-projecting", "die-before-confirming")
+MODES = ("die-projecting", "stall-projecting", "die-before-confirming")
 
 
 def _die() -> None:
@@ -39,11 +42,13 @@ def install(mode: str, gloo: bool = False) -> None:
     else:
         from protocols.transport.socket_channel import SocketChannel as Channel  # type: ignore[assignment]
 
-    if mode == "die-projecting":
+    if mode in ("die-projecting", "stall-projecting"):
         send = Channel.send
 
         def send_or_die(self: Any, to: str, obj: Any) -> None:
             if to == CONSUMER:
+                if mode == "stall-projecting":
+                    time.sleep(3600)
                 _die()
             send(self, to, obj)
 

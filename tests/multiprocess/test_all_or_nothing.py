@@ -65,7 +65,9 @@ def check_nothing_written(
     tmp_path: Path, outcomes: dict[str, ProcessOutcome], outputs: dict[str, Path], dead: str
 ) -> None:
     """Every party but ``dead`` ended by itself with status 4, naming ``dead``; no result file anywhere."""
-    assert outcomes[dead].returncode == -9, outcomes[dead].stderr[-2000:]
+    assert outcomes[dead].returncode == -9, outcomes[dead].stderr[
+        -2000:
+    ]  # killed (by itself or the launcher)
     for name, outcome in outcomes.items():
         assert not outputs[name].exists(), f"{name} wrote a result of a run that did not finish"
         if name == dead:
@@ -131,3 +133,18 @@ def test_provider_killed_right_before_the_confirmation_round_leaves_no_output(tm
         assert "writes no result" in line, (name, line)
         if backend != "crypten":
             assert "before confirming that it finished" in line, (name, line)
+
+
+def test_provider_stalled_during_the_projection_is_named_and_nothing_is_written(tmp_path, wine):
+    """It stops answering instead of dying: the consumer blames it at its deadline, the others quote that."""
+    outcomes, outputs, _ = run_five(tmp_path, wine, {"provider1": "stall-projecting"})
+    assert outcomes["provider1"].killed_by_launcher  # it never ends by itself
+    check_nothing_written(tmp_path, outcomes, outputs, "provider1")
+    line = outcomes["consumer"].error_line()
+    assert "PeerTimeoutError" in line and "'provider1' (rank 1) did not send within the deadline" in line, (
+        line
+    )
+    for name in ("provider0", "provider2", "server"):  # done with their roles, waiting for confirmations
+        line = outcomes[name].error_line()
+        assert "writes no result" in line and "did not send within the deadline" in line, (name, line)
+        assert "'consumer' (rank 4) did not send" not in line, (name, line)
