@@ -6,8 +6,9 @@ Frames
     messages in the wire format of :mod:`protocols.transport.wire`, metered
     exactly as the in-process transport meters them. ``CONTROL`` frames carry
     the settings agreement, ``ABORT`` a failing party's reason, ``STATUS`` the
-    phase a party entered and whom it waits for, ``BYE`` a clean end. None of
-    these control frames is metered.
+    phase a party entered and whom it waits for, ``BYE`` its confirmation that
+    it finished (:mod:`protocols.transport.confirmation`). None of these
+    control frames is metered.
 
 Sequencing
     A ``DATA`` payload starts with :data:`DATA_PREFIX` (24 bytes, inside the
