@@ -85,7 +85,13 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from protocols.errors import InputValidationError, PeerTimeoutError, ProtocolError, WireFormatError
+from protocols.errors import (
+    InputValidationError,
+    PeerFailureError,
+    PeerTimeoutError,
+    ProtocolError,
+    WireFormatError,
+)
 from protocols.transport.links import HEADER, ClosedError, Stream, UnansweredError, handshake
 from protocols.transport.tls import AuthenticationError
 from protocols.transport.wire import decode_message, encode_message
@@ -972,6 +978,13 @@ def register(
     log.info("%r: registered at %s, advertising %s:%d", name, where, *my_address)
     try:
         return await_table(stream, name, where, deadline, timeout)
+    except ProtocolError as exc:  # closed or reset (read_message): the host's process ended
+        gone = any(words in str(exc) for words in ("closed the connection", "did not complete the set-up"))
+        if hosted_by is None or isinstance(exc, AuthenticationError) or not gone:
+            raise
+        raise PeerFailureError(
+            f"{name!r}: {exc}: the rendezvous host {hosted_by!r} (rank 0) went down"
+        ) from None
     finally:
         stream.close()
 

@@ -5,7 +5,8 @@ Rank 0 hosts the rendezvous of an ``mpc-pca party`` run unless
 at ``--master``; every other party must then say that the rendezvous host
 (rank 0, at the ``--master`` address) is unreachable, not just "connection
 refused", and stop once its join window (by default ``--connect-timeout``)
-has passed.
+has passed. A rank 0 that dies while the others wait in its waiting room is
+named at once.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import socket
 import subprocess
 import sys
 import time
+
+import numpy as np
 
 from mpc_pca.cli.options import EXIT_PROTOCOL
 from mpc_pca.deploy.local import child_environment
@@ -49,4 +52,44 @@ def test_party_names_the_dead_rendezvous_host_within_the_connect_timeout(tmp_pat
     assert len(warnings) == 1 and "'provider0'" in warnings[0], done.stderr[-2000:]
     # bounded by --connect-timeout: the interpreter's start-up (a few seconds on a loaded machine) plus 3 s
     assert CONNECT_TIMEOUT <= seconds < CONNECT_TIMEOUT + 20, seconds
+    assert not (tmp_path / "consumer.json").exists()
+
+
+def test_party_in_the_waiting_room_names_the_rendezvous_host_that_went_down(tmp_path):
+    """Rank 0 dies after the consumer registered: the consumer stops at once, naming the host, not after its window."""
+    master = f"127.0.0.1:{free_port()}"
+    common = ["--world-size", "5", "--master", master, "--insecure", "--connect-timeout", "60", "-v"]
+    np.savetxt(tmp_path / "p0.csv", np.arange(12.0).reshape(4, 3), delimiter=",")
+    env = child_environment()
+    host = subprocess.Popen(
+        [sys.executable, "-m", "mpc_pca.cli", "party", "--protocol", "pppca-ss", "--rank", "0", *common,
+         "--data", str(tmp_path / "p0.csv"), "--no-header"],
+        env=env, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    consumer = subprocess.Popen(
+        [sys.executable, "-m", "mpc_pca.cli", "party", "--protocol", "pppca-ss", "--rank", "4", *common,
+         "--output", str(tmp_path / "consumer.json")],
+        env=env, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert consumer.stderr is not None
+        for line in consumer.stderr:  # -v: the consumer logs its registration
+            if "registered at the rendezvous" in line:
+                break
+        else:
+            raise AssertionError("the consumer never registered")
+        killed = time.monotonic()
+        host.kill()
+        rest = consumer.stderr.read()
+        consumer.wait(timeout=60)
+        seconds = time.monotonic() - killed
+    finally:
+        for process in (host, consumer):
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+    assert consumer.returncode == EXIT_PROTOCOL, rest[-2000:]
+    error = [line for line in rest.splitlines() if line.startswith("mpc-pca: error: ")]
+    assert len(error) == 1 and "the rendezvous host 'provider0' (rank 0) went down" in error[0], rest[-2000:]
+    assert seconds < 15, seconds  # at once, not after the 60 s window
     assert not (tmp_path / "consumer.json").exists()
