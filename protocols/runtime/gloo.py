@@ -46,8 +46,19 @@ def run_role(rdv: Rendezvous, role: Role, *, timeout: float) -> tuple[Any, Party
 
 
 def shutdown(rdv: Rendezvous, *, timeout: float) -> None:
-    """Leave the run after success: release the store (hosts wait for the others)."""
+    """Leave the run after success: the confirmation round over the store, then release it.
+
+    Returns only once every party confirmed that its role ended without
+    error (:meth:`~protocols.transport.torch_store.Rendezvous.await_done`);
+    otherwise it records the failure for the others and raises, so the caller
+    writes nothing. The store host then waits for the others to see it.
+    """
     rdv.mark_done()
+    try:
+        rdv.await_done(timeout)
+    except BaseException as exc:
+        rdv.record_failure(f"party {rdv.name!r} failed: {type(exc).__name__}: {exc}")
+        raise
     rdv.linger(timeout)
     if dist.is_initialized():
         dist.destroy_process_group()

@@ -5,7 +5,9 @@ the rendezvous (rank 0 hosts it unless a launcher does; none with a static
 address table, :mod:`protocols.transport.peers`), connect one
 authenticated link per peer (:mod:`protocols.transport.mesh`), agree on the
 run's settings over those links (:func:`agree`), run the role, then end
-cleanly (``BYE`` to and from every peer). On any failure the reason is sent to
+with the final confirmation round (``BYE`` to and from every peer,
+:mod:`protocols.transport.confirmation`): a party returns its output only
+once every party confirmed it finished. On any failure the reason is sent to
 every peer over the authenticated links and the exception re-raised; the
 caller should end the process.
 
@@ -178,7 +180,10 @@ def open_links(
     rank0 = next(n for n, r in table.items() if r == 0)
     introducer_name = rank0 if host_rendezvous is None or hosting else INTRODUCER_NAME
     try:
-        addresses = register(master, name, rank, address, client_ctx, introducer_name, window)
+        addresses = register(
+            master, name, rank, address, client_ctx, introducer_name, window,
+            hosted_by=rank0 if host_rendezvous is None and not hosting else None,
+        )  # fmt: skip
         streams = connect_mesh(
             name,
             table,
@@ -350,7 +355,12 @@ def check_agreement(views: Mapping[str, Mapping[str, Any]], keys: tuple[str, ...
 
 
 def run_role(channel: SocketChannel, role: Role) -> tuple[Any, PartyReport]:
-    """Run ``role`` over ``channel``; on failure tell every peer why and re-raise.
+    """Run ``role`` over ``channel``, then the confirmation round; on failure tell every peer why and re-raise.
+
+    The output is returned only once every peer that is not excused
+    confirmed that it finished (:meth:`SocketChannel.close`); a peer that
+    failed or disappeared before that makes this raise, naming it, so the
+    caller writes nothing.
 
     A channel whose message cap was not set gets :data:`DEFAULT_MESSAGE_CAP`,
     so that no data frame waits for a cap that never comes.
@@ -367,7 +377,11 @@ def run_role(channel: SocketChannel, role: Role) -> tuple[Any, PartyReport]:
     except BaseException as exc:
         fail(channel, exc)
         raise
-    log.info("%s: done in %.2f s", channel.me, seconds)
+    cost = channel.confirmation
+    log.info(
+        "%s: done in %.2f s; every party confirmed it finished %.3f s later (%d confirmations sent, %d received)",
+        channel.me, seconds, cost.seconds, cost.sent, cost.received,
+    )  # fmt: skip
     return output, report
 
 

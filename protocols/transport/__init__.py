@@ -25,6 +25,9 @@ tls, certs, enrolment
 links, socket_channel, mesh, ranks, rendezvous
     Byte streams (TLS or plain TCP), a channel over them, one connection per
     pair, the rank table, and the rendezvous that introduces the parties.
+confirmation
+    The final confirmation round of a socket run: a party keeps its output
+    only once every party confirmed that it finished (all-or-nothing outputs).
 peers
     A static address table (``--peers FILE``): every party's address known
     beforehand, so the run needs no rendezvous.

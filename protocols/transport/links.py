@@ -235,6 +235,8 @@ def _handshake(
     """See :func:`handshake`."""
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     if ctx is None:
+        # A dialled socket would keep create_connection's timeout: a link idle that long would end.
+        sock.settimeout(None)
         return Stream(sock), None
     incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
     obj = ctx.wrap_bio(incoming, outgoing, server_side=server)

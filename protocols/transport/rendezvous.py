@@ -85,7 +85,13 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from protocols.errors import InputValidationError, PeerTimeoutError, ProtocolError, WireFormatError
+from protocols.errors import (
+    InputValidationError,
+    PeerFailureError,
+    PeerTimeoutError,
+    ProtocolError,
+    WireFormatError,
+)
 from protocols.transport.links import HEADER, ClosedError, Stream, UnansweredError, handshake
 from protocols.transport.tls import AuthenticationError
 from protocols.transport.wire import decode_message, encode_message
@@ -874,6 +880,7 @@ def dial(
     deadline: float,
     retry_unreachable: bool,
     what: str,
+    unreachable: str | None = None,
 ) -> Stream:
     """Connect to ``address`` and run the handshake, retrying while the acceptor is busy.
 
@@ -881,7 +888,10 @@ def dial(
     before answering (:class:`~protocols.transport.links.UnansweredError`);
     that refuses nothing, so the dialler tries again until ``deadline``
     (monotonic). With ``retry_unreachable``, so does a refused TCP connection
-    (the rendezvous may not be listening yet).
+    (the rendezvous may not be listening yet). ``unreachable`` (e.g. which
+    party hosts the rendezvous and which option names it) is logged as a
+    warning after the first attempt that cannot reach ``address`` and ends
+    the error if none can until ``deadline``.
 
     Raises
     ------
@@ -894,14 +904,19 @@ def dial(
     unanswered = 0
     pause = 0.05
     next_line = time.monotonic()
+    warned = False
     while True:
         remaining = deadline - time.monotonic()
         try:
             sock = socket.create_connection(address, timeout=max(0.1, remaining))
         except OSError as exc:
+            hint = "" if unreachable is None else f"; {unreachable}"
             if not retry_unreachable or time.monotonic() >= deadline:
-                raise PeerTimeoutError(f"{what} could not reach {where} in time: {exc}") from None
-            if time.monotonic() >= next_line:
+                raise PeerTimeoutError(f"{what} could not reach {where} in time: {exc}{hint}") from None
+            if unreachable is not None and not warned:
+                warned = True
+                log.warning("%s cannot reach %s (%s)%s; retrying for %d s", what, where, exc, hint, remaining)
+            elif time.monotonic() >= next_line:
                 next_line = time.monotonic() + WAITING_LOG_SECONDS
                 log.info("%s cannot reach %s yet (%s); retrying for %d s", what, where, exc, remaining)
             time.sleep(0.1)
@@ -930,24 +945,46 @@ def register(
     context: ssl.SSLContext | None,
     introducer_name: str,
     timeout: float,
+    hosted_by: str | None = None,
 ) -> dict[str, tuple[str, int]]:
     """Register ``my_address`` (the advertised one) at the introducer and wait for the address table.
 
     While others are missing, the introducer sends waiting-room statuses;
     each is logged at INFO ("'provider1': waiting room: joined [...]; missing
     [...] (N s left)"). ``timeout`` is this party's join window.
+    ``hosted_by`` names the party that hosts the rendezvous (rank 0), if
+    one does: an unreachable rendezvous, or one that hangs up, is then
+    reported as that party's host being down (a warning at the first refused
+    attempt, the error when the window ends).
     """
     host, port = parse_address(master)
     deadline = time.monotonic() + timeout
     where = f"the rendezvous at {master}"
+    if hosted_by is not None:
+        where += f" (hosted by {hosted_by!r}, rank 0)"
+        down = (
+            f"the rendezvous host {hosted_by!r} (rank 0, --master {master}) is unreachable: its process is down "
+            "or has not started, or --master names the wrong address"
+        )
+    else:
+        down = (
+            f"the rendezvous at {master} (--master) is unreachable: it is not running or the address is wrong"
+        )
     stream = dial(
         (host, port), context, expected=introducer_name, me=name, where=where, deadline=deadline,
-        retry_unreachable=True, what=f"{name!r} (rank {rank})",
+        retry_unreachable=True, what=f"{name!r} (rank {rank})", unreachable=down,
     )  # fmt: skip
     send_message(stream, {"name": name, "rank": rank, "host": my_address[0], "port": my_address[1]})
     log.info("%r: registered at %s, advertising %s:%d", name, where, *my_address)
     try:
         return await_table(stream, name, where, deadline, timeout)
+    except ProtocolError as exc:  # closed or reset (read_message): the host's process ended
+        gone = any(words in str(exc) for words in ("closed the connection", "did not complete the set-up"))
+        if hosted_by is None or isinstance(exc, AuthenticationError) or not gone:
+            raise
+        raise PeerFailureError(
+            f"{name!r}: {exc}: the rendezvous host {hosted_by!r} (rank 0) went down"
+        ) from None
     finally:
         stream.close()
 

@@ -6,8 +6,9 @@ Frames
     messages in the wire format of :mod:`protocols.transport.wire`, metered
     exactly as the in-process transport meters them. ``CONTROL`` frames carry
     the settings agreement, ``ABORT`` a failing party's reason, ``STATUS`` the
-    phase a party entered and whom it waits for, ``BYE`` a clean end. None of
-    these control frames is metered.
+    phase a party entered and whom it waits for, ``BYE`` its confirmation that
+    it finished (:mod:`protocols.transport.confirmation`). None of these
+    control frames is metered.
 
 Sequencing
     A ``DATA`` payload starts with :data:`DATA_PREFIX` (24 bytes, inside the
@@ -255,6 +256,8 @@ class SocketChannel(Channel):
     #: Public settings this party already sent to every peer while the links were set up
     #: (:func:`protocols.runtime.network.open_links` with ``announce``), else ``None``.
     announced: dict[str, Any] | None = None
+    #: The cost of the final confirmation round, once :meth:`close` returned.
+    confirmation: Any = None
 
     def __init__(
         self,
@@ -678,23 +681,28 @@ class SocketChannel(Channel):
                     )
 
     def close(self, timeout: float | None = None) -> None:
-        """End cleanly: ``BYE`` to every peer, wait for theirs (or their failure), close the links.
+        """End cleanly: the final confirmation round (:mod:`protocols.transport.confirmation`), then close the links.
+
+        ``BYE`` (this party finished) to every peer, then the ``BYE`` of
+        every peer that is not excused, each within ``timeout`` (default: the
+        phase deadline) of the last one; :attr:`confirmation` then holds the
+        round's cost.
 
         Raises
         ------
         ProtocolError
             If a peer sent data frames that were never read: before ``BYE``
             (then the caller should :meth:`abort`), or after the peers' ``BYE``
-            (frames that were still on their way); the links are then left
+            (frames that were still on their way); if a peer failed, reported a
+            failure or sent no ``BYE`` in time (naming it; the run did not
+            finish, so the caller writes nothing). The links are then left
             open for :meth:`shutdown`.
         """
+        from protocols.transport.confirmation import await_confirmations, send_confirmations
+
         self._check_nothing_unread()
-        self._broadcast(BYE, {})
-        limit = self.timeout if timeout is None else timeout
-        deadline = now() + limit
-        with self._cond:
-            while set(self.peers) - self._bye - set(self._failed) - self.excused and now() < deadline:
-                self._cond.wait(0.5)
+        sent = send_confirmations(self, BYE)
+        self.confirmation = await_confirmations(self, self.timeout if timeout is None else timeout, sent)
         self._check_nothing_unread()
         for stream in self.streams.values():
             stream.close()

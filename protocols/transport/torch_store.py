@@ -131,12 +131,53 @@ class Rendezvous:
         with contextlib.suppress(RuntimeError, OSError):
             self.store.set(f"mpc/done/{self.name}", "1")
 
+    def await_done(self, timeout: float) -> None:
+        """The final confirmation round over the store: return once every party marked itself done.
+
+        The gloo path's counterpart of :mod:`protocols.transport.confirmation`:
+        a party keeps its output only if every party's role ended without
+        error (:meth:`mark_done`). The deadline is ``timeout`` seconds after
+        the start or after the last party that confirmed. On success this
+        party records that it saw every confirmation (the store host keeps
+        the store up until all have, :meth:`linger`).
+
+        Raises
+        ------
+        PeerFailureError
+            A party recorded a failure (quoted), or the store went away.
+        PeerTimeoutError
+            Naming every party that did not confirm in time (e.g. a killed one).
+        """
+        head = f"{self.name!r} writes no result: the run did not finish at every party"
+        progress, confirmed = now(), 0
+        try:
+            while True:
+                missing = [n for n in self.ranks if not self.store.check([f"mpc/done/{n}"])]
+                if not missing:
+                    self.store.set(f"mpc/seen/{self.name}", "1")
+                    return
+                reason = self.failure_reason()
+                if reason is not None:
+                    raise PeerFailureError(f"{head}: {reason}")
+                if len(self.ranks) - len(missing) != confirmed:
+                    progress, confirmed = now(), len(self.ranks) - len(missing)
+                if now() >= progress + timeout:
+                    named = ", ".join(f"{n!r} (rank {self.ranks[n]})" for n in missing)
+                    raise PeerTimeoutError(
+                        f"{head}: no confirmation that it finished came within {timeout:g} s from {named}"
+                    )
+                threading.Event().wait(_STORE_POLL_SECONDS)
+        except (RuntimeError, OSError) as exc:
+            raise PeerFailureError(
+                f"{head}: the rendezvous store went away before every party confirmed ({exc})"
+            ) from None
+
     def linger(self, timeout: float) -> None:
-        """As the store host, keep the store up until every party is done or failed."""
+        """As the store host, keep the store up until every party saw every confirmation, or one failed."""
         if not self.hosts_store:
             return
         deadline = now() + timeout
-        keys = [f"mpc/done/{name}" for name in self.ranks]
+        keys = [f"mpc/seen/{name}" for name in self.ranks]
         while now() < deadline:
             if self.store.check(keys) or self.store.check([_ABORT_KEY]):
                 return
