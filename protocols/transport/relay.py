@@ -5,7 +5,8 @@ Every party opens ONE mutually authenticated TLS 1.3 connection to the relay
 (the relay's certificate names it :data:`RELAY_NAME`, under the consortium
 CA). The relay hosts the rendezvous (:class:`RelayRendezvous`, the
 :class:`~protocols.transport.rendezvous.Introducer`'s waiting room, join
-window and late refusal over those same connections) and then forwards
+window and late refusal over those same connections) for the layout its
+operator fixed (no registrant can change it, issue 35) and then forwards
 opaque frames between the parties (:class:`RelayServer`).
 
 Outer frames
@@ -74,15 +75,13 @@ from typing import Any
 from protocols.errors import InputValidationError, PeerFailureError, PeerTimeoutError, ProtocolError
 from protocols.transport.links import ClosedError, Stream
 from protocols.transport.ranks import check_ranks
-from protocols.transport.rendezvous import (
-    MAX_NAME_CHARS,
-    WAITING_LOG_SECONDS,
-    Introducer,
-    await_table,
-    dial,
-    parse_address,
-    send_message,
+from protocols.transport.relay_rendezvous import (
+    MAX_PARTIES,
+    RelayRendezvous,
+    check_layout,
+    parse_relay_registration,
 )
+from protocols.transport.rendezvous import WAITING_LOG_SECONDS, await_table, dial, parse_address, send_message
 from protocols.transport.tls import AuthenticationError, check_peer_name
 
 log = logging.getLogger("mpc_pca.transport")
@@ -101,8 +100,6 @@ QUEUE_BYTES = 16 << 20
 STALL_SECONDS = 600.0
 #: Ciphertext a party buffers from one peer, unread, before the pair's stream fails.
 BUFFERED_BYTES = 512 << 20
-#: Most parties a relayed run may have (a registration's layout is refused beyond).
-MAX_PARTIES = 4096
 #: Longest notice the relay sends (characters).
 MAX_NOTICE_CHARS = 4096
 _PLAINTEXT_CHUNK = 1 << 20
@@ -542,80 +539,6 @@ def connect_relay(
 # -- the relay -------------------------------------------------------------------------
 
 
-def parse_relay_registration(who: str, msg: dict[str, Any]) -> tuple[str, int, dict[str, int]]:
-    """``(name, rank, layout)`` of a registration at the relay; any other shape is a ProtocolError naming ``who``."""
-    what = "registration"
-    if not isinstance(msg, dict) or set(msg) != {"name", "rank", "layout"}:
-        keys = sorted(msg)[:8] if isinstance(msg, dict) else type(msg).__name__
-        raise ProtocolError(
-            f"{who} sent a malformed {what}: its keys are {keys!r}, expected layout, name, rank"
-        )
-    name, rank, layout = msg["name"], msg["rank"], msg["layout"]
-    if not isinstance(name, str) or len(name) > MAX_NAME_CHARS:
-        raise ProtocolError(
-            f"{who} sent a malformed {what}: the name is not a str of at most {MAX_NAME_CHARS}"
-        )
-    if not isinstance(layout, dict) or not 0 < len(layout) <= MAX_PARTIES:
-        raise ProtocolError(
-            f"{who} sent a malformed {what}: the layout is not a mapping of 1 .. {MAX_PARTIES} parties"
-        )
-    for key, value in layout.items():
-        if not isinstance(key, str) or len(key) > MAX_NAME_CHARS:
-            raise ProtocolError(
-                f"{who} sent a malformed {what}: a party name in the layout is not a short str"
-            )
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise ProtocolError(f"{who} sent a malformed {what}: the rank of {key!r} is not an integer")
-    try:
-        table = check_ranks(layout)
-    except InputValidationError as exc:
-        raise ProtocolError(f"{who} sent a malformed {what}: {exc}") from None
-    if table.get(name) != rank:
-        raise ProtocolError(f"{who} sent a malformed {what}: {name!r} is not at rank {rank!r} in its layout")
-    return name, rank, table
-
-
-class RelayRendezvous(Introducer):
-    """The rendezvous at the relay: learns the layout from the registrations; keeps the connections.
-
-    The first registration (into an empty room) sets the run's layout; every
-    later one must carry the same, else it is refused, naming both. Once
-    every party has joined and got the table, :meth:`_hand_over` passes the
-    connections to ``on_ready``.
-    """
-
-    def __init__(self, address: str, context: ssl.SSLContext, timeout: float, on_ready: Any, **kwargs: Any):
-        self._on_ready = on_ready
-        self._relay_host = parse_address(address)[0]
-        self._relay_port = 1
-        super().__init__(address, {}, context, timeout, **kwargs)
-        self._relay_port = self.port  # the "address" of every party: reached through the relay
-
-    def _registration(self, who: str, msg: dict[str, Any]) -> tuple[str, int, str, int]:
-        name, rank, layout = parse_relay_registration(who, msg)
-        with self._lock:
-            if not self._joined or not self.ranks:
-                if layout != self.ranks:
-                    log.info("relay: the run's layout is %s (from %s, %r)", layout, who, name)
-                self.ranks = dict(layout)
-                self._by_rank = {r: n for n, r in layout.items()}
-            elif layout != self.ranks:
-                raise ProtocolError(
-                    f"{who} registered {name!r} with the layout {layout}, but the parties that joined before "
-                    f"({', '.join(map(repr, self._ordered(self._joined)))}) registered {self.ranks}"
-                )
-        return name, rank, self._relay_host, self._relay_port
-
-    def _reached(self, host: str, port: int) -> str:
-        return "reached through the relay"
-
-    def _hand_over(self, streams: dict[str, Stream]) -> None:
-        if self.error is not None:
-            super()._hand_over(streams)
-            return
-        self._on_ready(dict(self.ranks), streams)
-
-
 class _Outbox:
     """Frames waiting at the relay for one party, bounded in bytes; one writer thread drains it."""
 
@@ -701,6 +624,10 @@ class RelayServer:
         The relay's server context; its certificate names :data:`RELAY_NAME`.
     join_window : float
         Seconds the rendezvous waits for every party.
+    layout : mapping of str to int
+        The run's parties and their ranks, fixed by the relay's operator
+        (``--parties``): a registration with any other layout is refused and
+        named (:class:`~protocols.transport.relay_rendezvous.RelayRendezvous`).
     log_interval : float
         Seconds between two waiting-room lines.
     queue_bytes : int
@@ -723,6 +650,7 @@ class RelayServer:
         context: ssl.SSLContext,
         join_window: float,
         *,
+        layout: Mapping[str, int],
         log_interval: float = WAITING_LOG_SECONDS,
         queue_bytes: int = QUEUE_BYTES,
         stall_seconds: float = STALL_SECONDS,
@@ -744,8 +672,9 @@ class RelayServer:
         self._ended: set[str] = set()
         self._forwarding = threading.Event()
         self._done = threading.Event()
+        self.layout = check_layout(layout, RELAY_NAME)
         self.rendezvous = RelayRendezvous(
-            address, context, join_window, self._start_forwarding, log_interval=log_interval
+            address, self.layout, context, join_window, self._start_forwarding, log_interval=log_interval
         )
         self.port = self.rendezvous.port
 
@@ -876,6 +805,7 @@ __all__ = [
     "DATA",
     "END",
     "MAX_FRAME_BYTES",
+    "MAX_PARTIES",
     "NOTICE",
     "OUTER",
     "QUEUE_BYTES",
@@ -885,6 +815,7 @@ __all__ = [
     "RelayRendezvous",
     "RelayServer",
     "RelayedStream",
+    "check_layout",
     "connect_relay",
     "parse_relay_registration",
 ]

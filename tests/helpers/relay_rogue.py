@@ -1,0 +1,107 @@
+"""A certified party that attacks a relayed run (used by tests/multiprocess/test_relay_attacks.py).
+
+``python tests/helpers/relay_rogue.py MODE [mpc-pca party options]`` runs as
+the party the options name (its real certificate, ``--tls-dir``), and:
+
+* ``one-party-layout``: registers at the relay with a layout of itself
+  alone, ``{name: 0}``; before issue 35 that became the run's layout (it
+  registered first), the relay served it alone and ended.
+* ``stop-reading``: runs the normal PPPCA provider role, but from its first
+  secure sum on it stops reading its connection to the relay (the relay's
+  queue for it then fills; the parties that send to it are held back).
+
+Just before the attack it writes ``rogue: attack at <unix time>`` to stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+from mpc_pca.cli import build_parser
+
+MODES = ("one-party-layout", "stop-reading")
+
+
+def mark() -> None:
+    print(f"rogue: attack at {time.time():.6f}", file=sys.stderr, flush=True)
+
+
+def one_party_layout(args: Any, name: str) -> None:
+    from protocols.transport.relay import connect_relay
+    from protocols.transport.tls import Credentials, client_context, server_context
+
+    creds = Credentials.from_dir(args.tls_dir, name)
+    mark()
+    connect_relay(
+        name, {name: 0}, args.relay, client_ctx=client_context(creds), server_ctx=server_context(creds),
+        join_window=10.0, timeout=10.0,
+    )  # fmt: skip
+    print("rogue: the relay accepted the one-party layout", file=sys.stderr, flush=True)
+
+
+def stop_reading(args: Any, name: str) -> None:
+    """The provider role; at its first secure sum its relay connection is no longer read."""
+    from mpc_pca.deploy import run_party
+    from protocols.backends import make_backend
+    from protocols.transport import relay
+    from tests.helpers.party_specs import pppca_spec
+
+    stopped = threading.Event()
+    real_read = relay.RelayConnection._demux_frames
+
+    def demux(self: Any) -> None:
+        real_stream = self.stream
+
+        class Stalling:  # reads as usual until the attack, then never again
+            def __getattr__(self, key: str) -> Any:
+                return getattr(real_stream, key)
+
+            def read_exact(self, n: int) -> Any:
+                if stopped.is_set():
+                    time.sleep(3600)
+                return real_stream.read_exact(n)
+
+        self.stream = Stalling()
+        try:
+            real_read(self)
+        finally:
+            self.stream = real_stream
+
+    relay.RelayConnection._demux_frames = demux  # type: ignore[method-assign]
+    base = type(make_backend(args.backend))
+
+    class Rogue(base):  # type: ignore[misc, valid-type]
+        def secure_sum(self, party: Any, value: Any, **kwargs: Any) -> Any:
+            mark()
+            stopped.set()
+            time.sleep(3600)  # sends nothing more either; the process is ended by the test
+
+    from mpc_pca.pppca.deployment import PPPCADeployment
+
+    deployment = PPPCADeployment("pppca-ss", lambda settings: Rogue())
+    run_party(pppca_spec(args, name), deployment=deployment)
+
+
+def main() -> int:
+    mode, argv = sys.argv[1], sys.argv[2:]
+    if mode not in MODES:
+        raise SystemExit(f"unknown mode {mode!r}")
+    args = build_parser().parse_args(["party", *argv])
+    name = f"provider{args.rank}"
+    try:
+        if mode == "one-party-layout":
+            one_party_layout(args, name)
+        else:
+            stop_reading(args, name)
+    except Exception as exc:
+        print(f"mpc-pca: error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        os._exit(2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
