@@ -557,16 +557,26 @@ class _Outbox:
     def put(self, frame: tuple[bytes, Payload], deadline: float, force: bool = False) -> bool:
         """Queue ``frame``; False if the party stopped reading until ``deadline`` (the caller drops it).
 
-        ``force`` queues it whatever the bound (the relay's own few END and NOTICE frames).
+        ``force`` queues it whatever the bound (the relay's own few END and NOTICE frames). A frame
+        for a party that has hung up (:meth:`finish`) or was dropped (:meth:`kill`) is discarded at
+        once: nothing will ever drain it, and a source must not wait for it (before issue 35 a flood
+        towards a party that had hung up held the source's reader ``stall_seconds`` per frame, so the
+        relay never exited).
         """
         with self.cond:
             size = len(frame[0]) + len(frame[1])
-            while not force and not self.dead and self.queued and self.queued + size > self.limit:
+            while (
+                not force
+                and not self.dead
+                and not self.finishing
+                and self.queued
+                and self.queued + size > self.limit
+            ):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
                 self.cond.wait(min(left, 1.0))
-            if self.dead:
+            if self.dead or self.finishing:
                 return True
             self.frames.append(frame)
             self.queued += size

@@ -6,6 +6,10 @@ the party the options name (its real certificate, ``--tls-dir``), and:
 * ``one-party-layout``: registers at the relay with a layout of itself
   alone, ``{name: 0}``; before issue 35 that became the run's layout (it
   registered first), the relay served it alone and ended.
+* ``ciphertext-flood``: runs the normal PPPCA provider role; at its first
+  secure sum it sends 200 MiB of bytes that are no TLS records to the
+  consumer, in outer frames through the relay, whatever happens meanwhile
+  (the consumer fails at the first frame and hangs up), then ends.
 * ``stop-reading``: runs the normal PPPCA provider role, but from its first
   secure sum on it stops reading its connection to the relay (the relay's
   queue for it then fills; the parties that send to it are held back).
@@ -23,11 +27,22 @@ from typing import Any
 
 from mpc_pca.cli import build_parser
 
-MODES = ("one-party-layout", "stop-reading")
+MODES = ("one-party-layout", "ciphertext-flood", "stop-reading")
 
 
 def mark() -> None:
     print(f"rogue: attack at {time.time():.6f}", file=sys.stderr, flush=True)
+
+
+def relay_spec(args: Any, name: str) -> Any:
+    """The ``pppca-ss`` spec of ``name`` from ``mpc-pca party ... --relay HOST:PORT`` arguments."""
+    from dataclasses import replace
+
+    from tests.helpers.party_specs import pppca_spec
+
+    args.master = "unused:1"  # a relayed party has no --master
+    spec = pppca_spec(args, name)
+    return replace(spec, links=replace(spec.links, relay=args.relay))
 
 
 def one_party_layout(args: Any, name: str) -> None:
@@ -43,12 +58,43 @@ def one_party_layout(args: Any, name: str) -> None:
     print("rogue: the relay accepted the one-party layout", file=sys.stderr, flush=True)
 
 
+def rogue_provider(args: Any, name: str, attack: Any) -> None:
+    """The provider role; ``attack(channel)`` replaces its first secure sum, then the process ends."""
+    from mpc_pca.deploy import run_party
+    from mpc_pca.pppca.deployment import PPPCADeployment
+    from protocols.backends import make_backend
+
+    base = type(make_backend(args.backend))
+
+    class Rogue(base):  # type: ignore[misc, valid-type]
+        def secure_sum(self, party: Any, value: Any, **kwargs: Any) -> Any:
+            mark()
+            attack(party.channel)
+            os._exit(9)
+
+    run_party(relay_spec(args, name), deployment=PPPCADeployment("pppca-ss", lambda settings: Rogue()))
+
+
+def ciphertext_flood(args: Any, name: str) -> None:
+    from protocols.transport.relay import DATA, MAX_FRAME_BYTES
+
+    def attack(channel: Any) -> None:
+        conn = channel.streams["consumer"].conn
+        garbage = bytes(range(256)) * (MAX_FRAME_BYTES // 256)
+        try:
+            for _ in range(800):  # 200 MiB, sent whatever the others do
+                conn.send_frames(DATA, conn.ranks["consumer"], garbage)
+        except OSError:
+            pass
+
+    rogue_provider(args, name, attack)
+
+
 def stop_reading(args: Any, name: str) -> None:
     """The provider role; at its first secure sum its relay connection is no longer read."""
     from mpc_pca.deploy import run_party
     from protocols.backends import make_backend
     from protocols.transport import relay
-    from tests.helpers.party_specs import pppca_spec
 
     stopped = threading.Event()
     real_read = relay.RelayConnection._demux_frames
@@ -83,7 +129,7 @@ def stop_reading(args: Any, name: str) -> None:
     from mpc_pca.pppca.deployment import PPPCADeployment
 
     deployment = PPPCADeployment("pppca-ss", lambda settings: Rogue())
-    run_party(pppca_spec(args, name), deployment=deployment)
+    run_party(relay_spec(args, name), deployment=deployment)
 
 
 def main() -> int:
@@ -95,6 +141,8 @@ def main() -> int:
     try:
         if mode == "one-party-layout":
             one_party_layout(args, name)
+        elif mode == "ciphertext-flood":
+            ciphertext_flood(args, name)
         else:
             stop_reading(args, name)
     except Exception as exc:

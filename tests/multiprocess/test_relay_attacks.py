@@ -10,6 +10,7 @@ no output was written.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -37,6 +38,8 @@ TIMEOUT = 4.0
 CONNECT = 40.0
 #: The relay's join window.
 JOIN_WINDOW = 15.0
+#: Seconds the relay may take to exit once every party has gone.
+RELAY_EXIT = 30.0
 #: Seconds past its deadline an honest process may take to notice, report and exit (2 shared cores).
 SLACK = 5.0
 
@@ -114,3 +117,31 @@ def test_a_one_party_layout_registered_first_is_refused_and_named(tmp_path, wine
         relay.wait()
     assert relay.returncode == EXIT_PROTOCOL, err[-2000:]
     assert "'provider1' (certified;" in err and "the run did not start" in err, err[-2000:]
+
+
+def test_the_relay_exits_once_every_party_has_gone_after_a_ciphertext_flood(tmp_path, wine):
+    """Before: frames for the consumer, which had hung up, held the rogue's reader 600 s each: no exit."""
+    address = f"127.0.0.1:{free_port()}"
+    commands, outputs = relayed_parties(tmp_path, wine, address)
+    commands[ROGUE] = as_rogue(commands[ROGUE], "ciphertext-flood")
+    relay = subprocess.Popen(
+        relay_process(address, tmp_path / "tls", "--join-window", str(CONNECT)),
+        env=child_environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        started = time.time()
+        outcomes = launch(commands, timeout=TIMEOUT, env=child_environment(), grace=CONNECT + SLACK)
+        try:  # every party has gone (the rogue too: it ended, or the launcher killed it)
+            out, err = relay.communicate(timeout=RELAY_EXIT)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the relay did not exit within {RELAY_EXIT} s of the last party's end")
+    finally:
+        relay.kill()
+        relay.wait()
+    attacked = float(re.search(r"rogue: attack at (\d+\.\d+)", outcomes[ROGUE].stderr).group(1))
+    check_honest(
+        outcomes, outputs, attacked - started + TIMEOUT + SLACK,
+        ("'provider1'",),
+    )  # fmt: skip
+    assert outcomes["consumer"].error_line().count("failed authentication") == 1, outcomes["consumer"].stderr
+    assert "relay done: 5 parties" in out, (out, err[-2000:])

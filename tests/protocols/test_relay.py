@@ -423,3 +423,30 @@ def test_the_unread_ciphertext_bound_counts_the_running_total_not_each_frame(tls
         for stream in side.values():
             stream.close()
     relay.close()
+
+
+def test_frames_for_a_party_that_hung_up_are_discarded_and_the_relay_ends(tls_dir):
+    """Issue 35: a flood towards a party that hung up must not hold the relay (before: 600 s per frame)."""
+    ranks = {"a0": 0, "a1": 1, "a2": 2}
+    relay = start_relay(tls_dir, ranks, queue_bytes=4 * MAX_FRAME_BYTES)  # stall_seconds: the default 600 s
+    conns: dict[str, Any] = {}
+    threads = [
+        threading.Thread(target=lambda n=name: conns.__setitem__(n, raw_party(tls_dir, n, ranks, relay)))
+        for name in ranks
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    conns["a1"].close()  # a1 hangs up cleanly
+    deadline = time.monotonic() + TIMEOUT
+    while "a1" not in relay._ended and time.monotonic() < deadline:
+        time.sleep(0.01)
+    chunk = OUTER.pack(DATA, 1, MAX_FRAME_BYTES) + bytes(MAX_FRAME_BYTES)
+    for _ in range(3 * 4):  # three times what the relay may queue for a1
+        conns["a0"].send_parts([chunk])
+    conns["a0"].close()
+    conns["a2"].close()
+    assert relay.wait(TIMEOUT), relay._ended  # before: a0's reader waited 600 s for a1's full queue
+    assert relay.outboxes["a1"].queued == 0
+    assert relay.forwarded[("a0", "a1")] > 4 * MAX_FRAME_BYTES  # more than a1's queue could hold was read
