@@ -90,8 +90,11 @@ log = logging.getLogger("mpc_pca.transport")
 RELAY_NAME = "relay"
 #: Outer frame header: kind (1 byte), a party's rank (2 bytes), payload length (4 bytes), little endian.
 OUTER = struct.Struct("<BHI")
-DATA, END, NOTICE = 1, 2, 3
-_KINDS = {DATA: "data", END: "end", NOTICE: "notice"}
+DATA, END, NOTICE, STALL = 1, 2, 3, 4
+_KINDS = {DATA: "data", END: "end", NOTICE: "notice", STALL: "stall"}
+#: Seconds a source waits for a destination's full queue before the relay reports the destination
+#: to every other party as not reading (a :data:`STALL` frame; issue 35).
+REPORT_SECONDS = 1.0
 #: Largest outer frame payload (bytes); a party splits its ciphertext into frames of at most this.
 MAX_FRAME_BYTES = 256 << 10
 #: Bytes the relay queues for one party before the sources wait.
@@ -181,6 +184,10 @@ class RelayedStream(Stream):
                 self._in.write(data)
                 self._fed += 1
             self._cond.notify_all()
+
+    def relay_report(self) -> str:
+        """The relay's current reports of parties that do not read ('' if none): for the blame (issue 35)."""
+        return self.conn.report()
 
     def end(self) -> None:
         """The peer's side ended (its ``close_write``, or its connection to the relay)."""
@@ -331,10 +338,28 @@ class RelayConnection:
         The authenticated connection to the relay (the address table already read).
     max_buffered : int
         Most ciphertext bytes buffered unread from one peer.
+    send_timeout : float, optional
+        Seconds a send to the relay may make no progress (the socket's timeout) before it fails,
+        naming the parties the relay reports as not reading; ``None``: no bound.
+
+    Attributes
+    ----------
+    reports : dict
+        The relay's current reports of parties that do not read (:data:`STALL`), by party name.
     """
 
-    def __init__(self, me: str, ranks: Mapping[str, int], stream: Stream, max_buffered: int) -> None:
+    def __init__(
+        self,
+        me: str,
+        ranks: Mapping[str, int],
+        stream: Stream,
+        max_buffered: int,
+        send_timeout: float | None = None,
+    ) -> None:
         self.me = me
+        self.send_timeout = send_timeout
+        self.reports: dict[str, str] = {}
+        self._broken: str | None = None
         self.ranks = dict(ranks)
         self.names = {r: n for n, r in self.ranks.items()}
         self.stream = stream
@@ -368,7 +393,52 @@ class RelayConnection:
             chunk = view[start : start + MAX_FRAME_BYTES]
             parts += [OUTER.pack(kind, rank, len(chunk)), chunk]
         with self._send_lock:
-            self.stream.send_parts(parts)
+            if self._broken is not None:
+                raise BrokenPipeError(self._broken)
+            try:
+                self.stream.send_parts(parts)
+            except TimeoutError:
+                # Part of a record may have left: this connection can carry nothing more.
+                self._broken = (
+                    f"{self.me!r}: a send through the relay made no progress for {self.send_timeout:g} s"
+                )
+                raise PeerTimeoutError(self._broken + self.report_suffix()) from None
+
+    def report(self) -> str:
+        """The relay's current reports of parties that do not read, joined ('' if none)."""
+        with self._lock:
+            return "; ".join(self.reports.values())
+
+    def report_suffix(self) -> str:
+        """``; the relay reports: ...`` for an error message, or ''."""
+        text = self.report()
+        return (
+            f"; the relay reports: {text} (the relay's observation, not checked by {self.me!r})"
+            if text
+            else ""
+        )
+
+    def _stall_report(self, peer: str, payload: Payload) -> None:
+        text = bytes(payload[:MAX_NOTICE_CHARS]).decode("utf-8", "replace")
+        with self._lock:
+            if text:
+                self.reports[peer] = text
+            else:
+                self.reports.pop(peer, None)
+
+    def _read_exact(self, n: int) -> memoryview:
+        """Exactly ``n`` bytes from the relay; a receive timeout (the socket's send bound) is no error."""
+        buf = memoryview(bytearray(n))
+        got = 0
+        while got < n:
+            try:
+                k = self.stream.recv_into(buf[got:n])
+            except TimeoutError:
+                continue
+            if k == 0:
+                raise ClosedError(f"connection closed after {got} of {n} bytes", truncated=got > 0)
+            got += k
+        return buf
 
     def _demux(self) -> None:
         try:
@@ -381,7 +451,7 @@ class RelayConnection:
         try:
             while True:
                 try:
-                    header = self.stream.read_exact(OUTER.size)
+                    header = self._read_exact(OUTER.size)
                 except ClosedError as exc:
                     if exc.truncated:
                         raise ProtocolError(f"{where} sent a truncated frame header") from None
@@ -397,14 +467,17 @@ class RelayConnection:
                     raise ProtocolError(
                         f"{where} sent a frame of {size} bytes; at most {MAX_FRAME_BYTES} are allowed"
                     )
-                payload = self.stream.read_exact(size) if size else memoryview(b"")
+                payload = self._read_exact(size) if size else memoryview(b"")
                 stream = self.streams.get(self.names[rank])
                 if stream is None:
                     continue
+
                 if kind == DATA:
                     stream.feed(payload)
                 elif kind == END:
                     stream.end()
+                elif kind == STALL:
+                    self._stall_report(stream.peer, payload)
                 else:
                     text = bytes(payload[:MAX_NOTICE_CHARS]).decode("utf-8", "replace")
                     stream.fail(PeerFailureError(f"the relay reports on {stream.peer!r}: {text}"))
@@ -430,7 +503,8 @@ class RelayConnection:
                 self.stream.close_write()
             # the relay closes its end once it has read ours and sent what it had queued: wait for that,
             # so that no frame still on its way turns the end of the connection into a reset
-            self._demux_done.wait(_LINGER_SECONDS)
+            if self._broken is None:  # a broken connection's relay is not reading us: nothing to wait for
+                self._demux_done.wait(_LINGER_SECONDS)
             self.stream.close()
 
     def close(self) -> None:
@@ -454,6 +528,7 @@ def connect_relay(
     join_window: float,
     timeout: float,
     max_buffered: int = BUFFERED_BYTES,
+    send_timeout: float | None = None,
 ) -> dict[str, Stream]:
     """Join the run at the relay and open one end-to-end TLS session per peer; return ``{peer: stream}``.
 
@@ -476,6 +551,10 @@ def connect_relay(
         Seconds for the pairwise handshakes once everyone has joined.
     max_buffered : int
         Most ciphertext bytes buffered unread from one peer.
+    send_timeout : float, optional
+        Seconds a send to the relay may make no progress before it fails (the run's receive
+        deadline: a party held back by one that does not read then ends in time, quoting the
+        relay's report); ``None``: no bound.
 
     Raises
     ------
@@ -499,8 +578,8 @@ def connect_relay(
         send_message(stream, {"name": me, "rank": rank, "layout": table})
         log.info("%r: registered at %s", me, where)
         await_table(stream, me, where, deadline, join_window)
-        stream.sock.settimeout(None)
-        conn = RelayConnection(me, table, stream, max_buffered)
+        stream.sock.settimeout(send_timeout)
+        conn = RelayConnection(me, table, stream, max_buffered, send_timeout)
         pending = []
         for peer, peer_rank in sorted(table.items(), key=lambda item: item[1]):
             if peer == me:
@@ -552,6 +631,10 @@ class _Outbox:
         self.cond = threading.Condition()
         self.dead = False
         self.finishing = False
+        #: The relay reported this party as not reading, and it has not read since.
+        self.reported = False
+        #: Called (from the writer thread) when this party reads again after a report.
+        self.on_progress: Any = None
         self._ends = 0  # the reader and the writer of this connection that have finished (close at 2)
 
     def put(self, frame: tuple[bytes, Payload], deadline: float, force: bool = False) -> bool:
@@ -596,7 +679,10 @@ class _Outbox:
                 self.stream.send_parts(list(frame))
                 with self.cond:
                     self.queued -= len(frame[0]) + len(frame[1])
+                    resumed, self.reported = self.reported, False
                     self.cond.notify_all()
+                if resumed and self.on_progress is not None:
+                    self.on_progress(self.name)
         except (OSError, ValueError, ProtocolError):
             self.kill()  # the party hung up; its last frames may still be read
         self.side_done()
@@ -699,6 +785,7 @@ class RelayServer:
         for name, stream in streams.items():
             stream.sock.settimeout(None)
             self.outboxes[name] = _Outbox(name, stream, self.queue_bytes)
+            self.outboxes[name].on_progress = self._resumed
         for name, box in self.outboxes.items():
             threading.Thread(target=box.drain, name=f"relay-to-{name}", daemon=True).start()
             threading.Thread(target=self._read, args=(name,), name=f"relay-from-{name}", daemon=True).start()
@@ -708,10 +795,44 @@ class RelayServer:
     def _send(self, src: str, dst: str, kind: int, payload: Payload, force: bool = False) -> None:
         box = self.outboxes[dst]
         frame = (OUTER.pack(kind, self.ranks[src], len(payload)), payload)
-        if not box.put(frame, time.monotonic() + self.stall_seconds, force):
+        start = time.monotonic()
+        stall = start + self.stall_seconds
+        if box.put(frame, min(stall, start + REPORT_SECONDS), force):
+            return
+        self._report_stall(src, dst)
+        if not box.put(frame, stall, force):
             self._drop(
                 dst, f"{dst!r} did not read what the relay forwarded to it for {self.stall_seconds:g} s"
             )
+
+    def _report_stall(self, src: str, dst: str) -> None:
+        """Tell every other party, first-hand, that ``dst`` does not read and ``src`` waits for it (issue 35).
+
+        A :data:`STALL` frame from ``dst``'s rank; the parties quote it as the relay's report when
+        their own deadline passes (a party held back by ``dst`` would otherwise be blamed for not
+        sending). Sent once until ``dst`` reads again (then an empty :data:`STALL` withdraws it).
+        """
+        box = self.outboxes[dst]
+        with box.cond:
+            if box.reported or box.dead or box.finishing:
+                return
+            box.reported = True
+            queued = box.queued
+        text = (
+            f"{dst!r} (rank {self.ranks[dst]}) has read nothing the relay forwarded to it for "
+            f"{REPORT_SECONDS:g} s ({queued} bytes wait for it), and {src!r} (rank {self.ranks[src]}) waits "
+            "to send to it"
+        )
+        log.warning("relay: %s", text)
+        for other in self.outboxes:
+            if other != dst:
+                self._send(dst, other, STALL, text.encode(), force=True)
+
+    def _resumed(self, name: str) -> None:
+        """``name`` reads again: withdraw the report (an empty :data:`STALL`)."""
+        for other in self.outboxes:
+            if other != name:
+                self._send(name, other, STALL, b"", force=True)
 
     def _read(self, name: str) -> None:
         stream = self.outboxes[name].stream
@@ -820,6 +941,8 @@ __all__ = [
     "OUTER",
     "QUEUE_BYTES",
     "RELAY_NAME",
+    "REPORT_SECONDS",
+    "STALL",
     "STALL_SECONDS",
     "RelayConnection",
     "RelayRendezvous",

@@ -10,9 +10,6 @@ the party the options name (its real certificate, ``--tls-dir``), and:
   secure sum it sends 200 MiB of bytes that are no TLS records to the
   consumer, in outer frames through the relay, whatever happens meanwhile
   (the consumer fails at the first frame and hangs up), then ends.
-* ``stop-reading``: runs the normal PPPCA provider role, but from its first
-  secure sum on it stops reading its connection to the relay (the relay's
-  queue for it then fills; the parties that send to it are held back).
 
 Just before the attack it writes ``rogue: attack at <unix time>`` to stderr.
 """
@@ -21,13 +18,12 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import time
 from typing import Any
 
 from mpc_pca.cli import build_parser
 
-MODES = ("one-party-layout", "ciphertext-flood", "stop-reading")
+MODES = ("one-party-layout", "ciphertext-flood")
 
 
 def mark() -> None:
@@ -90,48 +86,6 @@ def ciphertext_flood(args: Any, name: str) -> None:
     rogue_provider(args, name, attack)
 
 
-def stop_reading(args: Any, name: str) -> None:
-    """The provider role; at its first secure sum its relay connection is no longer read."""
-    from mpc_pca.deploy import run_party
-    from protocols.backends import make_backend
-    from protocols.transport import relay
-
-    stopped = threading.Event()
-    real_read = relay.RelayConnection._demux_frames
-
-    def demux(self: Any) -> None:
-        real_stream = self.stream
-
-        class Stalling:  # reads as usual until the attack, then never again
-            def __getattr__(self, key: str) -> Any:
-                return getattr(real_stream, key)
-
-            def read_exact(self, n: int) -> Any:
-                if stopped.is_set():
-                    time.sleep(3600)
-                return real_stream.read_exact(n)
-
-        self.stream = Stalling()
-        try:
-            real_read(self)
-        finally:
-            self.stream = real_stream
-
-    relay.RelayConnection._demux_frames = demux  # type: ignore[method-assign]
-    base = type(make_backend(args.backend))
-
-    class Rogue(base):  # type: ignore[misc, valid-type]
-        def secure_sum(self, party: Any, value: Any, **kwargs: Any) -> Any:
-            mark()
-            stopped.set()
-            time.sleep(3600)  # sends nothing more either; the process is ended by the test
-
-    from mpc_pca.pppca.deployment import PPPCADeployment
-
-    deployment = PPPCADeployment("pppca-ss", lambda settings: Rogue())
-    run_party(relay_spec(args, name), deployment=deployment)
-
-
 def main() -> int:
     mode, argv = sys.argv[1], sys.argv[2:]
     if mode not in MODES:
@@ -141,10 +95,8 @@ def main() -> int:
     try:
         if mode == "one-party-layout":
             one_party_layout(args, name)
-        elif mode == "ciphertext-flood":
-            ciphertext_flood(args, name)
         else:
-            stop_reading(args, name)
+            ciphertext_flood(args, name)
     except Exception as exc:
         print(f"mpc-pca: error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         os._exit(2)

@@ -145,3 +145,47 @@ def test_the_relay_exits_once_every_party_has_gone_after_a_ciphertext_flood(tmp_
     )  # fmt: skip
     assert outcomes["consumer"].error_line().count("failed authentication") == 1, outcomes["consumer"].stderr
     assert "relay done: 5 parties" in out, (out, err[-2000:])
+
+
+RELAY_WORLD = Path(__file__).resolve().parents[1] / "helpers" / "relay_world.py"
+
+
+def test_a_party_that_stops_reading_is_named_by_every_honest_party(tmp_path):
+    """Before: ``a0``, held back by ``a1`` (which stopped reading), was blamed by everyone, and hung.
+
+    ``a0`` sends 64 MiB to ``a1``, which reads nothing; the relay's queue for ``a1`` fills and
+    ``a0``'s connection is held back (the relay's ``--stall-timeout`` is the default 600 s).
+    The relay reports ``a1`` to every other party; ``a0``'s send fails at its deadline, and
+    the waiting parties' deadlines pass: every honest line quotes the relay's report naming ``a1``.
+    """
+    names = ("a0", "a1", "a2", "r")
+    tls = tmp_path / "tls"
+    write_credentials([*names, "relay"], tls)
+    address = f"127.0.0.1:{free_port()}"
+    relay = subprocess.Popen(
+        [sys.executable, "-m", "mpc_pca.cli", "relay", "--listen", address, "--tls-dir", str(tls),
+         "--parties", ",".join(names), "--join-window", str(CONNECT)],
+        env=child_environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    commands = {n: [sys.executable, str(RELAY_WORLD), n, address, str(tls), str(TIMEOUT)] for n in names}
+    try:
+        started = time.time()
+        outcomes = launch(commands, timeout=TIMEOUT, env=child_environment(), grace=CONNECT + SLACK)
+    finally:
+        relay.kill()
+        relay.communicate()
+    sending = float(re.search(r"sending at (\d+\.\d+)", outcomes["a0"].stderr).group(1))
+    report = "the relay reports: 'a1' (rank 1) has read nothing the relay forwarded to it for 1 s ("
+    for name in ("a0", "a2", "r"):
+        outcome, line = outcomes[name], outcomes[name].error_line()
+        assert outcome.returncode == EXIT_PROTOCOL, (name, outcome.returncode, outcome.stderr[-3000:])
+        assert not outcome.killed_by_launcher, (name, line)
+        assert "Traceback" not in outcome.stderr, (name, outcome.stderr[-3000:])
+        # a0's send makes progress until the relay's queue and the sockets are full (at most
+        # TIMEOUT here), then its deadline passes; the others' deadline runs from when they wait
+        bound = (2 if name == "a0" else 1) * TIMEOUT + SLACK
+        after = started + outcome.seconds - sending
+        assert after <= bound, (name, f"ended {after:.1f} s after a0 began its send", line)
+        assert report in line and "and 'a0' (rank 0) waits to send to it" in line, (name, line)
+        assert "(the relay's observation, not checked by " in line, (name, line)
+    assert "a send through the relay made no progress for 4 s" in outcomes["a0"].error_line()

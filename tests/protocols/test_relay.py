@@ -27,6 +27,7 @@ from protocols.transport.relay import (
     NOTICE,
     OUTER,
     RELAY_NAME,
+    STALL,
     RelayServer,
     connect_relay,
 )
@@ -233,7 +234,11 @@ def test_a_party_that_does_not_read_is_bounded_and_dropped_by_name(tls_dir):
             pass
 
     threading.Thread(target=flood, daemon=True).start()
-    kind, rank, text = read_outer(conns["a0"])  # b never reads
+    kind, rank, text = read_outer(conns["a0"])  # b never reads: first the relay's report (issue 35) ...
+    assert (kind, rank) == (STALL, 1), (kind, rank, text)
+    assert text.decode().startswith("'b' (rank 1) has read nothing the relay forwarded to it for 1 s (")
+    assert text.decode().endswith("and 'a0' (rank 0) waits to send to it")
+    kind, rank, text = read_outer(conns["a0"])  # ... then, after the stall, the drop
     assert (kind, rank) == (NOTICE, 1)
     assert "'b' did not read what the relay forwarded to it for 1 s" in text.decode()
     assert relay.outboxes["b"].peak <= queue + OUTER.size + MAX_FRAME_BYTES
