@@ -545,7 +545,11 @@ class SocketChannel(Channel):
         # connection ended) comes before what a peer claims (issue 35: a forged ABORT must not
         # become the final line of a party that has evidence of its own). A peer that reported a
         # failure then hangs up: that end of its link is no evidence beyond its report.
-        failed = [(p, e) for p, e in self._failed.items() if p not in self.excused and p not in self._aborts]
+        failed = [
+            (p, e)
+            for p, e in self._failed.items()
+            if p not in self.excused and not (p in self._aborts and isinstance(e, PeerFailureError))
+        ]
         if failed:
             peer, exc = failed[0]
             raise type(exc)(f"{self.me!r}: {exc}")
