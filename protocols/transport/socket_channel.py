@@ -74,7 +74,13 @@ Deadlines and blame
     awaited peer claims to wait for another) after its last progress. Every
     failure is broadcast to all peers over the authenticated links; a
     received ``ABORT`` is quoted as its sender's report (``'p' (rank 1)
-    reported: ...``), never as this party's finding.
+    reported: ... ['p''s claim, not checked by 'me']``), never as this
+    party's finding. This party's own evidence comes first (issue 35): a
+    link that failed its checks is raised before any ``ABORT`` (except the
+    end of the connection of a peer that reported a failure, which adds
+    nothing to its report). Through a relay, the relay's first-hand reports
+    of parties that do not read (``RelayedStream.relay_report``) are quoted
+    in the timeout and abort messages as the relay's observation.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ received ABORT always came first). A claim alone is quoted as a claim.
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -37,8 +38,13 @@ def idle_until_stopped(party, limit: float = 2 * TIMEOUT) -> None:
         time.sleep(0.05)
 
 
+SENT, FORGED_SENT = threading.Event(), threading.Event()
+
+
 def forger(party):
+    SENT.wait(TIMEOUT)  # after a1's bad frame (when a1 takes part), so that r has both
     party.channel._broadcast(ABORT, {"reason": FORGED})
+    FORGED_SENT.set()
     idle_until_stopped(party)
 
 
@@ -47,15 +53,19 @@ def out_of_sequence(party):
     body = encode_message(b"x")
     prefix = DATA_PREFIX.pack(5, channel.link_id("a1", "r"))  # frame 5 where 0 is expected
     channel.streams["r"].send_parts([HEADER.pack(DATA, len(prefix) + len(body)), prefix, body])
+    SENT.set()
     idle_until_stopped(party)
 
 
 def busy_then_receive(party):
-    time.sleep(1.0)  # computing: the claim and the bad frame both arrive meanwhile
+    FORGED_SENT.wait(TIMEOUT)
+    time.sleep(0.5)  # computing: the claim and the bad frame both arrive meanwhile
     return party.recv("a1")
 
 
 def test_own_evidence_comes_before_a_forged_abort(tls_dir):
+    SENT.clear()
+    FORGED_SENT.clear()
     roles = {"a0": forger, "a1": out_of_sequence, "a2": idle_until_stopped, "r": busy_then_receive}
     results = run_socket_world(roles, tls_dir, timeout=TIMEOUT)
     error = results["r"]
@@ -66,6 +76,8 @@ def test_own_evidence_comes_before_a_forged_abort(tls_dir):
 
 
 def test_a_claim_alone_is_quoted_as_the_senders_claim(tls_dir):
+    SENT.set()  # no bad frame in this world
+    FORGED_SENT.clear()
     roles = {"a0": forger, "a1": idle_until_stopped, "a2": idle_until_stopped, "r": busy_then_receive}
     results = run_socket_world(roles, tls_dir, timeout=TIMEOUT)
     error = results["r"]
