@@ -455,3 +455,27 @@ def test_frames_for_a_party_that_hung_up_are_discarded_and_the_relay_ends(tls_di
     assert relay.wait(TIMEOUT), relay._ended  # before: a0's reader waited 600 s for a1's full queue
     assert relay.outboxes["a1"].queued == 0
     assert relay.forwarded[("a0", "a1")] > 4 * MAX_FRAME_BYTES  # more than a1's queue could hold was read
+
+
+@pytest.mark.parametrize(
+    ("parties", "message"),
+    [
+        ("a0,,a1", "--parties 'a0,,a1' has an empty name"),
+        ("a0,a1,a0", "--parties 'a0,a1,a0' names 'a0' more than once"),
+        ("a0,relay", "the relay's layout names 'relay', the relay's own name, as a party"),
+        (
+            ",".join(f"p{i}" for i in range(4097)),
+            "the relay's layout has 4097 parties; at most 4096 are allowed",
+        ),
+        ("a0," + "x" * 257, "is not a str of 1 .. 256 characters"),
+    ],
+    ids=["empty", "repeated", "relay", "too-many", "too-long"],
+)
+def test_the_relays_parties_are_checked_before_it_listens(parties, message, capsys):
+    from mpc_pca.cli import build_parser
+    from mpc_pca.cli.relay import relay_main
+
+    args = build_parser().parse_args(["relay", "--listen", "127.0.0.1:1", "--parties", parties])
+    assert relay_main(args) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("mpc-pca: error: ") and message in err and err.count("\n") == 1, err
