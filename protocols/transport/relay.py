@@ -69,6 +69,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import socket
 import ssl
 import threading
 import time
@@ -497,13 +498,17 @@ class RelayConnection:
             last = not self._open and not self._closed
             if last:
                 self._closed = True
-        if last:
+        if last and self._broken is not None:
+            # the relay is not reading us: a close_notify would wait for the send timeout; cut at once
+            with contextlib.suppress(OSError):
+                self.stream.sock.shutdown(socket.SHUT_RDWR)
+            self.stream.close()
+        elif last:
             with self._send_lock:
                 self.stream.close_write()
             # the relay closes its end once it has read ours and sent what it had queued: wait for that,
             # so that no frame still on its way turns the end of the connection into a reset
-            if self._broken is None:  # a broken connection's relay is not reading us: nothing to wait for
-                self._demux_done.wait(_LINGER_SECONDS)
+            self._demux_done.wait(_LINGER_SECONDS)
             self.stream.close()
 
     def close(self) -> None:
