@@ -68,7 +68,7 @@ def run_world(d: int, m: int, mode: str, seed: int) -> dict[str, float]:
         if mode == "relay":
             write_credentials([*layout, RELAY_NAME], workdir / "tls", days=1)
             ctx = server_context(Credentials.from_dir(workdir / "tls", RELAY_NAME))
-            relay = RelayServer("127.0.0.1:0", ctx, 300)
+            relay = RelayServer("127.0.0.1:0", ctx, 300, layout=layout)
             address = f"127.0.0.1:{relay.port}"
         else:
             keep_alive = host_introducer(layout, workdir, insecure=False, timeout=300)

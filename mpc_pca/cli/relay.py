@@ -1,8 +1,10 @@
 """``mpc-pca relay``: a neutral host that every party dials out to (issue 26; see ``docs/howto/relay.md``).
 
-``mpc-pca relay --listen HOST:PORT --tls-dir DIR`` listens on that address
-with the certificate ``DIR/relay.pem`` (its name must be ``relay``, under
-the consortium CA ``DIR/ca.pem``), hosts the rendezvous of one run (waiting
+``mpc-pca relay --listen HOST:PORT --parties NAME,... --tls-dir DIR``
+admits exactly the parties named (in rank order; issue 35: the layout is
+the operator's, never a registrant's), listens on that address with the
+certificate ``DIR/relay.pem`` (its name must be ``relay``, under the
+consortium CA ``DIR/ca.pem``), hosts the rendezvous of one run (waiting
 room, ``--join-window``) and forwards the parties' end-to-end protected
 frames (:mod:`protocols.transport.relay`) until every party has hung up.
 Parties join with ``mpc-pca party ... --relay HOST:PORT``.
@@ -32,6 +34,11 @@ def add_relay_parser(sub: Any) -> None:
         "session through it, so the relay learns who talks to whom, when and how much, never the content.",
     )
     relay.add_argument("--listen", required=True, metavar="HOST:PORT", help="address the parties dial")
+    relay.add_argument(
+        "--parties", required=True, metavar="NAME,NAME,...",
+        help="the run's parties in rank order (e.g. provider0,provider1,provider2,server,consumer): the relay "
+        "admits exactly these; a registration with any other layout is refused and named",
+    )  # fmt: skip
     relay.add_argument("--tls-dir", type=Path, default=None, help="DIR with ca.pem, relay.pem, relay.key")
     relay.add_argument("--ca", type=Path, default=None, help="consortium CA certificate (PEM)")
     relay.add_argument(
@@ -61,6 +68,7 @@ def relay_command(args: argparse.Namespace) -> dict[str, Any]:
     from protocols.transport.tls import Credentials, server_context
 
     host, port = parse_endpoint(args.listen, "--listen", port_required=True)
+    layout = parse_parties(args.parties)
     window = parse_duration(args.join_window, "--join-window")
     if not 0 < args.stall_timeout < float("inf"):
         raise InputValidationError(
@@ -79,10 +87,10 @@ def relay_command(args: argparse.Namespace) -> dict[str, Any]:
     )
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     relay = RelayServer(
-        address, server_context(creds), window, log_interval=args.waiting_log_interval,
+        address, server_context(creds), window, layout=layout, log_interval=args.waiting_log_interval,
         stall_seconds=args.stall_timeout,
     )  # fmt: skip
-    print(f"relay listening on {address} (join window {window:g} s)", flush=True)
+    print(f"relay listening on {address} for {len(layout)} parties (join window {window:g} s)", flush=True)
     try:
         started = relay.wait()
     except KeyboardInterrupt:
@@ -95,6 +103,21 @@ def relay_command(args: argparse.Namespace) -> dict[str, Any]:
         "forwarded_bytes": {f"{src}->{dst}": n for (src, dst), n in sorted(relay.forwarded.items())},
         "refused": list(relay.refused),
     }
+
+
+def parse_parties(text: str) -> dict[str, int]:
+    """``--parties``: comma-separated names in rank order -> ``{name: rank}``; InputValidationError otherwise."""
+    from protocols.transport.relay import RELAY_NAME, check_layout
+
+    names = [name.strip() for name in text.split(",")]
+    if any(not name for name in names):
+        raise InputValidationError(f"--parties {text!r} has an empty name; give NAME,NAME,... in rank order")
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise InputValidationError(
+            f"--parties {text[:200]!r} names {', '.join(map(repr, repeated))} more than once"
+        )
+    return check_layout({name: rank for rank, name in enumerate(names)}, RELAY_NAME)
 
 
 def relay_main(args: argparse.Namespace) -> int:
@@ -114,4 +137,4 @@ def relay_main(args: argparse.Namespace) -> int:
     return EXIT_PROTOCOL if seen["refused"] else 0
 
 
-__all__ = ["add_relay_parser", "relay_command", "relay_main"]
+__all__ = ["add_relay_parser", "parse_parties", "relay_command", "relay_main"]

@@ -276,6 +276,7 @@ def _open_relayed(
         server_ctx=server_context(credentials),
         join_window=connect_timeout if join_window is None else join_window,
         timeout=connect_timeout,
+        send_timeout=timeout,
     )
     log.info(
         "%s: connected to %d peers through the relay at %s in %.2f s",

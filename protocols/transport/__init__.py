@@ -31,9 +31,11 @@ confirmation
 peers
     A static address table (``--peers FILE``): every party's address known
     beforehand, so the run needs no rendezvous.
-relay
+relay, relay_frames, relay_rendezvous, relay_server
     Parties that only dial out: a relay that hosts the rendezvous and forwards
-    frames, each pair of parties running its own TLS 1.3 session through it.
+    frames, each pair of parties running its own TLS 1.3 session through it
+    (the party's side; the outer frames' constants; the waiting room for the
+    layout the relay's operator fixed; the relay itself).
 torch_channel, torch_store
     The gloo path over ``torch.distributed`` (CrypTen only).
 """

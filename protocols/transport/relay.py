@@ -5,7 +5,8 @@ Every party opens ONE mutually authenticated TLS 1.3 connection to the relay
 (the relay's certificate names it :data:`RELAY_NAME`, under the consortium
 CA). The relay hosts the rendezvous (:class:`RelayRendezvous`, the
 :class:`~protocols.transport.rendezvous.Introducer`'s waiting room, join
-window and late refusal over those same connections) and then forwards
+window and late refusal over those same connections) for the layout its
+operator fixed (no registrant can change it, issue 35) and then forwards
 opaque frames between the parties (:class:`RelayServer`).
 
 Outer frames
@@ -14,8 +15,9 @@ Outer frames
     party writes the *destination*'s rank, the relay writes the *source*'s
     rank. Kinds: :data:`DATA` (ciphertext of the pair's TLS session),
     :data:`END` (the sender closed its side of the pair, or its connection to
-    the relay ended) and :data:`NOTICE` (relay to party: why the relay
-    stopped forwarding for a party, UTF-8 text). A payload is at most
+    the relay ended), :data:`NOTICE` (relay to party: why the relay
+    stopped forwarding for a party, UTF-8 text) and :data:`STALL` (relay to
+    party: that party does not read, UTF-8 text; empty: it reads again). A payload is at most
     :data:`MAX_FRAME_BYTES`.
 
 End-to-end sessions
@@ -47,7 +49,12 @@ Bounded memory at the relay
     holds at most ``queue_bytes`` (:data:`QUEUE_BYTES`); a source whose
     destination's queue is full waits (back-pressure, as TCP) for at most
     ``stall_seconds``, after which the destination that does not read is
-    dropped and named. So the relay holds at most about ``W x (queue_bytes +
+    dropped and named. After :data:`REPORT_SECONDS` of such a wait the relay
+    reports the destination to every other party (a :data:`STALL` frame:
+    what it saw first-hand, which the parties quote in their errors; issue
+    35), and withdraws the report once the destination reads again. Frames
+    for a party that hung up are discarded, so the relay exits once every
+    party has gone, whatever was queued. So the relay holds at most about ``W x (queue_bytes +
     MAX_FRAME_BYTES)`` for ``W`` parties, whatever an insider sends.
 
 Bounded memory at a party
@@ -60,55 +67,48 @@ This module moves bytes only; it never imports :mod:`protocols.runtime`.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import logging
 import socket
 import ssl
-import struct
 import threading
 import time
 from collections.abc import Mapping
 from typing import Any
 
-from protocols.errors import InputValidationError, PeerFailureError, PeerTimeoutError, ProtocolError
+from protocols.errors import PeerFailureError, PeerTimeoutError, ProtocolError
 from protocols.transport.links import ClosedError, Stream
 from protocols.transport.ranks import check_ranks
-from protocols.transport.rendezvous import (
-    MAX_NAME_CHARS,
-    WAITING_LOG_SECONDS,
-    Introducer,
-    await_table,
-    dial,
-    parse_address,
-    send_message,
+from protocols.transport.relay_frames import (
+    BUFFERED_BYTES,
+    DATA,
+    END,
+    KINDS,
+    MAX_FRAME_BYTES,
+    MAX_NOTICE_CHARS,
+    NOTICE,
+    OUTER,
+    QUEUE_BYTES,
+    RELAY_NAME,
+    REPORT_SECONDS,
+    STALL,
+    STALL_SECONDS,
+    Payload,
 )
+from protocols.transport.relay_rendezvous import (
+    MAX_PARTIES,
+    RelayRendezvous,
+    check_layout,
+    parse_relay_registration,
+)
+from protocols.transport.relay_server import RelayServer
+from protocols.transport.rendezvous import await_table, dial, parse_address, send_message
 from protocols.transport.tls import AuthenticationError, check_peer_name
 
 log = logging.getLogger("mpc_pca.transport")
 
-#: The name in the relay's certificate.
-RELAY_NAME = "relay"
-#: Outer frame header: kind (1 byte), a party's rank (2 bytes), payload length (4 bytes), little endian.
-OUTER = struct.Struct("<BHI")
-DATA, END, NOTICE = 1, 2, 3
-_KINDS = {DATA: "data", END: "end", NOTICE: "notice"}
-#: Largest outer frame payload (bytes); a party splits its ciphertext into frames of at most this.
-MAX_FRAME_BYTES = 256 << 10
-#: Bytes the relay queues for one party before the sources wait.
-QUEUE_BYTES = 16 << 20
-#: Seconds a source waits for a full destination queue before the relay drops the destination.
-STALL_SECONDS = 600.0
-#: Ciphertext a party buffers from one peer, unread, before the pair's stream fails.
-BUFFERED_BYTES = 512 << 20
-#: Most parties a relayed run may have (a registration's layout is refused beyond).
-MAX_PARTIES = 4096
-#: Longest notice the relay sends (characters).
-MAX_NOTICE_CHARS = 4096
-_PLAINTEXT_CHUNK = 1 << 20
-#: A frame's payload as the relay holds it (read into a fresh buffer, never copied again).
-Payload = bytes | bytearray | memoryview
 _LINGER_SECONDS = 2.0
+_PLAINTEXT_CHUNK = 1 << 20
 
 
 def _tamper_message(me: str, peer: str, reason: str) -> str:
@@ -184,6 +184,10 @@ class RelayedStream(Stream):
                 self._in.write(data)
                 self._fed += 1
             self._cond.notify_all()
+
+    def relay_report(self) -> str:
+        """The relay's current reports of parties that do not read ('' if none): for the blame (issue 35)."""
+        return self.conn.report()
 
     def end(self) -> None:
         """The peer's side ended (its ``close_write``, or its connection to the relay)."""
@@ -334,10 +338,28 @@ class RelayConnection:
         The authenticated connection to the relay (the address table already read).
     max_buffered : int
         Most ciphertext bytes buffered unread from one peer.
+    send_timeout : float, optional
+        Seconds a send to the relay may make no progress (the socket's timeout) before it fails,
+        naming the parties the relay reports as not reading; ``None``: no bound.
+
+    Attributes
+    ----------
+    reports : dict
+        The relay's current reports of parties that do not read (:data:`STALL`), by party name.
     """
 
-    def __init__(self, me: str, ranks: Mapping[str, int], stream: Stream, max_buffered: int) -> None:
+    def __init__(
+        self,
+        me: str,
+        ranks: Mapping[str, int],
+        stream: Stream,
+        max_buffered: int,
+        send_timeout: float | None = None,
+    ) -> None:
         self.me = me
+        self.send_timeout = send_timeout
+        self.reports: dict[str, str] = {}
+        self._broken: str | None = None
         self.ranks = dict(ranks)
         self.names = {r: n for n, r in self.ranks.items()}
         self.stream = stream
@@ -371,7 +393,52 @@ class RelayConnection:
             chunk = view[start : start + MAX_FRAME_BYTES]
             parts += [OUTER.pack(kind, rank, len(chunk)), chunk]
         with self._send_lock:
-            self.stream.send_parts(parts)
+            if self._broken is not None:
+                raise BrokenPipeError(self._broken)
+            try:
+                self.stream.send_parts(parts)
+            except TimeoutError:
+                # Part of a record may have left: this connection can carry nothing more.
+                self._broken = (
+                    f"{self.me!r}: a send through the relay made no progress for {self.send_timeout:g} s"
+                )
+                raise PeerTimeoutError(self._broken + self.report_suffix()) from None
+
+    def report(self) -> str:
+        """The relay's current reports of parties that do not read, joined ('' if none)."""
+        with self._lock:
+            return "; ".join(self.reports.values())
+
+    def report_suffix(self) -> str:
+        """``; the relay reports: ...`` for an error message, or ''."""
+        text = self.report()
+        return (
+            f"; the relay reports: {text} (the relay's observation, not checked by {self.me!r})"
+            if text
+            else ""
+        )
+
+    def _stall_report(self, peer: str, payload: Payload) -> None:
+        text = bytes(payload[:MAX_NOTICE_CHARS]).decode("utf-8", "replace")
+        with self._lock:
+            if text:
+                self.reports[peer] = text
+            else:
+                self.reports.pop(peer, None)
+
+    def _read_exact(self, n: int) -> memoryview:
+        """Exactly ``n`` bytes from the relay; a receive timeout (the socket's send bound) is no error."""
+        buf = memoryview(bytearray(n))
+        got = 0
+        while got < n:
+            try:
+                k = self.stream.recv_into(buf[got:n])
+            except TimeoutError:
+                continue
+            if k == 0:
+                raise ClosedError(f"connection closed after {got} of {n} bytes", truncated=got > 0)
+            got += k
+        return buf
 
     def _demux(self) -> None:
         try:
@@ -384,13 +451,13 @@ class RelayConnection:
         try:
             while True:
                 try:
-                    header = self.stream.read_exact(OUTER.size)
+                    header = self._read_exact(OUTER.size)
                 except ClosedError as exc:
                     if exc.truncated:
                         raise ProtocolError(f"{where} sent a truncated frame header") from None
                     raise PeerFailureError(f"{where} closed {self.me!r}'s connection to it") from None
                 kind, rank, size = OUTER.unpack(header)
-                if kind not in _KINDS:
+                if kind not in KINDS:
                     raise ProtocolError(f"{where} sent a frame of unknown kind {kind}")
                 if rank not in self.names or self.names[rank] == self.me:
                     raise ProtocolError(
@@ -400,14 +467,17 @@ class RelayConnection:
                     raise ProtocolError(
                         f"{where} sent a frame of {size} bytes; at most {MAX_FRAME_BYTES} are allowed"
                     )
-                payload = self.stream.read_exact(size) if size else memoryview(b"")
+                payload = self._read_exact(size) if size else memoryview(b"")
                 stream = self.streams.get(self.names[rank])
                 if stream is None:
                     continue
+
                 if kind == DATA:
                     stream.feed(payload)
                 elif kind == END:
                     stream.end()
+                elif kind == STALL:
+                    self._stall_report(stream.peer, payload)
                 else:
                     text = bytes(payload[:MAX_NOTICE_CHARS]).decode("utf-8", "replace")
                     stream.fail(PeerFailureError(f"the relay reports on {stream.peer!r}: {text}"))
@@ -428,7 +498,12 @@ class RelayConnection:
             last = not self._open and not self._closed
             if last:
                 self._closed = True
-        if last:
+        if last and self._broken is not None:
+            # the relay is not reading us: a close_notify would wait for the send timeout; cut at once
+            with contextlib.suppress(OSError):
+                self.stream.sock.shutdown(socket.SHUT_RDWR)
+            self.stream.close()
+        elif last:
             with self._send_lock:
                 self.stream.close_write()
             # the relay closes its end once it has read ours and sent what it had queued: wait for that,
@@ -457,6 +532,7 @@ def connect_relay(
     join_window: float,
     timeout: float,
     max_buffered: int = BUFFERED_BYTES,
+    send_timeout: float | None = None,
 ) -> dict[str, Stream]:
     """Join the run at the relay and open one end-to-end TLS session per peer; return ``{peer: stream}``.
 
@@ -479,6 +555,10 @@ def connect_relay(
         Seconds for the pairwise handshakes once everyone has joined.
     max_buffered : int
         Most ciphertext bytes buffered unread from one peer.
+    send_timeout : float, optional
+        Seconds a send to the relay may make no progress before it fails (the run's receive
+        deadline: a party held back by one that does not read then ends in time, quoting the
+        relay's report); ``None``: no bound.
 
     Raises
     ------
@@ -502,8 +582,8 @@ def connect_relay(
         send_message(stream, {"name": me, "rank": rank, "layout": table})
         log.info("%r: registered at %s", me, where)
         await_table(stream, me, where, deadline, join_window)
-        stream.sock.settimeout(None)
-        conn = RelayConnection(me, table, stream, max_buffered)
+        stream.sock.settimeout(send_timeout)
+        conn = RelayConnection(me, table, stream, max_buffered, send_timeout)
         pending = []
         for peer, peer_rank in sorted(table.items(), key=lambda item: item[1]):
             if peer == me:
@@ -539,352 +619,24 @@ def connect_relay(
     return dict(conn.streams)
 
 
-# -- the relay -------------------------------------------------------------------------
-
-
-def parse_relay_registration(who: str, msg: dict[str, Any]) -> tuple[str, int, dict[str, int]]:
-    """``(name, rank, layout)`` of a registration at the relay; any other shape is a ProtocolError naming ``who``."""
-    what = "registration"
-    if not isinstance(msg, dict) or set(msg) != {"name", "rank", "layout"}:
-        keys = sorted(msg)[:8] if isinstance(msg, dict) else type(msg).__name__
-        raise ProtocolError(
-            f"{who} sent a malformed {what}: its keys are {keys!r}, expected layout, name, rank"
-        )
-    name, rank, layout = msg["name"], msg["rank"], msg["layout"]
-    if not isinstance(name, str) or len(name) > MAX_NAME_CHARS:
-        raise ProtocolError(
-            f"{who} sent a malformed {what}: the name is not a str of at most {MAX_NAME_CHARS}"
-        )
-    if not isinstance(layout, dict) or not 0 < len(layout) <= MAX_PARTIES:
-        raise ProtocolError(
-            f"{who} sent a malformed {what}: the layout is not a mapping of 1 .. {MAX_PARTIES} parties"
-        )
-    for key, value in layout.items():
-        if not isinstance(key, str) or len(key) > MAX_NAME_CHARS:
-            raise ProtocolError(
-                f"{who} sent a malformed {what}: a party name in the layout is not a short str"
-            )
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise ProtocolError(f"{who} sent a malformed {what}: the rank of {key!r} is not an integer")
-    try:
-        table = check_ranks(layout)
-    except InputValidationError as exc:
-        raise ProtocolError(f"{who} sent a malformed {what}: {exc}") from None
-    if table.get(name) != rank:
-        raise ProtocolError(f"{who} sent a malformed {what}: {name!r} is not at rank {rank!r} in its layout")
-    return name, rank, table
-
-
-class RelayRendezvous(Introducer):
-    """The rendezvous at the relay: learns the layout from the registrations; keeps the connections.
-
-    The first registration (into an empty room) sets the run's layout; every
-    later one must carry the same, else it is refused, naming both. Once
-    every party has joined and got the table, :meth:`_hand_over` passes the
-    connections to ``on_ready``.
-    """
-
-    def __init__(self, address: str, context: ssl.SSLContext, timeout: float, on_ready: Any, **kwargs: Any):
-        self._on_ready = on_ready
-        self._relay_host = parse_address(address)[0]
-        self._relay_port = 1
-        super().__init__(address, {}, context, timeout, **kwargs)
-        self._relay_port = self.port  # the "address" of every party: reached through the relay
-
-    def _registration(self, who: str, msg: dict[str, Any]) -> tuple[str, int, str, int]:
-        name, rank, layout = parse_relay_registration(who, msg)
-        with self._lock:
-            if not self._joined or not self.ranks:
-                if layout != self.ranks:
-                    log.info("relay: the run's layout is %s (from %s, %r)", layout, who, name)
-                self.ranks = dict(layout)
-                self._by_rank = {r: n for n, r in layout.items()}
-            elif layout != self.ranks:
-                raise ProtocolError(
-                    f"{who} registered {name!r} with the layout {layout}, but the parties that joined before "
-                    f"({', '.join(map(repr, self._ordered(self._joined)))}) registered {self.ranks}"
-                )
-        return name, rank, self._relay_host, self._relay_port
-
-    def _reached(self, host: str, port: int) -> str:
-        return "reached through the relay"
-
-    def _hand_over(self, streams: dict[str, Stream]) -> None:
-        if self.error is not None:
-            super()._hand_over(streams)
-            return
-        self._on_ready(dict(self.ranks), streams)
-
-
-class _Outbox:
-    """Frames waiting at the relay for one party, bounded in bytes; one writer thread drains it."""
-
-    def __init__(self, name: str, stream: Stream, limit: int) -> None:
-        self.name = name
-        self.stream = stream
-        self.limit = limit
-        self.frames: collections.deque[tuple[bytes, Payload]] = collections.deque()
-        self.queued = 0
-        self.peak = 0
-        self.cond = threading.Condition()
-        self.dead = False
-        self.finishing = False
-        self._ends = 0  # the reader and the writer of this connection that have finished (close at 2)
-
-    def put(self, frame: tuple[bytes, Payload], deadline: float, force: bool = False) -> bool:
-        """Queue ``frame``; False if the party stopped reading until ``deadline`` (the caller drops it).
-
-        ``force`` queues it whatever the bound (the relay's own few END and NOTICE frames).
-        """
-        with self.cond:
-            size = len(frame[0]) + len(frame[1])
-            while not force and not self.dead and self.queued and self.queued + size > self.limit:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self.cond.wait(min(left, 1.0))
-            if self.dead:
-                return True
-            self.frames.append(frame)
-            self.queued += size
-            self.peak = max(self.peak, self.queued)
-            self.cond.notify_all()
-            return True
-
-    def drain(self) -> None:
-        try:
-            while True:
-                with self.cond:
-                    while not self.frames and not self.dead and not self.finishing:
-                        self.cond.wait()
-                    if self.dead or not self.frames:
-                        break
-                    frame = self.frames.popleft()
-                self.stream.send_parts(list(frame))
-                with self.cond:
-                    self.queued -= len(frame[0]) + len(frame[1])
-                    self.cond.notify_all()
-        except (OSError, ValueError, ProtocolError):
-            self.kill()  # the party hung up; its last frames may still be read
-        self.side_done()
-
-    def side_done(self) -> None:
-        """The reader or the writer of this connection is done; the second one closes it."""
-        with self.cond:
-            self._ends += 1
-            last = self._ends == 2
-        if last:
-            self.stream.close()
-
-    def kill(self) -> None:
-        with self.cond:
-            self.dead = True
-            self.frames.clear()
-            self.queued = 0
-            self.cond.notify_all()
-
-    def finish(self) -> None:
-        """Send what is queued, then stop."""
-        with self.cond:
-            self.finishing = True
-            self.cond.notify_all()
-
-
-class RelayServer:
-    """The relay: hosts the rendezvous, then forwards outer frames between the parties of one run.
-
-    Parameters
-    ----------
-    address : str
-        ``HOST:PORT`` to listen on (port 0: the kernel picks; see :attr:`port`).
-    context : ssl.SSLContext
-        The relay's server context; its certificate names :data:`RELAY_NAME`.
-    join_window : float
-        Seconds the rendezvous waits for every party.
-    log_interval : float
-        Seconds between two waiting-room lines.
-    queue_bytes : int
-        Most bytes queued for one party.
-    stall_seconds : float
-        Seconds a source waits for a destination that does not read before the
-        relay drops that destination.
-
-    Attributes
-    ----------
-    refused : list of str
-        Why the relay stopped forwarding for a party (each names it).
-    forwarded : dict
-        Bytes forwarded per ``(source, destination)``: what the relay learns.
-    """
-
-    def __init__(
-        self,
-        address: str,
-        context: ssl.SSLContext,
-        join_window: float,
-        *,
-        log_interval: float = WAITING_LOG_SECONDS,
-        queue_bytes: int = QUEUE_BYTES,
-        stall_seconds: float = STALL_SECONDS,
-    ) -> None:
-        if context is None:
-            raise InputValidationError("the relay needs TLS credentials (no --insecure relay)")
-        self.queue_bytes = int(queue_bytes)
-        self.stall_seconds = float(stall_seconds)
-        if self.queue_bytes < MAX_FRAME_BYTES + OUTER.size:
-            raise InputValidationError(
-                f"queue_bytes={queue_bytes} is below one frame ({MAX_FRAME_BYTES + OUTER.size} bytes)"
-            )
-        self.refused: list[str] = []
-        self.forwarded: dict[tuple[str, str], int] = collections.defaultdict(int)
-        self.outboxes: dict[str, _Outbox] = {}
-        self.ranks: dict[str, int] = {}
-        self.names: dict[int, str] = {}
-        self._lock = threading.Lock()
-        self._ended: set[str] = set()
-        self._forwarding = threading.Event()
-        self._done = threading.Event()
-        self.rendezvous = RelayRendezvous(
-            address, context, join_window, self._start_forwarding, log_interval=log_interval
-        )
-        self.port = self.rendezvous.port
-
-    # hooks for tests: a relay that misbehaves overrides this
-    def forward(self, src: str, dst: str, kind: int, payload: Payload) -> list[tuple[int, Payload]]:
-        """The frames to send to ``dst`` for one frame from ``src``: an honest relay forwards it unchanged."""
-        return [(kind, payload)]
-
-    def _start_forwarding(self, ranks: dict[str, int], streams: dict[str, Stream]) -> None:
-        self.ranks = ranks
-        self.names = {r: n for n, r in ranks.items()}
-        for name, stream in streams.items():
-            stream.sock.settimeout(None)
-            self.outboxes[name] = _Outbox(name, stream, self.queue_bytes)
-        for name, box in self.outboxes.items():
-            threading.Thread(target=box.drain, name=f"relay-to-{name}", daemon=True).start()
-            threading.Thread(target=self._read, args=(name,), name=f"relay-from-{name}", daemon=True).start()
-        log.info("relay: forwarding between %d parties", len(streams))
-        self._forwarding.set()
-
-    def _send(self, src: str, dst: str, kind: int, payload: Payload, force: bool = False) -> None:
-        box = self.outboxes[dst]
-        frame = (OUTER.pack(kind, self.ranks[src], len(payload)), payload)
-        if not box.put(frame, time.monotonic() + self.stall_seconds, force):
-            self._drop(
-                dst, f"{dst!r} did not read what the relay forwarded to it for {self.stall_seconds:g} s"
-            )
-
-    def _read(self, name: str) -> None:
-        stream = self.outboxes[name].stream
-        who = f"{name!r} (rank {self.ranks[name]})"
-        reason = f"{name!r}'s connection to the relay ended"
-        clean = False
-        try:
-            while True:
-                try:
-                    header = stream.read_exact(OUTER.size)
-                except ClosedError as exc:
-                    clean = not exc.truncated
-                    if exc.truncated:
-                        reason = f"{who} sent the relay a truncated frame header"
-                    break
-                kind, rank, size = OUTER.unpack(header)
-                if kind not in (DATA, END):
-                    raise ProtocolError(
-                        f"{who} sent the relay a frame of kind {kind}, which a party may not send"
-                    )
-                if rank not in self.names or rank == self.ranks[name]:
-                    raise ProtocolError(
-                        f"{who} sent the relay a frame for rank {rank}, which is no other party of the run "
-                        f"(ranks 0 .. {len(self.ranks) - 1})"
-                    )
-                if size > MAX_FRAME_BYTES:
-                    raise ProtocolError(
-                        f"{who} sent the relay a frame of {size} bytes; at most {MAX_FRAME_BYTES} are allowed"
-                    )
-                payload = stream.read_exact(size) if size else memoryview(b"")
-                dst = self.names[rank]
-                with self._lock:
-                    self.forwarded[(name, dst)] += size
-                for out_kind, out_payload in self.forward(name, dst, kind, payload):
-                    self._send(name, dst, out_kind, out_payload)
-        except ProtocolError as exc:
-            reason = str(exc)
-            with self._lock:
-                self.refused.append(reason)
-            log.warning("relay refused %s", reason)
-        except (OSError, ValueError) as exc:
-            reason = f"{name!r}'s connection to the relay failed: {exc}"
-        self._drop(name, reason, clean=clean)
-        self.outboxes[name].side_done()
-
-    def _drop(self, name: str, reason: str, clean: bool = False) -> None:
-        """Stop forwarding for ``name``: tell every other party (END, and a NOTICE unless it ended cleanly)."""
-        with self._lock:
-            if name in self._ended:
-                return
-            self._ended.add(name)
-            everyone = len(self._ended) == len(self.outboxes)
-        box = self.outboxes[name]
-        if clean:
-            box.finish()
-        else:
-            box.kill()
-            _cut(box.stream)
-        for other in self.outboxes:
-            if other != name:
-                if not clean:
-                    notice = reason.encode()[:MAX_NOTICE_CHARS]
-                    self._send(name, other, NOTICE, notice, force=True)
-                self._send(name, other, END, b"", force=True)
-        if everyone:
-            for other_box in self.outboxes.values():
-                other_box.finish()
-            self._done.set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait until the run ended (every party's connection ended) or the rendezvous gave up.
-
-        Returns
-        -------
-        bool
-            True once forwarding has ended for every party; False if the run
-            never started (see ``rendezvous.error``) or ``timeout`` passed.
-        """
-        self.rendezvous.join(timeout)
-        if not self._forwarding.is_set():
-            return False
-        return self._done.wait(timeout)
-
-    def close(self) -> None:
-        """Stop: give up waiting for parties, and close every connection."""
-        self.rendezvous.close()
-        for box in self.outboxes.values():
-            box.kill()
-            _cut(box.stream)
-        self._done.set()
-
-
-def _cut(stream: Stream) -> None:
-    """Shut a party's connection down at once, even while a writer is blocked on it (that writer then closes it)."""
-    with contextlib.suppress(OSError):
-        stream.sock.shutdown(socket.SHUT_RDWR)
-
-
 __all__ = [
     "BUFFERED_BYTES",
     "DATA",
     "END",
     "MAX_FRAME_BYTES",
+    "MAX_PARTIES",
     "NOTICE",
     "OUTER",
     "QUEUE_BYTES",
     "RELAY_NAME",
+    "REPORT_SECONDS",
+    "STALL",
     "STALL_SECONDS",
     "RelayConnection",
     "RelayRendezvous",
     "RelayServer",
     "RelayedStream",
+    "check_layout",
     "connect_relay",
     "parse_relay_registration",
 ]

@@ -727,6 +727,9 @@ class Introducer:
         """``(name, rank, host, port)`` of a registration (:func:`parse_registration`); a subclass may learn more."""
         return parse_registration(who, msg)
 
+    def _certified(self, who: str, name: str) -> None:
+        """Hook: ``who``'s registration as ``name`` passed the certificate check; a subclass may refuse it."""
+
     def _status(self) -> tuple[list[str], list[str], float, list[Stream]] | None:
         """Who has joined, who is missing, seconds left, the joined streams; ``None`` once all are in."""
         with self._lock:
@@ -804,6 +807,7 @@ class Introducer:
                     f"authentication failed for {who} claiming to be {name!r} (rank {rank}): its certificate "
                     f"is issued to {cert_name!r}"
                 )
+            self._certified(who, name)
             conn.settimeout(HANDSHAKE_SECONDS)  # bounds a status or table send to a party that reads nothing
             replaced = None
             with self._lock:

@@ -75,7 +75,13 @@ Deadlines and blame
     awaited peer claims to wait for another) after its last progress. Every
     failure is broadcast to all peers over the authenticated links; a
     received ``ABORT`` is quoted as its sender's report (``'p' (rank 1)
-    reported: ...``), never as this party's finding.
+    reported: ... ['p''s claim, not checked by 'me']``), never as this
+    party's finding. This party's own evidence comes first (issue 35): a
+    link that failed its checks is raised before any ``ABORT`` (except the
+    end of the connection of a peer that reported a failure, which adds
+    nothing to its report). Through a relay, the relay's first-hand reports
+    of parties that do not read (``RelayedStream.relay_report``) are quoted
+    in the timeout and abort messages as the relay's observation.
 """
 
 from __future__ import annotations
@@ -496,7 +502,8 @@ class SocketChannel(Channel):
         except (OSError, ValueError) as exc:
             self._raise_run_failure()
             raise PeerFailureError(
-                f"{self.me!r}: {self.where(to)} closed the connection (sending to it failed: {exc})"
+                f"{self.me!r}: {self._relay_report()}{self.where(to)} closed the connection "
+                f"(sending to it failed: {exc})"
             ) from None
 
     def send(self, to: str, obj: Any) -> None:
@@ -543,10 +550,25 @@ class SocketChannel(Channel):
 
         Peers in :attr:`excused` do not count (:meth:`~protocols.transport.base.Channel.tolerating`).
         """
+        # What this party observed itself (a link that failed: a bad frame from the peer, its
+        # connection ended) comes before what a peer claims (issue 35: a forged ABORT must not
+        # become the final line of a party that has evidence of its own). A peer that reported a
+        # failure then hangs up: that end of its link is no evidence beyond its report.
+        failed = [
+            (p, e)
+            for p, e in self._failed.items()
+            if p not in self.excused and not (p in self._aborts and isinstance(e, PeerFailureError))
+        ]
+        if failed:
+            peer, exc = failed[0]
+            raise type(exc)(f"{self.me!r}: {exc}")
         aborts = [(p, r) for p, r in self._aborts.items() if p not in self.excused]
         if aborts:
             peer, reason = aborts[0]
-            raise PeerFailureError(f"{self.me!r} stopped: {self.where(peer)} reported: {reason}")
+            raise PeerFailureError(
+                f"{self.me!r} stopped: {self._relay_report()}{self.where(peer)} reported: {reason} "
+                f"[{peer!r}'s claim, not checked by {self.me!r}]"
+            )
         failed = [(p, e) for p, e in self._failed.items() if p not in self.excused]
         if failed:
             peer, exc = failed[0]
@@ -628,6 +650,18 @@ class SocketChannel(Channel):
             if announced:
                 self._broadcast(STATUS, {"phase": _short(self.phase_label), "waiting": None})
 
+    def _relay_report(self) -> str:
+        """``the relay reports: ...; `` (parties it saw not reading, first-hand) or '' (issue 35)."""
+        for stream in self.streams.values():
+            report = getattr(stream, "relay_report", None)
+            if report is None:
+                return ""  # direct links: no relay
+            text = report()
+            if text:
+                return f"the relay reports: {text} (the relay's observation, not checked by {self.me!r}); "
+            return ""
+        return ""
+
     def _claims_to_wait(self, peer: str) -> bool:
         """True if ``peer``'s last STATUS says it waits for a party other than this one."""
         waiting = self._status[peer].get("waiting")
@@ -646,7 +680,7 @@ class SocketChannel(Channel):
                 claim += f", but reported no failure within {limit:g} s more"
         return (
             f"{self.me!r} waited {limit:g} s in phase {phase!r} for {frm!r} with no progress of the run"
-            f"; {self.where(frm)} did not send within the deadline{claim}"
+            f"; {self._relay_report()}{self.where(frm)} did not send within the deadline{claim}"
         )
 
     # -- phases, failure, end -----------------------------------------------------------------

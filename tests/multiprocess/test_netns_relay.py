@@ -138,7 +138,7 @@ def test_pppca_through_a_relay_with_inbound_connections_refused_at_every_party(
         placed[name] = ["ip", "netns", "exec", party_hosts[i], *command]
     placed["relay"] = [
         "ip", "netns", "exec", relay_host, sys.executable, "-m", "mpc_pca.cli", "relay", "--listen", relay,
-        "--tls-dir", str(tmp_path / "tls"), "--join-window", "90", "-v",
+        "--tls-dir", str(tmp_path / "tls"), "--parties", ",".join(NAMES), "--join-window", "90", "-v",
     ]  # fmt: skip
 
     listening: list[str] = []

@@ -46,6 +46,8 @@ def relay_command(relay: str, tls_dir: Path, *extra: str) -> list[str]:
         relay,
         "--tls-dir",
         str(tls_dir),
+        "--parties",
+        ",".join(NAMES),
         *extra,
     ]
 

@@ -20,12 +20,14 @@ from protocols.runtime.parties import LinkOptions
 from protocols.transport.certs import write_credentials
 from protocols.transport.links import ClosedError
 from protocols.transport.relay import (
+    BUFFERED_BYTES,
     DATA,
     END,
     MAX_FRAME_BYTES,
     NOTICE,
     OUTER,
     RELAY_NAME,
+    STALL,
     RelayServer,
     connect_relay,
 )
@@ -44,9 +46,13 @@ def tls_dir(tmp_path_factory):
     return directory
 
 
-def start_relay(tls_dir, cls: type[RelayServer] = RelayServer, **kwargs: Any) -> RelayServer:
+#: The layout of :func:`echo_roles`' world (its parties in rank order).
+ECHO = {name: rank for rank, name in enumerate(echo_roles())}
+
+
+def start_relay(tls_dir, layout, cls: type[RelayServer] = RelayServer, **kwargs: Any) -> RelayServer:
     ctx = server_context(Credentials.from_dir(tls_dir, kwargs.pop("cert", RELAY_NAME)))
-    return cls("127.0.0.1:0", ctx, kwargs.pop("join_window", TIMEOUT), **kwargs)
+    return cls("127.0.0.1:0", ctx, kwargs.pop("join_window", TIMEOUT), layout=layout, **kwargs)
 
 
 def run_relayed_world(roles, tls_dir, relay: RelayServer, timeout: float = TIMEOUT) -> dict[str, Any]:
@@ -79,7 +85,7 @@ def run_relayed_world(roles, tls_dir, relay: RelayServer, timeout: float = TIMEO
 
 
 def test_relayed_world_gives_the_direct_result_and_the_relay_sees_only_sizes(tls_dir):
-    relay = start_relay(tls_dir)
+    relay = start_relay(tls_dir, ECHO)
     relayed = run_relayed_world(echo_roles(), tls_dir, relay)
     direct = run_socket_world(echo_roles(), tls_dir)
     for name, outcome in relayed.items():
@@ -136,7 +142,7 @@ class AlteringRelay(RelayServer):
 @pytest.mark.parametrize("mode", ["alter", "replay", "replay-old", "swap", "inject"])
 def test_a_relay_that_tampers_with_a_frame_is_caught_and_named(tls_dir, mode):
     relay_class = type(f"Relay_{mode}", (AlteringRelay,), {"mode": mode})
-    relay = start_relay(tls_dir, relay_class)
+    relay = start_relay(tls_dir, ECHO, relay_class)
     results = run_relayed_world(echo_roles(), tls_dir, relay)
     error = results["r"]
     assert isinstance(error, ProtocolError), error
@@ -180,8 +186,8 @@ def read_outer(stream) -> tuple[int, int, bytes]:
     ids=["oversized", "unknown-destination", "itself", "relay-only-kind"],
 )
 def test_an_insider_frame_the_relay_cannot_forward_is_refused_naming_the_insider(tls_dir, header, reason):
-    relay = start_relay(tls_dir)
     ranks = {"a0": 0, "b": 1, "a2": 2}
+    relay = start_relay(tls_dir, ranks)
     conns: dict[str, Any] = {}
 
     def join(name: str) -> None:
@@ -207,8 +213,8 @@ def test_an_insider_frame_the_relay_cannot_forward_is_refused_naming_the_insider
 
 def test_a_party_that_does_not_read_is_bounded_and_dropped_by_name(tls_dir):
     queue = 4 * MAX_FRAME_BYTES
-    relay = start_relay(tls_dir, queue_bytes=queue, stall_seconds=1.0)
     ranks = {"a0": 0, "b": 1}
+    relay = start_relay(tls_dir, ranks, queue_bytes=queue, stall_seconds=1.0)
     conns: dict[str, Any] = {}
     threads = [
         threading.Thread(target=lambda n=name: conns.__setitem__(n, raw_party(tls_dir, n, ranks, relay)))
@@ -228,7 +234,11 @@ def test_a_party_that_does_not_read_is_bounded_and_dropped_by_name(tls_dir):
             pass
 
     threading.Thread(target=flood, daemon=True).start()
-    kind, rank, text = read_outer(conns["a0"])  # b never reads
+    kind, rank, text = read_outer(conns["a0"])  # b never reads: first the relay's report (issue 35) ...
+    assert (kind, rank) == (STALL, 1), (kind, rank, text)
+    assert text.decode().startswith("'b' (rank 1) has read nothing the relay forwarded to it for 1 s (")
+    assert text.decode().endswith("and 'a0' (rank 0) waits to send to it")
+    kind, rank, text = read_outer(conns["a0"])  # ... then, after the stall, the drop
     assert (kind, rank) == (NOTICE, 1)
     assert "'b' did not read what the relay forwarded to it for 1 s" in text.decode()
     assert relay.outboxes["b"].peak <= queue + OUTER.size + MAX_FRAME_BYTES
@@ -236,7 +246,9 @@ def test_a_party_that_does_not_read_is_bounded_and_dropped_by_name(tls_dir):
 
 
 def test_the_relay_must_prove_its_name_and_the_layouts_must_agree(tls_dir):
-    impostor = start_relay(tls_dir, cert="x")  # a CA-signed certificate, but not the relay's
+    impostor = start_relay(
+        tls_dir, {"a0": 0, "a1": 1}, cert="x"
+    )  # a CA-signed certificate, but not the relay's
     ctx = Credentials.from_dir(tls_dir, "a0")
     with pytest.raises(AuthenticationError, match="expected party 'relay', but the certificate is issued to"):
         connect_relay(
@@ -244,13 +256,45 @@ def test_the_relay_must_prove_its_name_and_the_layouts_must_agree(tls_dir):
             server_ctx=server_context(ctx), join_window=5, timeout=5,
         )  # fmt: skip
     impostor.close()
-    relay = start_relay(tls_dir, join_window=5)
-    first = raw_party_async(tls_dir, "a0", {"a0": 0, "a1": 1, "a2": 2}, relay)
-    time.sleep(0.3)
-    with pytest.raises(AuthenticationError, match=r"registered 'a1' with the layout .* but the parties that"):
-        raw_party(tls_dir, "a1", {"a0": 0, "a1": 1}, relay)
+    # issue 35: the operator's layout; a certified party that registers first with a one-party layout
+    # (before: it became the run's layout, the relay served that party alone and ended) is refused by name
+    layout = {"a0": 0, "a1": 1, "a2": 2}
+    relay = start_relay(tls_dir, layout, join_window=10)
+    for name, alone in (("a1", {"a1": 0}), ("a0", {"a0": 0, "a2": 1, "a1": 2})):
+        with pytest.raises(AuthenticationError) as refused:
+            raw_party(tls_dir, name, alone, relay)
+        text = str(refused.value)
+        assert f"{name!r} (certified; a connection from 127.0.0.1:" in text, text
+        assert (
+            f"registered the layout {alone}, but the relay's operator fixed the run's layout as {layout}"
+            in text
+        )
+    assert not relay._forwarding.is_set()  # the relay still waits for the operator's parties
+    conns: dict[str, Any] = {}
+    threads = [
+        threading.Thread(target=lambda n=name: conns.__setitem__(n, raw_party(tls_dir, n, layout, relay)))
+        for name in layout
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert set(conns) == set(layout) and relay._forwarding.wait(TIMEOUT)  # the run starts
+    assert relay.ranks == layout
+    assert next(r for r in relay.rendezvous.refused if "operator fixed" in r).startswith("'a1' (certified;")
     relay.close()
-    first.join()
+
+
+def test_a_run_whose_party_was_refused_ends_at_the_join_window_naming_it(tls_dir):
+    layout = {"a0": 0, "a1": 1}
+    relay = start_relay(tls_dir, layout, join_window=3)
+    with pytest.raises(AuthenticationError, match="operator fixed"):
+        raw_party(tls_dir, "a1", {"a1": 0}, relay)
+    with pytest.raises(ProtocolError) as ended:
+        raw_party(tls_dir, "a0", layout, relay)
+    text = str(ended.value)
+    assert "'a1' (rank 1) did not join" in text and "refused: 'a1' (certified;" in text, text
+    assert not relay.wait(1)
 
 
 def raw_party_async(tls_dir, name, ranks, relay) -> threading.Thread:
@@ -278,13 +322,13 @@ def test_relay_link_options_refuse_insecure_and_direct_only_options(tls_dir):
 
 
 def start_relay_without_tls() -> None:
-    RelayServer("127.0.0.1:0", None, 1.0)  # type: ignore[arg-type]
+    RelayServer("127.0.0.1:0", None, 1.0, layout={"a0": 0})  # type: ignore[arg-type]
 
 
 def test_each_pair_checks_the_peer_certificate_names_the_party_at_that_rank(tls_dir):
     """a1 registers at the relay with its own certificate but answers a0's pair session with x's."""
-    relay = start_relay(tls_dir)
     ranks = {"a0": 0, "a1": 1}
+    relay = start_relay(tls_dir, ranks)
     errors: dict[str, BaseException] = {}
     streams: dict[str, Any] = {}
 
@@ -328,7 +372,7 @@ def test_the_relay_enrols_like_a_party_and_its_key_stays_on_its_host(tmp_path):
         sign_request(ca_dir, files["csr"], host / f"{name}.pem", days=1, confirm=lambda request: True)
         shutil.copy(ca_dir / "ca.pem", host / "ca.pem")
     assert not (ca_dir / "relay.key").exists() and (relay_host / "relay.key").exists()
-    relay = start_relay(relay_host)
+    relay = start_relay(relay_host, {"a0": 0, "a1": 1})
     results = run_relayed_world(
         {"a0": lambda party: party.send("a1", b"hello") or "sent", "a1": lambda party: party.recv("a0")},
         party_host,
@@ -336,3 +380,102 @@ def test_the_relay_enrols_like_a_party_and_its_key_stays_on_its_host(tmp_path):
     )
     assert results["a0"][0] == "sent" and results["a1"][0] == b"hello", results
     relay.close()
+
+
+def connect_pair(tls_dir, relay: RelayServer, max_buffered: dict[str, int]) -> dict[str, dict[str, Any]]:
+    """``a0`` and ``a1`` connected through ``relay``; ``{name: {peer: stream}}``."""
+    ranks = {"a0": 0, "a1": 1}
+    streams: dict[str, Any] = {}
+
+    def join(name: str) -> None:
+        creds = Credentials.from_dir(tls_dir, name)
+        streams[name] = connect_relay(
+            name, ranks, f"127.0.0.1:{relay.port}", client_ctx=client_context(creds),
+            server_ctx=server_context(creds), join_window=TIMEOUT, timeout=TIMEOUT,
+            max_buffered=max_buffered[name],
+        )  # fmt: skip
+
+    threads = [threading.Thread(target=join, args=(name,)) for name in ranks]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return streams
+
+
+def test_the_unread_ciphertext_bound_counts_the_running_total_not_each_frame(tls_dir):
+    """Frames each well below ``max_buffered`` but together above it fail the link, naming the sender."""
+    limit = 64 << 10
+    relay = start_relay(tls_dir, {"a0": 0, "a1": 1})
+    streams = connect_pair(tls_dir, relay, {"a0": BUFFERED_BYTES, "a1": limit})
+    receiving = streams["a1"]["a0"]
+    piece = limit // 3  # three pieces fit, the fourth does not; every outer frame is below the limit
+    for _ in range(2):
+        streams["a0"]["a1"].send_parts([bytes(piece)])
+    deadline = time.monotonic() + TIMEOUT
+    while receiving._in.pending < 2 * piece and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert receiving._failure is None  # two pieces (and their TLS overhead) are within the bound
+    for _ in range(2):
+        streams["a0"]["a1"].send_parts([bytes(piece)])
+    while receiving._failure is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    with pytest.raises(
+        ProtocolError, match=rf"'a0' \(through the relay\) sent more than the {limit} bytes 'a1'"
+    ):
+        receiving.read_exact(4 * piece)
+    for side in streams.values():
+        for stream in side.values():
+            stream.close()
+    relay.close()
+
+
+def test_frames_for_a_party_that_hung_up_are_discarded_and_the_relay_ends(tls_dir):
+    """Issue 35: a flood towards a party that hung up must not hold the relay (before: 600 s per frame)."""
+    ranks = {"a0": 0, "a1": 1, "a2": 2}
+    relay = start_relay(tls_dir, ranks, queue_bytes=4 * MAX_FRAME_BYTES)  # stall_seconds: the default 600 s
+    conns: dict[str, Any] = {}
+    threads = [
+        threading.Thread(target=lambda n=name: conns.__setitem__(n, raw_party(tls_dir, n, ranks, relay)))
+        for name in ranks
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    conns["a1"].close()  # a1 hangs up cleanly
+    deadline = time.monotonic() + TIMEOUT
+    while "a1" not in relay._ended and time.monotonic() < deadline:
+        time.sleep(0.01)
+    chunk = OUTER.pack(DATA, 1, MAX_FRAME_BYTES) + bytes(MAX_FRAME_BYTES)
+    for _ in range(3 * 4):  # three times what the relay may queue for a1
+        conns["a0"].send_parts([chunk])
+    conns["a0"].close()
+    conns["a2"].close()
+    assert relay.wait(TIMEOUT), relay._ended  # before: a0's reader waited 600 s for a1's full queue
+    assert relay.outboxes["a1"].queued == 0
+    assert relay.forwarded[("a0", "a1")] > 4 * MAX_FRAME_BYTES  # more than a1's queue could hold was read
+
+
+@pytest.mark.parametrize(
+    ("parties", "message"),
+    [
+        ("a0,,a1", "--parties 'a0,,a1' has an empty name"),
+        ("a0,a1,a0", "--parties 'a0,a1,a0' names 'a0' more than once"),
+        ("a0,relay", "the relay's layout names 'relay', the relay's own name, as a party"),
+        (
+            ",".join(f"p{i}" for i in range(4097)),
+            "the relay's layout has 4097 parties; at most 4096 are allowed",
+        ),
+        ("a0," + "x" * 257, "is not a str of 1 .. 256 characters"),
+    ],
+    ids=["empty", "repeated", "relay", "too-many", "too-long"],
+)
+def test_the_relays_parties_are_checked_before_it_listens(parties, message, capsys):
+    from mpc_pca.cli import build_parser
+    from mpc_pca.cli.relay import relay_main
+
+    args = build_parser().parse_args(["relay", "--listen", "127.0.0.1:1", "--parties", parties])
+    assert relay_main(args) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("mpc-pca: error: ") and message in err and err.count("\n") == 1, err
