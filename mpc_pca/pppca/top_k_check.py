@@ -160,21 +160,23 @@ def next_direction(
 ) -> NDArray[np.float64]:
     """The next Arnoldi vector: ``z`` orthonormalized against ``V`` and the previous directions.
 
-    When the Krylov space is (numerically) invariant, the first unit vector
-    with a part left outside ``V`` and the previous directions is used instead:
-    any orthonormal ``Y`` in ``V⊥`` keeps the honest bound.
+    When the Krylov space is (numerically) invariant, the unit vector with the
+    largest part left outside ``V`` and the previous directions is used instead
+    (that part is at least ``sqrt(r / d)`` when ``r`` dimensions are left): any
+    orthonormal ``Y`` in ``V⊥`` keeps the honest bound.
     """
     w = _orthogonalize(z, q, directions)
     norm = float(np.linalg.norm(w))
     if norm > INVARIANT_NORM:
         return np.asarray(w / norm)
-    for j in range(z.shape[0]):
-        unit = np.zeros(z.shape[0])
-        unit[j] = 1.0
-        w = _orthogonalize(unit, q, directions)
-        norm = float(np.linalg.norm(w))
-        if norm > 0.5:
-            return np.asarray(w / norm)
+    basis = np.concatenate([q, directions], axis=1) if directions.size else q
+    inside = np.einsum("ij,ij->i", basis, basis)  # ||B^T e_i||^2: each unit vector's part inside the span
+    unit = np.zeros(z.shape[0])
+    unit[int(np.argmin(inside))] = 1.0
+    w = _orthogonalize(unit, q, directions)
+    norm = float(np.linalg.norm(w))
+    if norm > INVARIANT_NORM:
+        return np.asarray(w / norm)
     raise ProtocolError("no direction is left outside T and the previous directions")
 
 
