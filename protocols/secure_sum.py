@@ -110,7 +110,7 @@ def run_secure_sum(
     values: Mapping[str, ArrayLike],
     *,
     receiver: str,
-    backend: SecureSumBackend | None = None,
+    backend: SecureSumBackend | str | None = None,
     timeout: float = 120.0,
 ) -> tuple[NDArray[np.float64], RunResult]:
     """Run one secure sum in-process (parties as threads) and return the receiver's result.
@@ -124,8 +124,11 @@ def run_secure_sum(
         Contributor name to its array; all arrays must have the same shape.
     receiver : str
         Name of the receiving party; if it is also a key of ``values`` it contributes.
-    backend : SecureSumBackend, optional
-        Defaults to ``AdditiveBackend()`` (shares mode).
+    backend : SecureSumBackend or str, optional
+        A backend object, or a command-line name of
+        :data:`protocols.backends.BACKEND_NAMES` (built with
+        :func:`protocols.backends.make_backend` and its defaults). Defaults to
+        ``AdditiveBackend()`` (shares mode).
 
     Returns
     -------
@@ -134,7 +137,7 @@ def run_secure_sum(
     run : RunResult
         Per-party outputs and traffic reports.
     """
-    backend = AdditiveBackend() if backend is None else backend
+    backend = _backend_object(backend)
     if not values:
         raise InputValidationError("run_secure_sum needs at least one contributor")
     arrays = {name: real_input(v, name) for name, v in values.items()}
@@ -156,3 +159,21 @@ def run_secure_sum(
     names = list(contributors) + ([receiver] if receiver not in arrays else [])
     result = run_inprocess({name: role(name) for name in names}, timeout=timeout)
     return result.outputs[receiver], result
+
+
+def _backend_object(backend: object) -> SecureSumBackend:
+    """``backend`` as :func:`run_secure_sum` takes it: ``None``, a backend object or a backend name."""
+    if backend is None:
+        return AdditiveBackend()
+    if isinstance(backend, SecureSumBackend):
+        return backend
+    if isinstance(backend, str):
+        from protocols.backends import make_backend
+
+        return make_backend(backend)
+    from protocols.backends import BACKEND_NAMES
+
+    raise InputValidationError(
+        f"backend={backend!r} ({type(backend).__name__}) is not a backend; pass a SecureSumBackend object "
+        f"or one of the names {list(BACKEND_NAMES)}"
+    )
