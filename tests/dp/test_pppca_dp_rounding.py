@@ -25,7 +25,9 @@ def test_the_cli_refuses_frac_bits_0_in_one_line_naming_value_and_minimum(capsys
     assert main(argv) == 3
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
-    assert "frac_bits=0 is too few for pppca-dp with d=13 features" in err and "frac_bits must be >= 10" in err
+    assert (
+        "frac_bits=0 is too few for pppca-dp with d=13 features" in err and "frac_bits must be >= 10" in err
+    )
 
 
 def test_the_minimum_runs_and_two_bits_fewer_is_refused():
