@@ -186,6 +186,9 @@ def resolve_layout(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[in
         world = int(_from_env(args.world_size, "WORLD_SIZE", env, "--world-size"))
     except ValueError as exc:
         raise InputValidationError(f"rank and world size must be integers: {exc}") from None
+    from protocols.transport.ranks import check_world_size
+
+    check_world_size(world, "--world-size" if args.world_size is not None else "$WORLD_SIZE")
     if getattr(args, "relay", None) is not None:
         given = [flag for flag, value in (("--master", args.master), ("--listen", args.listen),
                  ("--advertise", args.advertise)) if value is not None]  # fmt: skip
@@ -227,6 +230,7 @@ def resolve_peers(args: argparse.Namespace, env: Mapping[str, str], deployment: 
     """
     from mpc_pca.deploy.party import resolve_party
     from protocols.transport.peers import read_peers
+    from protocols.transport.ranks import check_world_size
 
     given = [flag for flag, value in (("--master", args.master), ("--relay", args.relay),
              ("--advertise", args.advertise), ("--join-window", args.join_window)) if value is not None]  # fmt: skip
@@ -239,6 +243,7 @@ def resolve_peers(args: argparse.Namespace, env: Mapping[str, str], deployment: 
         )
     table = read_peers(args.peers)
     world = len(table.parties)
+    check_world_size(world, f"--peers {args.peers!r}: the number of parties")
     stated = args.world_size if args.world_size is not None else env.get("WORLD_SIZE")
     if stated is not None and str(stated).strip() != str(world):
         raise InputValidationError(
