@@ -7,6 +7,7 @@ Algorithms 1 (Paillier) and 2 (secret sharing): ``fit`` runs steps 1-8,
 
 from __future__ import annotations
 
+from functools import partial
 from math import log, pi
 from typing import Any, ClassVar
 
@@ -24,7 +25,7 @@ from mpc_pca.base import (
     transform_rows,
     validated_by,
 )
-from mpc_pca.pppca.components import ComponentsSettings, check_reveal
+from mpc_pca.pppca.components import ComponentsSettings, check_eigengap, check_reveal
 from mpc_pca.pppca.driver import run_pppca
 from protocols.backends import SecureSumBackend, make_backend
 from protocols.errors import InputValidationError
@@ -204,7 +205,7 @@ class PPPCA(SubspaceMixin):
         "backend": instance_of(str, SecureSumBackend),
         "timeout": validated_by(check_timeout),
         "reveal": validated_by(check_reveal),
-        "eigengap": real(0.0, 1.0, low_open=True, high_open=True),
+        "eigengap": validated_by(partial(check_eigengap, flag="eigengap")),
         "min_ratio": real(0.0, 1.0, low_open=True),
         "tol": real(0.0, low_open=True),
         "standardize": boolean(),
