@@ -150,7 +150,8 @@ def add_party_parser(sub: Any) -> None:
     )
     party.add_argument(
         "--eigengap", type=float, default=None,
-        help="--reveal components: assumed lower bound on 1 - lambda_{k+1}/lambda_k (default 0.1; all parties)",
+        help="--reveal components: assumed lower bound on 1 - lambda_{k+1}/lambda_k, from 1e-8 to 0.9 "
+        "(default 0.1; all parties)",
     )  # fmt: skip
     party.add_argument(
         "--min-ratio", type=float, default=None,
