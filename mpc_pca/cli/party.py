@@ -124,7 +124,10 @@ def add_party_parser(sub: Any) -> None:
         "--timeout", type=float, default=600.0,
         help="phase deadline: seconds a party waits while no party makes progress (default 600)",
     )  # fmt: skip
-    party.add_argument("--connect-timeout", type=float, default=60.0, help="rendezvous and link set-up, s")
+    party.add_argument(
+        "--connect-timeout", type=float, default=60.0,
+        help="rendezvous, link set-up and the --dask-scheduler handshake, s",
+    )  # fmt: skip
     party.add_argument("--tls-dir", type=Path, default=None, help="DIR with ca.pem, NAME.pem, NAME.key")
     party.add_argument("--ca", type=Path, default=None, help="consortium CA certificate (PEM)")
     party.add_argument("--cert", type=Path, default=None, help="this party's certificate (PEM)")
@@ -379,7 +382,9 @@ def party_command(args: argparse.Namespace, env: Mapping[str, str] | None = None
     data = (
         None
         if args.data is None
-        else FileSource(args.data, read_options(args), args.chunk_rows, args.dask_scheduler)
+        else FileSource(
+            args.data, read_options(args), args.chunk_rows, args.dask_scheduler, args.connect_timeout
+        )
     )
     if args.noise_seed is not None:
         warn_privacy_leaks(random_state=args.noise_seed)
