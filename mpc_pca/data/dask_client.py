@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from mpc_pca.validation import check_positive
 from protocols.errors import InputValidationError
 from protocols.transport.rendezvous import parse_endpoint
 
@@ -59,7 +60,7 @@ def connect_scheduler(scheduler: str, timeout: float | None = None) -> Any:
         Naming the address: a malformed one, no answer within ``timeout``, or
         an answer that is not a Dask scheduler's.
     """
-    limit = DEFAULT_CONNECT_TIMEOUT if timeout is None else float(timeout)
+    limit = DEFAULT_CONNECT_TIMEOUT if timeout is None else check_positive(timeout, "--connect-timeout")
     address = scheduler_address(scheduler)
     from distributed import Client
 

@@ -89,6 +89,12 @@ def test_a_malformed_address_is_refused_before_any_connection(address, match):
         FileSource("rows.csv", dask_scheduler=address)
 
 
+@pytest.mark.parametrize("timeout", [-1.0, 0.0, float("nan"), float("inf")])
+def test_a_connect_timeout_that_is_not_a_positive_finite_number_is_refused(timeout):
+    with pytest.raises(InputValidationError, match=r"--connect-timeout=.* is invalid; it must be"):
+        connect_scheduler("127.0.0.1:1", timeout)
+
+
 def test_well_formed_addresses_keep_their_host_and_port():
     assert scheduler_address("tcp://10.0.0.5:8786") == "tcp://10.0.0.5:8786"
     assert scheduler_address("[::1]:8786") == "tcp://[::1]:8786"
