@@ -16,8 +16,6 @@ from mpc_pca.cli import main
 from mpc_pca.pppca.components import MAX_EIGENGAP, MIN_EIGENGAP, check_assumed_gap
 from protocols.errors import InputValidationError, ProtocolError
 
-RANGE = r"it must lie between 1e-08 and 0\.9"
-
 
 @pytest.mark.parametrize("gap", ["1e-300", "0.999999", "nan", "1e-9", "0.95"])
 def test_the_cli_refuses_an_eigengap_outside_the_range_in_one_line(capsys, gap):
@@ -41,7 +39,7 @@ def test_the_cli_refuses_an_eigengap_outside_the_range_in_one_line(capsys, gap):
 
 @pytest.mark.parametrize("gap", [1e-300, 0.999999, MIN_EIGENGAP / 2, 1.0])
 def test_the_estimator_parameter_has_the_same_range(gap):
-    with pytest.raises(InputValidationError, match=rf"eigengap {gap!r} is out of range; {RANGE}"):
+    with pytest.raises(InputValidationError, match=rf"eigengap={gap!r} is invalid; .* >= 1e-08 and <= 0\.9"):
         PPPCA(2, reveal="components", eigengap=gap).fit([np.eye(3), np.eye(3)])
 
 
