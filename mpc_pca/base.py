@@ -19,7 +19,7 @@ party starts; each error names the parameter, the value and what is allowed.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
@@ -95,6 +95,12 @@ def split_parts(
         The feature names, if the input carried them.
     """
     accepts_sparse = bool(getattr(estimator, "_accepts_sparse", False))
+    if isinstance(X, Iterator):  # a generator, map, zip, iter(...): one pass only, length unknown
+        raise InputValidationError(
+            f"X is a one-pass iterator ({type(X).__name__}); {type(estimator).__name__}.fit takes a list with "
+            "one array per party or one array of rows, so nothing is consumed or dropped here: pass "
+            "list(X) for parts (rows too large for memory: the parts of mpc_pca.pppca.chunked)"
+        )
     if is_parts(X):
         if not accepts_sparse:
             refuse_sparse(X, type(estimator).__name__)

@@ -7,6 +7,9 @@ Modules (imports point down this list)
 --------------------------------------
 secure_sum
     The embeddable primitive: every party calls it, only the receiver learns the sum.
+agreement
+    Parties that build their own backends agree the settings a sum needs
+    equal (``frac_bits``, mode) before any share is sent (``agree_settings=True``).
 tensor
     Secret-shared fixed-point tensors with a dealer (Beaver products,
     truncation, reveals) and a top-k eigensolver built on them.

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from protocols.agreement import agree_sum_settings
 from protocols.backends.additive import AdditiveBackend
 from protocols.backends.base import SecureSumBackend, real_input
 from protocols.errors import InputValidationError, ProtocolError
@@ -29,6 +30,7 @@ def secure_sum(
     receiver: str,
     backend: SecureSumBackend,
     name: str = "value",
+    agree_settings: bool = False,
 ) -> NDArray[np.float64] | None:
     """Sum the contributors' arrays so that only ``receiver`` learns the result.
 
@@ -36,6 +38,19 @@ def secure_sum(
     order), ``receiver`` and an equivalent ``backend``. Input is validated
     (finite, within the backend's range for ``len(contributors)`` summands)
     before this party sends anything.
+
+    Parties that build their backends independently (one per process) pass
+    ``agree_settings=True`` in every call (all or none of the group): before
+    the group's first sum of the run they then agree the backend's settings
+    (name, ``frac_bits``, mode options:
+    :func:`protocols.agreement.agree_sum_settings`, one small message each
+    way per contributor, once per group and run); a difference raises
+    :class:`~protocols.errors.InputValidationError` naming both parties and
+    both values before any input-dependent message is sent. Without it the
+    wire protocol is the backend's alone and the caller answers for equal
+    settings (as the package's deployments do by agreeing their announced
+    settings, ``frac_bits`` included); different ``frac_bits`` then give a
+    silently wrong sum.
 
     Parameters
     ----------
@@ -52,6 +67,8 @@ def secure_sum(
         E.g. ``AdditiveBackend(mode="shares")``.
     name : str
         Name used in error messages.
+    agree_settings : bool, default=False
+        Agree the backend settings with the group first (see above).
 
     Returns
     -------
@@ -65,6 +82,10 @@ def secure_sum(
         total = secure_sum(party, local_counts, contributors=["clinic0", "clinic1"],
                            receiver="analyst", backend=AdditiveBackend())
     """
+    if agree_settings:
+        if party.name in contributors and value is not None:
+            backend.check_input(real_input(value, name), len(contributors), name)  # before the agreement
+        agree_sum_settings(party, backend, contributors, receiver)
     return backend.secure_sum(party, value, contributors=contributors, receiver=receiver, name=name)
 
 
@@ -76,6 +97,7 @@ def secure_sum_symmetric(
     receiver: str,
     backend: SecureSumBackend,
     name: str = "symmetric matrix",
+    agree_settings: bool = False,
 ) -> NDArray[np.float64] | None:
     """Secure sum of symmetric ``d x d`` matrices that sends only their upper triangles.
 
@@ -86,7 +108,7 @@ def secure_sum_symmetric(
 
     Parameters
     ----------
-    party, contributors, receiver, backend, name
+    party, contributors, receiver, backend, name, agree_settings
         As in :func:`secure_sum`.
     matrix : array_like of shape (d, d) or None
         This contributor's symmetric matrix; ``None`` for a receiver that only receives.
@@ -97,6 +119,10 @@ def secure_sum_symmetric(
         The symmetric sum at ``receiver``; ``None`` elsewhere.
     """
     triangle = None if matrix is None else upper_triangle(real_input(matrix, name))
+    if agree_settings:
+        if triangle is not None:
+            backend.check_input(triangle, len(contributors), name)
+        agree_sum_settings(party, backend, contributors, receiver)
     total = backend.secure_sum(party, triangle, contributors=contributors, receiver=receiver, name=name)
     if total is None:
         return None
@@ -110,7 +136,7 @@ def run_secure_sum(
     values: Mapping[str, ArrayLike],
     *,
     receiver: str,
-    backend: SecureSumBackend | None = None,
+    backend: SecureSumBackend | str | None = None,
     timeout: float = 120.0,
 ) -> tuple[NDArray[np.float64], RunResult]:
     """Run one secure sum in-process (parties as threads) and return the receiver's result.
@@ -124,8 +150,11 @@ def run_secure_sum(
         Contributor name to its array; all arrays must have the same shape.
     receiver : str
         Name of the receiving party; if it is also a key of ``values`` it contributes.
-    backend : SecureSumBackend, optional
-        Defaults to ``AdditiveBackend()`` (shares mode).
+    backend : SecureSumBackend or str, optional
+        A backend object, or a command-line name of
+        :data:`protocols.backends.BACKEND_NAMES` (built with
+        :func:`protocols.backends.make_backend` and its defaults). Defaults to
+        ``AdditiveBackend()`` (shares mode).
 
     Returns
     -------
@@ -134,7 +163,7 @@ def run_secure_sum(
     run : RunResult
         Per-party outputs and traffic reports.
     """
-    backend = AdditiveBackend() if backend is None else backend
+    backend = _backend_object(backend)
     if not values:
         raise InputValidationError("run_secure_sum needs at least one contributor")
     arrays = {name: real_input(v, name) for name, v in values.items()}
@@ -156,3 +185,21 @@ def run_secure_sum(
     names = list(contributors) + ([receiver] if receiver not in arrays else [])
     result = run_inprocess({name: role(name) for name in names}, timeout=timeout)
     return result.outputs[receiver], result
+
+
+def _backend_object(backend: object) -> SecureSumBackend:
+    """``backend`` as :func:`run_secure_sum` takes it: ``None``, a backend object or a backend name."""
+    if backend is None:
+        return AdditiveBackend()
+    if isinstance(backend, SecureSumBackend):
+        return backend
+    if isinstance(backend, str):
+        from protocols.backends import make_backend
+
+        return make_backend(backend)
+    from protocols.backends import BACKEND_NAMES
+
+    raise InputValidationError(
+        f"backend={backend!r} ({type(backend).__name__}) is not a backend; pass a SecureSumBackend object "
+        f"or one of the names {list(BACKEND_NAMES)}"
+    )

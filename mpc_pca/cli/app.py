@@ -117,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--eigengap",
         type=float,
         default=None,
-        help="--reveal components: assumed lower bound on 1 - lambda_{k+1}/lambda_k (default 0.1)",
+        help="--reveal components: assumed lower bound on 1 - lambda_{k+1}/lambda_k, from 1e-8 to 0.9 (default 0.1)",
     )
     run.add_argument(
         "--min-ratio",

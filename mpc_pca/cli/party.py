@@ -124,7 +124,10 @@ def add_party_parser(sub: Any) -> None:
         "--timeout", type=float, default=600.0,
         help="phase deadline: seconds a party waits while no party makes progress (default 600)",
     )  # fmt: skip
-    party.add_argument("--connect-timeout", type=float, default=60.0, help="rendezvous and link set-up, s")
+    party.add_argument(
+        "--connect-timeout", type=float, default=60.0,
+        help="rendezvous, link set-up and the --dask-scheduler handshake, s",
+    )  # fmt: skip
     party.add_argument("--tls-dir", type=Path, default=None, help="DIR with ca.pem, NAME.pem, NAME.key")
     party.add_argument("--ca", type=Path, default=None, help="consortium CA certificate (PEM)")
     party.add_argument("--cert", type=Path, default=None, help="this party's certificate (PEM)")
@@ -150,7 +153,8 @@ def add_party_parser(sub: Any) -> None:
     )
     party.add_argument(
         "--eigengap", type=float, default=None,
-        help="--reveal components: assumed lower bound on 1 - lambda_{k+1}/lambda_k (default 0.1; all parties)",
+        help="--reveal components: assumed lower bound on 1 - lambda_{k+1}/lambda_k, from 1e-8 to 0.9 "
+        "(default 0.1; all parties)",
     )  # fmt: skip
     party.add_argument(
         "--min-ratio", type=float, default=None,
@@ -186,6 +190,9 @@ def resolve_layout(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[in
         world = int(_from_env(args.world_size, "WORLD_SIZE", env, "--world-size"))
     except ValueError as exc:
         raise InputValidationError(f"rank and world size must be integers: {exc}") from None
+    from protocols.transport.ranks import check_world_size
+
+    check_world_size(world, "--world-size" if args.world_size is not None else "$WORLD_SIZE")
     if getattr(args, "relay", None) is not None:
         given = [flag for flag, value in (("--master", args.master), ("--listen", args.listen),
                  ("--advertise", args.advertise)) if value is not None]  # fmt: skip
@@ -227,6 +234,7 @@ def resolve_peers(args: argparse.Namespace, env: Mapping[str, str], deployment: 
     """
     from mpc_pca.deploy.party import resolve_party
     from protocols.transport.peers import read_peers
+    from protocols.transport.ranks import check_world_size
 
     given = [flag for flag, value in (("--master", args.master), ("--relay", args.relay),
              ("--advertise", args.advertise), ("--join-window", args.join_window)) if value is not None]  # fmt: skip
@@ -239,6 +247,7 @@ def resolve_peers(args: argparse.Namespace, env: Mapping[str, str], deployment: 
         )
     table = read_peers(args.peers)
     world = len(table.parties)
+    check_world_size(world, f"--peers {args.peers!r}: the number of parties")
     stated = args.world_size if args.world_size is not None else env.get("WORLD_SIZE")
     if stated is not None and str(stated).strip() != str(world):
         raise InputValidationError(
@@ -373,7 +382,9 @@ def party_command(args: argparse.Namespace, env: Mapping[str, str] | None = None
     data = (
         None
         if args.data is None
-        else FileSource(args.data, read_options(args), args.chunk_rows, args.dask_scheduler)
+        else FileSource(
+            args.data, read_options(args), args.chunk_rows, args.dask_scheduler, args.connect_timeout
+        )
     )
     if args.noise_seed is not None:
         warn_privacy_leaks(random_state=args.noise_seed)

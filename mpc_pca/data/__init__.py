@@ -4,6 +4,8 @@ Modules
 -------
 streaming
     A provider's table read in row chunks, with the same checks.
+dask_client
+    The connection to a provider's Dask scheduler, bounded by ``--connect-timeout``.
 tables
     Reading one provider's table (CSV with header detection, delimiter
     sniffing, compression, encodings, missing cells; Parquet) into named columns.

@@ -28,9 +28,14 @@ def split_rows(
         ``random``: rows shuffled, then cut at random points so every party
         gets at least one row (uneven sizes).
     seed : int, optional
-        Seed for ``random`` (a simulation choice, not a secret).
+        Seed for ``random`` (a simulation choice, not a secret); a non-negative
+        integer, as :func:`numpy.random.default_rng` takes.
     """
     n = X.shape[0]
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+        raise InputValidationError(
+            f"seed={seed!r} is out of range; the seed of the random split must be an integer >= 0 (--seed)"
+        )
     if isinstance(n_parties, bool) or not isinstance(n_parties, (int, np.integer)) or not 1 <= n_parties <= n:
         raise InputValidationError(
             f"parties={n_parties!r} is out of range; it must be between 1 and {n} (rows)"

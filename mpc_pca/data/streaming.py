@@ -318,7 +318,11 @@ class ClusterPart(DaskPart):
 
 
 def dask_table_part(
-    path: str | Path, options: ReadOptions, scheduler: str, chunk_rows: int | None = None
+    path: str | Path,
+    options: ReadOptions,
+    scheduler: str,
+    chunk_rows: int | None = None,
+    timeout: float | None = None,
 ) -> ClusterPart:
     """The rows of ``path`` as a :class:`~mpc_pca.pppca.chunked.DaskPart` on the cluster at ``scheduler``.
 
@@ -336,22 +340,24 @@ def dask_table_part(
         ``HOST:PORT`` (or ``tcp://HOST:PORT``) of the organisation's Dask scheduler.
     chunk_rows : int, optional
         Unused by the cluster's tasks (kept for the party's local checks).
+    timeout : float, optional
+        ``--connect-timeout``: the most seconds the scheduler may take to
+        answer (:func:`mpc_pca.data.dask_client.connect_scheduler`).
 
     Raises
     ------
     InputValidationError
-        If the scheduler cannot be reached, or as :class:`TablePart` does.
+        Naming the address, if it is malformed or no Dask scheduler answers
+        there within ``timeout``; or as :class:`TablePart` does.
     """
     import dask
     import dask.array as da
-    from distributed import Client
 
+    from mpc_pca.data.dask_client import connect_scheduler, scheduler_address
+
+    scheduler_address(scheduler)  # a malformed address is refused before the file is read
     part = TablePart(Path(path).resolve(), options, chunk_rows)
-    address = scheduler if "://" in scheduler else f"tcp://{scheduler}"
-    try:
-        Client(address, timeout=30, set_as_default=True)
-    except (OSError, TimeoutError) as exc:
-        raise InputValidationError(f"cannot reach the Dask scheduler at {scheduler!r} ({exc})") from exc
+    connect_scheduler(scheduler, timeout)
     blocks = []
     if part.parquet:
         import pyarrow.parquet as pq

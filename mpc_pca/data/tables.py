@@ -181,7 +181,7 @@ def csv_errors(path: Path, encoding: str) -> Iterator[None]:
 
     try:
         yield
-    except UnicodeDecodeError as exc:
+    except UnicodeError as exc:  # UnicodeDecodeError, or a codec's own (utf-16: no BOM)
         raise _decode_error(path, encoding, exc) from exc
     except pd.errors.EmptyDataError as exc:
         raise InputValidationError(f"data file {str(path)!r} holds no data rows") from exc
@@ -218,10 +218,21 @@ def _parses(cell: object) -> bool:
     if text in MISSING_TOKENS:
         return False
     try:
-        float(text)
+        _cell_float(text)
     except ValueError:
         return False
     return True
+
+
+def _cell_float(text: str) -> float:
+    """A CSV cell as a float, without the Python-literal extras ``float()`` accepts.
+
+    Python's ``float("1_5")`` is 15.0 (digit grouping in source code); in a
+    data file an underscore is a typo or a foreign format, so it is refused.
+    """
+    if "_" in text:
+        raise ValueError(f"underscore in {text!r}")
+    return float(text)
 
 
 def sniff_delimiter(path: Path, encoding: str) -> str:
@@ -232,7 +243,7 @@ def sniff_delimiter(path: Path, encoding: str) -> str:
     try:
         with opener(path, "rt", encoding=encoding, newline="") as handle:
             sample = handle.read(_SNIFF_CHARS)
-    except UnicodeDecodeError as exc:
+    except UnicodeError as exc:  # UnicodeDecodeError, or a codec's own (utf-16: no BOM)
         raise _decode_error(path, encoding, exc) from exc
     except (OSError, EOFError) as exc:
         raise InputValidationError(f"{path}: cannot read it ({exc})") from exc
@@ -247,8 +258,12 @@ def sniff_delimiter(path: Path, encoding: str) -> str:
         return best if counts[best] else ","
 
 
-def _decode_error(path: Path, encoding: str, exc: UnicodeDecodeError) -> InputValidationError:
+def _decode_error(path: Path, encoding: str, exc: UnicodeError) -> InputValidationError:
     shown = "utf-8" if encoding == "utf-8-sig" else encoding
+    if not isinstance(exc, UnicodeDecodeError):  # e.g. utf-16 on a file without a byte-order mark
+        return InputValidationError(
+            f"{path}: cannot be read as {shown} ({exc}); pass the file's encoding, e.g. --encoding utf-8"
+        )
     return InputValidationError(
         f"{path}: byte 0x{exc.object[exc.start]:02x} at position {exc.start} is not valid {shown}; "
         "pass the file's encoding, e.g. --encoding latin-1"
@@ -287,10 +302,12 @@ def parse_cells(
         if missing[r, c]:
             continue
         try:
-            values[r, c] = float(cell)
+            values[r, c] = _cell_float(cell)
         except ValueError:
+            grouping = " (an underscore is not accepted in a number)" if "_" in cell else ""
             raise InputValidationError(
-                f"{path}: line {first_line + r}, column {c + 1} ({names[c]!r}) is not a number: {cell!r}"
+                f"{path}: line {first_line + r}, column {c + 1} ({names[c]!r}) is not a number: "
+                f"{cell!r}{grouping}"
             ) from None
     return values, missing
 

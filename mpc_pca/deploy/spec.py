@@ -37,14 +37,22 @@ class FileSource:
         ``0`` reads the whole table into memory.
     dask_scheduler : str, optional
         ``HOST:PORT`` of a Dask scheduler whose workers read ``path``.
+    connect_timeout : float, optional
+        Seconds the Dask scheduler may take to answer (``--connect-timeout``;
+        :func:`mpc_pca.data.dask_client.connect_scheduler`).
     """
 
     path: str
     options: ReadOptions = field(default_factory=ReadOptions)
     chunk_rows: int | None = None
     dask_scheduler: str | None = None
+    connect_timeout: float | None = None
 
     def __post_init__(self) -> None:
+        if self.dask_scheduler is not None:
+            from mpc_pca.data.dask_client import scheduler_address
+
+            scheduler_address(self.dask_scheduler)  # refused before any party starts
         rows = self.chunk_rows
         if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 0):
             raise InputValidationError(f"--chunk-rows must be a non-negative integer, got {rows!r}")
@@ -147,7 +155,9 @@ def load_rows(
             )
         from mpc_pca.data.streaming import dask_table_part
 
-        cluster = dask_table_part(data.path, data.options, data.dask_scheduler, data.chunk_rows)
+        cluster = dask_table_part(
+            data.path, data.options, data.dask_scheduler, data.chunk_rows, data.connect_timeout
+        )
         cluster.statistics()  # every block checked, on the cluster, before anything is announced
         return Rows(cluster, cluster.names, tuple(cluster.notes))
     if isinstance(data, FileSource) and stream and data.streams:

@@ -116,15 +116,14 @@ def agn_view(name: str, settings: Mapping[str, Any]) -> dict[str, Any]:
         "protocol": name,
         "n_components": k,
         "model": model,
-        # stm ignores sigma; the CLI's JSON reports it as given
-        "sigma": check_sigma(model, settings.get("sigma")) if model == "mog" else settings.get("sigma"),
+        "sigma": check_sigma(model, settings.get("sigma")),  # refused with stm, which has no sigma
         "budget_split": split,
         "epsilon": eps,
         "delta": dlt,
         "neighbour": str(settings.get("neighbour")),
         "noise_calibration": calibration,
         "cape_calibration": check_calibration(settings.get("cape_calibration", "joint")),
-        "row_norm": refuse_pooled_scaling(settings, name),
+        "row_norm": _row_norm(model, refuse_pooled_scaling(settings, name)),
     }
 
 
@@ -241,3 +240,13 @@ class CapeAGNDeployment(HoldersFirst):
 
     def result_party(self, layout: Mapping[str, int]) -> str:
         return AGGREGATOR
+
+
+def _row_norm(model: str, row_norm: Any) -> Any:
+    """The row-norm policy, refused with ``stm`` unless the default: word counts are checked, not clipped."""
+    if model == "stm" and row_norm not in (None, "clip"):
+        raise InputValidationError(
+            f"row_norm={row_norm!r} (--row-norm) applies to model='mog' only; model='stm' rows are word "
+            "counts, checked as such"
+        )
+    return row_norm

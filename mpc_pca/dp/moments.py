@@ -72,8 +72,18 @@ def check_model(model: object) -> str:
 
 
 def check_sigma(model: str, sigma: object) -> float | None:
-    """``sigma`` (the MOG's common standard deviation) must be given, finite and >= 0 for MOG; unused for STM."""
+    """``sigma`` (the MOG's common standard deviation) must be given, finite and >= 0 for MOG; absent for STM.
+
+    The single topic model has no noise parameter (Anandkumar et al. 2014,
+    section 3.1), so a ``sigma`` given with ``model="stm"`` would be ignored:
+    it is refused instead.
+    """
     if model == "stm":
+        if sigma is not None:
+            raise InputValidationError(
+                f"sigma={sigma!r} (--sigma) applies to the mixture-of-Gaussians model (model='mog') only; "
+                "model='stm' (the single topic model) has no sigma: leave it out or choose model='mog'"
+            )
         return None
     if sigma is None:
         raise InputValidationError(

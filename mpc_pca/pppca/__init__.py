@@ -31,9 +31,9 @@ chunked
     Provider parts larger than memory: statistics chunk by chunk, or on Dask.
 components
     ``reveal="components"``: the eigensolve on shares; nobody sees the covariance.
-dp_sum, dp_estimator
+dp_sum, dp_estimator, dp_rounding
     pppca-dp: discrete-Gaussian DP noise added by the providers inside the
-    secure sum (:class:`PPPCADP`).
+    secure sum (:class:`PPPCADP`); the fewest ``frac_bits`` its row rounding allows.
 deployment, dp_deploy
     :class:`~mpc_pca.pppca.deployment.PPPCADeployment`: the same roles as
     OS processes or hosts through the deploy floor (:mod:`mpc_pca.deploy`;

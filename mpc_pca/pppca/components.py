@@ -77,6 +77,72 @@ class ComponentsSettings:
         )
 
 
+#: Smallest ``eigengap`` accepted. The ladder's stopping rule divides by ``1 - (1 - g)^q`` (about
+#: ``q g``, powers ``q <= 64``): below ``1e-8`` it would need a measured subspace movement under
+#: ``tol 64 g = 6.4e-13`` (default ``tol = 1e-6``), finer than the iterate's 40 fractional bits
+#: resolve (``2^-40 = 9.1e-13``), so such a solve could only stop at its iteration cap (and
+#: ``1 - g`` rounds to 1 in float64 from ``g < 1.1e-16`` on: ``--eigengap 1e-300`` divided by zero).
+MIN_EIGENGAP = 1e-8
+#: Largest ``eigengap`` accepted: ``lambda_{k+1} <= lambda_k / 10``. The stopping rule trusts the
+#: assumed contraction ``(1 - g)^q`` without measuring it; beyond 0.9 one measured step would be taken
+#: as convergence to within ``(1 - g) / g`` of its own movement (``1e-6`` of it at ``g = 0.999999``,
+#: whose answer was 2e-3 off). :func:`check_assumed_gap` refuses an assumption the revealed
+#: spectrum contradicts.
+MAX_EIGENGAP = 0.9
+
+
+def check_eigengap(eigengap: object, flag: str = "--eigengap") -> float:
+    """Validate an assumed eigengap: a number in ``[MIN_EIGENGAP, MAX_EIGENGAP]``.
+
+    Examples
+    --------
+    >>> check_eigengap(0.999999)
+    Traceback (most recent call last):
+    ...
+    protocols.errors.InputValidationError: --eigengap 0.999999 is out of range; it must lie between 1e-08 and 0.9 (MIN_EIGENGAP and MAX_EIGENGAP: 1 - lambda_{k+1}/lambda_k as the secure eigensolve can use it)
+    """
+    if isinstance(eigengap, bool) or not isinstance(eigengap, (int, float)):
+        raise InputValidationError(f"eigengap={eigengap!r} must be a number")
+    if not MIN_EIGENGAP <= eigengap <= MAX_EIGENGAP:  # NaN fails too
+        raise InputValidationError(
+            f"{flag} {eigengap!r} is out of range; it must lie between {MIN_EIGENGAP:g} and {MAX_EIGENGAP:g} "
+            "(MIN_EIGENGAP and MAX_EIGENGAP: 1 - lambda_{k+1}/lambda_k as the secure eigensolve can use it)"
+        )
+    return float(eigengap)
+
+
+def check_assumed_gap(
+    values: NDArray[np.float64], total_variance: float, n_features: int, eigengap: float, eta: float
+) -> None:
+    """Refuse eigenpairs whose own spectrum shows the assumed eigengap was false.
+
+    The revealed trace bounds the rest of the spectrum: ``lambda_{k+1} >= (tr - sum_{i<=k}
+    lambda_i) / (d - k)`` (the largest of the ``d - k`` others is at least their mean). If that exceeds
+    ``(1 - eigengap) lambda_k`` plus the eigenvalues' error bound ``eta`` (times ``d - k + 1``), the
+    gap ``1 - lambda_{k+1} / lambda_k`` is below the assumed one and the solver's stopping rule
+    trusted a contraction that did not happen: the server stops before it sends ``T``.
+
+    Raises
+    ------
+    ProtocolError
+        Naming the assumed eigengap and the largest gap the revealed spectrum allows.
+    """
+    k = values.shape[0]
+    if k >= n_features or k == 0:
+        return
+    lam_k = float(values[-1])
+    rest_mean = (float(total_variance) - float(np.sum(values))) / (n_features - k)
+    slack = (n_features - k + 1) * eta / (n_features - k)
+    if rest_mean - slack > (1.0 - eigengap) * lam_k:
+        largest = 1.0 - rest_mean / lam_k if lam_k > 0 else 0.0
+        raise ProtocolError(
+            f"the assumed eigengap={eigengap:g} is false for these data: the revealed trace puts "
+            f"lambda_{k + 1} >= {rest_mean:.6g} against lambda_{k} = {lam_k:.6g}, a gap of at most "
+            f"{max(largest, 0.0):.3g}; no component was sent. Rerun with --eigengap below {max(largest, 0.0):.3g} "
+            "(or reveal='spectrum', which assumes no gap)"
+        )
+
+
 #: With ``reveal="components"``, the residual of the secure eigensolve's Ritz pairs is at most
 #: about ``tol * λ_1``; the answer check allows this multiple of ``tol`` (and at least ``1e-4``).
 COMPONENTS_RESIDUAL_FACTOR = 64.0
@@ -110,7 +176,7 @@ def components_settings(settings: Mapping[str, Any], reveal: str) -> ComponentsS
     Raises
     ------
     InputValidationError
-        A value outside ``0 < eigengap < 1`` or ``0 < min_ratio <= 1``, or either
+        A value outside ``MIN_EIGENGAP <= eigengap <= MAX_EIGENGAP`` or ``0 < min_ratio <= 1``, or either
         given without ``reveal="components"`` (the only mode that uses them).
     """
     given: dict[str, Any] = {
@@ -123,12 +189,8 @@ def components_settings(settings: Mapping[str, Any], reveal: str) -> ComponentsS
     for key, value in given.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise InputValidationError(f"{key}={value!r} must be a number")
-    eigengap = given.get("eigengap", ComponentsSettings.eigengap)
+    eigengap = check_eigengap(given.get("eigengap", ComponentsSettings.eigengap))
     min_ratio = given.get("min_ratio", ComponentsSettings.min_ratio)
-    if not 0.0 < eigengap < 1.0:
-        raise InputValidationError(
-            f"--eigengap {eigengap!r} is out of range; it must lie strictly between 0 and 1"
-        )
     if not 0.0 < min_ratio <= 1.0:
         raise InputValidationError(f"--min-ratio {min_ratio!r} is out of range; it must lie in (0, 1]")
     return ComponentsSettings(eigengap=float(eigengap), min_ratio=float(min_ratio))

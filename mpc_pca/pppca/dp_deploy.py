@@ -44,6 +44,7 @@ from mpc_pca.deployment_kit import (
     seeded_generator,
 )
 from mpc_pca.pppca.dp_estimator import DEFAULT_FRAC_BITS
+from mpc_pca.pppca.dp_rounding import check_row_rounding
 from mpc_pca.pppca.dp_sum import (
     DPSumModel,
     DPSumPlan,
@@ -160,6 +161,7 @@ class PPPCADPDeployment(HoldersFirst):
         if party.startswith("provider"):
             rows = check_own_rows(party, data)
             check_n_components(view["n_components"], rows.shape[1])
+            check_row_rounding(frac_bits, rows.shape[1])
             view["n_features"] = int(rows.shape[1])
         else:
             check_no_data(party, data)
@@ -172,6 +174,7 @@ class PPPCADPDeployment(HoldersFirst):
         agreed = agree(views, SHARED)
         d = agree_width(views, holders)
         k = check_n_components(agreed["n_components"], d)
+        check_row_rounding(agreed["frac_bits"], d)
         eps, dlt, h, share = check_plan_parameters(
             agreed["epsilon"],
             agreed["delta"],

@@ -90,6 +90,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from mpc_pca.deployment_kit import seeded_generator
 from mpc_pca.linalg import top_eigenpairs
+from mpc_pca.pppca.dp_rounding import check_row_rounding
 from mpc_pca.roles import SERVER, provider_names
 from mpc_pca.row_norms import clip_rows, clipped_hint
 from mpc_pca.validation import RowsClippedWarning, check_n_components, check_parts
@@ -471,6 +472,7 @@ def run_pppca_dp(
     k = check_n_components(n_components, d, n_samples)
     frac_bits = backend.codec.frac_bits
     eps, dlt, h, share = check_plan_parameters(epsilon, delta, n_parties, min_honest, mean_share, frac_bits)
+    check_row_rounding(frac_bits, d)
     plan = DPSumPlan(n_parties, d, eps, dlt, frac_bits, h, bool(centre), share, noise_calibration)
     plan.unit_sigma  # noqa: B018  (validates the calibration, e.g. classical with epsilon >= 1)
     stats = [provider_statistics(part, i, plan, backend, n_samples) for i, part in enumerate(arrays)]

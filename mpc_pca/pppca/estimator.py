@@ -24,7 +24,7 @@ from mpc_pca.base import (
     transform_rows,
     validated_by,
 )
-from mpc_pca.pppca.components import ComponentsSettings, check_reveal
+from mpc_pca.pppca.components import MAX_EIGENGAP, MIN_EIGENGAP, ComponentsSettings, check_reveal
 from mpc_pca.pppca.driver import run_pppca
 from protocols.backends import SecureSumBackend, make_backend
 from protocols.errors import InputValidationError
@@ -77,8 +77,11 @@ class PPPCA(SubspaceMixin):
         else (docs/secure_tensor.md section 9).
     eigengap : float, default=0.1
         ``reveal="components"``: assumed lower bound on
-        ``1 - lambda_{k+1} / lambda_k``; sets the contraction the stopping
-        rule assumes per iteration.
+        ``1 - lambda_{k+1} / lambda_k``, from ``1e-8`` to ``0.9``
+        (:data:`~mpc_pca.pppca.components.MIN_EIGENGAP`,
+        :data:`~mpc_pca.pppca.components.MAX_EIGENGAP`); sets the contraction the stopping
+        rule assumes per iteration. A gap the revealed trace contradicts is refused
+        (:func:`~mpc_pca.pppca.components.check_assumed_gap`).
     min_ratio : float, default=0.01
         ``reveal="components"`` with the CrypTen engine (the older subspace
         iteration): assumed lower bound on the share of the total variance the
@@ -206,7 +209,7 @@ class PPPCA(SubspaceMixin):
         "backend": instance_of(str, SecureSumBackend),
         "timeout": validated_by(check_timeout),
         "reveal": validated_by(check_reveal),
-        "eigengap": real(0.0, 1.0, low_open=True, high_open=True),
+        "eigengap": real(MIN_EIGENGAP, MAX_EIGENGAP),
         "min_ratio": real(0.0, 1.0, low_open=True),
         "tol": real(0.0, low_open=True),
         "standardize": boolean(),

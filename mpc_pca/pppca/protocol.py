@@ -78,6 +78,7 @@ from mpc_pca.pppca.chunked import ChunkedPart
 from mpc_pca.pppca.components import (
     ComponentsSettings,
     backend_engine,
+    check_assumed_gap,
     components_error_bounds,
     hides_covariance,
     provider_eigensolve,
@@ -490,12 +491,14 @@ def _server_components(
     components = result.components
     values = result.eigenvalues / (n_samples - 1)
     total_variance = result.trace / (n_samples - 1)
+    eta, bounds = components_error_bounds(result, n_samples, config.n_parties, f_gram, config.components)
+    if config.reveal == "components":  # before T leaves: a false assumed eigengap is refused
+        check_assumed_gap(values, total_variance, config.n_features, config.components.eigengap, eta)
     transfer = np.ascontiguousarray(components.T)
     answer = ServerAnswer(values, n_samples, max(total_variance, 0.0), np.ones(config.n_features)).pack()
     for provider in config.providers:
         party.send(provider, transfer)
         party.send(provider, answer)
-    eta, bounds = components_error_bounds(result, n_samples, config.n_parties, f_gram, config.components)
     solve: dict[str, Any] = {
         **result.plan.as_dict(),
         "reveal": config.reveal,

@@ -169,6 +169,18 @@ class AdditiveBackend(SecureSumBackend):
         self.security_bits = security_bits
         self.graph_seed = graph_seed
 
+    def settings(self) -> dict[str, object]:
+        """The base settings plus the mode's: graph parameters, dropout threshold, key source."""
+        return {
+            **super().settings(),
+            "max_colluders": self.max_colluders,
+            "neighbours": self.neighbours,
+            "security_bits": self.security_bits,
+            "graph_seed": None if self.graph_seed is None else self.graph_seed.hex(),
+            "dropout_threshold": self.dropout_threshold,
+            "keys_from": self.keys_from,
+        }
+
     def plan(self, n_contributors: int) -> sparse_masks.GraphPlan:
         """The mask graph a ``sparse-masks`` sum of ``n_contributors`` uses (raises if unsafe)."""
         return sparse_masks.plan_graph(

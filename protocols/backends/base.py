@@ -87,6 +87,14 @@ class SecureSumBackend(ABC):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(codec={self.codec!r})"
 
+    def settings(self) -> dict[str, object]:
+        """The settings every party of a sum must share (:mod:`protocols.agreement` compares them).
+
+        The backend's name and the codec's ``frac_bits``; backends with more
+        add theirs (wire-safe values: ``None``, ``bool``, ``int``, ``str``).
+        """
+        return {"backend": self.name, "frac_bits": self.codec.frac_bits}
+
     def sum_error_bound(self, n_summands: int) -> float:
         """The most a decoded sum may differ, per entry, from the exact real sum.
 

@@ -311,6 +311,11 @@ def agree_sparse_keys(
         if graph_seed is not None and seed != graph_seed:
             raise ProtocolError(f"{receiver!r} sent a mask-graph seed other than the one fixed for this run")
         neighbours = graph_neighbours(seed, contributors, p, party.name)
+        if not neighbours and len(contributors) > 1:  # a receiver's chosen seed could isolate a victim
+            raise ProtocolError(
+                f"the mask graph of the seed from {receiver!r} leaves {party.name!r} without neighbours "
+                f"(0 of {len(contributors) - 1} contributors), so its input would go unmasked; nothing was sent"
+            )
     keys: dict[str, bytes] = {}
     for peer in neighbours:
         if party.name < peer:

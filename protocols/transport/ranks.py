@@ -6,6 +6,34 @@ from collections.abc import Mapping
 
 from protocols.errors import InputValidationError
 
+#: Most parties a run may have: the relay accepts layouts of at most this many parties
+#: (``relay.MAX_PARTIES``) and the rendezvous' waiting-room status lists at most this many names
+#: (``rendezvous.MAX_WAITING_NAMES``), so a larger world could never assemble. In a direct mesh
+#: each party also holds ``W - 1`` links (open sockets) for the whole run.
+MAX_WORLD_SIZE = 4096
+
+
+def check_world_size(world_size: object, flag: str = "world size") -> int:
+    """Validate a world size before any party starts: an integer from 1 to :data:`MAX_WORLD_SIZE`.
+
+    Examples
+    --------
+    >>> check_world_size(1_000_000, "--world-size")
+    Traceback (most recent call last):
+    ...
+    protocols.errors.InputValidationError: --world-size 1000000 is out of range; it must be between 1 and 4096 (MAX_WORLD_SIZE: the most parties the relay and the rendezvous accept)
+    """
+    if (
+        isinstance(world_size, bool)
+        or not isinstance(world_size, int)
+        or not 1 <= world_size <= MAX_WORLD_SIZE
+    ):
+        raise InputValidationError(
+            f"{flag} {world_size!r} is out of range; it must be between 1 and {MAX_WORLD_SIZE} "
+            "(MAX_WORLD_SIZE: the most parties the relay and the rendezvous accept)"
+        )
+    return world_size
+
 
 def check_ranks(ranks: Mapping[str, int]) -> dict[str, int]:
     """Validate a ``{party name: rank}`` map: ranks must be exactly ``0 .. W-1``."""

@@ -176,7 +176,7 @@ def test_a_bad_parameter_is_refused_naming_it_and_its_value(estimator, parameter
         (BY_NAME["ExponentialMechanismPCA"], "n_sweeps", 0, "an integer >= 1"),
         (BY_NAME["CapeAGN"], "budget_split", 1.0, "strictly between 0 and 1"),
         (BY_NAME["PPPCA"], "standardize", "yes", "True or False"),
-        (BY_NAME["PPPCA"], "eigengap", 1.0, "> 0 and < 1"),
+        (BY_NAME["PPPCA"], "eigengap", 1.0, ">= 1e-08 and <= 0.9"),
         (BY_NAME["PPPCADP"], "min_honest", 1.5, "an integer or None"),
     ],
     ids=lambda x: x if isinstance(x, str) else None,
