@@ -64,10 +64,11 @@ def refuse_false_gap(
     default = ComponentsSettings.eigengap
     without = f" (or without it: the default is {default:g})" if gap > default else ""
     raise ProtocolError(
-        f"the components {SERVER!r} sent are not eigenvectors of the pooled covariance within the tolerance: "
-        f"the secure eigensolve's Ritz residual |(C T - T Lambda) r| / lambda_1 = {residual:.3g} on a random r, "
-        f"allowed {allowed:.3g}{source}. Either the assumed eigengap={gap:g} is false for these data "
-        f"(lambda_{k + 1} is closer to lambda_{k} than 1 - {gap:g} allows, so the secure eigensolve stopped "
-        f"before it converged): rerun with a smaller --eigengap{without}, or with reveal='spectrum', which "
-        f"assumes no gap; or the server (the eigensolve's dealer) deviated. Refusing to use its T"
+        f"the components {SERVER!r} sent are not eigenvectors of the pooled covariance within the "
+        f"tolerance{source}: C T - T Lambda is not zero; the secure eigensolve's Ritz residual "
+        f"|(C T - T Lambda) r| / lambda_1 = {residual:.3g} on a random r, allowed {allowed:.3g}. Either the "
+        f"assumed eigengap={gap:g} is false for these data (lambda_{k + 1} is closer to lambda_{k} than "
+        f"1 - {gap:g} allows, so the secure eigensolve stopped before it converged): rerun with a smaller "
+        f"--eigengap{without}, or with reveal='spectrum', which assumes no gap; or the server (the "
+        "eigensolve's dealer) deviated; refusing to use its T"
     )

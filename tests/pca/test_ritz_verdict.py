@@ -21,14 +21,16 @@ from mpc_pca import PPPCA
 from mpc_pca.pppca import answer_check
 from mpc_pca.pppca.components import check_assumed_gap
 from protocols.errors import ProtocolError
+from tests.pca.test_answer_check import cheating_server, random_orthonormal, run
 
 #: What the components-mode verdict must say (k = 2, eigengap 0.5).
 VERDICT = (
-    r"the components 'server' sent are not eigenvectors of the pooled covariance within the tolerance: "
-    r"the secure eigensolve's Ritz residual \|\(C T - T Lambda\) r\| / lambda_1 = (?P<residual>[0-9.e-]+) "
-    r"on a random r, allowed (?P<allowed>[0-9.e-]+)(?: \(as opened and reported by provider0\))?\. Either the assumed eigengap=0\.5 is false for these data "
+    r"the components 'server' sent are not eigenvectors of the pooled covariance within the tolerance"
+    r"(?: \(as opened and reported by provider0\))?: C T - T Lambda is not zero; the secure eigensolve's "
+    r"Ritz residual \|\(C T - T Lambda\) r\| / lambda_1 = (?P<residual>[0-9.e-]+) on a random r, allowed "
+    r"(?P<allowed>[0-9.e-]+)\. Either the assumed eigengap=0\.5 is false for these data "
     r"\(lambda_{k1} is closer to lambda_{k} than 1 - 0\.5 allows, .* smaller --eigengap .* or the server "
-    r"\(the eigensolve's dealer\) deviated"
+    r"\(the eigensolve's dealer\) deviated; refusing to use its T$"
 )
 
 
@@ -87,3 +89,34 @@ def test_the_same_data_with_a_true_small_gap_fit_accurately():
     parts, x = _parts([10.0, 5.0, 4.9, 1.0, 1.0, 1.0])
     model = PPPCA(2, reveal="components", eigengap=0.01).fit(parts)
     assert np.max(subspace_angles(model.components_.T, PCA(2).fit(x).components_.T)) < 1e-4
+
+
+def _random_t(monkeypatch, wine, k: int, *, wrong_n: bool = False) -> None:
+    d = wine.shape[1]
+
+    def answer(to, a):
+        a[k] += 1.0 if wrong_n else 0.0
+        return a
+
+    cheating_server(monkeypatch, d, k, transfer=lambda to, t: random_orthonormal(d, k, 4), answer=answer)
+
+
+def test_covariance_mode_keeps_accusing_the_server_of_a_wrong_residual(monkeypatch, wine):
+    """A server computing in the clear has no eigengap to blame: the error stays the server's."""
+    _random_t(monkeypatch, wine, 2)
+    with pytest.raises(
+        ProtocolError, match=r"^'server' sent a wrong answer.*C T - T Lambda is not zero"
+    ) as caught:
+        run(np.array_split(wine, 3), 2)
+    assert "eigengap" not in str(caught.value)
+
+
+def test_components_mode_accuses_the_server_when_more_than_the_residual_is_wrong(monkeypatch, wine):
+    """A wrong N does not follow from a false eigengap: the server's error, naming both failures."""
+    standardized = (wine - wine.mean(0)) / wine.std(0)
+    _random_t(monkeypatch, wine, 2, wrong_n=True)
+    with pytest.raises(
+        ProtocolError, match=r"^'server' sent a wrong answer.*C T - T Lambda .* not N="
+    ) as caught:
+        run(np.array_split(standardized, 3), 2, reveal="components")
+    assert "eigengap" not in str(caught.value)
