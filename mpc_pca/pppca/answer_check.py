@@ -36,7 +36,8 @@ providers, without revealing anything when the server is honest, check
    (:func:`relative_error`) when the server is honest, so the opening
    tells provider0 nothing it did not know; otherwise every provider raises
    a :class:`~protocols.errors.ProtocolError` naming the server before it
-   projects a single row;
+   projects a single row (and, with ``reveal="components"`` when the residual alone
+   fails, a false assumed eigengap: :mod:`~mpc_pca.pppca.ritz_verdict`);
 5. with ``reveal="covariance"`` only, the eigenpairs are the top ``k``: ``p``
    power steps on ``R`` compressed to the complement of ``T``
    (:mod:`mpc_pca.pppca.top_k_check`, where the guarantee is proved). Its
