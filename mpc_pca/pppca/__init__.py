@@ -25,6 +25,9 @@ answer_check
 top_k_check, check_opening
     The check that the eigenpairs sent are the top ``k`` (secure power steps,
     with its detection guarantee), and the check's secure sums among the providers.
+ritz_verdict
+    ``reveal="components"``: the error when the check's Ritz residual shows the assumed
+    eigengap was false (or the server deviated).
 dropout_payload
     Dropout mode's one masked input: column sums, row count and Gram matrix in two limbs.
 chunked

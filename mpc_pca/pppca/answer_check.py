@@ -36,7 +36,8 @@ providers, without revealing anything when the server is honest, check
    (:func:`relative_error`) when the server is honest, so the opening
    tells provider0 nothing it did not know; otherwise every provider raises
    a :class:`~protocols.errors.ProtocolError` naming the server before it
-   projects a single row;
+   projects a single row (and, with ``reveal="components"`` when the residual alone
+   fails, a false assumed eigengap: :mod:`~mpc_pca.pppca.ritz_verdict`);
 5. with ``reveal="covariance"`` only, the eigenpairs are the top ``k``: ``p``
    power steps on ``R`` compressed to the complement of ``T``
    (:mod:`mpc_pca.pppca.top_k_check`, where the guarantee is proved). Its
@@ -84,6 +85,7 @@ from mpc_pca.pppca.bounds import components_gram_bits, gram_entry_error
 from mpc_pca.pppca.check_opening import CheckOpening
 from mpc_pca.pppca.components import accepted_angle_bound, hides_covariance
 from mpc_pca.pppca.local_stats import LocalStatistics
+from mpc_pca.pppca.ritz_verdict import refuse_false_gap
 from mpc_pca.pppca.scaling import sums_scale_exponent
 from mpc_pca.pppca.top_k_check import (
     check_direction,
@@ -326,8 +328,7 @@ def verify_opening(
     ``reporter`` is the provider that opened the sum and forwarded it (``None``
     for that provider itself); errors then say it is that provider's report.
     """
-    d = config.n_features
-    n = answer.n_samples
+    d, k, n = config.n_features, weights.shape[0], answer.n_samples
     lam1 = _reference(answer)
     source = "" if reporter is None else f" (as opened and reported by {reporter})"
     failures = []
@@ -363,7 +364,8 @@ def verify_opening(
         if np.any(bad):
             columns = np.flatnonzero(bad)[:5].tolist()
             failures.append(f"the scales sigma of columns {columns} are not the columns' standard deviations")
-    if failures:
+    if failures:  # components mode: a false assumed eigengap explains a residual alone (ritz_verdict)
+        refuse_false_gap(config, len(failures) == 1 and not residual <= allowed, residual, allowed, k, source)
         raise ProtocolError(
             f"{SERVER!r} sent a wrong answer{source}: " + "; ".join(failures) + "; refusing to use its T"
         )
