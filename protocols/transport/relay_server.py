@@ -306,16 +306,19 @@ class RelayServer:
 
     def _drop(self, name: str, reason: str, clean: bool = False) -> None:
         """Stop forwarding for ``name``: tell every other party (END, and a NOTICE unless it ended cleanly)."""
+        box = self.outboxes[name]
         with self._lock:
             if name in self._ended:
                 return
+            # The outbox stops taking frames before the party counts as ended, so no source that sees it
+            # ended can still queue a frame for it (and wait for room that nobody will make).
+            if clean:
+                box.finish()
+            else:
+                box.kill()
             self._ended.add(name)
             everyone = len(self._ended) == len(self.outboxes)
-        box = self.outboxes[name]
-        if clean:
-            box.finish()
-        else:
-            box.kill()
+        if not clean:
             _cut(box.stream)
         for other in self.outboxes:
             if other != name:
