@@ -10,8 +10,9 @@ the embeddable API (:func:`protocols.secure_sum.secure_sum`):
    :meth:`~protocols.backends.base.SecureSumBackend.settings` (backend name,
    which is the mode, ``frac_bits`` and the mode's options), then goes on with
    the sum at once: it waits for no answer;
-2. the receiver reads every contributor's settings before it takes part in
-   the sum, compares each with its own and, on a difference, raises
+2. the receiver reads every contributor's settings at its first receive of
+   the sum (what it sends before, such as a Paillier public key, is not
+   delayed), compares each with its own and, on a difference, raises
    :class:`~protocols.errors.InputValidationError` naming the setting, both
    parties and both values, and every party's value of it (so two
    contributors that disagree are both named), having read nothing else.
@@ -23,9 +24,13 @@ any of them, so no sum is formed or output. Contributors send their settings
 before their first blocking receive, so a difference in mode (a different
 message pattern) is caught too, never a deadlock.
 
-Cost: one small message (about 200 bytes) per contributor per sum and no
-added waiting: the contributor's message goes out together with its first
-protocol message, and the receiver sends nothing. The deployments
+Cost: one small message per contributor per sum (51 bytes in the wire
+format for the default additive backend: the values only, the keys are the
+backend's) and no added waiting: it goes out just ahead of the contributor's
+first protocol message, and the receiver sends nothing. A dropout-tolerant
+backend's receiver waits for the settings as for masked inputs (up to its
+dropout deadline, once for all) and leaves a provider whose settings did not
+come to the backend's dropout handling. The deployments
 (:mod:`mpc_pca.deploy`) agree the same settings in their announcements and
 call the backend directly, so they do not pay this again.
 """
@@ -40,6 +45,7 @@ from typing import Any
 from protocols.backends.base import SecureSumBackend
 from protocols.errors import InputValidationError, PeerDroppedError, PeerTimeoutError, ProtocolError
 from protocols.party import Party
+from protocols.transport.base import now
 
 log = logging.getLogger("mpc_pca.protocol")
 
@@ -84,9 +90,13 @@ def agree_sum_settings(
     tolerant = own.get("dropout_threshold") is not None
 
     def check() -> None:
+        deadline = None
+        if tolerant:  # one deadline for all, as the dropout backend's own wait for masked inputs
+            wait = getattr(backend, "dropout_timeout", None)
+            deadline = now() + (party.channel.timeout / 2 if wait is None else float(wait))
         received: dict[str, Mapping[str, Any]] = {}
         for sender in others:
-            theirs = _settings_from(party, sender, tolerant, backend, own)
+            theirs = _settings_from(party, sender, deadline, own)
             if theirs is not None:
                 received[sender] = theirs
         for sender, theirs in received.items():
@@ -156,17 +166,15 @@ def _other_keys(settings: Mapping[str, Any]) -> list[str]:
 
 
 def _settings_from(
-    party: Party, sender: str, tolerant: bool, backend: SecureSumBackend, own: Mapping[str, Any]
+    party: Party, sender: str, deadline: float | None, own: Mapping[str, Any]
 ) -> Mapping[str, Any] | None:
-    """``sender``'s settings message; ``None`` for a provider gone before it (dropout backends only)."""
-    if not tolerant:
+    """``sender``'s settings; ``None`` for a provider silent until ``deadline`` (dropout backends only)."""
+    if deadline is None:
         message = party.recv(sender)
     else:  # a provider that left before its first message is the backend's dropout to handle
-        wait = getattr(backend, "dropout_timeout", None)
-        limit = party.channel.timeout / 2 if wait is None else float(wait)
         try:
             with party.channel.tolerating([sender]):
-                message = party.recv(sender, limit)
+                message = party.recv(sender, max(deadline - now(), 0.0))
         except (PeerDroppedError, PeerTimeoutError) as exc:
             log.info("%s: no settings from %s (%s); left to the dropout handling", party.name, sender, exc)
             return None

@@ -2,8 +2,15 @@
 
 Use :func:`secure_sum` inside your own role functions: every party calls it with
 its own array and the same ``contributors``/``receiver``; only ``receiver``
-gets the sum back. :func:`run_secure_sum` is a convenience that runs one secure
-sum in-process, one thread per party, when all inputs are local (tests, demos).
+gets the sum back. Each party builds its own backend, so every sum first
+checks that they match (backend name, i.e. the mode, ``frac_bits`` and the
+mode's options; :mod:`protocols.agreement`): each contributor sends the
+receiver its settings ahead of its first protocol message (one small message,
+no added wait), and the receiver refuses a difference, naming both parties
+and both values, before it reads anything else, so no silently wrong sum is
+formed. :func:`run_secure_sum` is a convenience that runs one secure sum
+in-process, one thread per party, when all inputs are local (tests, demos);
+its parties share one backend, so it skips the check.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ import pytest
 from mpc_pca.pppca.deployment import PPPCADeployment
 from mpc_pca.pppca.dp_deploy import PPPCADPDeployment
 from protocols import AdditiveBackend, FixedPointCodec
+from protocols.backends import dropout
 from protocols.backends.paillier import PaillierBackend
 from protocols.errors import InputValidationError
 from protocols.runtime import run_inprocess
@@ -174,3 +175,38 @@ def test_a_deployment_refuses_announcements_with_different_frac_bits_naming_ever
         InputValidationError, match=r"disagree on frac_bits: .*'provider0': 20.*'provider1': 24"
     ):
         deployment.configure(views, 2)
+
+
+def _dropout_roles(codecs, leaving=()):
+    providers = ("p0", "p1", "p2", "p3", "p4")
+
+    def backend(name):
+        return AdditiveBackend("masks", codec=FixedPointCodec(codecs.get(name, 20)), dropout_threshold=3)
+
+    def provider(name):
+        def run(party):
+            if name in leaving:
+                party.channel.disconnect()  # gone before the sum, settings never sent
+                return "left"
+            return secure_sum(party, [1.0, 2.0], contributors=providers, receiver="s", backend=backend(name))
+
+        return run
+
+    def server(party):
+        total = secure_sum(party, None, contributors=providers, receiver="s", backend=backend("s"))
+        return total, dropout.last_outcome(party).dropped
+
+    return {**{p: provider(p) for p in providers}, "s": server}
+
+
+def test_a_dropout_sum_still_leaves_out_a_provider_gone_before_its_settings():
+    run = run_inprocess(_dropout_roles({}, leaving=("p4",)), timeout=10)
+    total, dropped = run.outputs["s"]
+    assert tuple(dropped) == ("p4",)
+    np.testing.assert_allclose(total, [4.0, 8.0])
+
+
+def test_a_dropout_sum_refuses_different_frac_bits_naming_both():
+    run = run_recorded(_dropout_roles({"p2": 24}), timeout=10)
+    assert "frac_bits differs: 's' uses 20, 'p2' uses 24" in str(run.errors["s"])
+    assert "s" not in run.outputs
