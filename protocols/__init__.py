@@ -8,8 +8,9 @@ Modules (imports point down this list)
 secure_sum
     The embeddable primitive: every party calls it, only the receiver learns the sum.
 agreement
-    Parties that build their own backends agree the settings a sum needs
-    equal (``frac_bits``, mode) before any share is sent (``agree_settings=True``).
+    Every sum of :func:`~protocols.secure_sum.secure_sum` checks, by default and
+    without an added wait, that the parties' backends match (``frac_bits``, mode):
+    the receiver compares each contributor's settings before it reads a share.
 tensor
     Secret-shared fixed-point tensors with a dealer (Beaver products,
     truncation, reveals) and a top-k eigensolver built on them.

@@ -2,8 +2,15 @@
 
 Use :func:`secure_sum` inside your own role functions: every party calls it with
 its own array and the same ``contributors``/``receiver``; only ``receiver``
-gets the sum back. :func:`run_secure_sum` is a convenience that runs one secure
-sum in-process, one thread per party, when all inputs are local (tests, demos).
+gets the sum back. Each party builds its own backend, so every sum first
+checks that they match (backend name, i.e. the mode, ``frac_bits`` and the
+mode's options; :mod:`protocols.agreement`): each contributor sends the
+receiver its settings ahead of its first protocol message (one small message,
+no added wait), and the receiver refuses a difference, naming both parties
+and both values, before it reads anything else, so no silently wrong sum is
+formed. :func:`run_secure_sum` is a convenience that runs one secure sum
+in-process, one thread per party, when all inputs are local (tests, demos);
+its parties share one backend, so it skips the check.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from protocols.agreement import agree_sum_settings
+from protocols.agreement import agree_sum_settings, settings_checked
 from protocols.backends.additive import AdditiveBackend
 from protocols.backends.base import SecureSumBackend, real_input
 from protocols.errors import InputValidationError, ProtocolError
@@ -30,7 +37,7 @@ def secure_sum(
     receiver: str,
     backend: SecureSumBackend,
     name: str = "value",
-    agree_settings: bool = False,
+    agree_settings: bool = True,
 ) -> NDArray[np.float64] | None:
     """Sum the contributors' arrays so that only ``receiver`` learns the result.
 
@@ -39,18 +46,20 @@ def secure_sum(
     (finite, within the backend's range for ``len(contributors)`` summands)
     before this party sends anything.
 
-    Parties that build their backends independently (one per process) pass
-    ``agree_settings=True`` in every call (all or none of the group): before
-    the group's first sum of the run they then agree the backend's settings
-    (name, ``frac_bits``, mode options:
-    :func:`protocols.agreement.agree_sum_settings`, one small message each
-    way per contributor, once per group and run); a difference raises
-    :class:`~protocols.errors.InputValidationError` naming both parties and
-    both values before any input-dependent message is sent. Without it the
-    wire protocol is the backend's alone and the caller answers for equal
-    settings (as the package's deployments do by agreeing their announced
-    settings, ``frac_bits`` included); different ``frac_bits`` then give a
-    silently wrong sum.
+    Every party builds its own backend, so by default the group agrees the
+    backend's settings in the same call (backend name, i.e. the mode,
+    ``frac_bits`` and the mode's options:
+    :func:`protocols.agreement.agree_sum_settings`): each contributor sends
+    the receiver its settings together with its first protocol message (one
+    small message, no added wait; the receiver sends nothing more), and the
+    receiver compares them with its own before it reads anything else. A
+    difference raises :class:`~protocols.errors.InputValidationError` at the
+    receiver naming both parties and both values (and every party's value),
+    before any sum is formed, so nobody gets a silently wrong sum (different
+    ``frac_bits`` would otherwise decode ``[2, 4, 6]`` as ``[1024.001,
+    2048.002, 3072.003]``). ``agree_settings=False`` (all or none of the
+    group) skips this when the caller has agreed the settings already, as the
+    package's deployments do in their announcements.
 
     Parameters
     ----------
@@ -67,8 +76,8 @@ def secure_sum(
         E.g. ``AdditiveBackend(mode="shares")``.
     name : str
         Name used in error messages.
-    agree_settings : bool, default=False
-        Agree the backend settings with the group first (see above).
+    agree_settings : bool, default=True
+        Agree the backend settings with the group in this sum (see above).
 
     Returns
     -------
@@ -83,10 +92,30 @@ def secure_sum(
                            receiver="analyst", backend=AdditiveBackend())
     """
     if agree_settings:
-        if party.name in contributors and value is not None:
-            backend.check_input(real_input(value, name), len(contributors), name)  # before the agreement
-        agree_sum_settings(party, backend, contributors, receiver)
-    return backend.secure_sum(party, value, contributors=contributors, receiver=receiver, name=name)
+        _check_before_agreement(party, value, contributors, receiver, backend, name)
+        party = agree_sum_settings(party, backend, contributors, receiver)
+    total = backend.secure_sum(party, value, contributors=contributors, receiver=receiver, name=name)
+    settings_checked(party)  # before the receiver returns anything
+    return total
+
+
+def _check_before_agreement(
+    party: Party,
+    value: ArrayLike | None,
+    contributors: Sequence[str],
+    receiver: str,
+    backend: SecureSumBackend,
+    name: str,
+) -> None:
+    """What the backend would refuse before its first send, refused before the settings message."""
+    group = tuple(sorted(contributors))
+    backend.check_group(party, group, receiver)
+    if party.name in group:
+        if value is None:
+            raise InputValidationError(f"contributor {party.name!r} must pass an array, got None")
+        backend.check_input(real_input(value, name), len(group), name)
+    elif value is not None:
+        raise InputValidationError(f"receiver {party.name!r} is not a contributor and must pass value=None")
 
 
 def secure_sum_symmetric(
@@ -97,7 +126,7 @@ def secure_sum_symmetric(
     receiver: str,
     backend: SecureSumBackend,
     name: str = "symmetric matrix",
-    agree_settings: bool = False,
+    agree_settings: bool = True,
 ) -> NDArray[np.float64] | None:
     """Secure sum of symmetric ``d x d`` matrices that sends only their upper triangles.
 
@@ -120,10 +149,10 @@ def secure_sum_symmetric(
     """
     triangle = None if matrix is None else upper_triangle(real_input(matrix, name))
     if agree_settings:
-        if triangle is not None:
-            backend.check_input(triangle, len(contributors), name)
-        agree_sum_settings(party, backend, contributors, receiver)
+        _check_before_agreement(party, triangle, contributors, receiver, backend, name)
+        party = agree_sum_settings(party, backend, contributors, receiver)
     total = backend.secure_sum(party, triangle, contributors=contributors, receiver=receiver, name=name)
+    settings_checked(party)  # before the receiver returns anything
     if total is None:
         return None
     try:

@@ -181,6 +181,28 @@ class AdditiveBackend(SecureSumBackend):
             "keys_from": self.keys_from,
         }
 
+    def check_group(self, party: Party, contributors: tuple[str, ...], receiver: str) -> None:
+        """The base checks plus what :meth:`_run` refuses before its first send (graph, names, identities)."""
+        super().check_group(party, contributors, receiver)
+        if self.mode == "sparse-masks":
+            self.plan(len(contributors))
+        if self.mode != "shares":
+            _check_separator_free((*contributors, receiver))
+        if self.dropout_threshold is not None:
+            dropout.check_dropout_threshold(self.dropout_threshold, len(contributors))
+        cached = f"{_NAMES[self.mode]}|{receiver}|{'|'.join(contributors)}" in party.context
+        if (
+            self.mode == "masks"
+            and self.keys_from is None
+            and self.dropout_threshold is None
+            and not cached
+            and party.name in contributors
+            and party.channel.identity is None
+        ):
+            raise ProtocolError(
+                f"{party.name!r}: masks mode needs party identities to sign its keys, but this channel has none"
+            )
+
     def plan(self, n_contributors: int) -> sparse_masks.GraphPlan:
         """The mask graph a ``sparse-masks`` sum of ``n_contributors`` uses (raises if unsafe)."""
         return sparse_masks.plan_graph(

@@ -124,6 +124,24 @@ class SecureSumBackend(ABC):
         """
         self.codec.check_range(np.asarray(value, dtype=np.float64), n_summands, name)
 
+    def check_group(self, party: Party, contributors: tuple[str, ...], receiver: str) -> None:
+        """Raise before sending if this party cannot take part in a sum of this group.
+
+        The base checks the group (non-empty, distinct names, the caller a
+        member); backends add what they would refuse before their first send,
+        so that :func:`protocols.secure_sum.secure_sum` can refuse it before
+        the settings agreement sends anything.
+        """
+        if not contributors:
+            raise InputValidationError("a secure sum needs at least one contributor")
+        if len(set(contributors)) != len(contributors):
+            raise InputValidationError(f"contributors must be distinct, got {list(contributors)}")
+        if party.name not in contributors and party.name != receiver:
+            raise InputValidationError(
+                f"party {party.name!r} is neither a contributor {list(contributors)} "
+                f"nor the receiver {receiver!r} of this secure sum"
+            )
+
     def secure_sum(
         self,
         party: Party,
@@ -152,16 +170,8 @@ class SecureSumBackend(ABC):
         # One canonical order for every party, whatever order each caller lists the
         # contributors in: backends derive roles (mask signs, the aggregator) from it.
         contributors = tuple(sorted(contributors))
-        if not contributors:
-            raise InputValidationError("a secure sum needs at least one contributor")
-        if len(set(contributors)) != len(contributors):
-            raise InputValidationError(f"contributors must be distinct, got {list(contributors)}")
+        SecureSumBackend.check_group(self, party, contributors, receiver)
         is_contributor = party.name in contributors
-        if not is_contributor and party.name != receiver:
-            raise InputValidationError(
-                f"party {party.name!r} is neither a contributor {list(contributors)} "
-                f"nor the receiver {receiver!r} of this secure sum"
-            )
         if is_contributor:
             if value is None:
                 raise InputValidationError(f"contributor {party.name!r} must pass an array, got None")

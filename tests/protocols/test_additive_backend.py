@@ -33,6 +33,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from protocols import AdditiveBackend, FixedPointCodec, Party, secure_sum
+from protocols.agreement import settings_message
 from protocols.backends.sparse_masks import mask_graph, plan_graph
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.runtime import run_inprocess
@@ -139,6 +140,9 @@ def _reference_masks_contributor(values, contributors, receiver):
 
     def role(party):
         me, identity = party.name, party.channel.identity
+        # every sum starts with the settings: backend name, then the other settings in sorted-key order
+        settings = ["additive-masks", None, 20, None, None, None, None, 40]
+        party.send(receiver, settings)
         private = X25519PrivateKey.generate()
         public = private.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
         party.send(receiver, {"key": public, "sig": identity.sign(statement(me, public))})
@@ -153,6 +157,8 @@ def _reference_masks_contributor(values, contributors, receiver):
             shared = private.exchange(X25519PublicKey.from_public_bytes(entry["key"]))
             keys[peer] = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=info).derive(shared)
         for k, value in enumerate(values):
+            if k > 0:
+                party.send(receiver, settings)
             word = np.rint(np.asarray(value) * 2.0**20).astype(np.int64).view(np.uint64)
             for peer, key in keys.items():
                 mask = _chacha_words(key, k, word.size)
@@ -203,7 +209,7 @@ def test_keys_are_agreed_once_per_group_and_run(mode):
     for c in contributors:  # masks: one public key; sparse masks (3 parties: every pair an edge):
         # a key to each larger-named contributor; then one array per sum
         agreement = 1 if mode == "masks" else sum(peer > c for peer in contributors)
-        assert run.reports[c].messages_sent == agreement + 4
+        assert run.reports[c].messages_sent == agreement + 4 + 4  # and the settings, once per sum
 
 
 @pytest.mark.parametrize("mode", ["masks", "sparse-masks"])
@@ -341,6 +347,7 @@ def test_a_partial_sum_of_the_wrong_dtype_is_refused_naming_its_sender():
     backend = AdditiveBackend("shares")
 
     def faulty(party):
+        party.send("server", settings_message(backend))
         party.send("a", bytes(32))
         party.recv("a")
         party.send("server", np.zeros(2))
@@ -374,8 +381,15 @@ def _run_with_relay(relay):
     return run_recorded(roles, timeout=5)
 
 
+def _read_settings(party, contributors=("p0", "p1")):
+    """A fake receiver's first step: the settings message of every contributor (the agreement)."""
+    for c in contributors:
+        assert party.recv(c) == settings_message(AdditiveBackend("masks"))
+
+
 def test_a_relayed_key_list_that_is_not_the_groups_is_refused():
     def relay(party):
+        _read_settings(party)
         publics = {c: party.recv(c) for c in ("p0", "p1")}
         party.send("p0", {"p0": publics["p0"]})  # p1's key left out
         party.send("p1", [publics["p0"], publics["p1"]])  # not a mapping
@@ -387,6 +401,7 @@ def test_a_relayed_key_list_that_is_not_the_groups_is_refused():
 
 def test_a_malformed_relayed_key_is_refused_naming_its_owner_and_the_relay():
     def relay(party):
+        _read_settings(party)
         publics = {c: party.recv(c) for c in ("p0", "p1")}
         publics["p1"] = {"key": publics["p1"]["key"][:31], "sig": publics["p1"]["sig"]}
         for c in ("p0", "p1"):
@@ -409,11 +424,13 @@ def test_a_relay_replaying_a_contributors_own_earlier_key_is_caught():
             secure_sum(fresh, np.ones(2), contributors=contributors, receiver="server", backend=backend)
 
     def relay(party):
+        _read_settings(party)
         first = {c: party.recv(c) for c in contributors}
         for c in contributors:
             party.send(c, first)
         for c in contributors:
             party.recv(c)  # the masked arrays of the first sum
+        _read_settings(party)
         second = {c: party.recv(c) for c in contributors}
         second["p0"] = first["p0"]
         for c in contributors:

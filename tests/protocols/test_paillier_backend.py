@@ -13,6 +13,7 @@ from sklearn.decomposition import PCA
 
 from mpc_pca import PPPCA
 from mpc_pca.data.partition import split_rows
+from protocols.agreement import settings_message
 from protocols.backends import make_backend
 from protocols.backends.additive import AdditiveBackend
 from protocols.backends.paillier import PaillierBackend, chunk_ranges
@@ -281,6 +282,7 @@ def _run_against(fake_role, backend):
 
 def _fake_aggregator(keypair, mutate):
     def role(party):
+        party.send("s", settings_message(small_backend(keypair)))  # the settings agreement's message
         party.recv("s")  # the public key
         party.recv("b")  # b's ciphertexts
         layout = PackingLayout.for_summands(BITS, 2)

@@ -8,6 +8,7 @@ from hypothesis.extra import numpy as hnp
 from scipy import stats
 
 from protocols import AdditiveBackend, FixedPointCodec, Party, secure_sum
+from protocols.agreement import settings_message
 from protocols.backends import make_backend
 from protocols.errors import InputValidationError, ProtocolError, RingOverflowError
 from protocols.secure_sum import run_secure_sum
@@ -200,6 +201,7 @@ def test_wrongly_shaped_partial_sum_is_a_protocol_error():
 
     def faulty():
         party = Party("b", network.channel("b"))
+        party.send("s", settings_message(backend))  # the settings agreement
         party.send("a", bytes(32))  # a share seed
         party.recv("a")
         party.send("s", np.zeros(5, dtype=np.uint64))  # wrong shape
@@ -317,6 +319,8 @@ def test_masks_mode_catches_a_relay_that_tampers_with_public_keys(attack):
         return secure_sum(party, np.ones(4), contributors=contributors, receiver="server", backend=backend)
 
     def relay(party):
+        for c in contributors:  # the settings agreement
+            party.recv(c)
         publics = {c: party.recv(c) for c in contributors}
         if attack == "substitute":
             mine = X25519PrivateKey.generate().public_key()
