@@ -65,7 +65,8 @@ other providers' errors say the opening is provider0's report. The cost is
 ``d``) among the providers (on the run's pairwise masks when it has them,
 :func:`check_backend`) and ``p + 2`` messages from provider0 to each other
 provider (``x``, the digest, the openings); in the hidden modes one sum of ``(k + 1) d + 2``
-numbers and two messages from provider0 to each other provider (the digest, the opening).
+numbers (``(k + 2) d + 2`` with standardization) and two messages from provider0 to each
+other provider (the digest, the opening).
 The providers additionally learn ``Λ``, ``N``, the total variance, ``σ`` and,
 with ``reveal="covariance"`` only, check 5's products ``R Y``
 (:mod:`mpc_pca.pppca.top_k_check`); a refused answer shows them ``R V``
