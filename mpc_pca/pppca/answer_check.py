@@ -15,14 +15,15 @@ providers, without revealing anything when the server is honest, check
    ``T``, the answer and the mean ``m`` of step 2 to the others);
 3. ``Λ`` is a plausible top of a spectrum whose sum is the total variance
    (decreasing, ``λ_1 <= total``, mean of the top ``k`` at least the mean of all);
-4. on a random combination ``r`` drawn by provider0 from a CSPRNG after every
-   provider holds ``T``, one secure sum among the providers, opened to
-   provider0 and forwarded to the others, of
+4. one secure sum among the providers, opened to provider0 and forwarded to
+   the others, of
 
-   * ``(R V r - V Λ r) / λ_1`` where ``R = diag(σ)^-1 C diag(σ)^-1`` is the
-     matrix the server eigendecomposed: each provider adds its own
-     ``diag(σ)^-1 G_i diag(σ)^-1 V r / ((N - 1) λ_1)`` (``G_i`` its centred
-     Gram matrix), provider0 subtracts ``V Λ r / λ_1``;
+   * ``(R V - V Λ) / λ_1``, every column (``d k`` numbers), where
+     ``R = diag(σ)^-1 C diag(σ)^-1`` is the matrix the server eigendecomposed:
+     each provider adds its own ``diag(σ)^-1 G_i diag(σ)^-1 V / ((N - 1) λ_1)``
+     (``G_i`` its centred Gram matrix), provider0 subtracts ``V Λ / λ_1``; any
+     column whose norm exceeds ``4 ε + √d ν`` is refused, deterministically
+     (:mod:`~mpc_pca.pppca.column_residual`, where the bound is derived);
    * ``sum_i n_i / N - 1`` (the claimed ``N``);
    * ``(trace R - total) / (d λ_1)`` (the claimed total variance);
    * with standardization, ``sum_i diag(G_i) / (N σ^2) - 1`` (the claimed scales);
@@ -48,7 +49,7 @@ providers, without revealing anything when the server is honest, check
    as those modes already assume.
 
 What it detects: any ``T`` whose columns are not orthonormal eigenvectors of
-the pooled covariance with the eigenvalues sent, above the tolerance (a random
+the pooled covariance with the eigenvalues sent, any one column above the per-column tolerance (a random
 orthonormal ``T``, a perturbed or rotated ``T``, ``T`` of another matrix, wrong
 ``Λ``, ``N``, total variance, ``σ`` or mean), different answers or means to
 different providers, and (check 5, covariance mode) true eigenpairs other
@@ -60,21 +61,22 @@ smaller, and at any gap in the hidden modes; errors below the stated
 tolerances; a ``k`` other than ``"mle"``'s.
 A malicious provider0 can make honest providers accuse an honest server: the
 other providers' errors say the opening is provider0's report. The cost is
-``p`` secure sums (the first of ``3d + 2`` or ``4d + 2`` numbers, the others of
+``p`` secure sums (the first of ``(k + 2) d + 2`` or ``(k + 3) d + 2`` numbers, the others of
 ``d``) among the providers (on the run's pairwise masks when it has them,
 :func:`check_backend`) and ``p + 2`` messages from provider0 to each other
-provider; in the hidden modes one sum of ``2d + 2`` numbers and three messages
-from provider0 to each other provider.
+provider (``x``, the digest, the openings); in the hidden modes one sum of ``(k + 1) d + 2``
+numbers (``(k + 2) d + 2`` with standardization) and two messages from provider0 to each
+other provider (the digest, the opening).
 The providers additionally learn ``Λ``, ``N``, the total variance, ``σ`` and,
 with ``reveal="covariance"`` only, check 5's products ``R Y``
-(:mod:`mpc_pca.pppca.top_k_check`).
+(:mod:`mpc_pca.pppca.top_k_check`); a refused answer shows them ``R V``
+(:mod:`~mpc_pca.pppca.column_residual`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -83,6 +85,7 @@ from numpy.typing import NDArray
 
 from mpc_pca.pppca.bounds import components_gram_bits, gram_entry_error
 from mpc_pca.pppca.check_opening import CheckOpening
+from mpc_pca.pppca.column_residual import column_tolerance, residual_columns, worst_column
 from mpc_pca.pppca.components import accepted_angle_bound, hides_covariance
 from mpc_pca.pppca.local_stats import LocalStatistics
 from mpc_pca.pppca.ritz_verdict import refuse_false_gap
@@ -91,7 +94,6 @@ from mpc_pca.pppca.top_k_check import (
     check_direction,
     check_selection,
     complement_basis,
-    gram_times,
     next_direction,
     power_products,
     product,
@@ -214,19 +216,12 @@ def answer_digest(transfer: NDArray[np.float64], answer: ServerAnswer, mean: NDA
     return digest.digest()
 
 
-def random_combination(k: int) -> NDArray[np.float64]:
-    """``k`` weights uniform in ``[-1, 1)`` from the operating system's CSPRNG."""
-    words = np.frombuffer(secrets.token_bytes(8 * k), dtype="<u8")
-    return np.ldexp((words >> np.uint64(11)).astype(np.float64), -52) - 1.0
-
-
 def contribution(
     stats: LocalStatistics,
     mean: NDArray[np.float64],
     exponents: tuple[int, ...],
     basis: NDArray[np.float64],
     answer: ServerAnswer,
-    weights: NDArray[np.float64],
     standardize: bool,
     subtract_claim: bool,
 ) -> NDArray[np.float64]:
@@ -242,14 +237,12 @@ def contribution(
     lam1 = _reference(answer)
     a = np.ldexp(1.0 / answer.scale, np.asarray(exponents, dtype=np.int64))
     a_hat = a / math.sqrt(lam1)  # a^2 / λ_1 without overflow for data near float64's range
-    direction = basis @ weights
-    residual = a_hat * gram_times(stats, mean, a_hat * direction) / (n_total - 1)
+    residual = residual_columns(stats, mean, basis, answer.eigenvalues, a_hat, n_total, lam1, subtract_claim)
     diagonal = stats.centred_gram_diagonal(mean)
     trace = float(np.sum(diagonal * a_hat * a_hat)) / (n_total - 1) / d
     count = stats.n_rows / n_total
     scales = diagonal * a * a / n_total if standardize else np.zeros(0)
     if subtract_claim:
-        residual -= basis @ (answer.eigenvalues * weights) / lam1
         trace -= answer.total_variance / lam1 / d
         count -= 1.0
         scales = scales - 1.0
@@ -319,35 +312,40 @@ def verify_opening(
     config: PPPCAConfig,
     backend: SecureSumBackend,
     answer: ServerAnswer,
-    weights: NDArray[np.float64],
+    k: int,
     reporter: str | None,
     mean: NDArray[np.float64],
+    noise: float,
 ) -> None:
     """Refuse the server's answer unless every entry of the opened check is within its tolerance.
 
-    ``reporter`` is the provider that opened the sum and forwarded it (``None``
-    for that provider itself); errors then say it is that provider's report.
+    ``opened`` starts with the ``d k`` residual entries, column after column; ``noise`` is
+    the opening's fixed-point error per entry. ``reporter`` is the provider that opened the
+    sum and forwarded it (``None`` for that provider itself); errors then say it is that
+    provider's report.
     """
-    d, k, n = config.n_features, weights.shape[0], answer.n_samples
+    d, n = config.n_features, answer.n_samples
     lam1 = _reference(answer)
     source = "" if reporter is None else f" (as opened and reported by {reporter})"
     failures = []
     relative = relative_error(config, backend, answer)
-    residual = float(np.linalg.norm(opened[:d]))
-    allowed = 4.0 * relative * float(np.linalg.norm(weights))
+    column, residual = worst_column(opened, d, k)
+    allowed = column_tolerance(relative, d, noise)
     if not residual <= allowed:
         failures.append(
-            f"C T - T Lambda is not zero: |(C T - T Lambda) r| / lambda_1 = {residual:.3g} on a random r, allowed {allowed:.3g}"
+            f"C T - T Lambda is not zero: |(C T - T Lambda) e_j| / lambda_1 = {residual:.3g} in column "
+            f"j={column + 1}, allowed {allowed:.3g} per column"
         )
-    if not abs(opened[d]) <= 0.25 / n:
-        failures.append(f"the providers' rows add up to {round((opened[d] + 1) * n)}, not N={n}")
+    o = d * k  # the count, the total variance, the scales and the mean follow the residual
+    if not abs(opened[o]) <= 0.25 / n:
+        failures.append(f"the providers' rows add up to {round((opened[o] + 1) * n)}, not N={n}")
     total_allowed = 4.0 * relative  # |trace(R - R_server)| <= eta, divided by λ_1 d <= λ_1
-    if not abs(opened[d + 1]) <= total_allowed:
+    if not abs(opened[o + 1]) <= total_allowed:
         failures.append(
-            f"the total variance is off by {abs(opened[d + 1]) * lam1 * d:.6g} (claimed {answer.total_variance:.6g})"
+            f"the total variance is off by {abs(opened[o + 1]) * lam1 * d:.6g} (claimed {answer.total_variance:.6g})"
         )
-    scales = opened[d + 2 : d + 2 + (d if config.standardize else 0)]
-    mean_error = np.abs(opened[d + 2 + scales.shape[0] : 2 * d + 2 + scales.shape[0]])
+    scales = opened[o + 2 : o + 2 + (d if config.standardize else 0)]
+    mean_error = np.abs(opened[o + 2 + scales.shape[0] : o + d + 2 + scales.shape[0]])
     mean_allowed = 2.0 * mean_bound(config, backend, answer, mean) + 2.0**-40
     if not np.all(mean_error <= mean_allowed):
         worst = int(np.argmax(mean_error / mean_allowed))
@@ -365,7 +363,8 @@ def verify_opening(
             columns = np.flatnonzero(bad)[:5].tolist()
             failures.append(f"the scales sigma of columns {columns} are not the columns' standard deviations")
     if failures:  # components mode: a false assumed eigengap explains a residual alone (ritz_verdict)
-        refuse_false_gap(config, len(failures) == 1 and not residual <= allowed, residual, allowed, k, source)
+        only = len(failures) == 1 and not residual <= allowed
+        refuse_false_gap(config, only, residual, allowed, k, source, column=column)
         raise ProtocolError(
             f"{SERVER!r} sent a wrong answer{source}: " + "; ".join(failures) + "; refusing to use its T"
         )
@@ -419,17 +418,16 @@ def check_server_answer(
     d, steps = config.n_features, run_steps(config.reveal, config.n_features, k)
     q = complement_basis(basis)
     width = d if steps else 0
-    if party.name == first:  # r (check 4) and x (check 5), drawn now that every provider holds T
-        weights = random_combination(k)
+    if party.name == first:  # x (check 5), drawn now that every provider holds T, then the digest
         start = start_vector(q) if steps else np.zeros(0)
         for provider in providers[1:]:
-            party.send(provider, np.concatenate([weights, start]))
+            if steps:
+                party.send(provider, start)
             party.send(provider, digest)
     else:
-        drawn = expect_real_array(party.recv(first), first, (k + width,), "the random combination and start")
-        weights, start = drawn[:k], drawn[k:]
-        if np.any(np.abs(weights) > 1):
-            raise ProtocolError(f"{first!r} sent random weights outside [-1, 1]")
+        start = (
+            expect_real_array(party.recv(first), first, (d,), "the start vector") if steps else np.zeros(0)
+        )
         if expect_seed(party.recv(first), sender=first) != digest:
             raise ProtocolError(
                 f"{SERVER!r} sent {first} and {party.name} different answers (T, eigenvalues, N, total "
@@ -442,13 +440,13 @@ def check_server_answer(
     summand = np.concatenate(
         [
             contribution(
-                stats, mean, config.exponents, basis, answer, weights, config.standardize, party.name == first
+                stats, mean, config.exponents, basis, answer, config.standardize, party.name == first
             ),
             mean_entries(stats, mean, a_hat, n),
             product(stats, mean, a_hat, start, n) if steps else np.zeros(0),
         ]
     )
-    bound = 2.0 * float(np.linalg.norm(weights)) + 4.0  # twice the largest honest entry
+    bound = 6.0  # 2 |e_j| + 4, as with a combination r of norm 1 (twice the largest honest entry)
     opening = CheckOpening(party, check_backend(backend), providers, bound)
     more = steps > 1  # provider0 attaches the next direction to the forwarded opening
     opened, pending = opening.open(
@@ -457,7 +455,9 @@ def check_server_answer(
         extra=d if more else 0,
     )
     reporter = None if party.name == first else first
-    verify_opening(opened[: summand.shape[0] - width], config, backend, answer, weights, reporter, mean)
+    verify_opening(
+        opened[: summand.shape[0] - width], config, backend, answer, k, reporter, mean, opening.noise
+    )
     if steps:
         power_products(opening, stats, mean, a_hat, n, q, start, (opened[-d:], pending), steps)
         noise = math.sqrt(d * steps) * opening.noise + d * 2.0**-44

@@ -8,7 +8,8 @@ without measuring it. The server's trace check
 eigenvalues contradicts it; a false gap whose mass sits in ``λ_{k+1}`` alone passes it, the
 ladder stops before its basis is within ``max(64 tol, 1e-4)`` of the top-k eigenspace, and the
 providers' check 4 (:mod:`mpc_pca.pppca.answer_check`: the secure Ritz residual
-``(R V r - V Λ r) / λ_1`` on a random ``r``) is the first to see it.
+``(R V - V Λ) / λ_1``, opened column by column, :mod:`mpc_pca.pppca.column_residual`) is the
+first to see it, in every run where one column's residual exceeds the per-column tolerance.
 
 A residual above its tolerance proves only that the columns of ``T`` are not eigenvectors of
 the pooled covariance within that tolerance. In covariance mode an honest server computing
@@ -34,7 +35,13 @@ __all__ = ["refuse_false_gap"]
 
 
 def refuse_false_gap(
-    config: PPPCAConfig, only_residual: bool, residual: float, allowed: float, k: int, source: str
+    config: PPPCAConfig,
+    only_residual: bool,
+    residual: float,
+    allowed: float,
+    k: int,
+    source: str,
+    column: int = 0,
 ) -> None:
     """Raise the components-mode verdict when check 4's residual is the answer's only failure.
 
@@ -46,11 +53,13 @@ def refuse_false_gap(
         Whether the residual is the only check that failed. A wrong ``N``, total variance
         or mean does not follow from a false eigengap: those keep the server's error.
     residual, allowed : float
-        ``|(R V r - V Λ r)| / λ_1`` as opened, and its tolerance for this ``r``.
+        The largest column norm ``|(R V - V Λ) e_j| / λ_1`` as opened, and the per-column tolerance.
     k : int
         The number of components (``λ_k`` and ``λ_{k+1}`` are named).
     source : str
         ``" (as opened and reported by provider0)"`` for the providers that did not open the sum.
+    column : int
+        ``j - 1``, the (0-based) column with that largest residual.
 
     Raises
     ------
@@ -66,7 +75,8 @@ def refuse_false_gap(
     raise ProtocolError(
         f"the components {SERVER!r} sent are not eigenvectors of the pooled covariance within the "
         f"tolerance{source}: C T - T Lambda is not zero; the secure eigensolve's Ritz residual "
-        f"|(C T - T Lambda) r| / lambda_1 = {residual:.3g} on a random r, allowed {allowed:.3g}. Either the "
+        f"|(C T - T Lambda) e_j| / lambda_1 = {residual:.3g} in column j={column + 1}, allowed {allowed:.3g} "
+        "per column. Either the "
         f"assumed eigengap={gap:g} is false for these data (lambda_{k + 1} is closer to lambda_{k} than "
         f"1 - {gap:g} allows, so the secure eigensolve stopped before it converged): rerun with a smaller "
         f"--eigengap{without}, or with reveal='spectrum', which assumes no gap; or the server (the "

@@ -11,7 +11,7 @@ eigenvalue sent, ``λ̂_k``.
 
 Protocol. Provider0 draws ``x`` uniform on the unit sphere of ``V⊥`` from the
 operating system's CSPRNG after it holds the server's answer and sends it to
-the others with check 4's ``r`` (before the digest of check 2, which every
+the others (before the digest of check 2, which every
 other provider compares before it uses ``x``), so ``x`` is independent of
 ``(V, Λ)``: the server committed to them before ``x`` existed.
 For ``j = 1 .. p`` the providers open ``z_j = R y_{j-1} / λ̂_1`` by one secure

@@ -9,6 +9,8 @@ projects a row; an honest run must pass with a margin.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -210,17 +212,20 @@ def test_a_random_t_is_caught_with_reveal_components(monkeypatch, wine):
     ],
 )
 def test_honest_answers_pass_with_room_to_spare(monkeypatch, seed, options):
-    """The honest residual is at most a quarter of what is allowed (one fixed-seed draw per mode)."""
+    """Every column's honest residual is at most a quarter of the per-column tolerance."""
     rng = np.random.default_rng(seed)
     d, k = 12, 3
     data = rng.standard_normal((600, d)) @ rng.standard_normal((d, d)) + rng.uniform(-50, 50, d)
     ratios: list[float] = []
     real_verify = answer_check.verify_opening
 
-    def measured(opened, config, backend, answer, weights, reporter, mean):
-        allowed = 4.0 * answer_check.relative_error(config, backend, answer) * float(np.linalg.norm(weights))
-        ratios.append(float(np.linalg.norm(opened[: config.n_features])) / allowed)
-        real_verify(opened, config, backend, answer, weights, reporter, mean)
+    def measured(opened, config, backend, answer, k, reporter, mean, noise):
+        d = config.n_features
+        allowed = answer_check.column_tolerance(
+            answer_check.relative_error(config, backend, answer), d, noise
+        )
+        ratios.append(float(np.max(np.linalg.norm(opened[: d * k].reshape(k, d), axis=1))) / allowed)
+        real_verify(opened, config, backend, answer, k, reporter, mean, noise)
 
     monkeypatch.setattr(answer_check, "verify_opening", measured)
     model, projection, _ = run(np.array_split(data, 3), k, **options)
@@ -231,9 +236,45 @@ def test_honest_answers_pass_with_room_to_spare(monkeypatch, seed, options):
         assert projection is not None and projection.shape == (600, k)
 
 
-def test_the_random_combination_is_uniform_in_the_unit_cube():
-    """Weights in [-1, 1), fresh at every call (a repeated r would let a server aim at its null space)."""
-    first, second = answer_check.random_combination(4000), answer_check.random_combination(4000)
-    assert np.all((first >= -1) & (first < 1))
-    assert not np.array_equal(first, second)
-    assert abs(float(np.mean(first))) < 0.05 and abs(float(np.mean(first < 0)) - 0.5) < 0.05
+def test_one_column_off_by_twice_the_per_column_tolerance_is_refused_in_every_run(monkeypatch, parts):
+    """Issue 35: ``T``'s second column turned toward another eigenvector, ``|(R V - V Λ) e_2| / λ_1`` at 2x
+    the per-column tolerance; the first column exact. 20 runs (20 directions ``v_m``), no retries.
+
+    The former check opened ``(R V - V Λ) r`` on one random ``r``: ``r = e_1`` misses this column,
+    and ``r`` uniform in ``[-1, 1)^2`` let it pass with probability ``1 / (2√3) ≈ 0.29`` per run (all
+    20 refused with probability ``0.71^20 ≈ 0.001``). Opening every column refuses it always.
+    """
+    pooled = np.vstack(parts)
+    d, k = pooled.shape[1], 2
+    values, vectors = np.linalg.eigh(np.cov(pooled, rowvar=False))
+    values, vectors = values[::-1], vectors[:, ::-1]
+    tolerances: list[float] = []
+    real_tolerance = answer_check.column_tolerance
+
+    def spied(*args):
+        tolerances.append(real_tolerance(*args))
+        return tolerances[-1]
+
+    monkeypatch.setattr(answer_check, "column_tolerance", spied)
+    run(parts, k)  # honest: passes, and gives the run's per-column tolerance
+    allowed = tolerances[-1]
+    assert 4e-9 <= allowed < 4.1e-9  # 4 ε with LAPACK's floor ε = 1e-9 (wine's rounding is far below it)
+    rng = np.random.default_rng(35)
+    for run_index in range(20):
+        m = int(rng.integers(k, d))
+        sine = 2.0 * allowed * values[0] / abs(values[m] - values[1])  # |(R v' - λ_2 v')| = sin θ |λ_m - λ_2|
+
+        def turn(to, t, m=m, sine=sine):
+            t[:, 1] = math.sqrt(1.0 - sine**2) * t[:, 1] + sine * vectors[:, m]
+            return t
+
+        with monkeypatch.context() as patch:
+            cheating_server(patch, d, k, transfer=turn)
+            with pytest.raises(
+                ProtocolError, match=r"C T - T Lambda is not zero.* in column j=2, allowed"
+            ) as caught:
+                run(parts, k)
+        found = re.search(
+            r"\|\(C T - T Lambda\) e_j\| / lambda_1 = ([0-9.e-]+) in column j=2", str(caught.value)
+        )
+        assert found and 1.8 * allowed <= float(found[1]) <= 2.2 * allowed, (run_index, str(caught.value))

@@ -126,10 +126,11 @@ def _float_shapes(log: list[tuple[str, Any]], peer: str) -> list[tuple[int, ...]
 def test_the_hidden_modes_open_no_product_of_the_covariance(monkeypatch, wine, reveal):
     """Check 5 opens ``R Y`` to every provider: only with ``reveal="covariance"`` (the server sees ``R``).
 
-    With ``"components"`` or ``"spectrum"`` each provider takes part in one opening, of checks 4 and
-    the mean (``2d + 2`` numbers, no direction attached), and provider0 sends each other provider only
-    ``r`` (``k`` numbers), the digest and that opening: no start ``x``, no power-step product. The
-    covariance run is the control: the same spies see check 5's ``p`` openings there.
+    With ``"components"`` or ``"spectrum"`` each provider takes part in one opening, of checks 4 (every
+    column of the residual) and the mean (``(k + 1) d + 2`` numbers, no direction attached), and
+    provider0 sends each other provider only the digest and that opening: no start ``x``, no
+    power-step product. The covariance run is the control: the same spies see check 5's ``p``
+    openings there.
     """
     from mpc_pca.pppca import protocol
     from mpc_pca.pppca.check_opening import CheckOpening
@@ -153,21 +154,21 @@ def test_the_hidden_modes_open_no_product_of_the_covariance(monkeypatch, wine, r
     assert model.components.shape == (k, d)
     providers = ("provider0", "provider1", "provider2")
     assert sorted(openings) == sorted(sent) == sorted(providers)
-    if reveal == "covariance":  # control: x rides with r, then p openings (the first with R x)
+    if reveal == "covariance":  # control: x, then p openings (the first with R x)
         p = top_k_check.power_steps(d, k)
         assert p == 11
-        assert openings["provider0"] == [(3 * d + 2, d)] + [(d, d)] * (p - 2) + [(d, 0)]
+        assert openings["provider0"] == [((k + 2) * d + 2, d)] + [(d, d)] * (p - 2) + [(d, 0)]
         floats = _float_shapes(sent["provider0"], "provider1")
-        assert floats == [(k + d,), (3 * d + 2 + d,), *[(2 * d,)] * (p - 2), (d,)], floats
+        assert floats == [(d,), ((k + 2) * d + 2 + d,), *[(2 * d,)] * (p - 2), (d,)], floats
         return
     for name in providers:
-        assert openings[name] == [(2 * d + 2, 0)], name
+        assert openings[name] == [((k + 1) * d + 2, 0)], name
     for peer in providers[1:]:
         floats = _float_shapes(sent["provider0"], peer)
-        assert floats == [(k,), (2 * d + 2,)], (peer, floats)
+        assert floats == [((k + 1) * d + 2,)], (peer, floats)
     for name in providers:  # nothing larger than the one opening leaves any provider during the check
         sizes = [np.size(obj) for _, obj in sent[name] if isinstance(obj, np.ndarray)]
-        assert max(sizes) <= 2 * d + 2, (name, sizes)
+        assert max(sizes) <= (k + 1) * d + 2, (name, sizes)
 
 
 def test_a_missed_eigenvalue_in_a_crowded_spectrum_is_caught_at_d_100(monkeypatch):
@@ -257,7 +258,7 @@ def _allowed_mean_error(monkeypatch, parts) -> tuple[np.ndarray, np.ndarray]:
     seen = {}
     real = answer_check.verify_opening
 
-    def spy(opened, config, backend, answer, weights, reporter, mean):
+    def spy(opened, config, backend, answer, k, reporter, mean, noise):
         f = backend.codec.frac_bits
         fixed = (
             config.n_parties * 2.0 ** -(f + 1 + sums_scale_exponent(config.n_parties, f)) / answer.n_samples
@@ -266,7 +267,7 @@ def _allowed_mean_error(monkeypatch, parts) -> tuple[np.ndarray, np.ndarray]:
         seen["bound"] = units * (fixed + 2.0**-44 * (1.0 + np.abs(mean)))
         seen["units"] = units
         np.testing.assert_allclose(answer_check.mean_bound(config, backend, answer, mean), seen["bound"])
-        real(opened, config, backend, answer, weights, reporter, mean)
+        real(opened, config, backend, answer, k, reporter, mean, noise)
 
     with monkeypatch.context() as patch:
         patch.setattr(answer_check, "verify_opening", spy)

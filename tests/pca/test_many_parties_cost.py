@@ -68,9 +68,9 @@ def test_sparse_masks_cost_each_provider_its_neighbours_not_its_peers(monkeypatc
         # one stream per neighbour for the whole run (masked sums: statistics, Gram, the answer
         # check's p), plus the public graph's; no stream per peer, none per sum
         assert streams[f"party-{name}"] == degree + 1, name
-        # a key to each larger neighbour, two masked arrays, the check's p masked arrays; provider0
-        # also sends every other provider the random combination (with the top-k test's start),
-        # the digest and the p opened sums (each with the next direction)
+        # a key to each larger neighbour, two masked arrays, the check's p masked arrays (the first
+        # with all k residual columns: larger, not more); provider0 also sends every other provider
+        # the top-k test's start, the digest and the p opened sums (each with the next direction)
         larger = sum(peer > name for peer in keys[name])
         allowed = (3 * M + 5 + (P - 1) * (M - 1)) if name == "provider0" else 5 + (P - 1)
         assert run.reports[name].messages_sent <= larger + allowed, name
