@@ -25,6 +25,8 @@ answer_check
 top_k_check, check_opening
     The check that the eigenpairs sent are the top ``k`` (secure power steps,
     with its detection guarantee), and the check's secure sums among the providers.
+column_residual
+    Check 4's residual of every column of ``T`` (``(R V - V Λ) / λ_1``) and its per-column tolerance.
 ritz_verdict
     ``reveal="components"``: the error when the check's Ritz residual shows the assumed
     eigengap was false (or the server deviated).
