@@ -111,13 +111,9 @@ def test_a_provider_killed_before_its_masked_input_is_left_out(tmp_path, wine_pa
 @pytest.mark.parametrize("phase", ["agreement", "unmasking", "after"])
 def test_a_provider_killed_after_its_masked_input_counted_ends_the_run_naming_it(tmp_path, wine_parts, phase):
     outcomes, outputs, _ = _killed_at(tmp_path, wine_parts, phase)
-    # After the sum the server needs nothing more from provider2: that it too ends non-zero and
-    # writes nothing is the final confirmation round's job (issue 35, all-or-nothing outputs).
-    honest = ("provider0", "provider1", "provider3", "provider4", "consumer")
-    if phase != "after":
-        honest += ("server",)
-    else:
-        outputs.pop("server")
+    # After the sum the server needs nothing more from provider2: it too ends non-zero and writes
+    # nothing because provider2 never confirms the end of the run (all-or-nothing outputs).
+    honest = ("provider0", "provider1", "provider3", "provider4", "consumer", "server")
     for name in honest:
         outcome = outcomes[name]
         line = outcome.error_line()
