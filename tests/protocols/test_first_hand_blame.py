@@ -38,7 +38,7 @@ def idle_until_stopped(party, limit: float = 2 * TIMEOUT) -> None:
         time.sleep(0.05)
 
 
-SENT, FORGED_SENT = threading.Event(), threading.Event()
+SENT, FORGED_SENT, BAD_FRAME = threading.Event(), threading.Event(), threading.Event()
 
 
 def forger(party):
@@ -53,19 +53,24 @@ def out_of_sequence(party):
     body = encode_message(b"x")
     prefix = DATA_PREFIX.pack(5, channel.link_id("a1", "r"))  # frame 5 where 0 is expected
     channel.streams["r"].send_parts([HEADER.pack(DATA, len(prefix) + len(body)), prefix, body])
+    BAD_FRAME.set()
     SENT.set()
     idle_until_stopped(party)
 
 
 def busy_then_receive(party):
+    """Busy (not receiving) until the claim and, when ``a1`` sent one, the bad frame have both arrived."""
     FORGED_SENT.wait(TIMEOUT)
-    time.sleep(0.5)  # computing: the claim and the bad frame both arrive meanwhile
+    channel, end = party.channel, time.monotonic() + TIMEOUT
+    while time.monotonic() < end and not (channel._aborts and (channel._failed or not BAD_FRAME.is_set())):
+        time.sleep(0.01)  # a fixed pause raced with the link readers under load
     return party.recv("a1")
 
 
 def test_own_evidence_comes_before_a_forged_abort(tls_dir):
     SENT.clear()
     FORGED_SENT.clear()
+    BAD_FRAME.clear()
     roles = {"a0": forger, "a1": out_of_sequence, "a2": idle_until_stopped, "r": busy_then_receive}
     results = run_socket_world(roles, tls_dir, timeout=TIMEOUT)
     error = results["r"]
@@ -78,6 +83,7 @@ def test_own_evidence_comes_before_a_forged_abort(tls_dir):
 def test_a_claim_alone_is_quoted_as_the_senders_claim(tls_dir):
     SENT.set()  # no bad frame in this world
     FORGED_SENT.clear()
+    BAD_FRAME.clear()
     roles = {"a0": forger, "a1": idle_until_stopped, "a2": idle_until_stopped, "r": busy_then_receive}
     results = run_socket_world(roles, tls_dir, timeout=TIMEOUT)
     error = results["r"]
