@@ -40,22 +40,32 @@ def roles() -> dict[str, Any]:
     return {"a0": a0, "a1": rogue, "a2": lambda party: party.recv("a0"), "r": lambda party: party.recv("a0")}
 
 
-def main() -> int:
-    from protocols.runtime.network import agree, fail, open_links, run_role
+def join_relayed(
+    name: str, ranks: dict[str, int], relay: str, tls: Path, timeout: float, connect_timeout: float, cap: int
+) -> Any:
+    """``name``'s channel of a relayed world, its settings agreed (a failure is told to the others)."""
+    from protocols.runtime.network import agree, fail, open_links
     from protocols.transport.tls import Credentials
+
+    channel = open_links(
+        name, ranks, "unused:1", credentials=Credentials.from_dir(tls, name), timeout=timeout,
+        connect_timeout=connect_timeout, relay=relay,
+    )  # fmt: skip
+    try:
+        agree(channel, {"name": name}, timeout)
+    except BaseException as exc:
+        fail(channel, exc)
+        raise
+    channel.set_message_cap(cap)
+    return channel
+
+
+def main() -> int:
+    from protocols.runtime.network import run_role
 
     name, relay, tls, timeout = sys.argv[1], sys.argv[2], Path(sys.argv[3]), float(sys.argv[4])
     try:
-        channel = open_links(
-            name, RANKS, "unused:1", credentials=Credentials.from_dir(tls, name), timeout=timeout,
-            connect_timeout=60.0, relay=relay,
-        )  # fmt: skip
-        try:
-            agree(channel, {"name": name}, timeout)
-        except BaseException as exc:
-            fail(channel, exc)
-            raise
-        channel.set_message_cap(1 << 27)
+        channel = join_relayed(name, RANKS, relay, tls, timeout, 60.0, 1 << 27)
         run_role(channel, roles()[name])
     except Exception as exc:
         print(f"mpc-pca: error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from protocols.errors import InputValidationError, ProtocolError
-from protocols.runtime.network import agree, fail, open_links, run_role
+from protocols.runtime.network import run_role
 from protocols.runtime.parties import LinkOptions
 from protocols.transport.certs import write_credentials
 from protocols.transport.links import ClosedError
@@ -33,6 +33,7 @@ from protocols.transport.relay import (
 )
 from protocols.transport.rendezvous import await_table, dial, send_message
 from protocols.transport.tls import AuthenticationError, Credentials, client_context, server_context
+from tests.helpers.relay_world import join_relayed
 from tests.helpers.socket_helpers import run_socket_world
 from tests.helpers.torch_worker import echo_roles
 
@@ -62,16 +63,7 @@ def run_relayed_world(roles, tls_dir, relay: RelayServer, timeout: float = TIMEO
 
     def party(name: str) -> None:
         try:
-            channel = open_links(
-                name, ranks, "unused:1", credentials=Credentials.from_dir(tls_dir, name), timeout=timeout,
-                connect_timeout=timeout, relay=f"127.0.0.1:{relay.port}",
-            )  # fmt: skip
-            try:
-                agree(channel, {"name": name}, timeout)
-            except BaseException as exc:
-                fail(channel, exc)
-                raise
-            channel.set_message_cap(1 << 26)
+            channel = join_relayed(name, ranks, f"127.0.0.1:{relay.port}", tls_dir, timeout, timeout, 1 << 26)
             results[name] = run_role(channel, roles[name])
         except Exception as exc:  # collected for the test to inspect
             results[name] = exc
