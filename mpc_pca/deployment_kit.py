@@ -31,12 +31,13 @@ import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Integral
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from mpc_pca.deployment import Deployment
+from mpc_pca.deployment import Deployment, Variant
 from mpc_pca.roles import provider_names
 from mpc_pca.validation import check_parts
 from protocols.errors import InputValidationError
@@ -251,21 +252,27 @@ def check_noise_seed(noise_seed: object) -> None:
         raise InputValidationError(f"noise_seed={noise_seed!r} must be None or a non-negative integer")
 
 
-def seeded_generator(noise_seed: int | None, index: int) -> np.random.Generator:
+def seeded_generator(noise_seed: int | np.random.SeedSequence | None, index: int) -> np.random.Generator:
     """The ``index``-th generator of ``spawn_generators(noise_seed, n)`` for any ``n > index``.
 
     ``SeedSequence(seed).spawn(n)[i]`` is ``SeedSequence(seed, spawn_key=(i,))``
     whatever ``n``, so a party can build its own generator alone and still get
-    the one the in-process driver gives it. ``noise_seed=None`` seeds from
+    the one every other runner gives it. A ``SeedSequence`` (not yet spawned
+    from) is extended by ``index`` the same way. ``noise_seed=None`` seeds from
     :mod:`secrets` (128 bits): the private default, each party its own seed.
 
     Raises
     ------
     InputValidationError
-        If ``noise_seed`` is not ``None`` or a non-negative integer.
+        If ``noise_seed`` is not ``None``, a ``SeedSequence`` or a non-negative integer.
     """
     if noise_seed is None:
         return np.random.default_rng(np.random.SeedSequence(secrets.randbits(128)))
+    if isinstance(noise_seed, np.random.SeedSequence):
+        child = np.random.SeedSequence(
+            noise_seed.entropy, spawn_key=(*noise_seed.spawn_key, int(index)), pool_size=noise_seed.pool_size
+        )
+        return np.random.default_rng(child)
     check_noise_seed(noise_seed)
     return np.random.default_rng(np.random.SeedSequence(int(noise_seed), spawn_key=(int(index),)))
 
@@ -369,17 +376,19 @@ class HoldersFirst(Deployment):
     may override :meth:`holder_names` (``provider0 ..`` by default).
     """
 
+    one_blas_thread = True
     others: tuple[str, ...] = ()
-    #: The registry names this deployment runs; the first is the default.
-    names: tuple[str, ...] = ()
+    #: The registry names this class runs and what each declares; the first is the default.
+    variants: Mapping[str, Variant] = MappingProxyType({})
 
     def __init__(self, name: str | None = None) -> None:
-        chosen = self.names[0] if name is None else name
-        if chosen not in self.names:
+        chosen = next(iter(self.variants)) if name is None else name
+        if chosen not in self.variants:
             raise InputValidationError(
-                f"{type(self).__name__} runs protocol {' or '.join(map(repr, self.names))}, not {name!r}"
+                f"{type(self).__name__} runs protocol {' or '.join(map(repr, self.variants))}, not {name!r}"
             )
-        self.name = chosen
+        self.declare(chosen, self.variants[chosen])
+        self.params = self.variants[chosen].params
 
     def holder_names(self, n_providers: int) -> tuple[str, ...]:
         """The data holders' names for ``n_providers`` holders."""

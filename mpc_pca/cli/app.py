@@ -226,7 +226,9 @@ def run_command(args: argparse.Namespace) -> dict[str, Any]:
 
         result.update(run_processes(args, parts, tuple(data.names)))
     else:
-        result.update(protocol.run_in_process(args, parts))
+        from mpc_pca.cli.runners import run_inprocess
+
+        result.update(run_inprocess(args, parts, tuple(data.names)))
     return result
 
 

@@ -1,4 +1,4 @@
-"""Command-line runners of the differentially private protocols (``mpc-pca run --protocol NAME``).
+"""The differential-privacy options of ``mpc-pca run`` and the harness's utility metric.
 
 Names: ``ag``, ``sn`` (retracted, not DP), ``ppm``, ``ppca``, ``pooled``,
 ``local``, ``dispca``, ``dispca-full``, ``capepca``, ``capeagn``. Options added to
@@ -26,7 +26,6 @@ seeds only the row split of one data set.
 from __future__ import annotations
 
 import argparse
-import math
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
@@ -34,7 +33,6 @@ from typing import Any
 import numpy as np
 
 from mpc_pca.dp.metrics import captured_energy_ratio, second_moment
-from mpc_pca.dp.preprocessing import center_and_scale_non_private
 from mpc_pca.row_norms import clip_rows
 
 ROW_NORM_CHOICES = ("clip", "error", "scale")
@@ -115,16 +113,6 @@ def add_dp_arguments(run: argparse.ArgumentParser) -> None:
     )
 
 
-def _prepared(args: argparse.Namespace, parts: list[np.ndarray]) -> tuple[list[np.ndarray], str]:
-    """Apply ``--row-norm``; ``scale`` is done here on the pooled rows (the papers' non-private step)."""
-    mode = getattr(args, "row_norm", "clip")
-    if mode == "scale":
-        sizes = np.cumsum([p.shape[0] for p in parts])[:-1]
-        scaled = center_and_scale_non_private(np.vstack(parts))
-        return [np.ascontiguousarray(p) for p in np.split(scaled, sizes)], "error"
-    return parts, mode
-
-
 def _clipped(parts: list[np.ndarray]) -> list[np.ndarray]:
     """The rows as the protocol bounded them, for the harness's metric: the sites already warned of clipping."""
     return [clip_rows(part)[0] for part in parts]
@@ -154,211 +142,6 @@ def energy_ratio_for(protocol: str) -> Callable[[Any, list[np.ndarray]], float]:
     """The matrix whose captured energy ``protocol``'s JSON reports: the centred scatter for DPDPCA,
     which releases that subspace, the second-moment matrix for the others."""
     return centred_energy_ratio if protocol == "dpdpca" else second_moment_energy_ratio
-
-
-def _result(
-    model: Any,
-    args: argparse.Namespace,
-    parts: list[np.ndarray],
-    energy: Callable[[Any, list[np.ndarray]], float] = second_moment_energy_ratio,
-    private: bool = True,
-    **extra: Any,
-) -> dict[str, Any]:
-    """The JSON of a DP subspace protocol; a non-private one (pooled) has no epsilon, delta or neighbour."""
-    variance = [None if math.isnan(v) else float(v) for v in model.explained_variance_]
-    out: dict[str, Any] = {
-        "components": model.components_.tolist(),
-        "explained_variance": variance,
-        "mean": model.mean_.tolist(),
-        "n_samples": int(model.n_samples_),
-        "report": model.report_,
-        "epsilon": float(args.epsilon) if private else None,
-        "delta": float(args.delta) if private else None,
-        "neighbour": args.neighbour if private else None,
-        "row_norm": args.row_norm,
-        "captured_energy_ratio": energy(model, parts),
-    }
-    out.update(extra)
-    return out
-
-
-def _runner(
-    build: Callable[[argparse.Namespace, str], Any],
-    energy: Callable[[Any, list[np.ndarray]], float] = second_moment_energy_ratio,
-    private: bool = True,
-    **extra: Any,
-) -> Callable[..., dict[str, Any]]:
-    def run(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
-        # Every protocol records epsilon and delta in its JSON, so every protocol checks both
-        # (sn and ppca do not use delta, but an invalid one must not be written as if meaningful).
-        from mpc_pca.dp.mechanisms import check_delta, check_epsilon  # SciPy: imported when used
-
-        check_epsilon(args.epsilon)
-        check_delta(args.delta)
-        prepared, mode = _prepared(args, parts)
-        model = build(args, mode)
-        model.fit(prepared)
-        extras = {key: (value(model) if callable(value) else value) for key, value in extra.items()}
-        return _result(model, args, prepared, energy, private, **extras)
-
-    return run
-
-
-def _common(args: argparse.Namespace, mode: str) -> dict[str, Any]:
-    return {
-        "n_components": args.n_components,
-        "row_norm": mode,
-        "random_state": args.noise_seed,
-        "timeout": getattr(args, "timeout", 120.0),
-    }
-
-
-def _privacy(args: argparse.Namespace) -> dict[str, Any]:
-    return {"epsilon": args.epsilon, "delta": args.delta, "neighbour": args.neighbour}
-
-
-def run_capeagn_cli(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
-    """``run --protocol capeagn``: fit :class:`~mpc_pca.dp.capeagn_estimator.CapeAGN` and report its JSON fields."""
-    from mpc_pca.dp.capeagn_estimator import CapeAGN
-    from protocols.errors import InputValidationError
-
-    if args.row_norm == "scale":
-        raise InputValidationError("--row-norm scale does not apply to capeagn; use clip or error")
-    model_name = args.model or "stm"
-    split = 0.5 if args.budget_split is None else args.budget_split
-    model = CapeAGN(
-        args.n_components,
-        model=model_name,
-        sigma=args.sigma,
-        budget_split=split,
-        calibration=getattr(args, "cape_calibration", "joint"),
-        **_gaussian(args),
-        row_norm=args.row_norm,
-        random_state=args.noise_seed,
-        timeout=getattr(args, "timeout", 120.0),
-    ).fit(parts)
-    return {
-        "components": model.components_.tolist(),
-        "weights": model.weights_.tolist(),
-        "whitening": model.whitening_.tolist(),
-        "tensor_eigenvalues": model.tensor_eigenvalues_.tolist(),
-        "n_samples": model.n_samples_,
-        "report": model.report_,
-        "epsilon": float(args.epsilon),
-        "delta": float(args.delta),
-        "neighbour": args.neighbour,
-        "row_norm": args.row_norm,
-        "model": model_name,
-        "sigma": args.sigma,
-        "budget_split": split,
-        "calibration": model.calibration,
-        "noise_calibration": model.noise_calibration,
-        "effective_epsilon": model.effective_epsilon_,
-        "m2_noise_scale": model.m2_noise_scale_,
-        "m3_noise_scale": model.m3_noise_scale_,
-    }
-
-
-def _gaussian(args: argparse.Namespace) -> dict[str, Any]:
-    """``_privacy`` plus the Gaussian calibration, for the Analyze-Gauss-based protocols."""
-    return {**_privacy(args), "noise_calibration": getattr(args, "noise_calibration", "analytic")}
-
-
-# The in-process runners the registry (mpc_pca.registry) names, ``run_<name>(args, parts)``.
-# ``dp.X`` is looked up when a protocol runs: the package's lazy exports
-# (mpc_pca.lazy) import the estimator, and scikit-learn with it, only then.
-
-
-def _dp() -> Any:
-    from mpc_pca import dp
-
-    return dp
-
-
-def run_ag(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
-    """Analyze Gauss on the pooled data (trusted curator)."""
-    return _runner(lambda a, m: _dp().AnalyzeGaussPCA(**_gaussian(a), **_common(a, m)))(args, parts)
-
-
-def run_sn(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
-    """SN Wishart noise: retracted, not DP (comparison only)."""
-    return _runner(
-        lambda a, m: _dp().RetractedSNPCA(epsilon=a.epsilon, neighbour=a.neighbour, **_common(a, m)),
-        privacy_warning="retracted mechanism: not differentially private",
-    )(args, parts)
-
-
-def run_ppm(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
-    """Private power method (trusted curator)."""
-    return _runner(
-        lambda a, m: _dp().PrivatePowerMethodPCA(**_privacy(a), **_common(a, m)), n_iter=lambda e: e.n_iter_
-    )(args, parts)
-
-
-def run_ppca(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
-    """Exponential mechanism by Gibbs sampling (trusted curator)."""
-    return _runner(lambda a, m: _dp().ExponentialMechanismPCA(epsilon=a.epsilon, **_common(a, m)))(
-        args, parts
-    )
-
-
-def run_pooled(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
-    """Non-private PCA of the pooled second-moment matrix."""
-
-    def build(a: argparse.Namespace, mode: str) -> Any:
-        common = _common(a, mode)
-        return _dp().PooledPCA(common["n_components"], row_norm=mode, timeout=common["timeout"])
-
-    return _runner(build, private=False)(args, parts)
-
-
-def run_local(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
-    """Analyze Gauss on the first party's rows only."""
-    return _runner(lambda a, m: _dp().LocalPCA(**_gaussian(a), **_common(a, m)))(args, parts)
-
-
-def _dispca(full: bool) -> Callable[[argparse.Namespace, str], Any]:
-    return lambda a, m: _dp().DPdisPCA(
-        intermediate_dim=a.intermediate_dim, full=full, **_gaussian(a), **_common(a, m)
-    )
-
-
-def run_dispca(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
-    """DPdisPCA: sites send P_s = U_R S_R^1/2."""
-    return _runner(_dispca(False), intermediate_dim=lambda e: e.intermediate_dim_)(args, parts)
-
-
-def run_dispca_full(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
-    """DPdisPCA sending the full noisy A_s."""
-    return _runner(_dispca(True))(args, parts)
-
-
-def run_dpdpca(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
-    """DPDPCA with Paillier and a proxy."""
-
-    def build(a: argparse.Namespace, mode: str) -> Any:
-        key_bits = 2048 if getattr(a, "key_bits", None) is None else a.key_bits
-        return _dp().DPDPCA(key_bits=key_bits, **_gaussian(a), **_common(a, mode))
-
-    return _runner(
-        build,
-        energy_ratio_for("dpdpca"),
-        noise_sigma=lambda e: e.noise_sigma_,
-        effective_epsilon=lambda e: e.effective_epsilon_,
-    )(args, parts)
-
-
-def run_capepca(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
-    """capePCA with CAPE correlated noise."""
-    return _runner(
-        lambda a, m: _dp().CapePCA(
-            calibration=getattr(a, "cape_calibration", "joint"), **_gaussian(a), **_common(a, m)
-        ),
-        weights=lambda e: e.weights_.tolist(),
-        calibration=lambda e: e.calibration,
-        effective_epsilon=lambda e: e.effective_epsilon_,
-        noise_scale=lambda e: e.noise_scale_,
-    )(args, parts)
 
 
 def summarize_variance(value: Any) -> str:

@@ -14,8 +14,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from mpc_pca.cli.flags import FLAGS, PRIVACY_DEFAULTS
 from mpc_pca.data.inputs import ReadOptions
-from mpc_pca.registry import FLAGS, PRIVACY_DEFAULTS, ProtocolEntry
+from mpc_pca.deployment import Deployment
 from mpc_pca.validation import PrivacyLeakWarning
 from protocols.errors import InputValidationError
 
@@ -132,12 +133,12 @@ def paillier_backend_options(args: argparse.Namespace, backend: str | None) -> d
     return paillier_options(randomness, workers, getattr(args, "key_bits", None))
 
 
-def check_protocol_options(args: argparse.Namespace, protocol: ProtocolEntry) -> None:
+def check_protocol_options(args: argparse.Namespace, protocol: Deployment) -> None:
     """Refuse every protocol-specific option the protocol does not use; fill in the defaults.
 
-    The options a protocol uses and their defaults come from its registry
-    entry (:mod:`mpc_pca.registry`); the privacy options every DP result
-    records get :data:`~mpc_pca.registry.PRIVACY_DEFAULTS` when unused.
+    The options a protocol uses and their defaults come from its protocol
+    object (:attr:`~mpc_pca.deployment.Deployment.options`); the privacy options
+    every DP result records get :data:`~mpc_pca.cli.flags.PRIVACY_DEFAULTS` when unused.
     """
     if getattr(args, "noise_seed", None) is not None and "epsilon" not in protocol.options:
         raise InputValidationError(
@@ -147,6 +148,8 @@ def check_protocol_options(args: argparse.Namespace, protocol: ProtocolEntry) ->
         value = getattr(args, option, None)
         if value not in (None, False) and option not in protocol.options:
             raise InputValidationError(f"{flag} does not apply to protocol {protocol.name!r}")
+    if getattr(args, "transform_output", None) is not None and not protocol.projects_rows:
+        raise InputValidationError(f"--transform-output does not apply to protocol {protocol.name!r}")
     for option, value in protocol.fixed.items():
         given = getattr(args, option, None)
         if given not in (None, value):

@@ -336,6 +336,7 @@ def party_command(args: argparse.Namespace, env: Mapping[str, str] | None = None
     from mpc_pca.cli.runners import settings_of
     from mpc_pca.deploy import FileSource, LinkOptions, PartySpec, run_party
     from mpc_pca.deploy.party import resolve_party
+    from mpc_pca.registry import deployment as deployable
     from mpc_pca.registry import entry
     from mpc_pca.validation import warn_privacy_leaks
 
@@ -354,7 +355,7 @@ def party_command(args: argparse.Namespace, env: Mapping[str, str] | None = None
     check_protocol_options(args, protocol)
     require_backend(args.backend)
     check_output(args.output, "--output", party_inputs(args), args.force)
-    deployment = protocol.make_deployment()
+    deployment = deployable(protocol.name)
     environment = os.environ if env is None else env
     peers = None
     if args.peers is not None:

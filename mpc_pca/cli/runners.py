@@ -1,10 +1,10 @@
-"""``mpc-pca run``'s runners of the PPPCA family, and of every deployable protocol as processes.
+"""``mpc-pca run``'s runners: every protocol object as threads of this process, or as local processes.
 
-The registry (:mod:`mpc_pca.registry`) names each protocol's in-process
-runner ``runner(args, parts) -> dict``; the DP protocols' runners are in
-:mod:`mpc_pca.cli.dp`. :func:`run_processes` runs any deployable protocol with
-every party its own process (``--transport processes``) through the deploy
-floor, from the same parsed arguments.
+:func:`run_inprocess` runs the protocol object of :mod:`mpc_pca.registry`
+with :func:`mpc_pca.threads.run_protocol` (the runner behind the estimators),
+:func:`run_processes` runs the same object with every party its own process on
+this host (:func:`mpc_pca.deploy.launch_local`). Both add what only this
+simulation harness, which holds every part, can compute (:func:`harness_fields`).
 """
 
 from __future__ import annotations
@@ -14,87 +14,78 @@ from typing import Any
 
 import numpy as np
 
-from mpc_pca.registry import IN_PROCESS_ONLY, entry
+from mpc_pca.registry import entry
 from mpc_pca.validation import warn_privacy_leaks
 from protocols.errors import InputValidationError
 
 
-def run_pppca(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
-    """``run --protocol pppca-ss|pppca-he`` in-process: fit :class:`~mpc_pca.pppca.PPPCA`."""
-    from mpc_pca.cli.options import paillier_backend_options
-    from mpc_pca.pppca import PPPCA
-    from mpc_pca.pppca.components import components_settings
-    from protocols.backends import make_backend
+def run_inprocess(
+    args: argparse.Namespace, parts: list[np.ndarray], names: tuple[str, ...]
+) -> dict[str, Any]:
+    """``run --transport inprocess``: every party a thread (:func:`mpc_pca.threads.run_protocol`).
 
-    backend_name = args.backend
-    backend = make_backend(
-        backend_name,
-        frac_bits=args.frac_bits,
-        key_bits=getattr(args, "key_bits", None),
-        **paillier_backend_options(args, backend_name),
+    The consumer's projected rows, if the protocol has one, are returned under
+    the private key ``_projection``.
+    """
+    from mpc_pca.threads import run_protocol
+
+    protocol = entry(args.protocol)
+    prepared, settings = harness_rows(args, parts)
+    run = run_protocol(
+        protocol, prepared, settings, random_state=args.noise_seed, timeout=args.timeout, feature_names=names
     )
-    reveal = args.reveal or "covariance"
-    secure = {
-        name: getattr(args, name)
-        for name in ("eigengap", "min_ratio")
-        if getattr(args, name, None) is not None
-    }
-    components_settings(secure, reveal)  # the deployments' check: same rule, same limits
-    model = PPPCA(
-        args.n_components,
-        backend=backend,
-        timeout=args.timeout,
-        reveal=reveal,
-        standardize=args.standardize,
-        dropout_threshold=getattr(args, "dropout_threshold", None),
-        **secure,
-    )
-    projection = model.fit_transform(parts)
-    return {
-        "backend": backend_name,
-        "standardize": bool(args.standardize),
-        **model.model_.result_fields(),
-        "report": model.report_,
-        "_projection": projection,
-    }
+    result = run.result(names)
+    projection = protocol.projection(run.layout, run.run.outputs)
+    if projection is not None:
+        result["_projection"] = projection
+    return harness_fields(args, result, prepared)
 
 
-def run_pppca_dp(args: argparse.Namespace, parts: list[np.ndarray]) -> dict[str, Any]:
-    """``run --protocol pppca-dp`` in-process: fit :class:`~mpc_pca.pppca.dp_estimator.PPPCADP`."""
-    from mpc_pca.pppca.dp_estimator import DEFAULT_FRAC_BITS, PPPCADP
-    from protocols.backends import make_backend
-    from protocols.dp.calibration import check_delta_value, check_epsilon_value
+def harness_rows(
+    args: argparse.Namespace, parts: list[np.ndarray]
+) -> tuple[list[np.ndarray], dict[str, Any]]:
+    """The parts and settings of an in-process run: ``--row-norm scale`` is applied here, to the pooled rows.
 
-    check_epsilon_value(args.epsilon)
-    check_delta_value(args.delta)
-    backend_name = args.backend
-    frac_bits = DEFAULT_FRAC_BITS if args.frac_bits is None else args.frac_bits
-    backend = make_backend(backend_name, frac_bits=frac_bits, key_bits=getattr(args, "key_bits", None))
-    model = PPPCADP(
-        args.n_components,
-        epsilon=args.epsilon,
-        delta=args.delta,
-        min_honest=getattr(args, "min_honest", None),
-        noise_calibration=getattr(args, "noise_calibration", "analytic"),
-        backend=backend,
-        timeout=args.timeout,
-        random_state=getattr(args, "noise_seed", None),
-    )
-    model.fit(parts)
-    return {
-        "backend": backend_name,
-        "components": model.components_.tolist(),
-        "explained_variance": model.explained_variance_.tolist(),
-        "explained_variance_ratio": model.explained_variance_ratio_.tolist(),
-        "mean": model.mean_.tolist(),
-        "n_samples": int(model.n_samples_),
-        "epsilon": float(args.epsilon),
-        "delta": float(args.delta),
-        "min_honest": model.plan_.min_honest,
-        "noise_std": model.noise_std_,
-        "epsilon_by_colluders": model.epsilon_by_colluders_,
-        "report": model.report_,
-    }
+    Scaling by the pooled maximum row norm is the papers' non-private step, which
+    no party of a deployed run could take; the protocol then checks the norms (``error``).
+    """
+    settings = settings_of(args)
+    if settings.get("row_norm") != "scale":
+        return parts, settings
+    if not entry(args.protocol).accepts_pooled_scaling:
+        raise InputValidationError(f"--row-norm scale does not apply to {args.protocol}; use clip or error")
+    from mpc_pca.dp.preprocessing import center_and_scale_non_private
+
+    sizes = np.cumsum([p.shape[0] for p in parts])[:-1]
+    scaled = center_and_scale_non_private(np.vstack(parts))
+    return [np.ascontiguousarray(p) for p in np.split(scaled, sizes)], {**settings, "row_norm": "error"}
+
+
+def harness_fields(
+    args: argparse.Namespace, result: dict[str, Any], parts: list[np.ndarray]
+) -> dict[str, Any]:
+    """What only this harness can add: the privacy warnings, the settings as given, ``captured_energy_ratio``."""
+    protocol = entry(args.protocol)
+    if "epsilon" in protocol.options:
+        warn_privacy_leaks(
+            epsilon=args.epsilon,
+            delta=args.delta if "delta" in protocol.options else None,
+            n_samples=sum(part.shape[0] for part in parts),
+            random_state=args.noise_seed,
+        )
+        # a DP result records its privacy settings, those the protocol does not use at their defaults
+        given = {"epsilon": float(args.epsilon), "delta": float(args.delta), "neighbour": args.neighbour}
+        result.update({key: value for key, value in given.items() if key in result})
+    if "row_norm" in result:
+        result["row_norm"] = args.row_norm
+    if "captured_energy_ratio" in protocol.result_fields:
+        # Computed by this harness, which holds every part; no party of the run could compute it.
+        from mpc_pca.cli.dp import energy_ratio_of
+
+        result["captured_energy_ratio"] = energy_ratio_of(
+            args.protocol, np.asarray(result["components"]), parts
+        )
+    return result
 
 
 def settings_of(args: argparse.Namespace) -> dict[str, Any]:
@@ -102,8 +93,7 @@ def settings_of(args: argparse.Namespace) -> dict[str, Any]:
     protocol = entry(args.protocol)
     given = {"n_components": args.n_components}
     for option in protocol.options:
-        if option not in IN_PROCESS_ONLY:
-            given[option] = getattr(args, option, None)
+        given[option] = getattr(args, option, None)
     return protocol.settings(given)
 
 
@@ -132,19 +122,4 @@ def run_processes(
         verbosity=args.verbose - args.quiet,
         feature_names=names,
     )
-    if "epsilon" in protocol.options:  # the parties warn in their own processes: say it here too
-        warn_privacy_leaks(
-            epsilon=args.epsilon,
-            delta=args.delta if "delta" in protocol.options else None,
-            n_samples=sum(part.shape[0] for part in parts),
-            random_state=args.noise_seed,
-        )
-    if "captured_energy_ratio" in protocol.result_fields:
-        # Computed by this harness, which holds every part, exactly as the in-process run does;
-        # no party of the run could compute it.
-        from mpc_pca.cli.dp import energy_ratio_of
-
-        result["captured_energy_ratio"] = energy_ratio_of(
-            args.protocol, np.asarray(result["components"]), parts
-        )
-    return result
+    return harness_fields(args, result, parts)

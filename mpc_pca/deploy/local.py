@@ -31,9 +31,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from mpc_pca.deploy.party import check_floor_views, floor_public, run_party, with_feature_names
+from mpc_pca.deploy.party import run_party
 from mpc_pca.deploy.phase_lines import forward_phases, relog
-from mpc_pca.deploy.spec import ArraySource, PartySpec, Rows
+from mpc_pca.deploy.spec import ArraySource, PartySpec
 from mpc_pca.deployment import Deployment
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.runtime.parties import host_introducer, local_links
@@ -200,39 +200,14 @@ class StaticTable:
             sock.close()
 
 
-def _deployment(protocol: str, deployment: Deployment | None) -> Deployment:
-    from mpc_pca.registry import deployment as registered
+def _deployment(protocol: str, deployment: Deployment | None, *, threads: bool = False) -> Deployment:
+    """The protocol object given, else the registry's (as threads, also one that does not deploy)."""
+    from mpc_pca.registry import deployment as deployable
+    from mpc_pca.registry import entry
 
-    return registered(protocol) if deployment is None else deployment
-
-
-def _holders(deployment: Deployment, parts: Sequence[Any]) -> tuple[str, ...]:
-    if len(parts) < 1:
-        raise InputValidationError("a run needs at least one part (one provider's rows)")
-    return tuple(deployment.data_holders(len(parts)))
-
-
-def _views(
-    protocol: str,
-    deployment: Deployment,
-    parts: Sequence[NDArray[np.float64]],
-    settings: Mapping[str, Any],
-    names: Sequence[str] | None,
-) -> tuple[dict[str, int], dict[str, Any], Any]:
-    """Every party's announcement computed here, checked and configured (nothing is sent)."""
-    n = len(parts)
-    layout = deployment.layout(n)
-    holders = _holders(deployment, parts)
-    data = dict(zip(holders, parts, strict=True))
-    views = {}
-    for name in layout:
-        rows = Rows(data[name], None if names is None else tuple(names)) if name in data else None
-        views[name] = {
-            **floor_public(protocol, n, name in data, rows),
-            **deployment.public(name, data.get(name), settings),
-        }
-    check_floor_views(views, holders)
-    return layout, data, deployment.configure(views, n)
+    if deployment is not None:
+        return deployment
+    return entry(protocol) if threads else deployable(protocol)
 
 
 def run_threads(
@@ -246,36 +221,26 @@ def run_threads(
     deployment: Deployment | None = None,
     link_profile: LinkProfile | None = None,
 ) -> dict[str, Any]:
-    """Every party of a run as a thread of this process, through the protocol's Deployment.
+    """Every party of a run as a thread of this process (:func:`mpc_pca.threads.run_protocol`), as JSON.
 
     Returns ``protocol``, the result party's JSON fields and ``report`` (every
     party's traffic): the JSON :func:`launch_local` returns for the same run.
     With ``link_profile``, every message between the threads takes the time
     a link of that RTT and uplink bandwidth would give it
-    (:mod:`protocols.transport.link_model`; connection set-up is not modelled),
+    (:mod:`protocols.testing.link_model`; connection set-up is not modelled),
     and the result also has ``links``: the messages delivered and the run's
     message depth (the longest causal chain of messages).
     """
-    from mpc_pca.registry import entry
-    from protocols.runtime import run_inprocess
+    from mpc_pca.threads import run_protocol
 
-    deployment = _deployment(protocol, deployment)
-    full = entry(protocol).settings(settings)
-    arrays = [np.asarray(p, dtype=np.float64) for p in parts]
-    layout, data, config = _views(protocol, deployment, arrays, full, feature_names)
-    roles = {
-        name: deployment.role(name, config, data.get(name), deployment.generator(name, layout, noise_seed))
-        for name in layout
-    }
+    deployment = _deployment(protocol, deployment, threads=True)
     links = None if link_profile is None else ModelledLinks(link_profile)
-    run = run_inprocess(roles, timeout=timeout, wrap_channel=None if links is None else links.wrap)
-    winner = deployment.result_party(layout)
-    names = None if feature_names is None else tuple(str(n) for n in feature_names)
-    result = {
-        "protocol": protocol,
-        **with_feature_names(deployment.result(winner, config, run.outputs[winner]), names),
-        "report": run.report_dict(),
-    }
+    arrays = [np.asarray(p, dtype=np.float64) for p in parts]
+    run = run_protocol(
+        deployment, arrays, settings, random_state=noise_seed, timeout=timeout, feature_names=feature_names,
+        wrap_channel=None if links is None else links.wrap,
+    )  # fmt: skip
+    result = run.result(feature_names)
     if links is not None:
         result["links"] = {"delivered": links.delivered, "message_depth": links.depth}
     return result
@@ -346,11 +311,11 @@ def launch_local(
         If any party failed; the message gives the first failure and how each
         failed party ended.
     """
-    from mpc_pca.registry import entry
+    from mpc_pca.threads import announce
     from protocols.runtime.launcher import PythonCall, launch, raise_on_failure
 
     deployment = _deployment(protocol, deployment)
-    full = entry(protocol).settings(settings)
+    full = deployment.settings(settings)
     gloo = deployment.runs_over_gloo(full)
     if gloo and static_peers:
         raise InputValidationError(
@@ -372,7 +337,7 @@ def launch_local(
     # The launcher holds every part, so before any process starts it refuses whatever
     # the in-process run would refuse.
     deployment.preflight(arrays, full)
-    layout, data, _ = _views(protocol, deployment, arrays, full, feature_names)
+    layout, data, _ = announce(deployment, arrays, full, feature_names)
     names = None if feature_names is None else tuple(feature_names)
     with tempfile.TemporaryDirectory(prefix="mpc-pca-run-") as tmp:
         workdir = Path(tmp)

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from mpc_pca.deployment import PublicSettings, Role
+from mpc_pca.deployment import PublicSettings, Role, Variant
 from mpc_pca.deployment_kit import (
     HARNESS_FIELDS,
     HOLDER_WIDTH_SCHEMA,
@@ -54,6 +55,8 @@ from mpc_pca.dp.cape import (
 )
 from mpc_pca.dp.common import (
     AGGREGATOR,
+    DP_FIELDS,
+    GAUSSIAN_OPTIONS,
     GAUSSIAN_SHARED,
     NOISE_GENERATOR,
     check_privacy,
@@ -106,8 +109,15 @@ class CapeDeployment(HoldersFirst):
     """
 
     others = (AGGREGATOR, NOISE_GENERATOR)
-
-    names = ("capepca",)
+    variants = MappingProxyType(
+        {
+            "capepca": Variant(
+                "capePCA with CAPE correlated noise (Imtiaz & Sarwate JSTSP 2018, Alg. 1)",
+                {**GAUSSIAN_OPTIONS, "cape_calibration": "joint"},
+                (*DP_FIELDS, "weights", "calibration", "effective_epsilon", "noise_scale"),
+            )
+        }
+    )
 
     def public(
         self, party: str, data: NDArray[np.float64] | None, settings: Mapping[str, Any]

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from numpy.typing import ArrayLike
-
 from mpc_pca.base import ParamCheck, validated_by
-from mpc_pca.dp.cape import check_calibration, effective_epsilon, joint_view_factor, run_capepca
-from mpc_pca.dp.common import DPSubspaceMixin, check_privacy, dp_constraints, preflight_parts
+from mpc_pca.dp.cape import CapeModel, check_calibration, effective_epsilon, joint_view_factor
+from mpc_pca.dp.cape_deploy import CapeDeployment
+from mpc_pca.dp.common import DPSubspaceMixin, check_privacy, dp_constraints, preflight_parts, prepare_parts
 from mpc_pca.dp.mechanisms import RandomState, gaussian_noise_scale
+from mpc_pca.fitting import ProtocolEstimator
+from mpc_pca.threads import ThreadsRun
 from protocols.dp.accounting import PrivacyAccountant, charge_gaussian, fit_accountant
 
 
-class CapePCA(DPSubspaceMixin):
+class CapePCA(DPSubspaceMixin, ProtocolEstimator):
     """capePCA: distributed DP PCA with CAPE correlated noise (Imtiaz & Sarwate, JSTSP 2018, Alg. 1).
 
     A trusted noise generator and an untrusted aggregator. The aggregator
@@ -154,44 +155,31 @@ class CapePCA(DPSubspaceMixin):
         self.random_state = random_state
         self.timeout = timeout
 
-    def fit(self, X: Any, y: None = None, groups: ArrayLike | None = None) -> CapePCA:
-        """Run capePCA over the sites' rows; return ``self``.
+    def _protocol(self) -> CapeDeployment:
+        return CapeDeployment("capepca")
 
-        Parameters
-        ----------
-        X : list of array_like or DataFrame, or array_like of shape (N, D)
-            One ``(N_s, D)`` block per site (DataFrames are aligned by column
-            name), or all rows with ``groups``.
-        y : None
-            Ignored.
-        groups : array_like of shape (N,), optional
-            With a single ``X``: the site of each row (one site if omitted).
+    def _settings(self) -> dict[str, Any]:
+        return {
+            "n_components": self.n_components,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "neighbour": self.neighbour,
+            "noise_calibration": self.noise_calibration,
+            "cape_calibration": self.calibration,
+            "row_norm": self.row_norm,
+        }
 
-        Returns
-        -------
-        self
-        """
-        parts = self._intake(X, groups)
+    def _prepare(self, parts: list[Any]) -> list[Any]:
         self._charge(parts)
-        result = run_capepca(
-            parts,
-            self.n_components,
-            self.epsilon,
-            self.delta,
-            neighbour=self.neighbour,
-            calibration=self.calibration,
-            row_norm=self.row_norm,
-            random_state=self.random_state,
-            timeout=self.timeout,
-            noise_calibration=self.noise_calibration,
-        )
-        model = result.model
-        self._store_fit(model.components, model.explained_variance, sum(model.site_samples), result.run)
+        return prepare_parts(parts, self.n_components, self.row_norm)[0]
+
+    def _store(self, run: ThreadsRun) -> None:
+        model: CapeModel = run.output
+        self._store_fit(model.components, model.explained_variance, sum(model.site_samples), run.run)
         self.weights_ = model.weights
         self.site_noise_scales_ = model.site_scales
         self.noise_scale_ = model.noise_scale
         self.effective_epsilon_ = model.effective_epsilon
-        return self
 
     def _charge(self, parts: list[Any]) -> None:
         """Charge the accountant for one run, after every input check and before any party starts."""

@@ -25,12 +25,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from mpc_pca.deployment import PublicSettings, Role
+from mpc_pca.deployment import PublicSettings, Role, Variant
 from mpc_pca.deployment_kit import (
     HARNESS_FIELDS,
     HOLDER_WIDTH_SCHEMA,
@@ -51,7 +52,7 @@ from mpc_pca.dp.agn_core import PowerMethodOptions
 from mpc_pca.dp.agn_privacy import AGNBudget, check_budget_split, check_release_calibration
 from mpc_pca.dp.cape import check_calibration
 from mpc_pca.dp.capeagn import AGNConfig, AGNModel, aggregator_role, noise_generator_role, site_role
-from mpc_pca.dp.common import AGGREGATOR, NOISE_GENERATOR, check_privacy, prepare_own_rows
+from mpc_pca.dp.common import AGGREGATOR, GAUSSIAN_OPTIONS, NOISE_GENERATOR, check_privacy, prepare_own_rows
 from mpc_pca.dp.moments import check_documents, check_model, check_sigma
 from mpc_pca.dp.tensors import n_unique_entries
 from mpc_pca.validation import check_n_components
@@ -138,7 +139,42 @@ class CapeAGNDeployment(HoldersFirst):
 
     others = (AGGREGATOR, NOISE_GENERATOR)
 
-    names = ("capeagn",)
+    #: Its rows are word counts or mixture samples: scaling the pooled rows would change the model.
+    accepts_pooled_scaling = False
+    variants = MappingProxyType(
+        {
+            "capeagn": Variant(
+                "capeAGN: DP topic model / Gaussian mixture by tensor decomposition with CAPE (JSTSP 2018, sec. 5)",
+                {
+                    **GAUSSIAN_OPTIONS,
+                    "cape_calibration": "joint",
+                    "model": "stm",
+                    "sigma": None,
+                    "budget_split": 0.5,
+                },
+                (
+                    "components",
+                    "weights",
+                    "whitening",
+                    "tensor_eigenvalues",
+                    "n_samples",
+                    "report",
+                    "epsilon",
+                    "delta",
+                    "neighbour",
+                    "row_norm",
+                    "model",
+                    "sigma",
+                    "budget_split",
+                    "calibration",
+                    "noise_calibration",
+                    "effective_epsilon",
+                    "m2_noise_scale",
+                    "m3_noise_scale",
+                ),
+            )
+        }
+    )
 
     def _rows(self, party: str, data: Any, view: Mapping[str, Any], clip: bool) -> NDArray[np.float64]:
         if view["model"] == "stm":  # word counts: checked, never bounded

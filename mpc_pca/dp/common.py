@@ -30,6 +30,7 @@ from mpc_pca.base import (
     one_of,
     validated_by,
 )
+from mpc_pca.deployment import MODEL_FIELDS
 from mpc_pca.deployment_kit import check_components_setting, check_own_rows, refuse_pooled_scaling
 from mpc_pca.dp.mechanisms import (
     check_calibration,
@@ -126,6 +127,17 @@ def prepare_own_rows(
     except InputValidationError as exc:
         raise InputValidationError(f"{party}: {exc}".replace("part 0", "its data")) from None
 
+
+#: The settings of the Analyze-Gauss-based protocols and their defaults.
+GAUSSIAN_OPTIONS: dict[str, Any] = {
+    "epsilon": 1.0,
+    "delta": 1e-5,
+    "neighbour": "replace-one",
+    "row_norm": "clip",
+    "noise_calibration": "analytic",
+}
+#: The fields of a DP subspace protocol's JSON result (``captured_energy_ratio`` is the harness's).
+DP_FIELDS = (*MODEL_FIELDS, "epsilon", "delta", "neighbour", "row_norm", "captured_energy_ratio")
 
 #: The Gaussian-protocol settings every party of a deployed DP run announces and all must agree on.
 GAUSSIAN_SHARED = (

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from mpc_pca.deployment import PublicSettings, Role
+from mpc_pca.deployment import PublicSettings, Role, Variant
 from mpc_pca.deployment_kit import (
     HARNESS_FIELDS,
     HOLDER_WIDTH_SCHEMA,
@@ -47,6 +48,8 @@ from mpc_pca.deployment_kit import (
 )
 from mpc_pca.dp.common import (
     AGGREGATOR,
+    DP_FIELDS,
+    GAUSSIAN_OPTIONS,
     GAUSSIAN_SHARED,
     check_intermediate_dim,
     check_privacy,
@@ -59,7 +62,6 @@ from protocols.errors import InputValidationError
 
 __all__ = ["HARNESS_FIELDS", "DisPCADeployment"]
 
-NAMES = ("dispca", "dispca-full")
 #: Every party's announcement, by registry name: ``dispca`` adds its intermediate dimension ``R``
 #: (``None`` or ``1 ..`` :data:`~mpc_pca.deployment_kit.MAX_FEATURES`; checked against ``K`` and
 #: ``D`` after agreement).
@@ -87,13 +89,27 @@ class DisPCADeployment(HoldersFirst):
     """
 
     others = (AGGREGATOR,)
-
-    names = NAMES
+    variants = MappingProxyType(
+        {
+            "dispca": Variant(
+                "DPdisPCA (Imtiaz & Sarwate ICASSP 2018, Alg. 1): sites send P_s = U_R S_R^1/2",
+                {**GAUSSIAN_OPTIONS, "intermediate_dim": None},
+                (*DP_FIELDS, "intermediate_dim"),
+                params={"full": False},
+            ),
+            "dispca-full": Variant(
+                "DPdisPCA sending the full noisy A_s (ICASSP 2018 q_full)",
+                GAUSSIAN_OPTIONS,
+                DP_FIELDS,
+                params={"full": True},
+            ),
+        }
+    )
 
     @property
     def full(self) -> bool:
-        """``dispca-full``: every site sends its whole noisy ``A_s``."""
-        return self.name == "dispca-full"
+        """Whether every site sends its whole noisy ``A_s`` (``dispca-full``) instead of ``P_s``."""
+        return bool(self.params["full"])
 
     def _shared(self) -> tuple[str, ...]:
         return GAUSSIAN_SHARED if self.full else (*GAUSSIAN_SHARED, "intermediate_dim")

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from mpc_pca.deployment import PublicSettings, Role
+from mpc_pca.deployment import PublicSettings, Role, Variant
 from mpc_pca.deployment_kit import (
     CAP_SLACK,
     HARNESS_FIELDS,
@@ -40,7 +41,14 @@ from mpc_pca.deployment_kit import (
     seeded_generator,
     subspace_fields,
 )
-from mpc_pca.dp.common import GAUSSIAN_SHARED, check_privacy, gaussian_view, prepare_own_rows
+from mpc_pca.dp.common import (
+    DP_FIELDS,
+    GAUSSIAN_OPTIONS,
+    GAUSSIAN_SHARED,
+    check_privacy,
+    gaussian_view,
+    prepare_own_rows,
+)
 from mpc_pca.dp.dpdpca import DPDPCAConfig, DPDPCAModel, owner_role, proxy_role, user_role
 from mpc_pca.roles import PROXY, USER, owner_names
 from mpc_pca.validation import check_n_components
@@ -81,7 +89,15 @@ class DPDPCADeployment(HoldersFirst):
 
     others = (PROXY, USER)
 
-    names = ("dpdpca",)
+    variants = MappingProxyType(
+        {
+            "dpdpca": Variant(
+                "DPDPCA with Paillier and a proxy (Wang & Chang 2018, Alg. 1-2); centred scatter",
+                {**GAUSSIAN_OPTIONS, "key_bits": 2048},
+                (*DP_FIELDS, "noise_sigma", "effective_epsilon"),
+            )
+        }
+    )
 
     def holder_names(self, n_providers: int) -> tuple[str, ...]:
         return owner_names(n_providers)

@@ -105,6 +105,35 @@ SHARED = (
     "dropout_threshold",
 )
 PROTOCOLS = ("pppca-ss", "pppca-he")
+#: The settings of both PPPCA protocols and their defaults (``None``: the backend's default).
+PPPCA_OPTIONS: dict[str, Any] = {
+    "frac_bits": None,
+    "key_bits": None,
+    "paillier_randomness": None,
+    "paillier_workers": None,
+    "standardize": False,
+    "reveal": "covariance",
+    "eigengap": None,
+    "min_ratio": None,
+}
+#: What each variant declares: its summary, its settings and the values fixed by it.
+VARIANTS: dict[str, dict[str, Any]] = {
+    "pppca-ss": {
+        "summary": "PPPCA with secret sharing (Liu et al. 2020, Alg. 2)",
+        "options": {"backend": "additive", **PPPCA_OPTIONS, "dropout_threshold": None},
+        "fixed": {},
+    },
+    "pppca-he": {
+        "summary": "PPPCA with Paillier homomorphic encryption (Liu et al. 2020, Alg. 1)",
+        "options": {"backend": "paillier", **PPPCA_OPTIONS},
+        "fixed": {"backend": "paillier"},
+    },
+}
+#: The fields of a PPPCA result.
+RESULT_FIELDS = (
+    "backend", "standardize", "components", "explained_variance", "mean", "n_samples", "report",
+    "explained_variance_ratio",
+)  # fmt: skip
 #: Largest row count a provider may announce (refused at :meth:`PPPCADeployment.configure`).
 MAX_ANNOUNCED_ROWS = 1 << 40
 #: Largest dropout threshold a party may announce (no run has more providers than this).
@@ -350,6 +379,8 @@ class PPPCADeployment(Deployment):
 
     #: A provider's rows may be a ChunkedPart (``mpc-pca party --data FILE`` reads it in chunks).
     streams_rows = True
+    projects_rows = True
+    result_fields = RESULT_FIELDS
     #: Announced per column, in the provider's own order (the floor permutes it to the agreed one).
     column_keys = ("column_exponents",)
 
@@ -359,6 +390,9 @@ class PPPCADeployment(Deployment):
         if name not in PROTOCOLS:
             raise InputValidationError(f"PPPCADeployment runs {list(PROTOCOLS)}, not {name!r}")
         self.name = name
+        self.summary = VARIANTS[name]["summary"]
+        self.options = VARIANTS[name]["options"]
+        self.fixed = VARIANTS[name]["fixed"]
         self._factory = backend_factory
         self._cached_stats: dict[int, tuple[Any, LocalStatistics]] = {}
         self._local: dict[str, Any] = {}
@@ -390,10 +424,11 @@ class PPPCADeployment(Deployment):
 
     def check_settings(self, settings: Mapping[str, Any]) -> None:
         """Refuse settings no party could run with (raised before anything is sent)."""
-        if self.name == "pppca-he" and settings["backend"] != "paillier":
-            raise InputValidationError(
-                f"pppca-he uses the paillier backend, not --backend {settings['backend']!r}"
-            )
+        for option, value in self.fixed.items():
+            if settings.get(option) != value:
+                raise InputValidationError(
+                    f"{self.name} uses the {value} {option}, not --{option} {settings.get(option)!r}"
+                )
         backend_options(settings)  # the paillier options, checked
         reveal = check_reveal(settings.get("reveal", "covariance"))
         threshold = settings.get("dropout_threshold")
@@ -402,7 +437,8 @@ class PPPCADeployment(Deployment):
                 raise InputValidationError(
                     f"--dropout-threshold must be an integer of at least 2, got {threshold!r}"
                 )
-            if self.name != "pppca-ss" or settings["backend"] != "additive-masks" or reveal != "covariance":
+            tolerant = "dropout_threshold" in self.options
+            if not tolerant or settings["backend"] != "additive-masks" or reveal != "covariance":
                 raise InputValidationError(
                     "--dropout-threshold runs the dropout-tolerant pairwise-mask secure sum: it needs "
                     f"pppca-ss with --backend additive-masks and --reveal covariance, not {self.name} with "
@@ -582,6 +618,13 @@ class PPPCADeployment(Deployment):
                 return {"projection": table, "dropped_providers": dropped}
             return {"projection": projection_table(np.asarray(output), config.config)}
         return {"n_rows": int(output["n_rows"]), **{k: v for k, v in output.items() if k != "n_rows"}}
+
+    def projection(self, layout: Mapping[str, int], outputs: Mapping[str, Any]) -> NDArray[np.float64] | None:
+        """The consumer's stacked ``X_i T`` (the survivors' rows in a run that tolerated dropouts)."""
+        output = outputs.get(CONSUMER)
+        if isinstance(output, dict):
+            output = output["projection"]
+        return None if output is None else np.asarray(output)
 
     def result_party(self, layout: Mapping[str, int]) -> str:
         return SERVER

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from mpc_pca.deployment import PublicSettings, Role
+from mpc_pca.deployment import MODEL_FIELDS, PublicSettings, Role, Variant
 from mpc_pca.deployment_kit import (
     CAP_SLACK,
     FLOOR_SCHEMA,
@@ -115,7 +116,32 @@ class PPPCADPDeployment(HoldersFirst):
 
     others = (SERVER,)
 
-    names = ("pppca-dp",)
+    variants = MappingProxyType(
+        {
+            "pppca-dp": Variant(
+                "PPPCA with discrete-Gaussian DP noise added by the providers inside the secure sum",
+                {
+                    "backend": "additive",
+                    "frac_bits": None,
+                    "key_bits": None,
+                    "epsilon": 1.0,
+                    "delta": 1e-5,
+                    "noise_calibration": "analytic",
+                    "min_honest": None,
+                },
+                (
+                    *MODEL_FIELDS,
+                    "backend",
+                    "explained_variance_ratio",
+                    "epsilon",
+                    "delta",
+                    "min_honest",
+                    "noise_std",
+                    "epsilon_by_colluders",
+                ),
+            )
+        }
+    )
 
     def public(
         self, party: str, data: NDArray[np.float64] | None, settings: Mapping[str, Any]

@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mpc_pca.deploy import run_threads
-from mpc_pca.deploy.party import check_floor_views
 from mpc_pca.deployment import PublicSettings
 from mpc_pca.deployment_kit import MAX_FEATURES
 from mpc_pca.dp.cape_deploy import CapeDeployment
+from mpc_pca.floor import check_floor_views
 from mpc_pca.pppca import protocol
 from mpc_pca.pppca.deployment import (
     MAX_ANNOUNCED_ROWS,
