@@ -161,6 +161,10 @@ class Deployment(ABC):
     def settings(self, given: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The run's settings: ``n_components`` and every option, defaults filled in (the one fill-in).
 
+        An option given as ``None`` takes its default; ``n_components=None``
+        stays ``None`` (every direction), its default ``2`` applies only when it
+        is not given.
+
         Raises
         ------
         InputValidationError
@@ -173,7 +177,10 @@ class Deployment(ABC):
             raise InputValidationError(
                 f"protocol {self.name!r} takes no setting {unknown}; its settings are {sorted(known)}"
             )
-        return {key: given[key] if given.get(key) is not None else default for key, default in known.items()}
+        filled = {key: given[key] if given.get(key) is not None else default for key, default in known.items()}
+        if "n_components" in given:  # None is a value here: every direction (min(n_samples, n_features))
+            filled["n_components"] = given["n_components"]
+        return filled
 
     @abstractmethod
     def layout(self, n_providers: int) -> dict[str, int]:

@@ -56,7 +56,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from mpc_pca.deployment import Deployment, PublicSettings, Role
+from mpc_pca.deployment import Deployment, PublicSettings, Role, Variant
 from mpc_pca.deployment_kit import (
     FLOOR_HOLDER_SCHEMA,
     FLOOR_SCHEMA,
@@ -65,9 +65,10 @@ from mpc_pca.deployment_kit import (
     check_announcements,
 )
 from mpc_pca.pppca.chunked import ChunkedPart
-from mpc_pca.pppca.components import check_reveal, components_settings, hides_covariance
-from mpc_pca.pppca.driver import preflight
+from mpc_pca.pppca.components import ComponentsSettings, check_reveal, components_settings, hides_covariance
 from mpc_pca.pppca.local_stats import LocalStatistics
+from mpc_pca.pppca.preflight import check_run, preflight
+from mpc_pca.pppca.projection_table import projection_table
 from mpc_pca.pppca.protocol import (
     DROPPED_KEY,
     PROJECTION_CHUNK_BYTES,
@@ -95,6 +96,8 @@ SHARED = (
     "protocol",
     "n_parties",
     "n_components",
+    "variance_fraction",
+    "mle",
     "backend",
     "frac_bits",
     "key_bits",
@@ -116,24 +119,25 @@ PPPCA_OPTIONS: dict[str, Any] = {
     "eigengap": None,
     "min_ratio": None,
 }
-#: What each variant declares: its summary, its settings and the values fixed by it.
-VARIANTS: dict[str, dict[str, Any]] = {
-    "pppca-ss": {
-        "summary": "PPPCA with secret sharing (Liu et al. 2020, Alg. 2)",
-        "options": {"backend": "additive", **PPPCA_OPTIONS, "dropout_threshold": None},
-        "fixed": {},
-    },
-    "pppca-he": {
-        "summary": "PPPCA with Paillier homomorphic encryption (Liu et al. 2020, Alg. 1)",
-        "options": {"backend": "paillier", **PPPCA_OPTIONS},
-        "fixed": {"backend": "paillier"},
-    },
-}
 #: The fields of a PPPCA result.
 RESULT_FIELDS = (
     "backend", "standardize", "components", "explained_variance", "mean", "n_samples", "report",
     "explained_variance_ratio",
 )  # fmt: skip
+#: What each variant declares: its summary, its settings and the values fixed by it.
+VARIANTS: dict[str, Variant] = {
+    "pppca-ss": Variant(
+        "PPPCA with secret sharing (Liu et al. 2020, Alg. 2)",
+        {"backend": "additive", **PPPCA_OPTIONS, "dropout_threshold": None},
+        RESULT_FIELDS,
+    ),
+    "pppca-he": Variant(
+        "PPPCA with Paillier homomorphic encryption (Liu et al. 2020, Alg. 1)",
+        {"backend": "paillier", **PPPCA_OPTIONS},
+        RESULT_FIELDS,
+        fixed={"backend": "paillier"},
+    ),
+}
 #: Largest row count a provider may announce (refused at :meth:`PPPCADeployment.configure`).
 MAX_ANNOUNCED_ROWS = 1 << 40
 #: Largest dropout threshold a party may announce (no run has more providers than this).
@@ -145,7 +149,9 @@ MAX_KEY_BITS = 1 << 14
 SCHEMA: dict[str, Key] = {
     **FLOOR_SCHEMA,
     "protocol": Key("text", choices=PROTOCOLS),
-    "n_components": Key("int", 1, MAX_FEATURES),
+    "n_components": Key("int", 1, MAX_FEATURES, nullable=True),
+    "variance_fraction": Key("real", 0.0, 1.0, nullable=True, required=False),
+    "mle": Key("flag", required=False),
     "backend": Key("text", choices=tuple(BACKEND_NAMES)),
     "frac_bits": Key("int", 0, 52),
     "key_bits": Key("int", 1, MAX_KEY_BITS, nullable=True),
@@ -176,14 +182,37 @@ def _dropout_fields(party: Any, run: PPPCAConfig) -> dict[str, Any]:
     return {"dropped": False, "dropped_providers": list(outcome.dropped)}
 
 
-def pppca_ranks(n_parties: int) -> dict[str, int]:
-    """Name-to-rank map of a PPPCA run with ``n_parties`` providers and a consumer."""
+def pppca_ranks(n_parties: int, with_consumer: bool = True) -> dict[str, int]:
+    """Name-to-rank map of a PPPCA run with ``n_parties`` providers, the server and (by default) a consumer."""
     if isinstance(n_parties, bool) or not isinstance(n_parties, int) or n_parties < 1:
         raise InputValidationError(f"the number of providers must be a positive integer, got {n_parties!r}")
     ranks = {name: i for i, name in enumerate(provider_names(n_parties))}
     ranks[SERVER] = n_parties
-    ranks[CONSUMER] = n_parties + 1
+    if with_consumer:
+        ranks[CONSUMER] = n_parties + 1
     return ranks
+
+
+def _announced_components(n_components: Any) -> dict[str, Any]:
+    """How ``n_components`` is announced: ``k`` (``None``: all), or the server's rule for choosing it.
+
+    A variance fraction or ``"mle"`` (``reveal="covariance"`` only, checked by
+    :func:`~mpc_pca.pppca.preflight.selection_rule`) is announced as
+    ``variance_fraction`` or ``mle`` with ``n_components`` ``None``.
+    """
+    if isinstance(n_components, str) and n_components == "mle":
+        return {"n_components": None, "mle": True}
+    if isinstance(n_components, float):
+        return {"n_components": None, "variance_fraction": n_components}
+    return {"n_components": n_components}
+
+
+def _selection(view: Mapping[str, Any]) -> float | str | None:
+    """The agreed rule for choosing ``k`` on the server (``None``: ``k`` is ``n_components``)."""
+    if view.get("mle"):
+        return "mle"
+    fraction = view.get("variance_fraction")
+    return None if fraction is None else float(fraction)
 
 
 def _agree(views: Mapping[str, Mapping[str, Any]], n_parties: int) -> int:
@@ -224,7 +253,7 @@ def _agree_columns(
     return exponents, None if first is None else tuple(str(n) for n in first)
 
 
-def message_cap(views: Mapping[str, Mapping[str, Any]], n_features: int) -> int:
+def message_cap(views: Mapping[str, Mapping[str, Any]], n_features: int, per_entry: int) -> int:
     """Largest message (bytes) any party of this run may send, from the agreed settings.
 
     The largest payloads are the Gram matrix's secure sum (at most ``d^2 + d + 1``
@@ -236,8 +265,7 @@ def message_cap(views: Mapping[str, Mapping[str, Any]], n_features: int) -> int:
     stays below :func:`cap_bound` of them.
     """
     view = next(iter(views.values()))
-    d, k = n_features, int(view["n_components"])
-    per_entry = backend_class(str(view.get("backend"))).max_bytes_per_entry(view.get("key_bits"))
+    d, k = n_features, int(view["n_components"] or n_features)
     return (d * d + d + 1) * per_entry + d * k * 8 + max(PROJECTION_CHUNK_BYTES, 8 * k) + (1 << 20)
 
 
@@ -251,79 +279,6 @@ def cap_bound(n_features: int, n_components: int, key_bits: int | None) -> int:
     d, k = n_features, n_components
     per_entry = max(8, 2 * (MAX_KEY_BITS if key_bits is None else key_bits) // 8 + 8)
     return (d * d + d + 1) * per_entry + d * k * 8 + max(PROJECTION_CHUNK_BYTES, 8 * k) + (1 << 20)
-
-
-def projection_table(
-    projected: NDArray[np.float64], config: PPPCAConfig, dropped: Sequence[str] = ()
-) -> dict[str, Any]:
-    """The consumer's stacked rows as a table: ``provider``, ``row`` (within it), ``PC1 .. PCk``.
-
-    ``{"columns": [...], "data": [[provider, row, pc1, ...], ...]}``: the
-    rows in provider order, each labelled with its provider and its index in
-    that provider's rows (``pandas.DataFrame(data, columns=columns)`` reads it).
-    Providers in ``dropped`` (a run that tolerated their dropping out) sent no
-    rows and are left out.
-
-    Raises
-    ------
-    InputValidationError
-        If the number of rows is not the sum of the announced row counts.
-    """
-    if config.announced_rows is None:
-        raise InputValidationError(
-            "the providers' row counts were not announced: the rows cannot be labelled"
-        )
-    announced = zip(config.providers, config.announced_rows, strict=True)
-    counts = [(p, n) for p, n in announced if p not in set(dropped)]
-    if sum(n for _, n in counts) != projected.shape[0]:
-        raise InputValidationError(
-            f"{projected.shape[0]} projected rows, but the providers announced {dict(counts)} rows"
-        )
-    k = projected.shape[1] if projected.ndim == 2 else 0
-    labels = [(p, i) for p, n in counts for i in range(n)]
-    return {
-        "columns": ["provider", "row", *(f"PC{j + 1}" for j in range(k))],
-        "data": [[p, i, *map(float, values)] for (p, i), values in zip(labels, projected, strict=True)],
-    }
-
-
-def read_projection(projection: object) -> tuple[list[str] | None, NDArray[np.float64]]:
-    """The provider labels and the values of a consumer's ``projection`` (a :func:`projection_table`).
-
-    An older bare list of rows (no labels) gives ``None`` labels.
-
-    Raises
-    ------
-    InputValidationError
-        If ``projection`` is neither a table with ``provider`` and ``PC1 ..``
-        columns nor a list of equally long rows of numbers.
-    """
-    if isinstance(projection, dict):
-        columns, data = projection.get("columns"), projection.get("data")
-        if not isinstance(columns, list) or not isinstance(data, list) or "provider" not in columns:
-            raise InputValidationError(
-                "a projection table needs 'columns' (with 'provider', 'row', 'PC1', ...) and 'data'; "
-                f"got the keys {sorted(map(str, projection))}"
-            )
-        pcs = [j for j, name in enumerate(columns) if isinstance(name, str) and name.upper().startswith("PC")]
-        where = columns.index("provider")
-        try:
-            values = np.array([[row[j] for j in pcs] for row in data], dtype=np.float64).reshape(
-                len(data), len(pcs)
-            )
-            labels = [str(row[where]) for row in data]
-        except (TypeError, ValueError, IndexError) as exc:
-            raise InputValidationError(
-                f"the projection table's rows do not match its columns ({exc})"
-            ) from exc
-        return labels, values
-    try:
-        values = np.array(projection, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InputValidationError(f"a projection is a table or a list of rows of numbers ({exc})") from exc
-    if values.ndim != 2:
-        raise InputValidationError(f"a projection's rows must form a 2-D array, got shape {values.shape}")
-    return None, values
 
 
 @dataclass(frozen=True)
@@ -374,25 +329,35 @@ class PPPCADeployment(Deployment):
         ``backend_factory(settings) -> SecureSumBackend`` builds a party's
         backend instead of :func:`~protocols.backends.make_backend` (e.g. a
         custom subclass); the backend's name in the settings is still the one
-        the parties agree on.
+        the parties agree on. The estimator passes its backend object this way.
+    with_consumer : bool, default=True
+        Whether the run has a consumer that receives the projected rows
+        (steps 9-10); ``PPPCA.fit`` runs without one.
+    components : ComponentsSettings, optional
+        The secure eigensolve's settings (``reveal="components"``), all of them
+        (``tol`` too) as an estimator chose them; by default ``eigengap`` and
+        ``min_ratio`` come from the agreed announcements.
     """
 
     #: A provider's rows may be a ChunkedPart (``mpc-pca party --data FILE`` reads it in chunks).
     streams_rows = True
     projects_rows = True
-    result_fields = RESULT_FIELDS
     #: Announced per column, in the provider's own order (the floor permutes it to the agreed one).
     column_keys = ("column_exponents",)
 
     def __init__(
-        self, name: str, backend_factory: Callable[[Mapping[str, Any]], SecureSumBackend] | None = None
+        self,
+        name: str,
+        backend_factory: Callable[[Mapping[str, Any]], SecureSumBackend] | None = None,
+        *,
+        with_consumer: bool = True,
+        components: ComponentsSettings | None = None,
     ) -> None:
         if name not in PROTOCOLS:
             raise InputValidationError(f"PPPCADeployment runs {list(PROTOCOLS)}, not {name!r}")
-        self.name = name
-        self.summary = VARIANTS[name]["summary"]
-        self.options = VARIANTS[name]["options"]
-        self.fixed = VARIANTS[name]["fixed"]
+        self.declare(name, VARIANTS[name])
+        self.with_consumer = with_consumer
+        self._components = components
         self._factory = backend_factory
         self._cached_stats: dict[int, tuple[Any, LocalStatistics]] = {}
         self._local: dict[str, Any] = {}
@@ -421,6 +386,21 @@ class PPPCADeployment(Deployment):
             key_bits=settings.get("key_bits"),
             **backend_options(settings),
         )
+
+    def _backend_type(self, name: str) -> type[SecureSumBackend]:
+        """The class of the backend named ``name``: the factory's for its own name, else the registered one."""
+        if self._factory is not None:
+            made = self._factory({"backend": name})
+            if made.name == name:
+                return type(made)
+        return backend_class(name)
+
+    def _schema(self) -> dict[str, Key]:
+        """:data:`SCHEMA`, with the factory's backend name allowed too (a custom backend object)."""
+        if self._factory is None:
+            return SCHEMA
+        custom = self._factory({}).name
+        return {**SCHEMA, "backend": Key("text", choices=(*BACKEND_NAMES, custom))}
 
     def check_settings(self, settings: Mapping[str, Any]) -> None:
         """Refuse settings no party could run with (raised before anything is sent)."""
@@ -455,13 +435,36 @@ class PPPCADeployment(Deployment):
             return bool(getattr(self._factory(settings), "runs_over_gloo", False))
         return bool(backend_class(settings["backend"]).runs_over_gloo)
 
-    def preflight(self, parts: Sequence[NDArray[np.float64]], settings: Mapping[str, Any]) -> None:
+    def preflight(self, parts: Sequence[Any], settings: Mapping[str, Any]) -> None:
+        """Every check of :func:`~mpc_pca.pppca.preflight.preflight` and :func:`~mpc_pca.pppca.preflight.check_run`.
+
+        The providers' statistics it computes (side by side) are kept for their
+        announcements and roles, so no part is read twice.
+        """
         self.check_settings(settings)
-        preflight(list(parts), settings["n_components"], self.backend(settings),
-                  standardize=bool(settings.get("standardize")), reveal=settings.get("reveal", "covariance"))  # fmt: skip
+        backend = self.backend(settings)
+        reveal = check_reveal(settings.get("reveal", "covariance"))
+        arrays, stats, k, _ = preflight(
+            list(parts), settings["n_components"], backend, standardize=bool(settings.get("standardize")),
+            reveal=reveal,
+        )  # fmt: skip
+        for part, array, st in zip(parts, arrays, stats, strict=True):
+            if not isinstance(part, ChunkedPart):
+                self._cached_stats[id(part)] = (part, st)
+                self._cached_stats[id(array)] = (array, st)
+        components = self._components or components_settings(settings, reveal)
+        check_run(
+            len(arrays),
+            stats[0].n_features,
+            k,
+            backend,
+            reveal,
+            components,
+            settings.get("dropout_threshold"),
+        )
 
     def layout(self, n_providers: int) -> dict[str, int]:
-        return pppca_ranks(n_providers)
+        return pppca_ranks(n_providers, self.with_consumer)
 
     def data_holders(self, n_providers: int) -> tuple[str, ...]:
         return provider_names(n_providers)
@@ -475,7 +478,7 @@ class PPPCADeployment(Deployment):
         backend = self.backend(settings)
         public: PublicSettings = {
             "protocol": self.name,
-            "n_components": settings["n_components"],
+            **_announced_components(settings["n_components"]),
             "backend": settings["backend"],
             "frac_bits": backend.codec.frac_bits,
             "key_bits": settings.get("key_bits"),
@@ -495,7 +498,7 @@ class PPPCADeployment(Deployment):
                 peaks = stats.column_peaks if stats.column_peaks is not None else data.column_peaks()
                 public["column_exponents"] = exponents_of_peaks(peaks).tolist()
                 return public
-            (rows,) = check_parts([data], min_total_rows=1, check_values=False)
+            (rows,) = check_parts([data], min_total_rows=1, check_values=False, accept_sparse=True)
             stats = self._statistics(data, rows)
             check_statistics_finite(
                 rows, (stats.column_sums, stats.scatter_triangle), int(party[len("provider") :])
@@ -524,11 +527,19 @@ class PPPCADeployment(Deployment):
                 f"announcements must come from exactly the parties {sorted(layout)}; missing {missing}, "
                 f"unexpected {extra}"
             )
-        check_announcements(views, SCHEMA, provider_names(n_providers), PROVIDER_SCHEMA)
+        check_announcements(views, self._schema(), provider_names(n_providers), PROVIDER_SCHEMA)
         views = {name: {"n_parties": n_providers, **view} for name, view in views.items()}
         n_features = _agree(views, n_providers)
         view = next(iter(views.values()))
-        k = check_n_components(view["n_components"], n_features)
+        rows = tuple(int(views[name]["n_rows"]) for name in provider_names(n_providers))
+        select = _selection(view)
+        # with a selection rule the server chooses k <= min(d, N) from the spectrum
+        n_samples = sum(rows)
+        k = (
+            min(n_features, n_samples)
+            if select is not None
+            else check_n_components(view["n_components"], n_features, n_samples)
+        )
         reveal = check_reveal(view.get("reveal", "covariance"))
         exponents, feature_names = _agree_columns(views, n_providers)
         if feature_names is not None and len(feature_names) != n_features:
@@ -539,7 +550,6 @@ class PPPCADeployment(Deployment):
             reveal
         ):  # no column scaling in these modes (see mpc_pca.pppca.protocol.preflight)
             exponents = (0,) * n_features
-        rows = tuple(int(views[name]["n_rows"]) for name in provider_names(n_providers))
         threshold = view.get("dropout_threshold")
         if threshold is not None and threshold > n_providers:
             raise InputValidationError(
@@ -547,13 +557,15 @@ class PPPCADeployment(Deployment):
             )
         if threshold is not None:
             check_dropout_threshold(threshold, n_providers)  # 2 t > M (protocols.backends.dropout_agreement)
+        components = self._components or components_settings(view, reveal)
         config = PPPCAConfig(
-            n_providers, n_features, k, True, exponents, bool(view.get("standardize")), reveal,
-            components=components_settings(view, reveal), announced_rows=rows, dropout_threshold=threshold,
+            n_providers, n_features, k, self.with_consumer, exponents, bool(view.get("standardize")), reveal,
+            components=components, announced_rows=rows, select=select, dropout_threshold=threshold,
         )  # fmt: skip
+        per_entry = self._backend_type(str(view["backend"])).max_bytes_per_entry(view.get("key_bits"))
         return PPPCARun(
-            config, view["backend"], view["frac_bits"], view.get("key_bits"), message_cap(views, n_features),
-            feature_names,
+            config, view["backend"], view["frac_bits"], view.get("key_bits"),
+            message_cap(views, n_features, per_entry), feature_names,
         )  # fmt: skip
 
     def message_cap(self, config: PPPCARun) -> int:

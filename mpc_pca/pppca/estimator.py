@@ -1,4 +1,4 @@
-"""The PPPCA estimator: scikit-learn front end of :mod:`mpc_pca.pppca.driver`.
+"""The PPPCA estimator: scikit-learn front end of the PPPCA protocol object (:mod:`mpc_pca.pppca.deployment`).
 
 Liu et al., "Privacy Preserving PCA for Multiparty Modeling", AAAI 2020,
 Algorithms 1 (Paillier) and 2 (secret sharing): ``fit`` runs steps 1-8,
@@ -24,10 +24,13 @@ from mpc_pca.base import (
     transform_rows,
     validated_by,
 )
+from mpc_pca.fitting import ProtocolEstimator
 from mpc_pca.pppca.components import MAX_EIGENGAP, MIN_EIGENGAP, ComponentsSettings, check_reveal
-from mpc_pca.pppca.driver import run_pppca
+from mpc_pca.pppca.deployment import PPPCADeployment
+from mpc_pca.pppca.protocol import PPPCAModel
+from mpc_pca.threads import ThreadsRun
 from protocols.backends import SecureSumBackend, make_backend
-from protocols.errors import InputValidationError
+from protocols.errors import InputValidationError, ProtocolError
 from protocols.runtime import check_timeout
 
 
@@ -42,7 +45,7 @@ def resolve_backend(backend: str | SecureSumBackend) -> SecureSumBackend:
     )
 
 
-class PPPCA(SubspaceMixin):
+class PPPCA(SubspaceMixin, ProtocolEstimator):
     """Privacy-preserving PCA over horizontally partitioned data (Liu et al., AAAI 2020).
 
     Parameters
@@ -243,65 +246,65 @@ class PPPCA(SubspaceMixin):
         self.whiten = whiten
         self.dropout_threshold = dropout_threshold
 
-    def fit(self, X: Any, y: None = None, groups: ArrayLike | None = None) -> PPPCA:
-        """Run PPPCA steps 1-8 over the parties' data; no rows leave any party.
-
-        Parameters
-        ----------
-        X : list of array_like or DataFrame, or array_like of shape (n, d)
-            One ``(n_i, d)`` block per data provider (DataFrames are aligned
-            by column name), or all rows with ``groups``.
-        y : None
-            Ignored.
-        groups : array_like of shape (n,), optional
-            With a single ``X``: the provider of each row (one provider if omitted).
-
-        Returns
-        -------
-        self
-        """
-        self._fit(X, groups, with_consumer=False)
-        return self
-
     def fit_transform(self, X: Any, y: None = None, groups: ArrayLike | None = None) -> NDArray[np.float64]:
         """Run the whole protocol (steps 1-10); return the data consumer's ``X T``.
 
         Rows are stacked in provider order, each provider's rows in their
         order; with ``groups``, returned in the rows' original order.
         """
-        projection = self._fit(X, groups, with_consumer=True)
-        assert projection is not None  # with_consumer=True always yields the projection
+        self._with_consumer = True
+        try:
+            run = self._run(self._intake(X, groups))
+        finally:
+            self._with_consumer = False
+        self._store(run)
+        projection = run.protocol.projection(run.layout, run.run.outputs)
+        if projection is None:  # pragma: no cover - a run with a consumer always has its rows
+            raise ProtocolError("the consumer returned no projected rows")
         divisor = self._output_scale()
         if divisor is not None:
             projection = projection / divisor
         if self._fit_float32:
             projection = projection.astype(np.float32)
-        if groups is None or getattr(self, "_group_order", None) is None:
+        if self._group_order is None:
             return projection
         out = np.empty_like(projection)
         out[self._group_order] = projection
         return out
 
-    def _fit(self, X: Any, groups: ArrayLike | None, *, with_consumer: bool) -> NDArray[np.float64] | None:
+    def _intake(self, X: Any, groups: ArrayLike | None) -> list[Any]:
+        """The parts; also notes whether the rows are float32 and, with ``groups``, the rows' order."""
         self._fit_float32 = _all_float32(X)
-        parts = self._intake(X, groups)
-        backend = resolve_backend(self.backend)
-        settings = ComponentsSettings(eigengap=self.eigengap, min_ratio=self.min_ratio, tol=self.tol)
+        parts = super()._intake(X, groups)
         self._group_order = None
         if groups is not None:
             labels = np.asarray(groups)
             self._group_order = np.concatenate([np.flatnonzero(labels == g) for g in np.unique(labels)])
-        model, projection, run = run_pppca(
-            parts,
-            self.n_components,
-            backend,
-            with_consumer=with_consumer,
-            timeout=self.timeout,
-            reveal=check_reveal(self.reveal),
-            components=settings,
-            standardize=bool(self.standardize),
-            dropout_threshold=self.dropout_threshold,
+        return parts
+
+    def _protocol(self) -> PPPCADeployment:
+        backend = resolve_backend(self.backend)
+        name = "pppca-he" if backend.name == "paillier" else "pppca-ss"
+        components = ComponentsSettings(eigengap=self.eigengap, min_ratio=self.min_ratio, tol=self.tol)
+        return PPPCADeployment(
+            name,
+            lambda settings: backend,
+            with_consumer=getattr(self, "_with_consumer", False),
+            components=components,
         )
+
+    def _settings(self) -> dict[str, Any]:
+        return {
+            "n_components": self.n_components,
+            "backend": resolve_backend(self.backend).name,
+            "reveal": check_reveal(self.reveal),
+            "standardize": bool(self.standardize),
+            "dropout_threshold": self.dropout_threshold,
+        }
+
+    def _store(self, run: ThreadsRun) -> None:
+        """PPPCA steps 1-8's model: the fitted attributes of scikit-learn's ``PCA``, and the error bounds."""
+        model: PPPCAModel = run.output
         self.mean_ = model.mean
         if self.dropout_threshold is not None:
             self.dropped_providers_ = list(model.dropped_providers or ())
@@ -326,9 +329,8 @@ class PPPCA(SubspaceMixin):
             self.singular_values_ = self.singular_values_.astype(np.float32)
             if self.scale_ is not None:
                 self.scale_ = self.scale_.astype(np.float32)
-        self.report_ = run.report_dict()
+        self.report_ = run.run.report_dict()
         self.model_ = model
-        return projection
 
     def _output_scale(self) -> NDArray[np.float64] | None:
         """With ``whiten``: ``sqrt(explained_variance_)``, at least float64 epsilon (as scikit-learn)."""

@@ -1,9 +1,14 @@
-"""PPPCA in one process: every check before anything is sent, then the parties as threads.
+"""Every check a PPPCA run makes before any party sends anything, where every part is at hand.
 
-:func:`preflight` is every check a PPPCA run makes before any party sends
-anything; :func:`run_pppca` runs the role functions of
-:mod:`mpc_pca.pppca.protocol` with one thread per party (the embedded default
-behind :class:`~mpc_pca.pppca.estimator.PPPCA`).
+:func:`preflight` validates the parts and ``n_components``, computes each
+provider's local statistics, agrees the column exponents and checks that every
+payload fits the ring and keeps enough precision; :func:`check_run` adds the
+checks of the run's settings against each other (the secure eigensolve's
+plan, the dropout threshold, a backend that needs processes). The protocol
+object (:class:`~mpc_pca.pppca.deployment.PPPCADeployment`) runs both in
+:meth:`~mpc_pca.pppca.deployment.PPPCADeployment.preflight`, so the threads
+runner and a launcher that holds every part refuse bad input before any party
+starts, naming the part and the limit.
 """
 
 from __future__ import annotations
@@ -18,22 +23,14 @@ from mpc_pca.pppca.bounds import check_precision, check_ring_range, components_g
 from mpc_pca.pppca.chunked import ChunkedPart
 from mpc_pca.pppca.components import ComponentsSettings, check_reveal, check_trace_fits, hides_covariance
 from mpc_pca.pppca.local_stats import LocalStatistics
-from mpc_pca.pppca.protocol import (
-    PPPCAConfig,
-    PPPCAModel,
-    consumer_role,
-    mean_backend,
-    provider_role,
-    server_role,
-)
+from mpc_pca.pppca.protocol import PPPCAConfig, mean_backend
 from mpc_pca.pppca.scaling import agree_exponents, exponents_of_peaks, normalized, provider_exponents
 from mpc_pca.pppca.standardize import scale_and_error
-from mpc_pca.roles import CONSUMER, SERVER
 from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite
 from protocols.backends import SecureSumBackend
 from protocols.backends.dropout_agreement import check_dropout_threshold
 from protocols.errors import InputValidationError
-from protocols.runtime import RunResult, check_timeout, map_parties, run_inprocess
+from protocols.runtime import map_parties
 
 
 def selection_rule(n_components: object, reveal: str) -> float | str | None:
@@ -184,42 +181,26 @@ def _chunked_preflight(parts: Sequence[Any]) -> tuple[list[Any], list[LocalStati
     return out, stats
 
 
-def run_pppca(
-    parts: Sequence[ArrayLike],
-    n_components: int | float | str | None,
+def check_run(
+    n_providers: int,
+    n_features: int,
+    k: int,
     backend: SecureSumBackend,
-    *,
-    with_consumer: bool = False,
-    timeout: float = 120.0,
-    standardize: bool = False,
-    reveal: str = "covariance",
-    components: ComponentsSettings | None = None,
-    dropout_threshold: int | None = None,
-) -> tuple[PPPCAModel, NDArray[np.float64] | None, RunResult]:
-    """Validate the inputs, then run PPPCA in-process with one thread per party.
+    reveal: str,
+    components: ComponentsSettings,
+    dropout_threshold: int | None,
+) -> None:
+    """Refuse settings that no run of these parts could use, before anything is sent.
 
-    Every provider's local statistics are computed and every payload is
-    range-checked before any party sends anything. ``reveal="components"``
-    keeps the covariance secret-shared (see :mod:`mpc_pca.pppca.components`);
-    ``components`` holds that mode's public settings. ``dropout_threshold``
-    runs step 1 as the dropout-tolerant secure sum (``additive-masks`` only;
-    in-process no provider drops, so the model reports ``dropped_providers=()``).
-
-    Returns
-    -------
-    model : PPPCAModel
-        The server's output.
-    projection : ndarray or None
-        The consumer's stacked ``X T`` if ``with_consumer``.
-    run : RunResult
-        Outputs and per-party traffic reports.
+    Raises
+    ------
+    InputValidationError
+        For ``reveal="components"`` with a backend whose parties must be
+        processes in a one-process run, a secure-eigensolve plan that does not
+        fit (:meth:`~mpc_pca.pppca.components.ComponentsSettings.plan`), or a
+        dropout threshold with another backend, another reveal mode or
+        ``2 t <= M``.
     """
-    check_timeout(timeout)
-    arrays, stats, k, exponents = preflight(
-        parts, n_components, backend, standardize=standardize, reveal=reveal
-    )
-    settings = ComponentsSettings() if components is None else components
-    d = stats[0].n_features
     if hides_covariance(reveal) and getattr(backend, "needs_processes", False):
         raise InputValidationError(
             "reveal='components' with backend='crypten' runs the CrypTen tensor engine, whose parties must be "
@@ -230,31 +211,10 @@ def run_pppca(
             "or backend='additive' for the in-process engine"
         )
     if hides_covariance(reveal):
-        settings.plan(d, k)  # validates the settings before anything is sent
-    config = PPPCAConfig(
-        len(arrays),
-        d,
-        k,
-        with_consumer,
-        exponents,
-        standardize,
-        reveal,
-        settings,
-        select=selection_rule(n_components, reveal),
-        dropout_threshold=dropout_threshold,
-    )
+        components.plan(n_features, k)  # validates the settings before anything is sent
     if dropout_threshold is not None:
-        mean_backend(backend, config)  # refuses another backend before anything is sent
-        check_dropout_threshold(dropout_threshold, len(arrays))
+        probe = PPPCAConfig(n_providers, n_features, k, dropout_threshold=dropout_threshold)
+        mean_backend(backend, probe)  # refuses another backend before anything is sent
+        check_dropout_threshold(dropout_threshold, n_providers)
         if reveal != "covariance":
             raise InputValidationError("dropout_threshold needs reveal='covariance'")
-    roles: dict[str, Any] = {
-        name: (lambda party, data=data, st=st: provider_role(party, data, config, backend, st))
-        for name, data, st in zip(config.providers, arrays, stats, strict=True)
-    }
-    roles[SERVER] = lambda party: server_role(party, config, backend)
-    if with_consumer:
-        roles[CONSUMER] = lambda party: consumer_role(party, config)
-    run = run_inprocess(roles, timeout=timeout)
-    projection = run.outputs.get(CONSUMER)
-    return run.outputs[SERVER], projection, run
