@@ -62,7 +62,7 @@ def test_every_listed_slow_test_is_a_collected_test_id():
 def test_the_hook_marks_multiprocess_tests_processes_and_listed_tests_slow():
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "--co", "-m", "processes or slow",
-         str(MULTIPROCESS / "test_hospital_walkthrough.py"), "tests/pca/test_answer_check.py"],
+         str(MULTIPROCESS / "test_hospital_walkthrough.py"), "tests/pppca/test_answer_check.py"],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     selected = {line for line in done.stdout.splitlines() if "::" in line}
@@ -70,5 +70,5 @@ def test_the_hook_marks_multiprocess_tests_processes_and_listed_tests_slow():
         "tests/multiprocess/test_hospital_walkthrough.py::test_the_page_has_five_party_commands_with_one_port"
         in selected
     )
-    assert "tests/pca/test_answer_check.py::test_a_random_t_is_caught_with_reveal_components" in selected
+    assert "tests/pppca/test_answer_check.py::test_a_random_t_is_caught_with_reveal_components" in selected
     assert not any("test_answer_check" in s and s not in SLOW_TESTS for s in selected), selected

@@ -1,6 +1,6 @@
 """Deliberately broken secure-sum backends: each violates exactly one property of the kit.
 
-Used by tests/protocols/test_testing_kit.py to show that
+Used by tests/protocols/testing/test_testing_kit.py to show that
 :func:`protocols.testing.check_secure_sum_backend` flags each one, naming the
 property. Every class is a realistic bug, not a crash: all of them still sum
 correctly unless the property is about the sum.

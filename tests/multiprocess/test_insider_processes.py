@@ -5,7 +5,7 @@ Issue 24 ("What it must show"): each test starts the five parties of a
 wine rows, receive deadline :data:`TIMEOUT`) with the launcher's rendezvous,
 as ``mpc-pca run`` does, and lets one certified insider misbehave. The
 defences are those the thread-level tests check
-(``tests/protocols/test_link_attacks.py``, ``test_control_schemas.py``,
+(``tests/protocols/transport/test_link_attacks.py``, ``test_control_schemas.py``,
 ``test_handshake_limits.py``, ``tests/deploy/test_announcements.py``); here
 they must hold for real processes. The rogue is ``provider1`` run by
 ``tests/helpers/rogue_party.py``, except where the rendezvous itself lies.

@@ -290,7 +290,7 @@ def test_mle_needs_at_least_as_many_rows_as_features():
 
 
 def test_score_samples_refuses_sparse_rows_as_sklearn_does():
-    """Sparse rows are fitted and projected (tests/pca/test_sparse_input.py); the likelihood needs dense rows."""
+    """Sparse rows are fitted and projected (tests/pppca/test_sparse_input.py); the likelihood needs dense rows."""
     X = _data()
     sparse = scipy.sparse.csr_matrix(X)
     theirs = PCA(n_components=2, svd_solver="covariance_eigh").fit(sparse)

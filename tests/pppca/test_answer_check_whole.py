@@ -18,7 +18,7 @@ import pytest
 import mpc_pca.pppca.driver as driver
 from mpc_pca.pppca import answer_check, top_k_check
 from protocols.backends import make_backend
-from tests.pca.test_answer_check import assert_caught, cheating_server, run
+from tests.pppca.test_answer_check import assert_caught, cheating_server, run
 
 
 @pytest.fixture
@@ -62,7 +62,7 @@ def shifted_mean(monkeypatch, d: int, factor: float, only: str | None = None) ->
 
 def _tampered(tamper):
     from mpc_pca.pppca.protocol import server_role
-    from tests.pca.test_answer_check import TamperingParty
+    from tests.pppca.test_answer_check import TamperingParty
 
     return lambda party, config, backend: server_role(TamperingParty(party, tamper), config, backend)
 

@@ -20,7 +20,7 @@ from sklearn.decomposition import PCA
 from mpc_pca import PPPCA
 from mpc_pca.pppca.components import check_assumed_gap
 from protocols.errors import ProtocolError
-from tests.pca.test_answer_check import cheating_server, random_orthonormal, run
+from tests.pppca.test_answer_check import cheating_server, random_orthonormal, run
 
 #: What the components-mode verdict must say (k = 2, eigengap 0.5).
 VERDICT = (
