@@ -1,7 +1,7 @@
 """Cost of the providers' check of the server's answer: per-provider rounds, bytes and messages.
 
 PPPCA (Liu et al., AAAI 2020, Alg. 2) with a consumer, M = 3 providers, k = 2,
-parties as threads of this process (``driver.run_pppca``); the traffic is the
+parties as threads of this process (``mpc_pca.threads.run_protocol``); the traffic is the
 run's own report (:class:`protocols.runtime.runner.PartyReport`), which counts
 every message of the run, so the check's cost is the difference from a tree
 without it. Runs:
@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 from sklearn.datasets import load_wine
 
-import mpc_pca.pppca.driver as driver
+from mpc_pca.pppca.deployment import PPPCADeployment
+from mpc_pca.threads import run_protocol
 from protocols.backends import make_backend
 
 #: Components kept in every run.
@@ -62,10 +63,10 @@ def runs() -> list[tuple[str, np.ndarray, str, dict[str, Any]]]:
 def measure(data: np.ndarray, backend: str, options: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The per-party traffic report of one run."""
     parts = np.array_split(data, PROVIDERS)
-    _, _, result = driver.run_pppca(
-        parts, K, make_backend(backend), with_consumer=True, timeout=60, **options
-    )
-    return result.report_dict()
+    made = make_backend(backend)
+    protocol = PPPCADeployment("pppca-ss", lambda _: made)
+    run = run_protocol(protocol, parts, {"n_components": K, "backend": backend, **options}, timeout=60)
+    return run.run.report_dict()
 
 
 def row(label: str, report: dict[str, dict[str, Any]]) -> str:

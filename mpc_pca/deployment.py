@@ -177,7 +177,9 @@ class Deployment(ABC):
             raise InputValidationError(
                 f"protocol {self.name!r} takes no setting {unknown}; its settings are {sorted(known)}"
             )
-        filled = {key: given[key] if given.get(key) is not None else default for key, default in known.items()}
+        filled = {
+            key: given[key] if given.get(key) is not None else default for key, default in known.items()
+        }
         if "n_components" in given:  # None is a value here: every direction (min(n_samples, n_features))
             filled["n_components"] = given["n_components"]
         return filled

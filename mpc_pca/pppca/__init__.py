@@ -14,9 +14,10 @@ protocol
     The role functions (providers, server, consumer) and their configuration.
 bounds
     The fixed-point error bounds and the ring-range and precision checks.
-driver
-    Every check before anything is sent (:func:`~mpc_pca.pppca.driver.preflight`)
-    and the in-process run (:func:`~mpc_pca.pppca.driver.run_pppca`).
+preflight
+    Every check before anything is sent (:func:`~mpc_pca.pppca.preflight.preflight`);
+    the protocol object (:class:`~mpc_pca.pppca.deployment.PPPCADeployment`) runs it
+    in every runner (threads: :func:`mpc_pca.threads.run_protocol`).
 estimator
     :class:`PPPCA`, the scikit-learn-style estimator.
 answer_check
@@ -55,8 +56,8 @@ from mpc_pca.lazy import lazy_exports
 if TYPE_CHECKING:
     from mpc_pca.pppca.bounds import rounding_error_bounds
     from mpc_pca.pppca.dp_estimator import PPPCADP
-    from mpc_pca.pppca.driver import preflight, run_pppca
     from mpc_pca.pppca.estimator import PPPCA, resolve_backend
+    from mpc_pca.pppca.preflight import preflight
     from mpc_pca.pppca.protocol import PPPCAConfig, PPPCAModel, consumer_role, provider_role, server_role
 
 #: Public name -> the module that defines it, imported on first use (mpc_pca.lazy).
@@ -67,10 +68,9 @@ _EXPORTS = {
     "PPPCAConfig": "mpc_pca.pppca.protocol",
     "PPPCAModel": "mpc_pca.pppca.protocol",
     "consumer_role": "mpc_pca.pppca.protocol",
-    "preflight": "mpc_pca.pppca.driver",
+    "preflight": "mpc_pca.pppca.preflight",
     "provider_role": "mpc_pca.pppca.protocol",
     "rounding_error_bounds": "mpc_pca.pppca.bounds",
-    "run_pppca": "mpc_pca.pppca.driver",
     "server_role": "mpc_pca.pppca.protocol",
 }
 
@@ -84,7 +84,6 @@ __all__ = [
     "provider_role",
     "resolve_backend",
     "rounding_error_bounds",
-    "run_pppca",
     "server_role",
 ]
 

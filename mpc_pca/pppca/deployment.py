@@ -68,7 +68,7 @@ from mpc_pca.pppca.chunked import ChunkedPart
 from mpc_pca.pppca.components import ComponentsSettings, check_reveal, components_settings, hides_covariance
 from mpc_pca.pppca.local_stats import LocalStatistics
 from mpc_pca.pppca.preflight import check_run, preflight
-from mpc_pca.pppca.projection_table import projection_table
+from mpc_pca.pppca.projection_table import projection_table, read_projection
 from mpc_pca.pppca.protocol import (
     DROPPED_KEY,
     PROJECTION_CHUNK_BYTES,
@@ -376,6 +376,13 @@ class PPPCADeployment(Deployment):
         self._cached_stats[id(data)] = (data, stats)
         return stats
 
+    def _part_statistics(self, part: ChunkedPart) -> LocalStatistics:
+        """A chunked part's statistics: the ones :meth:`preflight` read, else the part's own."""
+        cached = self._cached_stats.get(id(part))
+        if cached is not None and cached[0] is part:
+            return cached[1]
+        return part.statistics()
+
     def backend(self, settings: Mapping[str, Any]) -> SecureSumBackend:
         """This party's backend object for ``settings``."""
         if self._factory is not None:
@@ -407,7 +414,7 @@ class PPPCADeployment(Deployment):
         for option, value in self.fixed.items():
             if settings.get(option) != value:
                 raise InputValidationError(
-                    f"{self.name} uses the {value} {option}, not --{option} {settings.get(option)!r}"
+                    f"{self.name} uses the {value} {option}, not {option}={settings.get(option)!r}"
                 )
         backend_options(settings)  # the paillier options, checked
         reveal = check_reveal(settings.get("reveal", "covariance"))
@@ -415,14 +422,14 @@ class PPPCADeployment(Deployment):
         if threshold is not None:
             if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 2:
                 raise InputValidationError(
-                    f"--dropout-threshold must be an integer of at least 2, got {threshold!r}"
+                    f"dropout_threshold must be an integer of at least 2, got {threshold!r}"
                 )
             tolerant = "dropout_threshold" in self.options
             if not tolerant or settings["backend"] != "additive-masks" or reveal != "covariance":
                 raise InputValidationError(
-                    "--dropout-threshold runs the dropout-tolerant pairwise-mask secure sum: it needs "
-                    f"pppca-ss with --backend additive-masks and --reveal covariance, not {self.name} with "
-                    f"--backend {settings['backend']} and --reveal {reveal}"
+                    f"--dropout-threshold {threshold} runs the dropout-tolerant pairwise-mask secure sum: it needs "
+                    "the additive-masks backend and reveal covariance (pppca-ss with --backend additive-masks and "
+                    f"--reveal covariance), not {self.name} with --backend {settings['backend']} and --reveal {reveal}"
                 )
         if hides_covariance(reveal) and settings.get("standardize"):
             raise InputValidationError(
@@ -449,9 +456,8 @@ class PPPCADeployment(Deployment):
             reveal=reveal,
         )  # fmt: skip
         for part, array, st in zip(parts, arrays, stats, strict=True):
-            if not isinstance(part, ChunkedPart):
-                self._cached_stats[id(part)] = (part, st)
-                self._cached_stats[id(array)] = (array, st)
+            self._cached_stats[id(part)] = (part, st)
+            self._cached_stats[id(array)] = (array, st)
         components = self._components or components_settings(settings, reveal)
         check_run(
             len(arrays),
@@ -492,7 +498,7 @@ class PPPCADeployment(Deployment):
             if data is None:
                 raise InputValidationError(f"{party} needs its data (--data FILE)")
             if isinstance(data, ChunkedPart):  # every row checked as it was read
-                stats = data.statistics()
+                stats = self._part_statistics(data)
                 public["n_features"] = int(data.n_features)
                 public["n_rows"] = int(stats.n_rows)
                 peaks = stats.column_peaks if stats.column_peaks is not None else data.column_peaks()
@@ -599,12 +605,12 @@ class PPPCADeployment(Deployment):
             part = data
 
             def streamed(p: Any) -> dict[str, Any]:
-                stats = part.statistics()  # computed when the part was read, not again
+                stats = self._part_statistics(part)  # computed when the part was read, not again
                 provider_role(p, part, run, backend, stats)
                 return {"n_rows": int(stats.n_rows), **_dropout_fields(p, run)}
 
             return streamed
-        (rows,) = check_parts([data], min_total_rows=1, check_values=False)
+        (rows,) = check_parts([data], min_total_rows=1, check_values=False, accept_sparse=True)
 
         stats = self._statistics(data, rows)
 
@@ -640,3 +646,16 @@ class PPPCADeployment(Deployment):
 
     def result_party(self, layout: Mapping[str, int]) -> str:
         return SERVER
+
+
+__all__ = [
+    "MAX_ANNOUNCED_ROWS",
+    "SCHEMA",
+    "PPPCADeployment",
+    "PPPCARun",
+    "cap_bound",
+    "message_cap",
+    "pppca_ranks",
+    "projection_table",
+    "read_projection",
+]

@@ -12,7 +12,7 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.decomposition import PCA
 from sklearn.preprocessing import StandardScaler
 
-import mpc_pca.pppca.driver as pppca_module
+import mpc_pca.threads as threads_module
 from mpc_pca.cli import main
 from mpc_pca.cli.options import EXIT_INPUT, EXIT_USAGE
 from tests.helpers.oracles import align_signs
@@ -101,7 +101,7 @@ def test_different_column_names_are_refused_before_the_run(tmp_path, hospitals, 
     files, _, _ = hospitals
     frame = pd.read_csv(files[2]).rename(columns={"mean radius": "radius (mean)"})
     frame.to_csv(files[2], index=False)
-    monkeypatch.setattr(pppca_module, "run_inprocess", lambda *a, **k: pytest.fail("the protocol started"))
+    monkeypatch.setattr(threads_module, "run_inprocess", lambda *a, **k: pytest.fail("the protocol started"))
     code, _, err = run(["run", "--protocol", "pppca-ss", "--data", *files], capsys)
     assert code == EXIT_INPUT
     assert "hospital2.csv has different column names than" in err
@@ -110,7 +110,7 @@ def test_different_column_names_are_refused_before_the_run(tmp_path, hospitals, 
 
 def test_output_is_checked_before_any_party_starts(tmp_path, hospitals, capsys, monkeypatch):
     files, _, _ = hospitals
-    monkeypatch.setattr(pppca_module, "run_inprocess", lambda *a, **k: pytest.fail("the protocol started"))
+    monkeypatch.setattr(threads_module, "run_inprocess", lambda *a, **k: pytest.fail("the protocol started"))
     base = ["run", "--protocol", "pppca-ss", "--data", *files]
     before = [Path(f).read_text() for f in files]
     cases = [

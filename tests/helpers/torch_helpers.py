@@ -74,8 +74,8 @@ def check_pppca_outputs(outputs: dict[str, Path], parts: list[np.ndarray], n_com
 
     Returns the in-process :class:`~protocols.runtime.runner.RunResult` (per-party reports).
     """
-    from mpc_pca.pppca.driver import run_pppca
     from protocols.backends.additive import AdditiveBackend
+    from tests.helpers.pppca_threads import run_pppca
 
     server = json.loads(outputs["server"].read_text())
     model, _, reference = run_pppca(parts, n_components, AdditiveBackend(), with_consumer=True)

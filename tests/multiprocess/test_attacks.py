@@ -25,10 +25,10 @@ import pytest
 from mpc_pca.cli.options import EXIT_PROTOCOL
 from mpc_pca.deploy.local import child_environment, host_rendezvous
 from mpc_pca.pppca.deployment import pppca_ranks
-from mpc_pca.pppca.driver import run_pppca
 from protocols.backends.additive import AdditiveBackend
 from protocols.runtime.launcher import ProcessOutcome, launch
 from protocols.transport.certs import write_credentials
+from tests.helpers.pppca_threads import run_pppca
 from tests.helpers.torch_helpers import party_commands
 
 TIMEOUT = 4.0

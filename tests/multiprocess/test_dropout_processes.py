@@ -66,8 +66,8 @@ def _run(tmp_path: Path, parts: list[np.ndarray], threshold: int, killed: tuple[
 def test_a_provider_killed_after_dealing_is_dropped_and_the_run_completes_over_four(tmp_path, wine_parts):
     from sklearn.decomposition import PCA
 
-    from mpc_pca.pppca.driver import run_pppca
     from protocols.backends.additive import AdditiveBackend
+    from tests.helpers.pppca_threads import run_pppca
 
     outcomes, outputs = _run(tmp_path, wine_parts, threshold=3, killed=("provider2",))
     for name, outcome in outcomes.items():

@@ -23,10 +23,10 @@ import numpy as np
 import pytest
 
 from mpc_pca.deploy.local import child_environment
-from mpc_pca.pppca.driver import run_pppca
 from protocols.backends.additive import AdditiveBackend
 from protocols.runtime.launcher import launch, raise_on_failure
 from protocols.transport.certs import write_credentials
+from tests.helpers.pppca_threads import run_pppca
 from tests.helpers.socket_helpers import free_port
 from tests.helpers.torch_helpers import party_commands
 

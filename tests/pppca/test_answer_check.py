@@ -18,11 +18,12 @@ import numpy as np
 import pytest
 from sklearn.decomposition import PCA
 
-import mpc_pca.pppca.driver as driver
+import mpc_pca.pppca.deployment as pppca_deployment
 from mpc_pca.pppca import answer_check
 from mpc_pca.pppca.protocol import server_role
 from protocols.backends import make_backend
 from protocols.errors import ProtocolError
+from tests.helpers import pppca_threads as driver
 
 Tamper = Callable[[str, np.ndarray, np.random.Generator], np.ndarray]
 
@@ -53,7 +54,7 @@ def cheating_server(monkeypatch, d: int, k: int, *, transfer=None, answer=None) 
             return answer(to, obj.copy())
         return obj
 
-    monkeypatch.setattr(driver, "server_role", lambda party, config, backend: server_role(
+    monkeypatch.setattr(pppca_deployment, "server_role", lambda party, config, backend: server_role(
         TamperingParty(party, tamper), config, backend))  # fmt: skip
 
 

@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-import mpc_pca.pppca.driver as driver
+import mpc_pca.pppca.deployment as pppca_deployment
 from mpc_pca.pppca import answer_check, top_k_check
 from protocols.backends import make_backend
+from tests.helpers import pppca_threads as driver
 from tests.pppca.test_answer_check import assert_caught, cheating_server, run
 
 
@@ -57,7 +58,7 @@ def shifted_mean(monkeypatch, d: int, factor: float, only: str | None = None) ->
         is_mean = isinstance(obj, np.ndarray) and obj.dtype == np.float64 and obj.shape == (d,)
         return obj * factor if is_mean and (only is None or to == only) else obj
 
-    monkeypatch.setattr(driver, "server_role", _tampered(shift))
+    monkeypatch.setattr(pppca_deployment, "server_role", _tampered(shift))
 
 
 def _tampered(tamper):
@@ -287,7 +288,7 @@ def test_the_mean_tolerance_is_tight(monkeypatch, parts, ratio, caught):
         is_mean = isinstance(obj, np.ndarray) and obj.dtype == np.float64 and obj.shape == (d,)
         return obj + shift if is_mean else obj
 
-    monkeypatch.setattr(driver, "server_role", _tampered(off))
+    monkeypatch.setattr(pppca_deployment, "server_role", _tampered(off))
     if caught:
         assert_caught(parts, 2, "the mean it sent is off")
     else:

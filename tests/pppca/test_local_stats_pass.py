@@ -12,7 +12,6 @@ from hypothesis.extra.numpy import arrays
 
 from mpc_pca.pppca import local_stats
 from mpc_pca.pppca.chunked import ChunkedPart
-from mpc_pca.pppca.driver import preflight
 from mpc_pca.pppca.local_stats import (
     LocalStatistics,
     add_rank_one,
@@ -20,6 +19,7 @@ from mpc_pca.pppca.local_stats import (
     gram_sums_and_peaks,
     sums_and_peaks,
 )
+from mpc_pca.pppca.preflight import preflight
 from mpc_pca.pppca.scaling import agree_exponents, exponents_of_peaks, normalized, statistics_exponents
 from protocols.backends import make_backend
 from protocols.errors import InputValidationError

@@ -14,11 +14,11 @@ from collections import Counter
 import numpy as np
 import pytest
 
-import mpc_pca.pppca.driver as driver
 from mpc_pca.pppca.top_k_check import power_steps
 from mpc_pca.roles import provider_names
 from protocols.backends import make_backend, sparse_masks
 from protocols.prg import RingPRG
+from tests.helpers import pppca_threads as driver
 
 M = 64
 #: Secure sums of the answer check (d = 6, k = 2: its top-k test's power steps).

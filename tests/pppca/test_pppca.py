@@ -6,7 +6,7 @@ from sklearn.datasets import load_breast_cancer, load_iris, load_wine
 from sklearn.decomposition import PCA
 from sklearn.exceptions import NotFittedError
 
-import mpc_pca.pppca.driver as pppca_module
+import mpc_pca.threads as pppca_module
 from mpc_pca import PPPCA
 from mpc_pca.data.partition import split_rows
 from mpc_pca.linalg import flip_signs

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mpc_pca.pppca import driver as pppca_module
+import mpc_pca.threads as pppca_module
 from mpc_pca.pppca.bounds import check_ring_range, gram_entry_error, rounding_error_bounds
 from mpc_pca.pppca.local_stats import LocalStatistics
 from mpc_pca.pppca.protocol import PPPCAConfig
@@ -13,6 +13,7 @@ from mpc_pca.pppca.scaling import gram_scale_exponent
 from mpc_pca.pppca.standardize import server_matrix
 from protocols.backends import make_backend
 from protocols.errors import RingOverflowError
+from tests.helpers.pppca_threads import run_pppca
 
 
 def _parts_with_gram_diagonal(a):
@@ -44,7 +45,7 @@ def test_a_gram_matrix_too_large_for_m_summands_stops_pppca_before_anything_is_s
     monkeypatch.setattr(pppca_module, "run_inprocess", forbidden)
     parts = _parts_with_gram_diagonal(1.8e6)
     with pytest.raises(RingOverflowError, match="3 summand"):
-        pppca_module.run_pppca(parts, 1, make_backend("additive"), reveal="components")
+        run_pppca(parts, 1, make_backend("additive"), reveal="components")
 
 
 def _worst_entry_and_eta(d, m, n, frac_bits, covariance):

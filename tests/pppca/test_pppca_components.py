@@ -10,10 +10,10 @@ from sklearn.decomposition import PCA
 from sklearn.preprocessing import StandardScaler
 
 from mpc_pca import PPPCA
-from mpc_pca.pppca import run_pppca
 from protocols.backends import make_backend
 from protocols.errors import InputValidationError, ProtocolError
 from tests.helpers.oracles import align_signs
+from tests.helpers.pppca_threads import run_pppca
 
 #: Rounds of a components fit outside the iterations and squarings: 3 (stats, Gram shares) + 4 (symmetry
 #: check, trace, scaled copies, start) + 7 (basis, masking, Ritz, reveal) + 2 (answer check), the last

@@ -8,7 +8,6 @@ import pytest
 from mpc_pca.cli import main
 from mpc_pca.pppca import PPPCA
 from mpc_pca.pppca.deployment import PPPCADeployment, read_projection
-from mpc_pca.pppca.driver import run_pppca
 from mpc_pca.pppca.protocol import PPPCAConfig, consumer_role, provider_role, server_role
 from mpc_pca.pppca.scaling import agree_exponents, provider_exponents
 from mpc_pca.roles import CONSUMER, SERVER, provider_names
@@ -16,6 +15,7 @@ from protocols import AdditiveBackend
 from protocols.backends import dropout
 from protocols.errors import InputValidationError
 from protocols.runtime import run_inprocess
+from tests.helpers.pppca_threads import run_pppca
 
 
 class _DiedError(Exception):
