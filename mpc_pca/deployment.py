@@ -153,9 +153,9 @@ class Deployment(ABC):
         """Take ``variant``'s declarations as this object's (called by a subclass's constructor)."""
         self.name = name
         self.summary = variant.summary
-        self.options = MappingProxyType(dict(variant.options))
+        self.options = dict(variant.options)  # a copy: the object is pickled to a launched party
         self.result_fields = variant.result_fields
-        self.fixed = MappingProxyType(dict(variant.fixed))
+        self.fixed = dict(variant.fixed)
         self.deployable = variant.deployable
 
     def settings(self, given: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from mpc_pca.cli.options import (
     add_read_arguments,
     check_output,
     check_protocol_options,
+    paillier_backend_options,
     read_options,
     require_backend,
     warnings_once,
@@ -193,6 +194,8 @@ def run_command(args: argparse.Namespace) -> dict[str, Any]:
                 f"the {args.backend} backend needs each party in its own process; add --transport processes "
                 "(alias --transport torch)"
             )
+    if transport == "inprocess" and "paillier_randomness" in protocol.options:
+        paillier_backend_options(args, args.backend)  # the --paillier-* flags, checked by their names
     if transport == "processes" and args.transform_output is not None:
         raise InputValidationError("--transform-output needs --transport inprocess")
     inputs = expand_specs(args.data)

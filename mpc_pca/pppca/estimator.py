@@ -299,7 +299,7 @@ class PPPCA(SubspaceMixin, ProtocolEstimator):
             "backend": resolve_backend(self.backend).name,
             "reveal": check_reveal(self.reveal),
             "standardize": bool(self.standardize),
-            "dropout_threshold": self.dropout_threshold,
+            **({} if self.dropout_threshold is None else {"dropout_threshold": self.dropout_threshold}),
         }
 
     def _store(self, run: ThreadsRun) -> None:

@@ -24,7 +24,7 @@ def peers_file(tmp_path: Path, names: tuple[str, ...] = NAMES) -> str:
 
 def resolve(*argv: str, env: dict[str, str] | None = None):
     args = build_parser().parse_args(["party", "--protocol", "pppca-ss", *argv])
-    return resolve_peers(args, env or {}, entry("pppca-ss").make_deployment())
+    return resolve_peers(args, env or {}, entry("pppca-ss"))
 
 
 def test_the_rank_comes_from_rank_or_from_the_role_named_in_the_table(tmp_path):

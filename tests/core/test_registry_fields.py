@@ -8,7 +8,8 @@ import warnings
 import pytest
 
 from mpc_pca.cli import build_parser, main
-from mpc_pca.registry import FLAGS, entries
+from mpc_pca.cli.flags import FLAGS
+from mpc_pca.registry import entries
 
 #: Skipped here for time only: 2048-bit Paillier keys (pppca-he, dpdpca) and topic-model data (capeagn).
 SLOW = {"pppca-he", "dpdpca", "capeagn"}

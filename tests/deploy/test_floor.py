@@ -6,9 +6,11 @@ import numpy as np
 import pytest
 
 from mpc_pca.deploy import ArraySource, LinkOptions, PartySpec, launch_local, run_party, run_threads
+from mpc_pca.deployment import Deployment
 from mpc_pca.floor import check_floor_views
 from mpc_pca.pppca.deployment import PPPCADeployment
-from mpc_pca.registry import ProtocolEntry, deployable_names, entries, entry
+from mpc_pca.registry import deployable_names, entries, entry
+from mpc_pca.registry import deployment as registry_deployment
 from protocols.errors import InputValidationError
 
 
@@ -76,41 +78,38 @@ def test_a_party_refuses_bad_specs_before_it_opens_a_link(wine):
         run_party(spec("provider0", ArraySource(wine, ("a", "b", "c"))))
 
 
-def test_registry_marks_a_protocol_deployable_when_its_deployment_module_exists(tmp_path, monkeypatch):
-    probe = ProtocolEntry("probe", "a probe", runner="m:f", deployment="mpc_pca_probe_deploy:ProbeDeployment")
-    assert not probe.deployable
-    with pytest.raises(InputValidationError, match="cannot run as separate parties yet"):
-        probe.make_deployment()
-    (tmp_path / "mpc_pca_probe_deploy.py").write_text(
-        "from mpc_pca.pppca.deployment import PPPCADeployment\n"
-        "class ProbeDeployment(PPPCADeployment):\n"
-        "    def __init__(self, name):\n"
-        "        super().__init__('pppca-ss')\n"
-        "        self.given = name\n"
+def test_the_registry_holds_one_protocol_object_per_name_and_imports_only_the_one_asked_for():
+    import subprocess
+    import sys
+
+    for name, protocol in entries().items():
+        assert isinstance(protocol, Deployment) and protocol.name == name, name
+        assert protocol.summary and protocol.result_fields, name
+    code = (
+        "import sys; from mpc_pca.registry import entry; entry('pppca-ss'); "
+        "print(sorted(m for m in sys.modules if m.startswith('mpc_pca.dp') or m == 'sklearn'))"
     )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    assert probe.deployable and probe.make_deployment().given == "probe"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"
 
 
 def test_every_deployable_entry_builds_its_deployment_and_the_rest_are_named():
-    import importlib.util
-
     for name, item in entries().items():
-        module = None if item.deployment is None else item.deployment.partition(":")[0]
-        exists = module is not None and importlib.util.find_spec(module) is not None
-        assert item.deployable == exists, name
-        if exists:
-            assert item.make_deployment().name == name
+        if item.deployable:
+            assert registry_deployment(name).name == name
+        else:
+            with pytest.raises(InputValidationError, match="cannot run as separate parties yet"):
+                registry_deployment(name)
     assert {"pppca-ss", "pppca-he"} <= set(deployable_names())
+    assert not {"sn", "ppm", "ppca", "local"} & set(deployable_names())
     assert entry("pppca-he").settings()["backend"] == "paillier"
     assert entry("capepca").settings({"epsilon": 2.0}) == {
         "n_components": 2, "epsilon": 2.0, "delta": 1e-5, "neighbour": "replace-one", "row_norm": "clip",
         "noise_calibration": "analytic", "cape_calibration": "joint",
     }  # fmt: skip
-    assert entry("dispca-full").deployment == entry("dispca").deployment
-    assert (
-        entry("ag").deployment == entry("pooled").deployment == "mpc_pca.dp.curator_deploy:CuratorDeployment"
-    )
+    # variants are parameters of one class, not separate implementations
+    assert type(entry("dispca-full")) is type(entry("dispca"))
+    assert type(entry("ag")) is type(entry("pooled")) is type(entry("sn"))
 
 
 def test_pppca_he_refuses_another_backend_in_every_mode(parts):
