@@ -154,7 +154,7 @@ def check_file(path: Path, max_lines: int, shown: str) -> tuple[int, list[Block]
         defs = _defs(ast.parse(source, filename=str(path)))
     except SyntaxError as exc:
         return lines, [], [*offences, f"{shown}:{exc.lineno}: cannot parse: {exc.msg}"]
-    text_lines = source.splitlines()
+    text_lines = re.split(r"\r\n?|\n", source)  # the line ends the parser knows (no form feeds)
     for block in blocks:
         where = f"{shown}:{block.lineno}: {block.name} has rank {block.rank} ({block.score})"
         if block.score >= RANK_E_SCORE:
