@@ -136,34 +136,14 @@ class LinkOptions:
         check_timeout(self.timeout)
         check_timeout(self.connect_timeout)
         for field in ("join_window", "waiting_log_interval"):
-            value = getattr(self, field)
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf")
-            ):
-                raise InputValidationError(
-                    f"{name}: {field}={value!r} is invalid; it must be a positive, finite number of seconds"
-                )
+            _check_seconds(name, field, getattr(self, field))
         for field, address, lowest in (("listen", self.listen, 0), ("advertise", self.advertise, 1)):
-            if address is None:
-                continue
-            host, port = address if isinstance(address, tuple) and len(address) == 2 else (None, None)
-            if (
-                not isinstance(host, str) or not host or isinstance(port, bool) or not isinstance(port, int)
-                or not lowest <= port < 65536
-            ):  # fmt: skip
-                raise InputValidationError(
-                    f"{name}: {field}={address!r} is invalid; it must be (host, port) with a port in "
-                    f"{lowest} .. 65535"
-                )
+            _check_address(name, field, address, lowest)
         if self.listen is not None and self.listen_host is not None:
             raise InputValidationError(
                 f"{name}: give listen=(host, port) or listen_host, not both ({self.listen!r}, {self.listen_host!r})"
             )
-        cap = self.message_cap
-        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
-            raise InputValidationError(
-                f"message_cap={cap!r} is invalid; it must be a positive number of bytes"
-            )
+        _check_message_cap(self.message_cap)
         if self.relay is not None:
             self._check_relay(name)
         if self.peers is not None or self.listener is not None:
@@ -218,6 +198,37 @@ class LinkOptions:
                 f"{name}: {', '.join(given)} do not apply with a relay (the party only dials out to the relay, "
                 "which hosts the rendezvous)"
             )
+
+
+def _check_seconds(name: str, field: str, value: Any) -> None:
+    """Refuse a ``join_window`` or ``waiting_log_interval`` that is not a positive, finite number (``None`` passes)."""
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf")
+    ):
+        raise InputValidationError(
+            f"{name}: {field}={value!r} is invalid; it must be a positive, finite number of seconds"
+        )
+
+
+def _check_address(name: str, field: str, address: Any, lowest: int) -> None:
+    """Refuse a ``listen`` or ``advertise`` that is not ``(host, port)`` with ``lowest <= port < 65536``."""
+    if address is None:
+        return
+    host, port = address if isinstance(address, tuple) and len(address) == 2 else (None, None)
+    if (
+        not isinstance(host, str) or not host or isinstance(port, bool) or not isinstance(port, int)
+        or not lowest <= port < 65536
+    ):  # fmt: skip
+        raise InputValidationError(
+            f"{name}: {field}={address!r} is invalid; it must be (host, port) with a port in "
+            f"{lowest} .. 65535"
+        )
+
+
+def _check_message_cap(cap: Any) -> None:
+    """Refuse a message cap that is not a positive number of bytes."""
+    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+        raise InputValidationError(f"message_cap={cap!r} is invalid; it must be a positive number of bytes")
 
 
 def connect(
