@@ -181,10 +181,11 @@ class RogueDeployment(PPPCADeployment):
 
 def patch_setup(mode: str) -> None:
     """Make the set-up messages of ``mode`` malformed (a name that is a list)."""
-    from protocols.transport import mesh, rendezvous
+    from protocols.transport import mesh
+    from protocols.transport.rendezvous import joining
 
     if mode == "bad-registration":
-        real = rendezvous.send_message
+        real = joining.send_message
 
         def registration(stream: Any, obj: Any, *args: Any) -> None:
             if isinstance(obj, dict) and "rank" in obj:
@@ -192,7 +193,7 @@ def patch_setup(mode: str) -> None:
                 obj = {**obj, "name": [obj["name"]]}
             real(stream, obj, *args)
 
-        rendezvous.send_message = registration  # type: ignore[assignment]
+        joining.send_message = registration  # type: ignore[assignment]
     elif mode == "bad-hello":
         real_hello = mesh.send_message
 
