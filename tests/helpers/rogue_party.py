@@ -70,7 +70,7 @@ def idle_until_stopped(channel: Any, limit: float = 30.0) -> None:
 
 
 def attack_first_sum(mode: str, channel: Any) -> None:
-    from protocols.transport.socket_channel import ABORT, CONTROL_QUEUE_CAP, STATUS
+    from protocols.transport.socket_frames import ABORT, CONTROL_QUEUE_CAP, STATUS
 
     mark()
     if mode == "status-flood":
@@ -103,7 +103,7 @@ def attack_first_sum(mode: str, channel: Any) -> None:
 def rogue_backend(mode: str, name: str) -> SecureSumBackend:
     """A backend of class ``name`` whose secure sums attack as ``mode`` says."""
     from protocols.backends import additive
-    from protocols.transport.socket_channel import DATA
+    from protocols.transport.socket_frames import DATA
 
     base = type(make_backend(name))
     real_split = additive.split_seeded

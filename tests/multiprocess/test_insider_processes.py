@@ -56,7 +56,7 @@ from mpc_pca.deploy.local import child_environment, host_rendezvous
 from mpc_pca.pppca.deployment import MAX_ANNOUNCED_ROWS, pppca_ranks
 from protocols.runtime.launcher import ProcessOutcome, launch
 from protocols.transport.rendezvous import introducer
-from protocols.transport.socket_channel import CONTROL_QUEUE_CAP
+from protocols.transport.socket_frames import CONTROL_QUEUE_CAP
 from tests.helpers.torch_helpers import party_commands
 
 pytestmark = pytest.mark.slow
