@@ -221,6 +221,37 @@ def handshake(
         raise
 
 
+def _handshake_bytes(sock: socket.socket, *, received: bool, server: bool, me: str, where: str) -> bytes:
+    """The peer's next handshake bytes; its end of the connection, named by how far the handshake got.
+
+    Raises
+    ------
+    UnansweredError
+        The peer closed (or reset) the connection before sending any byte.
+    AuthenticationError
+        The peer closed the connection during the handshake.
+    """
+    try:
+        raw = sock.recv(_RECV)
+    except ConnectionResetError:
+        if received:
+            raise
+        raw = b""
+    if raw:
+        return raw
+    if not received and server:
+        raise UnansweredError(f"{me!r}: {where} closed the connection without sending anything")
+    if not received:
+        raise UnansweredError(
+            f"{me!r}: {where} closed the connection before answering the TLS handshake "
+            "(busy or over its limit of handshakes in flight; nothing was refused)"
+        )
+    raise AuthenticationError(
+        f"{me!r}: authentication failed for {where}: the peer closed the connection during "
+        "the TLS handshake (it probably refused our certificate)"
+    )
+
+
 def _handshake(
     sock: socket.socket,
     ctx: ssl.SSLContext | None,
@@ -258,24 +289,7 @@ def _handshake(
             if remaining <= 0:
                 raise TimeoutError
             sock.settimeout(remaining)
-            try:
-                raw = sock.recv(_RECV)
-            except ConnectionResetError:
-                if received:
-                    raise
-                raw = b""
-            if not raw and not received and server:
-                raise UnansweredError(f"{me!r}: {where} closed the connection without sending anything")
-            if not raw and not received:
-                raise UnansweredError(
-                    f"{me!r}: {where} closed the connection before answering the TLS handshake "
-                    "(busy or over its limit of handshakes in flight; nothing was refused)"
-                )
-            if not raw:
-                raise AuthenticationError(
-                    f"{me!r}: authentication failed for {where}: the peer closed the connection during "
-                    "the TLS handshake (it probably refused our certificate)"
-                )
+            raw = _handshake_bytes(sock, received=received, server=server, me=me, where=where)
             received = True
             incoming.write(raw)
         data = outgoing.read()
