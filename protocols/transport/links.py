@@ -1,7 +1,7 @@
 """Byte streams between two parties: plain TCP, or TLS 1.3 through :class:`ssl.SSLObject`.
 
 A :class:`Stream` is written by the party's main thread and read by one
-reader thread (see :mod:`protocols.transport.socket_channel`). OpenSSL does
+reader thread (see :mod:`protocols.transport.socket_receiving`). OpenSSL does
 not allow one ``SSL`` object to be used by two threads at once, so the TLS
 stream drives an :class:`ssl.SSLObject` over memory BIOs under a lock and does
 the socket I/O itself: ciphertext is produced and put on the socket under a
