@@ -2,7 +2,7 @@
 
 Every protocol of issue 28 runs with 3 providers (+ server, + consumer, or
 the protocol's own helpers) as threads over the in-process link model
-(:mod:`protocols.transport.link_model`); a *compute* point runs it with no
+(:mod:`protocols.testing.link_model`); a *compute* point runs it with no
 delay (its compute time and message depth), a *model* point at one RTT and
 bandwidth, a *sockets* point as processes over the user-space WAN emulator
 and, beside it, as threads over the model at the same link
@@ -18,7 +18,7 @@ import numpy as np
 from mpc_pca.studies.framework import Point
 from mpc_pca.studies.network_model import traffic
 from protocols.errors import InputValidationError
-from protocols.transport.link_model import SETUP_ROUND_TRIPS, LinkProfile
+from protocols.testing.link_model import SETUP_ROUND_TRIPS, LinkProfile
 
 N_COMPONENTS = 5
 #: Protocol label -> (registry name, settings beyond n_components).

@@ -352,8 +352,8 @@ def host_introducer(
 
     Without ``insecure``, first writes throw-away credentials for every party
     and the rendezvous under ``workdir / "tls"`` (:func:`local_links` reads them).
-    With a ``link_profile`` (:class:`protocols.transport.wan_emulator.LinkProfile`), the
-    rendezvous is a :class:`protocols.transport.wan_emulator.ForwardingIntroducer`: every
+    With a ``link_profile`` (:class:`protocols.testing.wan_emulator.LinkProfile`), the
+    rendezvous is a :class:`protocols.testing.wan_emulator.ForwardingIntroducer`: every
     party's listener is reached through an emulated WAN link.
     """
     from protocols.transport.rendezvous import INTRODUCER_NAME, Introducer
@@ -366,7 +366,7 @@ def host_introducer(
         write_credentials([*ranks, INTRODUCER_NAME], workdir / "tls", days=1)
         context = server_context(Credentials.from_dir(workdir / "tls", INTRODUCER_NAME))
     if link_profile is not None:
-        from protocols.transport.wan_emulator import ForwardingIntroducer
+        from protocols.testing.wan_emulator import ForwardingIntroducer
 
         return ForwardingIntroducer("127.0.0.1:0", ranks, context, timeout, profile=link_profile)
     return Introducer("127.0.0.1:0", ranks, context, timeout)

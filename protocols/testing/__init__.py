@@ -22,6 +22,17 @@ of :mod:`protocols` never imports it):
     party names and counts, uneven row splits, backends.
 :mod:`protocols.testing.plugin`
     A pytest plugin with a ``check_secure_sum_backend`` fixture.
+:mod:`protocols.testing.link_model`
+    A network model for in-process runs: each message delayed by RTT/2 and
+    paced at its sender's uplink bandwidth
+    (:class:`~protocols.testing.link_model.LinkProfile`,
+    :class:`~protocols.testing.link_model.ModelledLinks`).
+:mod:`protocols.testing.wan_emulator`
+    A WAN emulated in user space where the kernel has no ``netem``: TCP
+    forwarders that delay each direction by RTT/2 and pace it at a bandwidth
+    (:class:`~protocols.testing.wan_emulator.DelayForwarder`), one in front
+    of every party of a local run
+    (:class:`~protocols.testing.wan_emulator.ForwardingIntroducer`).
 
 Examples
 --------
