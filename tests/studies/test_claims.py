@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mpc_pca.studies import dsc2018, scaling
+from mpc_pca.studies import dsc2018, dsc2018_fig5, scaling
 
 
 def _scaling_record(n: int, pppca: float, sklearn: float) -> dict:
@@ -70,7 +70,7 @@ def _fig5_record(eps: float, paper: float, sound: float) -> dict:
 
 def test_dsc2018_fig5_gives_one_verdict_per_calibration():
     records = [_fig5_record(0.1, 0.95, 0.40), _fig5_record(1.0, 0.97, 0.80), _fig5_record(5.0, 0.99, 0.98)]
-    paper, sound = dsc2018.fig5_claims(records)
+    paper, sound = dsc2018_fig5.fig5_claims(records)
     assert "paper's calibration" in paper.text and paper.reproduced is True
     assert "sound calibration" in sound.text and sound.reproduced is False
     assert "sensitivity 1" in sound.evidence
