@@ -158,7 +158,7 @@ def _summed_gram(
     n_samples: int,
     packed: NDArray[np.float64] | None,
     raw_diagonal: NDArray[np.float64] | None,
-) -> tuple[NDArray[np.float64], float]:
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Send the mean; the centred Gram matrix and its entry error bound (steps 5-7, or the dropout payload)."""
     d = config.n_features
     f = backend.codec.frac_bits
