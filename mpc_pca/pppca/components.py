@@ -43,8 +43,8 @@ from protocols.errors import InputValidationError, ProtocolError
 from protocols.party import Party
 from protocols.tensor import SharedTensor, TensorSession, share_sum
 from protocols.tensor.eig import EigResult, IterationPlan, plan_iterations, top_eigenvectors
-from protocols.tensor.fast_eig import F as FAST_FRAC_BITS
 from protocols.tensor.fast_eig import FastEigResult, ladder_eigenvectors
+from protocols.tensor.fast_eig_math import F as FAST_FRAC_BITS
 from protocols.tensor.spectrum_eig import spectrum_eigenvectors
 
 REVEAL_MODES = ("covariance", "components", "spectrum")

@@ -20,6 +20,8 @@ batched
 fast_eig
     The same in tens of rounds (repeated squaring, then block iteration with
     one-round orthonormalisation).
+fast_eig_math
+    The fast solvers' fixed-point parameters and their public float arithmetic.
 spectrum_eig
     The rotated-spectrum solver (every eigenvalue, nothing else).
 """

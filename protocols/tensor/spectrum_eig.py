@@ -15,16 +15,8 @@ from protocols.errors import InputValidationError, ProtocolError
 from protocols.messages import expect_real_array
 from protocols.tensor.batched import open_products, reveal_many, times_public, truncate_many
 from protocols.tensor.eig import _check_symmetric
-from protocols.tensor.fast_eig import (
-    F_HI,
-    F,
-    FastEigResult,
-    FastPlan,
-    _haar,
-    _scaled_copies,
-    _signs,
-    _square_and_k,
-)
+from protocols.tensor.fast_eig import FastEigResult, FastPlan, _haar, _scaled_copies, _square_and_k
+from protocols.tensor.fast_eig_math import F_HI, F, fix_signs
 from protocols.tensor.ops import share_input
 from protocols.tensor.shared import SharedTensor
 
@@ -81,7 +73,7 @@ def spectrum_eigenvectors(c: SharedTensor, n_components: int, *, to: str) -> Fas
     mapped = out[0].T  # (k, d): rows Q^T w_i
     # symmetric (Löwdin) orthonormalisation removes Q's rounding from the basis
     u, _, vt = np.linalg.svd(mapped, full_matrices=False)
-    comps = _signs(u @ vt)
+    comps = fix_signs(u @ vt)
     spectrum = np.clip(values, 0.0, None) / alpha
     plan.achieved_tol = 0.0
     eta = _spectrum_fixed_point_error(d)

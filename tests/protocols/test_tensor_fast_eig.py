@@ -13,7 +13,8 @@ from protocols.runtime import run_inprocess
 from protocols.sharing import split
 from protocols.tensor import TensorSession, from_share
 from protocols.tensor.batched import open_products, truncate_many
-from protocols.tensor.fast_eig import F, _haar, ladder_eigenvectors
+from protocols.tensor.fast_eig import _haar, ladder_eigenvectors
+from protocols.tensor.fast_eig_math import F
 from protocols.tensor.spectrum_eig import spectrum_eigenvectors
 
 HOLDERS = ["h0", "h1", "h2"]
