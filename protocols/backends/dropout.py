@@ -34,12 +34,14 @@ of ``n`` providers ``U0`` and a receiver ``R`` (not a provider):
    With ``2 t > M`` (enforced) this stops a receiver that equivocates.
 5. *Unmasking.* Each ``v`` in ``U`` answers with its share of ``b_u`` for
    every ``u`` in ``U``, its share of ``s_u`` for every ``u`` not in ``U``
-   (never both for one ``u``: refused, :func:`unmasking_response`) and the
+   (never both for one ``u``: refused,
+   :func:`~protocols.backends.dropout_unmask.unmasking_response`) and the
    pair key of each of its one-sided masks
    (:func:`~protocols.backends.dropout_agreement.one_sided`). With at
    least ``t`` answers ``R`` rebuilds each ``b_u`` (``u`` in ``U``), removes
    ``PRG(b_u)`` and the one-sided masks, and gets ``sum_{u in U} x_u``.
    Fewer than ``t`` answers: :class:`~protocols.errors.DropoutError`.
+   (Keys and unmasking: :mod:`protocols.backends.dropout_unmask`.)
 
 A provider counted in ``U`` may leave after confirming ``U`` in step 4: its
 ``b_u`` comes from the others' shares; leaving before that aborts the sum.
@@ -72,7 +74,7 @@ from protocols.backends.dropout_agreement import (
     linked_groups,
     one_sided,
 )
-from protocols.backends.dropout_unmask import pair_key, raw_private, raw_public, unmask
+from protocols.backends.dropout_unmask import pair_key, raw_private, raw_public, unmask, unmasking_response
 from protocols.errors import (
     DropoutError,
     InputValidationError,
@@ -330,44 +332,6 @@ def _provider(
     keys = {w: pair_keys[w] for w in one_sided(me, announcement["peers"], survivors)}
     party.send(receiver, unmasking_response(revealed, held, survivors, contributors, keys))
     return DropoutOutcome(contributors, tuple(survivors))
-
-
-def unmasking_response(
-    revealed: dict[str, str],
-    held: dict[str, dict[str, bytes]],
-    survivors: list[str],
-    contributors: tuple[str, ...],
-    keys: dict[str, bytes] | None = None,
-) -> dict[str, dict[str, bytes]]:
-    """This provider's answer: ``b`` shares of survivors, ``s`` shares of the dropped, one-sided pair keys.
-
-    ``keys`` maps each provider ``w`` of :func:`one_sided` to the pair key
-    ``k_vw``: its mask is in this survivor's input only, so revealing it opens
-    nothing but that mask (a survivor ``w`` confirmed it did not use it).
-
-    ``revealed`` records, for this sum, which secret of each provider this
-    party already revealed; revealing the other one too is refused. Both
-    would open that provider's input: ``y_u`` minus ``PRG(b_u)`` and its pairwise masks.
-
-    Raises
-    ------
-    ProtocolError
-        If the answer would reveal, for some provider, the secret other than the
-        one already revealed for it in this sum.
-    """
-    answer: dict[str, dict[str, bytes]] = {"b": {}, "s": {}, "k": dict(keys or {})}
-    chosen = {u: ("b" if u in survivors else "s") for u in contributors if u in held}
-    for u, kind in chosen.items():
-        if revealed.get(u, kind) != kind:
-            raise ProtocolError(
-                f"refusing to reveal the share of the {'self-mask seed' if kind == 'b' else 'mask key'} of {u!r}: "
-                f"the share of its {'mask key' if kind == 'b' else 'self-mask seed'} was revealed in this sum, "
-                "and both together would open its input"
-            )
-    for u, kind in chosen.items():
-        revealed[u] = kind
-        answer[kind][u] = held[u][kind]
-    return answer
 
 
 # -- the receiver ----------------------------------------------------------------------

@@ -1,9 +1,11 @@
 """Key material and unmasking of the dropout-tolerant secure sum (:mod:`protocols.backends.dropout`).
 
-Pair keys ``k_uv = HKDF(X25519(s_u, S_v))`` (step 2), and step 5 at the
-receiver: rebuild each survivor's self-mask seed and each needed dropped
-provider's mask key from Shamir shares, and remove every ``PRG(b_u)`` and
-one-sided pairwise mask from the sum.
+Pair keys ``k_uv = HKDF(X25519(s_u, S_v))`` (step 2), and step 5: a
+provider's answer (:func:`unmasking_response`, which never reveals both
+secrets of one provider), and at the receiver the rebuilding of each
+survivor's self-mask seed and each needed dropped provider's mask key from
+Shamir shares and the removal of every ``PRG(b_u)`` and one-sided pairwise
+mask from the sum (:func:`unmask`).
 """
 
 from __future__ import annotations
@@ -40,6 +42,44 @@ def pair_key(private: X25519PrivateKey, me: str, peer: str, peer_public: bytes) 
     low, high = sorted((me, peer))
     info = _HKDF_INFO + b"|" + low.encode() + b"|" + high.encode()
     return HKDF(algorithm=hashes.SHA256(), length=KEY_BYTES, salt=None, info=info).derive(shared)
+
+
+def unmasking_response(
+    revealed: dict[str, str],
+    held: dict[str, dict[str, bytes]],
+    survivors: list[str],
+    contributors: tuple[str, ...],
+    keys: dict[str, bytes] | None = None,
+) -> dict[str, dict[str, bytes]]:
+    """This provider's answer: ``b`` shares of survivors, ``s`` shares of the dropped, one-sided pair keys.
+
+    ``keys`` maps each provider ``w`` of :func:`one_sided` to the pair key
+    ``k_vw``: its mask is in this survivor's input only, so revealing it opens
+    nothing but that mask (a survivor ``w`` confirmed it did not use it).
+
+    ``revealed`` records, for this sum, which secret of each provider this
+    party already revealed; revealing the other one too is refused. Both
+    would open that provider's input: ``y_u`` minus ``PRG(b_u)`` and its pairwise masks.
+
+    Raises
+    ------
+    ProtocolError
+        If the answer would reveal, for some provider, the secret other than the
+        one already revealed for it in this sum.
+    """
+    answer: dict[str, dict[str, bytes]] = {"b": {}, "s": {}, "k": dict(keys or {})}
+    chosen = {u: ("b" if u in survivors else "s") for u in contributors if u in held}
+    for u, kind in chosen.items():
+        if revealed.get(u, kind) != kind:
+            raise ProtocolError(
+                f"refusing to reveal the share of the {'self-mask seed' if kind == 'b' else 'mask key'} of {u!r}: "
+                f"the share of its {'mask key' if kind == 'b' else 'self-mask seed'} was revealed in this sum, "
+                "and both together would open its input"
+            )
+    for u, kind in chosen.items():
+        revealed[u] = kind
+        answer[kind][u] = held[u][kind]
+    return answer
 
 
 def unmask(
