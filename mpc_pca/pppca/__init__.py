@@ -11,7 +11,13 @@ standardize
     The server's matrix (covariance or standardized covariance) and its
     rounding-error bound.
 protocol
-    The role functions (providers, server, consumer) and their configuration.
+    The role functions of the providers and the consumer (and, re-exported, the server's).
+server
+    The server's role: open the sums, check ``N``, eigendecompose or deal the eigensolve.
+config
+    What every party agrees on (:class:`~mpc_pca.pppca.config.PPPCAConfig`), the
+    server's result (:class:`~mpc_pca.pppca.config.PPPCAModel`), the phases and
+    step 1's backend.
 bounds
     The fixed-point error bounds and the ring-range and precision checks.
 driver
