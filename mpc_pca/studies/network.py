@@ -20,7 +20,8 @@ over real sockets through it, and the report gives both times.
 from __future__ import annotations
 
 from mpc_pca.studies.framework import Study
-from mpc_pca.studies.network_report import claims, plot, tables
+from mpc_pca.studies.network_claims import claims
+from mpc_pca.studies.network_report import plot, tables
 from mpc_pca.studies.network_runs import OPTIONS, measure, points
 
 STUDY = Study(
