@@ -25,7 +25,8 @@ data at 1e6 x 100. ``secure_sum_m``: one secure sum of a 100 x 100 triangle (5,0
 entries) for M up to 100, by mode. ``memory``: tracemalloc peak of a whole fit
 above its input, in ``d x d`` float64 arrays (target <= 6). ``parquet``: peak
 RSS of a provider's statistics from an ``n x d`` Parquet file read in chunks,
-in a fresh process (target for 1e7 x 100: <= 1 GiB above the d^2 terms).
+in a fresh process (target for 1e7 x 100: <= 1 GiB above the d^2 terms;
+:mod:`benchmarks.bench_pppca_parquet`).
 ``small``: 1000 x 10 (inline local work) against scikit-learn.
 
 Start-up of multi-process runs is measured by the transport's benchmark
@@ -41,13 +42,10 @@ runs it and writes ``benchmarks/results/pppca_scaling.json``, ``pppca_scaling.pn
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import secrets
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -58,6 +56,7 @@ import numpy as np
 from scipy.linalg import eigh
 from threadpoolctl import threadpool_limits
 
+from benchmarks.bench_pppca_parquet import parquet_section
 from benchmarks.output import add_out_argument, output_dir, write_json
 from mpc_pca import PPPCA
 from mpc_pca.studies.machine import describe_machine as machine
@@ -228,82 +227,6 @@ def secure_sum_seconds(m: int, repeats: int) -> dict[str, Any]:
     return row
 
 
-# -- larger than memory ------------------------------------------------------------
-
-_PARQUET_CHILD = r"""
-import json, sys, time
-from mpc_pca.pppca.chunked import ParquetPart
-
-def status(field):  # kB, from the kernel's accounting of this process
-    for line in open("/proc/self/status"):
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-
-path, chunk_rows = sys.argv[1], int(sys.argv[2])
-part = ParquetPart(path, chunk_rows=chunk_rows)
-before = status("VmRSS")
-start = time.perf_counter()
-stats = part.statistics()
-seconds = time.perf_counter() - start
-print(json.dumps({"rss_before_kib": before, "rss_peak_kib": status("VmHWM"), "seconds": seconds,
-                  "n_rows": stats.n_rows}))
-"""
-
-
-def write_parquet(path: Path, n: int, d: int, row_group: int) -> None:
-    """An n x d float64 Parquet file written one row group at a time (bounded memory)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    rng = np.random.default_rng(5)
-    schema = pa.schema([(f"f{j}", pa.float64()) for j in range(d)])
-    with pq.ParquetWriter(path, schema, compression="none") as writer:
-        for start in range(0, n, row_group):
-            block = rng.normal(size=(min(row_group, n - start), d))
-            writer.write_table(pa.table({f"f{j}": block[:, j] for j in range(d)}, schema=schema))
-
-
-def parquet_memory(n: int, d: int, chunk_rows: int) -> dict[str, Any]:
-    """Peak RSS of one provider's chunked statistics from an n x d Parquet file, in a fresh process."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "part.parquet"
-        start = time.perf_counter()
-        write_parquet(path, n, d, row_group=chunk_rows)
-        write_seconds = time.perf_counter() - start
-        size = path.stat().st_size
-        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        out = subprocess.run(
-            [sys.executable, "-c", _PARQUET_CHILD, str(path), str(chunk_rows)],
-            check=True,
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=Path(__file__).resolve().parent.parent,
-        )
-    child = json.loads(out.stdout.strip().splitlines()[-1])
-    above = (child["rss_peak_kib"] - child["rss_before_kib"]) * 1024
-    d2_terms = 8 * d * d * 3  # the chunk's Gram product and two packed triangles
-    chunk_bytes = 8 * chunk_rows * d
-    return {
-        "n": n,
-        "d": d,
-        "chunk_rows": chunk_rows,
-        "file_bytes": size,
-        "write_seconds": write_seconds,
-        "statistics_seconds": child["seconds"],
-        "peak_rss_above_start_bytes": above,
-        "peak_rss_above_start_minus_d2_bytes": above - d2_terms,
-        "stated_bound_bytes": 2 * chunk_bytes + 2 * 8 * d * d,
-        "n_rows_read": child["n_rows"],
-    }
-
-
-def parquet_section(quick: bool) -> dict[str, Any]:
-    """The Parquet peak-RSS measurement at CI size or at 1e7 x 100 (issue 15's target: <= 1 GiB)."""
-    n_pq, d_pq, chunk = (200_000, 20, 50_000) if quick else (10_000_000, 100, 250_000)
-    return parquet_memory(n_pq, d_pq, chunk)
-
-
 # -- driver ---------------------------------------------------------------------
 
 
@@ -315,103 +238,18 @@ def scaling(
         allowed = sorted(os.sched_getaffinity(0))
         os.sched_setaffinity(0, set(allowed[:cpus]))
     repeats = 3 if quick else 5
-    ns = [10_000, 100_000] if quick else [10_000, 100_000, 1_000_000]
-    ds = [50, 200] if quick else [100, 500, 1000, 2000]
-    ms = [2, 8, 32] if quick else [2, 4, 8, 16, 32, 64]
-    sum_ms = [2, 8, 32] if quick else [2, 4, 8, 16, 32, 64, 100]
-    if max_rows is not None:
-        ns = [n for n in ns if n < max_rows] + [max_rows]
-    if max_parties is not None:
-        ms = [m for m in ms if m < max_parties] + [max_parties]
-        sum_ms = [m for m in sum_ms if m < max_parties] + [max_parties]
+    ns, ds, ms, sum_ms = _sizes(quick, max_rows, max_parties)
     result: dict[str, Any] = {"n_components": K, "repeats": repeats}
     with threadpool_limits(limits=1, user_api="blas"):
         result["machine"] = machine()
-        rows_n = []
-        for n in ns:
-            row = ratios(
-                {"n": n, "d": 100, "M": 4, **interleaved(fit_runs(make_parts(n, 100, 4), MODES[:2]), repeats)}
-            )
-            rows_n.append(row)
-            print(
-                f"n={n:>9,d}  fit/gram additive {row['pppca_additive_over_gram']:.3f}  masks {row['pppca_additive-masks_over_gram']:.3f}"
-            )
-        rows_d = []
-        for d in ds:
-            parts = make_parts(max(10_000, 5 * d), d, 2)
-            reps = 3 if d >= 1000 else repeats
-            row = ratios(
-                {
-                    "n": max(10_000, 5 * d),
-                    "d": d,
-                    "M": 2,
-                    **interleaved(fit_runs(parts, ("additive-masks",)), reps),
-                }
-            )
-            row["peak_dxd_masks_M2"] = peak_memory_dxd(parts, "additive-masks")
-            row["peak_dxd_shares_M2"] = peak_memory_dxd(parts, "additive")
-            rows_d.append(row)
-            print(
-                f"d={d:5d}  fit/(gram+topk) {row['pppca_additive-masks_over_gram_topk']:.3f}  "
-                f"peak {row['peak_dxd_masks_M2']:.2f} dxd (masks) {row['peak_dxd_shares_M2']:.2f} (shares)"
-            )
-        n_peak = ns[-1]
-        parts_peak = make_parts(n_peak, 100, 4)
-        data_bytes = sum(p.nbytes for p in parts_peak)
-        above = peak_above_input(parts_peak, "additive-masks")
-        del parts_peak
-        peak = {"n": n_peak, "d": 100, "M": 4, "backend": "additive-masks", "data_bytes": data_bytes,
-                "peak_above_bytes": above, "ratio": above / data_bytes}  # fmt: skip
-        print(
-            f"peak memory of a fit above its {data_bytes / 2**20:.0f} MiB input: {peak['ratio']:.4f} x the data"
-        )
-        rows_m = []
+        rows_n = [_row_n(n, repeats) for n in ns]
+        rows_d = [_row_d(d, repeats) for d in ds]
+        peak = _peak_above_data(ns[-1])
         n_m = 20_000 if quick and max_rows is None else min(400_000, ns[-1])
-        for m in ms:
-            runs = {**fit_runs(make_parts(n_m, 100, m), MODES), "sparse_mask_streams": mask_streams(m, 100)}
-            row = ratios({"n": n_m, "d": 100, "M": m, **interleaved(runs, repeats)})
-            row["sparse_neighbours"] = plan_graph(m).neighbours
-            row["sparse_floor_over_gram_topk"] = 1.0 + row["sparse_mask_streams"] / row["plain_gram_topk"]
-            rows_m.append(row)
-            print(
-                f"M={m:3d}  fit/gram shares {row['pppca_additive_over_gram']:.3f}  masks "
-                f"{row['pppca_additive-masks_over_gram']:.3f}  sparse {row['pppca_additive-sparse-masks_over_gram']:.3f} "
-                f"(k={row['sparse_neighbours']}; keystreams alone put sparse at >= "
-                f"{row['sparse_floor_over_gram_topk']:.3f} x gram+topk)"
-            )
-        sums = []
-        for m in sum_ms:
-            row = secure_sum_seconds(m, repeats)
-            sums.append(row)
-            print(
-                f"secure sum M={m:3d}  shares {row['additive'] * 1e3:7.1f} ms  masks {row['additive-masks'] * 1e3:7.1f} ms  "
-                f"sparse {row['additive-sparse-masks'] * 1e3:7.1f} ms (k={row['sparse_neighbours']})"
-            )
-        memory = {}
-        d_mem = 300 if quick else 2000
-        parts = make_parts(3 * d_mem, d_mem, 4)
-        for backend in MODES:
-            memory[f"{backend}_M4_d{d_mem}"] = peak_memory_dxd(parts, backend)
-        if not quick:
-            start = time.perf_counter()
-            parts5000 = make_parts(6000, 5000, 2)
-            memory["masks_M2_d5000"] = peak_memory_dxd(parts5000, "additive-masks")
-            memory["d5000_fit_seconds_traced"] = time.perf_counter() - start
-            del parts5000
-        print("peak memory (d x d arrays above the data):", {k: round(v, 2) for k, v in memory.items()})
-        small_parts = make_parts(1000, 10, 4)
-        pooled = np.vstack(small_parts)
-        from sklearn.decomposition import PCA
-
-        small = interleaved(
-            {
-                "sklearn": lambda: PCA(5, svd_solver="covariance_eigh").fit(pooled),
-                "pppca_additive": lambda: PPPCA(5).fit(small_parts),
-            },
-            5 * repeats,
-        )
-        small["ratio"] = small["pppca_additive"] / small["sklearn"]
-        print(f"1000 x 10: PPPCA / sklearn {small['ratio']:.2f}")
+        rows_m = [_row_m(m, n_m, repeats) for m in ms]
+        sums = [_sum_row(m, repeats) for m in sum_ms]
+        memory = _memory_section(quick)
+        small = _small_section(repeats)
     parquet = parquet_section(quick)
     print(
         f"parquet {parquet['n']:,d} x {parquet['d']}: peak RSS above start {parquet['peak_rss_above_start_bytes'] / 2**20:.0f} MiB, "
@@ -437,6 +275,128 @@ def scaling(
             f"target {check['target']}: {check['value']:.3f} (limit {check['limit']}{below}) {verdict} [{where}]"
         )
     return result
+
+
+def _sizes(
+    quick: bool, max_rows: int | None, max_parties: int | None
+) -> tuple[list[int], list[int], list[int], list[int]]:
+    """The sizes of the n, d and M sections and of the secure-sum section, capped by the options."""
+    ns = [10_000, 100_000] if quick else [10_000, 100_000, 1_000_000]
+    ds = [50, 200] if quick else [100, 500, 1000, 2000]
+    ms = [2, 8, 32] if quick else [2, 4, 8, 16, 32, 64]
+    sum_ms = [2, 8, 32] if quick else [2, 4, 8, 16, 32, 64, 100]
+    if max_rows is not None:
+        ns = [n for n in ns if n < max_rows] + [max_rows]
+    if max_parties is not None:
+        ms = [m for m in ms if m < max_parties] + [max_parties]
+        sum_ms = [m for m in sum_ms if m < max_parties] + [max_parties]
+    return ns, ds, ms, sum_ms
+
+
+def _row_n(n: int, repeats: int) -> dict[str, Any]:
+    """One row of the n section (M = 4, d = 100)."""
+    row = ratios(
+        {"n": n, "d": 100, "M": 4, **interleaved(fit_runs(make_parts(n, 100, 4), MODES[:2]), repeats)}
+    )
+    print(
+        f"n={n:>9,d}  fit/gram additive {row['pppca_additive_over_gram']:.3f}  masks {row['pppca_additive-masks_over_gram']:.3f}"
+    )
+    return row
+
+
+def _row_d(d: int, repeats: int) -> dict[str, Any]:
+    """One row of the d section (M = 2, masks), with the peak memory of both additive modes."""
+    parts = make_parts(max(10_000, 5 * d), d, 2)
+    reps = 3 if d >= 1000 else repeats
+    row = ratios(
+        {
+            "n": max(10_000, 5 * d),
+            "d": d,
+            "M": 2,
+            **interleaved(fit_runs(parts, ("additive-masks",)), reps),
+        }
+    )
+    row["peak_dxd_masks_M2"] = peak_memory_dxd(parts, "additive-masks")
+    row["peak_dxd_shares_M2"] = peak_memory_dxd(parts, "additive")
+    print(
+        f"d={d:5d}  fit/(gram+topk) {row['pppca_additive-masks_over_gram_topk']:.3f}  "
+        f"peak {row['peak_dxd_masks_M2']:.2f} dxd (masks) {row['peak_dxd_shares_M2']:.2f} (shares)"
+    )
+    return row
+
+
+def _peak_above_data(n_peak: int) -> dict[str, Any]:
+    """The tracemalloc peak of a whole fit above its input at the largest n (M = 4, d = 100, masks)."""
+    parts_peak = make_parts(n_peak, 100, 4)
+    data_bytes = sum(p.nbytes for p in parts_peak)
+    above = peak_above_input(parts_peak, "additive-masks")
+    del parts_peak
+    peak = {"n": n_peak, "d": 100, "M": 4, "backend": "additive-masks", "data_bytes": data_bytes,
+            "peak_above_bytes": above, "ratio": above / data_bytes}  # fmt: skip
+    print(
+        f"peak memory of a fit above its {data_bytes / 2**20:.0f} MiB input: {peak['ratio']:.4f} x the data"
+    )
+    return peak
+
+
+def _row_m(m: int, n_m: int, repeats: int) -> dict[str, Any]:
+    """One row of the M section: the three additive modes and the sparse masks' keystream floor."""
+    runs = {**fit_runs(make_parts(n_m, 100, m), MODES), "sparse_mask_streams": mask_streams(m, 100)}
+    row = ratios({"n": n_m, "d": 100, "M": m, **interleaved(runs, repeats)})
+    row["sparse_neighbours"] = plan_graph(m).neighbours
+    row["sparse_floor_over_gram_topk"] = 1.0 + row["sparse_mask_streams"] / row["plain_gram_topk"]
+    print(
+        f"M={m:3d}  fit/gram shares {row['pppca_additive_over_gram']:.3f}  masks "
+        f"{row['pppca_additive-masks_over_gram']:.3f}  sparse {row['pppca_additive-sparse-masks_over_gram']:.3f} "
+        f"(k={row['sparse_neighbours']}; keystreams alone put sparse at >= "
+        f"{row['sparse_floor_over_gram_topk']:.3f} x gram+topk)"
+    )
+    return row
+
+
+def _sum_row(m: int, repeats: int) -> dict[str, Any]:
+    """One secure sum of the 100 x 100 triangle at ``m`` providers, by mode."""
+    row = secure_sum_seconds(m, repeats)
+    print(
+        f"secure sum M={m:3d}  shares {row['additive'] * 1e3:7.1f} ms  masks {row['additive-masks'] * 1e3:7.1f} ms  "
+        f"sparse {row['additive-sparse-masks'] * 1e3:7.1f} ms (k={row['sparse_neighbours']})"
+    )
+    return row
+
+
+def _memory_section(quick: bool) -> dict[str, float]:
+    """Peak memory of a whole fit in ``d x d`` arrays, by mode (and at d = 5000 at full size)."""
+    memory = {}
+    d_mem = 300 if quick else 2000
+    parts = make_parts(3 * d_mem, d_mem, 4)
+    for backend in MODES:
+        memory[f"{backend}_M4_d{d_mem}"] = peak_memory_dxd(parts, backend)
+    if not quick:
+        start = time.perf_counter()
+        parts5000 = make_parts(6000, 5000, 2)
+        memory["masks_M2_d5000"] = peak_memory_dxd(parts5000, "additive-masks")
+        memory["d5000_fit_seconds_traced"] = time.perf_counter() - start
+        del parts5000
+    print("peak memory (d x d arrays above the data):", {k: round(v, 2) for k, v in memory.items()})
+    return memory
+
+
+def _small_section(repeats: int) -> dict[str, float]:
+    """1000 x 10 rows (inline local work): PPPCA against scikit-learn."""
+    small_parts = make_parts(1000, 10, 4)
+    pooled = np.vstack(small_parts)
+    from sklearn.decomposition import PCA
+
+    small = interleaved(
+        {
+            "sklearn": lambda: PCA(5, svd_solver="covariance_eigh").fit(pooled),
+            "pppca_additive": lambda: PPPCA(5).fit(small_parts),
+        },
+        5 * repeats,
+    )
+    small["ratio"] = small["pppca_additive"] / small["sklearn"]
+    print(f"1000 x 10: PPPCA / sklearn {small['ratio']:.2f}")
+    return small
 
 
 def plot(result: dict[str, Any], path: Path) -> None:

@@ -3,7 +3,7 @@
 For every M, worlds of ``M + 2`` party processes (M providers, the server,
 the consumer; ``mpc_pca.deploy.launch_local``, TLS 1.3) run PPPCA-SS
 (additive backend, k = 2, d = 10, ``N_ROWS`` rows per provider) with every
-link through a :class:`protocols.transport.wan_emulator.DelayForwarder`, alternately
+link through a :class:`protocols.testing.wan_emulator.DelayForwarder`, alternately
 at RTT 0, at the RTT under study and at three times it (no bandwidth
 limit). From each run's reports:
 
@@ -61,7 +61,7 @@ def run_world(m: int, rtt: float, seed: int, mode: str = "rendezvous") -> dict[s
     ``mode``: ``"rendezvous"`` or ``"static"`` (a static address table).
     """
     from mpc_pca.deploy.local import launch_local
-    from protocols.transport.wan_emulator import LinkProfile
+    from protocols.testing.wan_emulator import LinkProfile
 
     rng = np.random.default_rng(seed)
     parts = [rng.standard_normal((N_ROWS, D)) for _ in range(m)]
@@ -140,7 +140,7 @@ def run_all(quick: bool, worlds: int | None = None) -> dict[str, Any]:
             )
     return {
         "benchmark": "set-up of PPPCA-SS (additive, k = 2, d = 10) as M + 2 processes over TLS 1.3, every link "
-        "through a user-space WAN emulator (protocols.transport.wan_emulator), in round trips",
+        "through a user-space WAN emulator (protocols.testing.wan_emulator), in round trips",
         "timing": "setup: fewest setup.agreed_seconds over the parties (the last to start); links: fewest "
         "setup.links_seconds; protocol: longest role seconds; run: the launcher's wall time; "
         "X_round_trips = (median at RTT - median at RTT 0) / RTT; X_round_trips_slope = (median at 3 RTT - "

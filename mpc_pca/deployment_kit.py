@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import math
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Integral
 from types import MappingProxyType
@@ -91,49 +91,79 @@ class Key:
         """Why ``value`` does not fit this key, or ``None`` if it does."""
         if value is None:
             return None if self.nullable else "must not be null"
-        if self.kind == "ints":
-            if not isinstance(value, list):
-                return f"must be a list of integers, not {type(value).__name__}"
-            if len(value) > MAX_LIST:
-                return f"has {len(value)} elements, more than {MAX_LIST}"
-            for i, item in enumerate(value):
-                reason = Key("int", self.low, self.high).problem(item)
-                if reason is not None:
-                    return f"element {i} {reason}"
-            return None
-        if self.kind == "texts":
-            if not isinstance(value, list):
-                return f"must be a list of strings, not {type(value).__name__}"
-            if len(value) > MAX_FEATURES:
-                return f"has {len(value)} elements, more than {MAX_FEATURES}"
-            for i, item in enumerate(value):
-                reason = Key("text").problem(item)
-                if reason is not None:
-                    return f"element {i} {reason}"
-            return None
-        if self.kind == "flag":
-            return None if isinstance(value, bool) else f"must be a bool, not {type(value).__name__}"
-        if self.kind == "text":
-            if not isinstance(value, str):
-                return f"must be a str, not {type(value).__name__}"
-            if len(value) > MAX_TEXT:
-                return f"has {len(value)} characters, more than {MAX_TEXT}"
-            if self.choices is not None and value not in self.choices:
-                return f"must be one of {list(self.choices)}"
-            return None
-        if self.kind not in ("int", "real"):  # pragma: no cover - a schema bug, not a peer's
+        checker = _CHECKERS.get(self.kind)
+        if checker is None:  # pragma: no cover - a schema bug, not a peer's
             raise ValueError(f"unknown kind {self.kind!r}")
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return f"must be {'an integer' if self.kind == 'int' else 'a number'}, not {type(value).__name__}"
-        if self.kind == "int" and not isinstance(value, int):
-            return f"must be an integer, not {type(value).__name__}"
-        if isinstance(value, float) and math.isnan(value):
-            return "must not be NaN"
-        if self.low is not None and value < self.low:
-            return f"must be >= {self.low!r}"
-        if self.high is not None and value > self.high:
-            return f"must be <= {self.high!r}"
-        return None
+        return checker(self, value)
+
+
+def _ints_problem(key: Key, value: object) -> str | None:
+    """``ints``: a list of at most :data:`MAX_LIST` integers, each within the key's range."""
+    if not isinstance(value, list):
+        return f"must be a list of integers, not {type(value).__name__}"
+    if len(value) > MAX_LIST:
+        return f"has {len(value)} elements, more than {MAX_LIST}"
+    return _elements_problem(Key("int", key.low, key.high), value)
+
+
+def _texts_problem(key: Key, value: object) -> str | None:
+    """``texts``: a list of at most :data:`MAX_FEATURES` texts."""
+    if not isinstance(value, list):
+        return f"must be a list of strings, not {type(value).__name__}"
+    if len(value) > MAX_FEATURES:
+        return f"has {len(value)} elements, more than {MAX_FEATURES}"
+    return _elements_problem(Key("text"), value)
+
+
+def _elements_problem(element: Key, value: list[object]) -> str | None:
+    """The first element of ``value`` that does not fit ``element``, and why."""
+    for i, item in enumerate(value):
+        reason = element.problem(item)
+        if reason is not None:
+            return f"element {i} {reason}"
+    return None
+
+
+def _flag_problem(key: Key, value: object) -> str | None:
+    """``flag``: a ``bool``."""
+    return None if isinstance(value, bool) else f"must be a bool, not {type(value).__name__}"
+
+
+def _text_problem(key: Key, value: object) -> str | None:
+    """``text``: a ``str`` of at most :data:`MAX_TEXT` characters, one of the choices if any."""
+    if not isinstance(value, str):
+        return f"must be a str, not {type(value).__name__}"
+    if len(value) > MAX_TEXT:
+        return f"has {len(value)} characters, more than {MAX_TEXT}"
+    if key.choices is not None and value not in key.choices:
+        return f"must be one of {list(key.choices)}"
+    return None
+
+
+def _number_problem(key: Key, value: object) -> str | None:
+    """``int`` (an integer) or ``real`` (an integer or a float, not NaN), never a ``bool``, within range."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"must be {'an integer' if key.kind == 'int' else 'a number'}, not {type(value).__name__}"
+    if key.kind == "int" and not isinstance(value, int):
+        return f"must be an integer, not {type(value).__name__}"
+    if isinstance(value, float) and math.isnan(value):
+        return "must not be NaN"
+    if key.low is not None and value < key.low:
+        return f"must be >= {key.low!r}"
+    if key.high is not None and value > key.high:
+        return f"must be <= {key.high!r}"
+    return None
+
+
+#: One checker per :attr:`Key.kind` (``value`` is not ``None`` when it runs).
+_CHECKERS: dict[str, Callable[[Key, object], str | None]] = {
+    "ints": _ints_problem,
+    "texts": _texts_problem,
+    "flag": _flag_problem,
+    "text": _text_problem,
+    "int": _number_problem,
+    "real": _number_problem,
+}
 
 
 #: An announcement's declared keys.

@@ -346,14 +346,21 @@ def align_columns(
             position = {name: i for i, name in enumerate(part)}
             orders.append([position[name] for name in reference])
         else:
-            missing = [n for n in reference if n not in part]
-            extra = [n for n in part if n not in reference]
-            counts = f" ({len(part)} columns vs {len(reference)})" if len(part) != len(reference) else ""
-            common = [n for n in reference if n in part]
-            raise InputValidationError(
-                f"{owner} has different column names than {owners[0]}{counts}: {owners[0]} has "
-                f"{list(reference)}, {owner} has {part} (missing {missing}, unexpected {extra}); if "
-                f"those columns are not wanted, give every provider --columns with the {len(common)} "
-                f"names they share, which leaves out {missing + extra}"
-            )
+            raise _different_columns(owner, part, owners[0], reference)
     return reference, orders
+
+
+def _different_columns(
+    owner: str, part: list[str], first: str, reference: tuple[str, ...]
+) -> InputValidationError:
+    """The refusal of ``owner``'s column names: both lists, what is missing and unexpected, the fix."""
+    missing = [n for n in reference if n not in part]
+    extra = [n for n in part if n not in reference]
+    counts = f" ({len(part)} columns vs {len(reference)})" if len(part) != len(reference) else ""
+    common = [n for n in reference if n in part]
+    return InputValidationError(
+        f"{owner} has different column names than {first}{counts}: {first} has "
+        f"{list(reference)}, {owner} has {part} (missing {missing}, unexpected {extra}); if "
+        f"those columns are not wanted, give every provider --columns with the {len(common)} "
+        f"names they share, which leaves out {missing + extra}"
+    )

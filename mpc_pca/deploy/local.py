@@ -26,7 +26,7 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -37,7 +37,9 @@ from mpc_pca.deploy.spec import ArraySource, PartySpec
 from mpc_pca.deployment import Deployment
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.runtime.parties import host_introducer, local_links
-from protocols.transport.link_model import LinkProfile, ModelledLinks
+
+if TYPE_CHECKING:  # the link model is a testing tool: imported only where a run is modelled
+    from protocols.testing.link_model import LinkProfile
 
 #: What the fork server imports once for every party of a run that is not over gloo:
 #: a party forked from it starts without re-importing numpy, the deploy floor, the
@@ -88,7 +90,7 @@ def host_rendezvous(
 
     Without ``insecure``, writes throw-away credentials for every party under ``workdir / "tls"``.
     With ``link_profile`` (not over gloo), the port returned is that of a
-    :class:`~protocols.transport.wan_emulator.DelayForwarder` in front of the rendezvous,
+    :class:`~protocols.testing.wan_emulator.DelayForwarder` in front of the rendezvous,
     which puts one in front of every party's listener too; the object kept
     alive is then ``(introducer, forwarder)``: close both with :func:`close_rendezvous`.
     """
@@ -106,7 +108,7 @@ def host_rendezvous(
     )
     if link_profile is None:
         return introducer, introducer.port
-    from protocols.transport.wan_emulator import DelayForwarder
+    from protocols.testing.wan_emulator import DelayForwarder
 
     forwarder = DelayForwarder(("127.0.0.1", introducer.port), link_profile)
     return (introducer, forwarder), forwarder.address[1]
@@ -142,7 +144,7 @@ class StaticTable:
 
     Without ``insecure``, writes throw-away credentials for every party under
     ``workdir / "tls"``. With ``link_profile``, a
-    :class:`~protocols.transport.wan_emulator.DelayForwarder` stands in front
+    :class:`~protocols.testing.wan_emulator.DelayForwarder` stands in front
     of each listener and the table holds the forwarders' addresses.
     """
 
@@ -166,7 +168,7 @@ class StaticTable:
                 self.listeners[name] = sock
                 address = ("127.0.0.1", sock.getsockname()[1])
                 if link_profile is not None:
-                    from protocols.transport.wan_emulator import DelayForwarder
+                    from protocols.testing.wan_emulator import DelayForwarder
 
                     forwarder = DelayForwarder(address, link_profile)
                     self.forwarders.append(forwarder)
@@ -234,7 +236,11 @@ def run_threads(
     from mpc_pca.threads import run_protocol
 
     deployment = _deployment(protocol, deployment, threads=True)
-    links = None if link_profile is None else ModelledLinks(link_profile)
+    links = None
+    if link_profile is not None:
+        from protocols.testing.link_model import ModelledLinks
+
+        links = ModelledLinks(link_profile)
     arrays = [np.asarray(p, dtype=np.float64) for p in parts]
     run = run_protocol(
         deployment, arrays, settings, random_state=noise_seed, timeout=timeout, feature_names=feature_names,
@@ -288,9 +294,9 @@ def launch_local(
     The result has the result party's JSON fields (as :func:`run_threads`) and
     ``report`` with every party's traffic.
 
-    With ``link_profile`` (:class:`protocols.transport.wan_emulator.LinkProfile`), every
+    With ``link_profile`` (:class:`protocols.testing.wan_emulator.LinkProfile`), every
     TCP connection of the run (party to party, party to rendezvous) goes
-    through a user-space :class:`~protocols.transport.wan_emulator.DelayForwarder` in
+    through a user-space :class:`~protocols.testing.wan_emulator.DelayForwarder` in
     this process, in front of the accepting end: each link has the profile's
     round-trip time and bandwidth (a WAN emulated where the kernel has no
     ``netem``). Not over gloo (its traffic would bypass the forwarders).

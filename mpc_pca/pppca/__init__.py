@@ -11,7 +11,13 @@ standardize
     The server's matrix (covariance or standardized covariance) and its
     rounding-error bound.
 protocol
-    The role functions (providers, server, consumer) and their configuration.
+    The role functions of the providers and the consumer (and, re-exported, the server's).
+server
+    The server's role: open the sums, check ``N``, eigendecompose or deal the eigensolve.
+config
+    What every party agrees on (:class:`~mpc_pca.pppca.config.PPPCAConfig`), the
+    server's result (:class:`~mpc_pca.pppca.config.PPPCAModel`), the phases and
+    step 1's backend.
 bounds
     The fixed-point error bounds and the ring-range and precision checks.
 preflight
@@ -55,23 +61,25 @@ from mpc_pca.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mpc_pca.pppca.bounds import rounding_error_bounds
+    from mpc_pca.pppca.config import PPPCAConfig, PPPCAModel
     from mpc_pca.pppca.dp_estimator import PPPCADP
     from mpc_pca.pppca.estimator import PPPCA, resolve_backend
     from mpc_pca.pppca.preflight import preflight
-    from mpc_pca.pppca.protocol import PPPCAConfig, PPPCAModel, consumer_role, provider_role, server_role
+    from mpc_pca.pppca.protocol import consumer_role, provider_role
+    from mpc_pca.pppca.server import server_role
 
 #: Public name -> the module that defines it, imported on first use (mpc_pca.lazy).
 _EXPORTS = {
     "PPPCADP": "mpc_pca.pppca.dp_estimator",
     "PPPCA": "mpc_pca.pppca.estimator",
     "resolve_backend": "mpc_pca.pppca.estimator",
-    "PPPCAConfig": "mpc_pca.pppca.protocol",
-    "PPPCAModel": "mpc_pca.pppca.protocol",
+    "PPPCAConfig": "mpc_pca.pppca.config",
+    "PPPCAModel": "mpc_pca.pppca.config",
     "consumer_role": "mpc_pca.pppca.protocol",
     "preflight": "mpc_pca.pppca.preflight",
     "provider_role": "mpc_pca.pppca.protocol",
     "rounding_error_bounds": "mpc_pca.pppca.bounds",
-    "server_role": "mpc_pca.pppca.protocol",
+    "server_role": "mpc_pca.pppca.server",
 }
 
 __all__ = [

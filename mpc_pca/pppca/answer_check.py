@@ -110,7 +110,7 @@ from protocols.messages import expect_real_array, expect_seed
 from protocols.party import Party
 
 if TYPE_CHECKING:
-    from mpc_pca.pppca.protocol import PPPCAConfig
+    from mpc_pca.pppca.config import PPPCAConfig
 
 #: The phase in which providers check the server's answer.
 PHASE_CHECK = "server-answer check"

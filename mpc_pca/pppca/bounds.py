@@ -24,7 +24,7 @@ from protocols.encoding import FixedPointCodec
 from protocols.errors import InputValidationError
 
 if TYPE_CHECKING:
-    from mpc_pca.pppca.protocol import PPPCAConfig
+    from mpc_pca.pppca.config import PPPCAConfig
 
 STATS_NAME = "column sums and row count"
 GRAM_NAME = "centred Gram matrix X_i^T X_i"

@@ -17,7 +17,7 @@ only its result, which it sends on as ``T`` as in step 8:
     the convergence bound). With the CrypTen engine the older subspace
     iteration of :func:`protocols.tensor.eig.top_eigenvectors` runs instead.
 ``reveal="spectrum"``
-    :func:`protocols.tensor.fast_eig.spectrum_eigenvectors` (O(1) rounds): the
+    :func:`protocols.tensor.spectrum_eig.spectrum_eigenvectors` (O(1) rounds): the
     server sees ``Q C Q^T`` for a Haar-random ``Q`` it does not know, i.e.
     every eigenvalue and nothing else (section 9), and the top-k components.
 
@@ -43,8 +43,9 @@ from protocols.errors import InputValidationError, ProtocolError
 from protocols.party import Party
 from protocols.tensor import SharedTensor, TensorSession, share_sum
 from protocols.tensor.eig import EigResult, IterationPlan, plan_iterations, top_eigenvectors
-from protocols.tensor.fast_eig import F as FAST_FRAC_BITS
-from protocols.tensor.fast_eig import FastEigResult, ladder_eigenvectors, spectrum_eigenvectors
+from protocols.tensor.fast_eig import FastEigResult, ladder_eigenvectors
+from protocols.tensor.fast_eig_math import F as FAST_FRAC_BITS
+from protocols.tensor.spectrum_eig import spectrum_eigenvectors
 
 REVEAL_MODES = ("covariance", "components", "spectrum")
 #: Modes in which the covariance stays secret-shared (no column scaling, no standardization).

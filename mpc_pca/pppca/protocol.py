@@ -30,6 +30,10 @@ announce their row counts (``PPPCAConfig.announced_rows``); the server checks
 that they add up to the ``N`` of step 1 before it sends anything, and the
 consumer accepts exactly ``n_i`` projected rows from provider ``i``.
 
+Here: the provider and consumer roles; the server role is in
+:mod:`mpc_pca.pppca.server`, the settings, the model and the phases in
+:mod:`mpc_pca.pppca.config` (all importable from here too).
+
 Deviation from the paper, same result: the paper scales each
 ``X_i^T X_i`` by ``1/(n-1)`` before sharing; here the server divides the
 reconstructed sum, which keeps ``log2(N)`` more bits of the fixed-point
@@ -57,149 +61,57 @@ providers and the consumer learn ``k`` from the width of ``T`` and ``X_i T``.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import replace
 
 import numpy as np
 from numpy.typing import NDArray
 
-from mpc_pca.linalg import leading_eigenpairs, selected_eigenpairs
 from mpc_pca.pppca import dropout_payload
-from mpc_pca.pppca.answer_check import PHASE_CHECK, ServerAnswer, check_server_answer
-from mpc_pca.pppca.bounds import (
-    GRAM_NAME,
-    STATS_NAME,
-    check_precision,
-    components_gram_bits,
-    gram_entry_error,
-    rounding_error_bounds,
-)
+from mpc_pca.pppca.answer_check import PHASE_CHECK, check_server_answer
+from mpc_pca.pppca.bounds import GRAM_NAME, STATS_NAME, components_gram_bits
 from mpc_pca.pppca.chunked import ChunkedPart
-from mpc_pca.pppca.components import (
-    ComponentsSettings,
-    backend_engine,
-    check_assumed_gap,
-    components_error_bounds,
-    hides_covariance,
-    provider_eigensolve,
-    server_eigensolve,
+from mpc_pca.pppca.components import backend_engine, hides_covariance, provider_eigensolve
+from mpc_pca.pppca.config import (
+    PHASE_EIGENSOLVE,
+    PHASE_GRAM,
+    PHASE_MEAN,
+    PHASE_PROJECTION,
+    PPPCAConfig,
+    PPPCAModel,
+    mean_backend,
 )
 from mpc_pca.pppca.local_stats import LocalStatistics
-from mpc_pca.pppca.scaling import (
-    gram_scale_exponent,
-    normalized,
-    sums_scale_exponent,
-    unscale_gram,
-    unscale_vector,
-)
-from mpc_pca.pppca.standardize import server_matrix
+from mpc_pca.pppca.scaling import normalized, sums_scale_exponent, unscale_vector
+from mpc_pca.pppca.server import server_role
 from mpc_pca.roles import CONSUMER, SERVER, provider_names
 from mpc_pca.sparse_rows import centred_product
-from protocols.backends import AdditiveBackend, SecureSumBackend
+from protocols.backends import SecureSumBackend
 from protocols.backends.dropout import last_outcome
-from protocols.backends.dropout_agreement import check_dropout_threshold
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.messages import expect_real_array
 from protocols.party import Party
-from protocols.triangle import from_upper_triangle
 
-
-@dataclass(frozen=True)
-class PPPCAConfig:
-    """What every party agrees on before a PPPCA run."""
-
-    n_parties: int
-    n_features: int
-    n_components: int
-    with_consumer: bool = False
-    #: Agreed per-column binary exponents ``E`` (:mod:`mpc_pca.pppca.scaling`); ``None``: all zero.
-    column_exponents: tuple[int, ...] | None = None
-    #: Eigendecompose the covariance of the standardized rows (:mod:`mpc_pca.pppca.standardize`).
-    standardize: bool = False
-    #: ``"covariance"`` (the paper) or ``"components"`` (eigensolve on shares,
-    #: :mod:`mpc_pca.pppca.components`; no column scaling, no standardization).
-    reveal: str = "covariance"
-    components: ComponentsSettings = field(default_factory=ComponentsSettings)
-    #: The row count each provider announced, in provider order (``None``: nothing announced,
-    #: the in-process run). The server checks their sum against the secure sum's ``N``.
-    announced_rows: tuple[int, ...] | None = None
-    #: ``reveal="covariance"`` only: the server chooses ``k`` from the whole spectrum, by a
-    #: variance fraction in (0, 1) or ``"mle"`` (:func:`mpc_pca.linalg.selected_eigenpairs`);
-    #: ``n_components`` is then the largest ``k`` allowed, and the providers learn ``k`` from T.
-    select: float | str | None = None
-    #: Survive providers that drop (:mod:`protocols.backends.dropout`): the threshold ``t``
-    #: (``2 t > M``) of the one dropout-tolerant sum's Shamir-shared mask seeds
-    #: (:mod:`mpc_pca.pppca.dropout_payload`); ``None``: every provider must deliver.
-    dropout_threshold: int | None = None
-    #: Seconds the server waits for the providers' masked inputs (default: half its phase deadline).
-    dropout_timeout: float | None = None
-    #: The providers dropped in the dropout-tolerant sum (set by every party once it learns them).
-    dropped: tuple[str, ...] = ()
-
-    @property
-    def transfer_width(self) -> int | None:
-        """Columns of the ``T`` the providers expect; ``None`` when the server chooses ``k``."""
-        return self.n_components if self.select is None else None
-
-    @property
-    def providers(self) -> tuple[str, ...]:
-        """The providers that take part (every one, minus those dropped in the mean secure sum)."""
-        return tuple(p for p in provider_names(self.n_parties) if p not in self.dropped)
-
-    @property
-    def exponents(self) -> tuple[int, ...]:
-        """The column exponents, zeros when none were agreed."""
-        return (0,) * self.n_features if self.column_exponents is None else self.column_exponents
-
-
-@dataclass
-class PPPCAModel:
-    """What the server computes in step 8."""
-
-    mean: NDArray[np.float64]
-    n_samples: int
-    components: NDArray[np.float64]
-    explained_variance: NDArray[np.float64]
-    total_variance: float
-    variance_error_bound: float
-    component_error_bounds: NDArray[np.float64]
-    #: Pooled standard deviations the columns were divided by (ones unless standardized).
-    scale: NDArray[np.float64] | None = None
-    #: ``reveal="components"`` only: the iteration plan and operation counts used.
-    secure_eigensolve: dict[str, Any] | None = None
-    #: With dropout tolerance: the providers whose rows are not in the model (``None``: not enabled).
-    dropped_providers: tuple[str, ...] | None = None
-
-    @property
-    def explained_variance_ratio(self) -> NDArray[np.float64]:
-        """Share of the total variance each kept component explains."""
-        if self.total_variance <= 0:
-            return np.zeros_like(self.explained_variance)
-        return self.explained_variance / self.total_variance
-
-    def result_fields(self) -> dict[str, Any]:
-        """The JSON fields ``mpc-pca run`` writes for this model."""
-        return {
-            "components": self.components.tolist(),
-            "explained_variance": self.explained_variance.tolist(),
-            "explained_variance_ratio": self.explained_variance_ratio.tolist(),
-            "mean": self.mean.tolist(),
-            "n_samples": self.n_samples,
-            "variance_error_bound": self.variance_error_bound,
-            "component_error_bounds": self.component_error_bounds.tolist(),
-            **({} if self.scale is None else {"scale": self.scale.tolist()}),
-            **({} if self.secure_eigensolve is None else {"secure_eigensolve": self.secure_eigensolve}),
-            **({} if self.dropped_providers is None else {"dropped_providers": list(self.dropped_providers)}),
-        }
+#: The role functions and what they share, importable from here (the settings, the model,
+#: the phases and the server role live in :mod:`mpc_pca.pppca.config` and :mod:`mpc_pca.pppca.server`).
+__all__ = [
+    "DROPPED_KEY",
+    "PHASE_EIGENSOLVE",
+    "PHASE_GRAM",
+    "PHASE_MEAN",
+    "PHASE_PROJECTION",
+    "PROJECTION_CHUNK_BYTES",
+    "PPPCAConfig",
+    "PPPCAModel",
+    "consumer_role",
+    "mean_backend",
+    "projection_chunk_rows",
+    "provider_role",
+    "send_projection",
+    "server_role",
+]
 
 
 # -- role functions -------------------------------------------------------------
-
-#: Phases of a run, as parties log them and announce them to their peers.
-PHASE_MEAN = "mean secure sum"
-PHASE_GRAM = "Gram secure sum"
-PHASE_EIGENSOLVE = "eigensolve on shares"
-PHASE_PROJECTION = "projection"
 
 #: Most bytes of one chunk of a provider's projected rows ``X_i T`` (for ``k`` up to
 #: ``PROJECTION_CHUNK_BYTES / 8``; a chunk holds at least one row).
@@ -209,27 +121,6 @@ PROJECTION_CHUNK_BYTES = 16 << 20
 def projection_chunk_rows(n_components: int) -> int:
     """Rows of ``X_i T`` per chunk: as many ``k``-float rows as fit :data:`PROJECTION_CHUNK_BYTES`, at least 1."""
     return max(1, PROJECTION_CHUNK_BYTES // (8 * int(n_components)))
-
-
-def check_announced_rows(config: PPPCAConfig, n_samples: int) -> None:
-    """Refuse a run whose providers' announced row counts do not add up to the secure sum's ``N``.
-
-    Raises
-    ------
-    ProtocolError
-        Naming every provider's announced count, their sum and ``N``.
-    """
-    if config.announced_rows is None:
-        return
-    every = dict(zip(provider_names(config.n_parties), config.announced_rows, strict=True))
-    announced = {p: n for p, n in every.items() if p not in config.dropped}  # rows over the survivors
-    if sum(announced.values()) != n_samples:
-        dropped = f" (dropped: {list(config.dropped)})" if config.dropped else ""
-        raise ProtocolError(
-            f"the providers announced {sum(announced.values())} rows in total ({announced}{dropped}), but the "
-            f"secure sum of their row counts is N={n_samples}: a provider announced a row count that is "
-            "not the one it summed; refusing the run"
-        )
 
 
 def provider_role(
@@ -361,168 +252,6 @@ def send_projection(party: Party, blocks: Iterator[NDArray[np.float64]], step: i
     party.send(CONSUMER, np.ascontiguousarray(pending))
 
 
-def server_role(party: Party, config: PPPCAConfig, backend: SecureSumBackend) -> PPPCAModel:
-    """Server (Alg. 2 steps 3, 7, 8; Alg. 1 steps 4, 8): reveal mean, eigendecompose."""
-    d = config.n_features
-    f = backend.codec.frac_bits
-    with party.phase(PHASE_MEAN):
-        stats = mean_backend(backend, config).secure_sum(
-            party, None, contributors=config.providers, receiver=SERVER, name=STATS_NAME
-        )
-        if config.dropout_threshold is not None:
-            outcome = last_outcome(party)
-            if outcome is None:
-                raise ProtocolError("the dropout-tolerant secure sum left no outcome")
-            config = replace(config, dropped=outcome.dropped)
-            if config.with_consumer:
-                party.send(CONSUMER, list(config.dropped))
-    if stats is None:
-        raise ProtocolError(f"the secure sum of the {STATS_NAME} gave the server no result")
-    packed: NDArray[np.float64] | None = None
-    if config.dropout_threshold is not None:  # [s, N] and the Gram matrix in one sum (dropout_payload)
-        try:
-            stats, packed, raw_diagonal = dropout_payload.opened(stats, d, config.n_parties, f)
-        except ValueError as exc:
-            raise ProtocolError(str(exc)) from None
-    elif stats.shape != (d + 1,):
-        raise ProtocolError(f"the summed {STATS_NAME} have shape {stats.shape}, expected ({d + 1},)")
-    else:
-        stats = np.ldexp(stats, -sums_scale_exponent(config.n_parties, f))
-    if not np.isfinite(stats[-1]):
-        raise ProtocolError(f"the summed row count {float(stats[-1])!r} is not finite")
-    n_samples = round(float(stats[-1]))
-    if abs(float(stats[-1]) - n_samples) > 1e-3:
-        raise ProtocolError(f"the summed row count {float(stats[-1])!r} is not a whole number")
-    check_announced_rows(config, n_samples)
-    if n_samples < 2:
-        raise ProtocolError(f"the providers hold {n_samples} row(s) in total; PCA needs at least 2")
-    mean_y = stats[:d] / n_samples
-    if hides_covariance(config.reveal):
-        for provider in config.providers:
-            party.send(provider, mean_y)
-        if config.n_components > min(d, n_samples):
-            raise ProtocolError(
-                f"n_components={config.n_components} exceeds min(n_features={d}, n_samples={n_samples})"
-            )
-        with party.phase(PHASE_EIGENSOLVE):
-            return _server_components(party, config, backend, mean_y, n_samples)
-    if packed is not None:  # dropout mode: centred from the one masked input
-        for provider in config.providers:
-            party.send(provider, mean_y)
-        gram = from_upper_triangle(packed, d)
-        entry_error = dropout_payload.centring_error(raw_diagonal, config.exponents, config.n_parties, f)
-    else:
-        gram_shift = gram_scale_exponent(config.n_parties, f, n_samples)
-        for provider in config.providers:
-            party.send(provider, mean_y)
-            party.send(provider, np.array([float(gram_shift)]))
-        with party.phase(PHASE_GRAM):
-            packed = backend.secure_sum(
-                party, None, contributors=config.providers, receiver=SERVER, name=GRAM_NAME
-            )
-        if packed is None or packed.shape != (d * (d + 1) // 2,):
-            raise ProtocolError(
-                f"the summed Gram triangle has shape {getattr(packed, 'shape', None)}, "
-                f"expected ({d * (d + 1) // 2},) for d={d}"
-            )
-        gram = from_upper_triangle(np.ldexp(packed, -gram_shift, out=packed), d)
-        entry_error = gram_entry_error(config, f, n_samples)
-    del packed
-    gram = unscale_gram(gram, config.exponents)
-    server = server_matrix(gram, n_samples, entry_error, config.standardize, overwrite=True)
-    try:
-        check_precision(server.eta, float(np.max(np.diag(server.matrix))), config)
-    except InputValidationError as exc:
-        raise ProtocolError(str(exc)) from exc
-    if config.n_components > min(d, n_samples):
-        raise ProtocolError(
-            f"n_components={config.n_components} exceeds min(n_features={d}, n_samples={n_samples})"
-        )
-    del gram
-    # Only the top k + 1 eigenpairs (the (k+1)-th eigenvalue bounds the last gap);
-    # the total variance is the trace. LAPACK overwrites the server's matrix. A k chosen
-    # from the spectrum (config.select) needs every eigenvalue: nothing new to the
-    # server, which holds the whole covariance.
-    if config.select is None:
-        values, components, leading, total_variance = leading_eigenpairs(
-            server.matrix, config.n_components, overwrite=True
-        )
-    else:
-        values, components, leading, total_variance = selected_eigenpairs(
-            server.matrix, config.select, n_samples, overwrite=True
-        )
-    k = components.shape[0]
-    # Providers project centred raw rows: with standardization T_eff = diag(1/sigma) T.
-    transfer = np.ascontiguousarray(components.T / server.scale[:, None])
-    answer = ServerAnswer(values, n_samples, max(total_variance, 0.0), server.scale).pack()
-    for provider in config.providers:
-        party.send(provider, transfer)
-        party.send(provider, answer)
-    bounds = rounding_error_bounds(leading, k, server.eta)
-    mean = unscale_vector(mean_y, config.exponents)
-    scale = server.scale if config.standardize else None
-    dropped = None if config.dropout_threshold is None else config.dropped
-    return PPPCAModel(
-        mean, n_samples, components, values, max(total_variance, 0.0), server.eta, bounds, scale,
-        dropped_providers=dropped,
-    )  # fmt: skip
-
-
-def _server_components(
-    party: Party, config: PPPCAConfig, backend: SecureSumBackend, mean: NDArray[np.float64], n_samples: int
-) -> PPPCAModel:
-    """Step 8 on shares: the server deals, and receives only the top-k eigenpairs and the trace.
-
-    The rows are not column-scaled in this mode (``config.column_exponents`` is
-    ``None``), so ``mean`` is already in the data's units.
-    """
-    f_gram = components_gram_bits(backend)
-    engine = backend_engine(backend)
-    result = server_eigensolve(
-        party,
-        config.providers,
-        config.n_features,
-        config.n_components,
-        config.components,
-        f_gram,
-        engine,
-        config.reveal,
-    )
-    components = result.components
-    values = result.eigenvalues / (n_samples - 1)
-    total_variance = result.trace / (n_samples - 1)
-    eta, bounds = components_error_bounds(result, n_samples, config.n_parties, f_gram, config.components)
-    if config.reveal == "components":  # before T leaves: a false assumed eigengap is refused
-        check_assumed_gap(values, total_variance, config.n_features, config.components.eigengap, eta)
-    transfer = np.ascontiguousarray(components.T)
-    answer = ServerAnswer(values, n_samples, max(total_variance, 0.0), np.ones(config.n_features)).pack()
-    for provider in config.providers:
-        party.send(provider, transfer)
-        party.send(provider, answer)
-    solve: dict[str, Any] = {
-        **result.plan.as_dict(),
-        "reveal": config.reveal,
-        "dealer": SERVER,
-        "engine": engine,
-    }
-    spectrum = getattr(result, "spectrum", None)
-    if spectrum is not None:  # reveal="spectrum": the server learnt every eigenvalue of the covariance
-        solve["spectrum"] = (np.asarray(spectrum) / (n_samples - 1)).tolist()
-    dropped = None if config.dropout_threshold is None else config.dropped
-    return PPPCAModel(
-        mean,
-        n_samples,
-        components,
-        values,
-        total_variance,
-        eta,
-        bounds,
-        None,
-        solve,
-        dropped_providers=dropped,
-    )
-
-
 def _gram_shift(message: object) -> int:
     """Check the server's Gram scale exponent ``B`` (an integer in a sane range)."""
     value = expect_real_array(message, SERVER, (1,), "the Gram scale exponent")
@@ -534,30 +263,6 @@ def _gram_shift(message: object) -> int:
 
 #: ``party.context`` key where the consumer keeps the providers the server dropped.
 DROPPED_KEY = "pppca|dropped providers"
-
-
-def mean_backend(backend: SecureSumBackend, config: PPPCAConfig) -> SecureSumBackend:
-    """The backend of step 1's secure sum: ``backend`` itself, or its dropout-tolerant variant.
-
-    With ``config.dropout_threshold`` (checked: ``2 t > M``) the one sum of
-    ``[column sums, row count, Gram matrix]`` survives providers that drop
-    (:mod:`protocols.backends.dropout`, :mod:`mpc_pca.pppca.dropout_payload`);
-    the answer check then runs over the providers it counted, where a drop
-    ends the run as before.
-    """
-    if config.dropout_threshold is None:
-        return backend
-    check_dropout_threshold(config.dropout_threshold, config.n_parties)  # 2 t > M, before anything is sent
-    if not isinstance(backend, AdditiveBackend) or backend.mode != "masks":
-        raise InputValidationError(
-            f"dropout_threshold needs the additive-masks backend, not {getattr(backend, 'name', backend)!r}"
-        )
-    return AdditiveBackend(
-        "masks",
-        backend.codec,
-        dropout_threshold=config.dropout_threshold,
-        dropout_timeout=config.dropout_timeout,
-    )
 
 
 def _dropped_list(message: object, config: PPPCAConfig) -> tuple[str, ...]:

@@ -29,7 +29,7 @@ from mpc_pca.roles import SERVER
 from protocols.errors import ProtocolError
 
 if TYPE_CHECKING:
-    from mpc_pca.pppca.protocol import PPPCAConfig
+    from mpc_pca.pppca.config import PPPCAConfig
 
 __all__ = ["refuse_false_gap"]
 

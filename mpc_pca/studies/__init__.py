@@ -15,10 +15,12 @@ verdicts
 settings
     The papers' privacy settings beside this project's sound ones (both curves, both verdicts).
 backends, table3, lossless, dp_utility, icassp2016_svm, dsc2018, capeagn, dp_noise, scaling
-    The studies (``lossless_data``: the lossless study's offline data sets).
+    The studies (``lossless_data``: the lossless study's offline data sets; ``dp_utility_claims``:
+    the verdicts of ``icassp2018`` and ``icassp2016-fig1``; ``dsc2018_fig5``: study ``dsc2018-fig5``).
 network
     Every protocol over an in-process link model vs RTT and bandwidth, checked against real sockets
-    (``network_runs``: points and measurement; ``network_report``: tables, plot, claims;
+    (``network_runs``: points and measurement; ``network_report``: tables and plot;
+    ``network_claims``: the claims;
     ``network_model``: the time decomposition and crossovers; ``network_sockets``: processes over
     the WAN emulator).
 """

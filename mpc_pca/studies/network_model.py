@@ -1,14 +1,14 @@
 """The network study's arithmetic: a run's time decomposed by the link model, and where two protocols cross.
 
 A run over links of round-trip time ``RTT`` and uplink bandwidth ``b``
-(:mod:`protocols.transport.link_model`) takes about
+(:mod:`protocols.testing.link_model`) takes about
 
     T = compute + depth x RTT/2 + 8 bytes / b + set-up round trips x RTT
 
 where ``compute`` is the run's wall time with no network at all, ``depth``
 the run's message depth (the longest chain of messages, each sent after the
 previous one arrived: the one-way delays on the critical path, counted by
-:class:`protocols.transport.link_model.ModelledLinks`; issue 28 wrote it with
+:class:`protocols.testing.link_model.ModelledLinks`; issue 28 wrote it with
 the providers' *rounds*, their speaking turns, which can be fewer when the
 chain passes through the server), ``bytes`` the most bytes any one party
 sends (its uplink serialises them) and the set-up is stated in round trips.

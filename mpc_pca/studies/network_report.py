@@ -1,7 +1,6 @@
-"""The network study's report: modelled times, the decomposition, the SS/HE crossover, the socket check, claims.
+"""The network study's report: modelled times, the decomposition, the SS/HE crossover, the socket check.
 
-Verdicts are bootstrap confidence intervals at alpha = 0.05 one-sided
-(:mod:`mpc_pca.studies.verdicts`); each claim states its margin.
+The records' readers here are shared with the claims (:mod:`mpc_pca.studies.network_claims`).
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from mpc_pca.studies.framework import Claim, Record, Table
+from mpc_pca.studies.framework import Record, Table
 from mpc_pca.studies.network_model import Decomposition, crossover, decompose, line_crossover
 from mpc_pca.studies.network_runs import (
     COLORS,
@@ -19,15 +18,15 @@ from mpc_pca.studies.network_runs import (
     LABELS,
     MODEL_MARGIN,
     PROTOCOLS,
-    ROUND_BOUND_SHARE,
 )
 from mpc_pca.studies.plotting import legend_outside, pyplot, save
-from mpc_pca.studies.verdicts import ALPHA, Verdict, bootstrap_ci, equivalent, ratio_above
+from mpc_pca.studies.verdicts import equivalent
 
 # -- reading the records --------------------------------------------------------------------------------------
 
 
-def _compute(records: list[Record]) -> dict[str, Record]:
+def compute_points(records: list[Record]) -> dict[str, Record]:
+    """Each protocol's compute point (its run with no network), by protocol."""
     return {r["protocol"]: r for r in records if r["kind"] == "compute"}
 
 
@@ -60,7 +59,7 @@ def model_grid(records: list[Record]) -> dict[tuple[str, float, float], list[flo
         for r in records
         if r["kind"] == "model"
     }
-    computes = _compute(records)
+    computes = compute_points(records)
     networks = {(r["rtt"], r["bandwidth"]) for r in records if r["kind"] == "model"}
     for p, c in computes.items():
         if p not in EXTRAPOLATED:
@@ -118,7 +117,8 @@ def plot(records: list[Record], out: Path, suffix: str) -> list[Path]:
                 marker="o" if measured else "x",
                 color=COLORS[p],
                 linestyle="-" if measured else "--",
-                label=LABELS[p] + ("" if measured else f" (d = {_compute(records)[p]['d']}, extrapolated)"),
+                label=LABELS[p]
+                + ("" if measured else f" (d = {compute_points(records)[p]['d']}, extrapolated)"),
             )
         inside, line = cross.get(bw, (None, None))
         if inside is not None:
@@ -162,7 +162,19 @@ def _traffic_cells(record: Record) -> list[str]:
 
 def tables(records: list[Record]) -> list[Table]:
     """Every point: measured time, rounds, bytes and the decomposition; the socket check; the crossovers."""
-    computes = _compute(records)
+    out = [_model_table(_model_rows(records))]
+    cross = _crossover_table(records)
+    if cross is not None:
+        out.append(cross)
+    checks = socket_checks(records)
+    if checks:
+        out.append(_socket_table(checks))
+    return out
+
+
+def _model_rows(records: list[Record]) -> list[list[str]]:
+    """The model points beside their decomposition, then the extrapolated protocols' rows at every network."""
+    computes = compute_points(records)
     rows = []
     for r in sorted(
         (r for r in records if r["kind"] == "model"), key=lambda r: (r["protocol"], r["bandwidth"], r["rtt"])
@@ -200,32 +212,39 @@ def tables(records: list[Record]) -> list[Table]:
                         "-",
                     ]
                 )
-    out = [
-        Table(
-            "Every protocol over modelled links (median wall s incl. set-up) beside the decomposition compute + "
-            "depth x RTT/2 + bytes x 8 / bandwidth + set-up",
-            [
-                "protocol",
-                "RTT ms",
-                "Mbit/s",
-                "measured s",
-                "repeats",
-                "rounds / provider",
-                "message depth",
-                "bytes / provider",
-                "compute s",
-                "depth x RTT/2",
-                "bytes / bw",
-                "set-up",
-                "model s",
-                "measured / model",
-            ],
-            rows,
-            note="compute: the protocol's wall time with no network (RTT 0, unlimited bandwidth); rounds and bytes: "
-            "the busiest party's; message depth: the longest chain of messages, each sent after the previous one arrived (one-way delays on the critical path); set-up: stated round trips x RTT (threads open no connections). Extrapolated rows "
-            "were not run over the model: their time is the decomposition's.",
-        )
-    ]
+    return rows
+
+
+def _model_table(rows: list[list[str]]) -> Table:
+    """The table of :func:`_model_rows`."""
+    return Table(
+        "Every protocol over modelled links (median wall s incl. set-up) beside the decomposition compute + "
+        "depth x RTT/2 + bytes x 8 / bandwidth + set-up",
+        [
+            "protocol",
+            "RTT ms",
+            "Mbit/s",
+            "measured s",
+            "repeats",
+            "rounds / provider",
+            "message depth",
+            "bytes / provider",
+            "compute s",
+            "depth x RTT/2",
+            "bytes / bw",
+            "set-up",
+            "model s",
+            "measured / model",
+        ],
+        rows,
+        note="compute: the protocol's wall time with no network (RTT 0, unlimited bandwidth); rounds and bytes: "
+        "the busiest party's; message depth: the longest chain of messages, each sent after the previous one arrived (one-way delays on the critical path); set-up: stated round trips x RTT (threads open no connections). Extrapolated rows "
+        "were not run over the model: their time is the decomposition's.",
+    )
+
+
+def _crossover_table(records: list[Record]) -> Table | None:
+    """Where each secret-sharing variant and PPPCA-HE cross (``None`` when nothing crosses)."""
     cross_rows = [
         [
             LABELS[variant],
@@ -236,64 +255,62 @@ def tables(records: list[Record]) -> list[Table]:
         for variant in SS_VARIANTS
         for bw, (a, b) in sorted(crossovers(records, variant, "he").items())
     ]
-    if cross_rows:
-        out.append(
-            Table(
-                "Where each secret-sharing variant and PPPCA-HE cross as the RTT grows",
-                [
-                    "secret sharing",
-                    "Mbit/s",
-                    "crossover within the measured RTTs",
-                    "least-squares lines meet at",
-                ],
-                cross_rows,
-                note="Computed from the medians above by linear interpolation between measured RTTs, and by the "
-                "intersection of each protocol's least-squares line of time against RTT (beyond the measured range "
-                "an extrapolation). The claim and the plot use PPPCA-SS with additive shares.",
-            )
-        )
-    checks = socket_checks(records)
-    if checks:
-        out.append(
-            Table(
-                "The link model against real sockets: processes over the user-space WAN emulator beside threads "
-                "over the model at the same link (100 Mbit/s)",
-                [
-                    "protocol",
-                    "RTT ms",
-                    "emulator s",
-                    "threads s",
-                    "start-up s (RTT 0)",
-                    "model s",
-                    "emulator - model s",
-                    "relative",
-                    "set-up measured (RTT)",
-                    "set-up by the parties' clocks (RTT)",
-                ],
-                [
-                    [
-                        LABELS[c["protocol"]],
-                        f"{c['rtt'] * 1e3:g}",
-                        f"{c['emulator']:.3f}",
-                        f"{c['threads']:.3f}",
-                        "-" if c["startup"] is None else f"{c['startup']:.3f}",
-                        f"{c['model']:.3f}",
-                        f"{c['emulator'] - c['model']:+.3f}",
-                        f"{(c['emulator'] - c['model']) / c['emulator']:+.1%}",
-                        "-" if c["setup_rtt_measured"] is None else f"{c['setup_rtt_measured']:.1f}",
-                        "-" if c["setup_rtt_reported"] is None else f"{c['setup_rtt_reported']:.1f}",
-                    ]
-                    for c in checks
-                ],
-                note="model = threads over the model + stated set-up round trips x RTT + the start-up measured at "
-                "RTT 0 (emulator - threads there: process start, certificates, TLS arithmetic; '-' when RTT 0 was "
-                "not run, then model = threads + set-up). Set-up measured: ((emulator - threads) at this RTT - "
-                "start-up) / RTT, the round trips the real run spends beyond the protocol's messages; by the parties' "
-                "clocks: the fewest setup.agreed_seconds over the parties (first dial to settings agreed), median at "
-                "this RTT minus median at RTT 0, over RTT.",
-            )
-        )
-    return out
+    if not cross_rows:
+        return None
+    return Table(
+        "Where each secret-sharing variant and PPPCA-HE cross as the RTT grows",
+        [
+            "secret sharing",
+            "Mbit/s",
+            "crossover within the measured RTTs",
+            "least-squares lines meet at",
+        ],
+        cross_rows,
+        note="Computed from the medians above by linear interpolation between measured RTTs, and by the "
+        "intersection of each protocol's least-squares line of time against RTT (beyond the measured range "
+        "an extrapolation). The claim and the plot use PPPCA-SS with additive shares.",
+    )
+
+
+def _socket_table(checks: list[dict[str, Any]]) -> Table:
+    """The link model against real sockets (one row per :func:`socket_checks` entry)."""
+    return Table(
+        "The link model against real sockets: processes over the user-space WAN emulator beside threads "
+        "over the model at the same link (100 Mbit/s)",
+        [
+            "protocol",
+            "RTT ms",
+            "emulator s",
+            "threads s",
+            "start-up s (RTT 0)",
+            "model s",
+            "emulator - model s",
+            "relative",
+            "set-up measured (RTT)",
+            "set-up by the parties' clocks (RTT)",
+        ],
+        [
+            [
+                LABELS[c["protocol"]],
+                f"{c['rtt'] * 1e3:g}",
+                f"{c['emulator']:.3f}",
+                f"{c['threads']:.3f}",
+                "-" if c["startup"] is None else f"{c['startup']:.3f}",
+                f"{c['model']:.3f}",
+                f"{c['emulator'] - c['model']:+.3f}",
+                f"{(c['emulator'] - c['model']) / c['emulator']:+.1%}",
+                "-" if c["setup_rtt_measured"] is None else f"{c['setup_rtt_measured']:.1f}",
+                "-" if c["setup_rtt_reported"] is None else f"{c['setup_rtt_reported']:.1f}",
+            ]
+            for c in checks
+        ],
+        note="model = threads over the model + stated set-up round trips x RTT + the start-up measured at "
+        "RTT 0 (emulator - threads there: process start, certificates, TLS arithmetic; '-' when RTT 0 was "
+        "not run, then model = threads + set-up). Set-up measured: ((emulator - threads) at this RTT - "
+        "start-up) / RTT, the round trips the real run spends beyond the protocol's messages; by the parties' "
+        "clocks: the fewest setup.agreed_seconds over the parties (first dial to settings agreed), median at "
+        "this RTT minus median at RTT 0, over RTT.",
+    )
 
 
 def socket_checks(records: list[Record]) -> list[dict[str, Any]]:
@@ -350,119 +367,3 @@ def _reported_setup_rtt(record: Record, zero: Record | None) -> float | None:
         return None
     here, base = np.median(record["emulator_setup_seconds"]), np.median(zero["emulator_setup_seconds"])
     return float((here - base) / record["rtt"])
-
-
-def _all(verdicts: list[Verdict]) -> bool | None:
-    if not verdicts:
-        return None
-    if any(v.holds is False for v in verdicts):
-        return False
-    return True if all(v.holds for v in verdicts) else None
-
-
-def _difference(a: Any, b: Any) -> float:
-    return float(np.mean(a) - np.mean(b))
-
-
-def claims(records: list[Record]) -> list[Claim]:
-    """Round-bound components mode, SS vs HE at every network, and the decomposition's accuracy."""
-    src = "issue 28"
-    out: list[Claim] = []
-    by = {(r["protocol"], r["rtt"], r["bandwidth"]): r for r in records if r["kind"] == "model"}
-    comp, cov = by.get(("ss-components", 0.1, 100e6)), by.get(("ss-shares", 0.1, 100e6))
-    text = (
-        f"hiding the covariance is round-bound: at RTT 100 ms and 100 Mbit/s, reveal='components' takes longer "
-        f"than covariance mode by more than {ROUND_BOUND_SHARE} x its rounds per provider x RTT/2"
-    )
-    if comp is None or cov is None:
-        out.append(Claim(src, text, None, "needs both at RTT 100 ms, 100 Mbit/s"))
-    else:
-        threshold = ROUND_BOUND_SHARE * comp["provider_rounds"] * 0.1 / 2
-        est, lo, hi = bootstrap_ci(
-            [np.asarray(comp["seconds"]), np.asarray(cov["seconds"])],
-            _difference,
-            level=1 - 2 * ALPHA,
-            seed=28,
-        )
-        holds = True if lo > threshold else (False if hi < threshold else None)
-        out.append(
-            Claim(
-                src,
-                text,
-                holds,
-                f"difference of means {est:.2f} s, {100 * (1 - 2 * ALPHA):g}% bootstrap "
-                f"CI [{lo:.2f}, {hi:.2f}] against {threshold:.2f} s ({comp['provider_rounds']} rounds per provider)",
-            )
-        )
-    per = {
-        k[1:]: ratio_above(by[("he", *k[1:])]["seconds"], r["seconds"], threshold=1.0, seed=28)
-        for k, r in by.items()
-        if k[0] == "ss-shares" and ("he", *k[1:]) in by
-    }
-    cross = crossovers(records)
-    where = "; ".join(
-        f"{bw / 1e6:g} Mbit/s: {'no crossover' if a is None else f'cross at {a * 1e3:.1f} ms'}"
-        f"{'' if b is None else f', lines meet at {b * 1e3:.0f} ms'}"
-        for bw, (a, b) in sorted(cross.items())
-    )
-    out.append(
-        Claim(
-            src,
-            "secret sharing (PPPCA-SS, shares) beats Paillier (PPPCA-HE, CLI defaults) at every "
-            "measured RTT <= 100 ms and bandwidth >= 10 Mbit/s",
-            _all(list(per.values())),
-            f"{where}. HE/SS per network: "
-            + "; ".join(
-                f"RTT {rtt * 1e3:g} ms, {bw / 1e6:g} Mbit/s: {v.evidence}"
-                for (rtt, bw), v in sorted(per.items())
-            )
-            if per
-            else "needs SS and HE at the same networks",
-        )
-    )
-    computes = _compute(records)
-    checks: dict[tuple[str, float, float], Verdict] = {}
-    ratios: dict[tuple[str, float, float], float] = {}
-    for (p, rtt, bw), r in by.items():
-        if p in computes and rtt > 0:
-            model = predicted(computes[p], rtt, bw)
-            ratios[(p, rtt, bw)] = float(np.median(modelled_seconds(r))) / model
-            checks[(p, rtt, bw)] = equivalent(
-                modelled_seconds(r),
-                [model] * len(r["seconds"]),
-                margin=MODEL_MARGIN / (1 + MODEL_MARGIN),
-                seed=28,
-            )
-    worst = max(ratios, key=lambda k: abs(np.log(ratios[k])), default=None)
-    out.append(
-        Claim(
-            "this study",
-            f"the decomposition compute + message depth x RTT/2 + bytes/bandwidth + set-up predicts every "
-            f"measured time at RTT > 0 within {MODEL_MARGIN:.0%} (what the extrapolated rows rest on)",
-            _all(list(checks.values())),
-            "no point at RTT > 0"
-            if worst is None
-            else f"{len(checks)} points; {sum(v.holds is True for v in checks.values())} within, "
-            f"{sum(v.holds is False for v in checks.values())} outside; furthest: {LABELS[worst[0]]} at RTT "
-            f"{worst[1] * 1e3:g} ms, {worst[2] / 1e6:g} Mbit/s, measured / model {ratios[worst]:.2f}: "
-            f"{checks[worst].evidence}",
-        )
-    )
-    socket_rows = socket_checks(records)
-    if socket_rows:
-        judged = [(c, c["verdict"]) for c in socket_rows if c["verdict"] is not None]
-        out.append(
-            Claim(
-                "this study",
-                f"the in-process model (threads + set-up round trips + the start-up measured at RTT 0) is within "
-                f"{MODEL_MARGIN:.0%} of processes over the user-space WAN emulator at every RTT > 0",
-                _all([v for _, v in judged]),
-                "; ".join(
-                    f"{c['protocol']} RTT {c['rtt'] * 1e3:g} ms: emulator {c['emulator']:.2f} s, model "
-                    f"{c['model']:.2f} s: {v.evidence}"
-                    for c, v in judged
-                )
-                or "needs the emulator at RTT 0 and at an RTT > 0 for one protocol",
-            )
-        )
-    return out

@@ -2,7 +2,7 @@
 
 Every protocol of issue 28 runs with 3 providers (+ server, + consumer, or
 the protocol's own helpers) as threads over the in-process link model
-(:mod:`protocols.transport.link_model`); a *compute* point runs it with no
+(:mod:`protocols.testing.link_model`); a *compute* point runs it with no
 delay (its compute time and message depth), a *model* point at one RTT and
 bandwidth, a *sockets* point as processes over the user-space WAN emulator
 and, beside it, as threads over the model at the same link
@@ -18,7 +18,7 @@ import numpy as np
 from mpc_pca.studies.framework import Point
 from mpc_pca.studies.network_model import traffic
 from protocols.errors import InputValidationError
-from protocols.transport.link_model import SETUP_ROUND_TRIPS, LinkProfile
+from protocols.testing.link_model import SETUP_ROUND_TRIPS, LinkProfile
 
 N_COMPONENTS = 5
 #: Protocol label -> (registry name, settings beyond n_components).
@@ -93,6 +93,18 @@ def points(quick: bool, options: dict[str, str]) -> list[Point]:
     rtts = (0.0, 0.1) if quick else FULL_RTTS
     bandwidths = (100e6,) if quick else FULL_BANDWIDTHS
     base = {"n": n, "repeats": repeats, "setup_rtt": setup}
+    return [
+        *_compute_points(base, protocols, quick, d, dp_d),
+        *_model_points(base, protocols, quick, d, rtts, bandwidths),
+        *_socket_points(base, quick, d),
+    ]
+
+
+def _compute_points(
+    base: dict[str, Any], protocols: tuple[str, ...], quick: bool, d: int, dp_d: int
+) -> list[Point]:
+    """One compute point (no network) per protocol."""
+    repeats = base["repeats"]
     out: list[Point] = []
     for p in protocols:
         pd = dp_d if p == "dpdpca" and not quick else d
@@ -108,38 +120,51 @@ def points(quick: bool, options: dict[str, str]) -> list[Point]:
                 "repeats": 1 if p in EXTRAPOLATED else max(repeats, 1 if quick else 3),
             }
         )
-    for bw in bandwidths:
-        for rtt in rtts:
-            for p in protocols:
-                if p in EXTRAPOLATED and not quick:
-                    continue
-                out.append(
-                    {
-                        **base,
-                        "key": _key("model", p, rtt, bw),
-                        "kind": "model",
-                        "protocol": p,
-                        "d": d,
-                        "rtt": rtt,
-                        "bandwidth": bw,
-                    }
-                )
-    # the socket check: the first point also starts the party fork server (a warm-up run, untimed)
-    checks = [("ss-shares", 0.1)] if quick else [(p, r) for p in ("ss-shares", "he") for r in FULL_RTTS]
-    for i, (p, rtt) in enumerate(checks):
-        out.append(
-            {
-                **base,
-                "key": _key("sockets", p, rtt, 100e6),
-                "kind": "sockets",
-                "protocol": p,
-                "d": d,
-                "rtt": rtt,
-                "bandwidth": 100e6,
-                "warm_up": i == 0 and not quick,
-            }
-        )
     return out
+
+
+def _model_points(
+    base: dict[str, Any],
+    protocols: tuple[str, ...],
+    quick: bool,
+    d: int,
+    rtts: tuple[float, ...],
+    bandwidths: tuple[float, ...],
+) -> list[Point]:
+    """The modelled grid: every protocol side by side at each bandwidth and round-trip time."""
+    return [
+        {
+            **base,
+            "key": _key("model", p, rtt, bw),
+            "kind": "model",
+            "protocol": p,
+            "d": d,
+            "rtt": rtt,
+            "bandwidth": bw,
+        }
+        for bw in bandwidths
+        for rtt in rtts
+        for p in protocols
+        if not (p in EXTRAPOLATED and not quick)
+    ]
+
+
+def _socket_points(base: dict[str, Any], quick: bool, d: int) -> list[Point]:
+    """The socket check: the first point also starts the party fork server (a warm-up run, untimed)."""
+    checks = [("ss-shares", 0.1)] if quick else [(p, r) for p in ("ss-shares", "he") for r in FULL_RTTS]
+    return [
+        {
+            **base,
+            "key": _key("sockets", p, rtt, 100e6),
+            "kind": "sockets",
+            "protocol": p,
+            "d": d,
+            "rtt": rtt,
+            "bandwidth": 100e6,
+            "warm_up": i == 0 and not quick,
+        }
+        for i, (p, rtt) in enumerate(checks)
+    ]
 
 
 def data(n: int, d: int, seed: int = 28) -> list[np.ndarray]:

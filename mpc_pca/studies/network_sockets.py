@@ -2,10 +2,10 @@
 
 :func:`run_over_emulator` runs every party of a run as its own process over
 TLS, with every TCP connection (party to party, party to rendezvous) through
-a :class:`protocols.transport.wan_emulator.DelayForwarder` that delays each direction by
+a :class:`protocols.testing.wan_emulator.DelayForwarder` that delays each direction by
 RTT/2 and paces it at the bandwidth (``launch_local(..., link_profile=...)``).
-The in-process model (:mod:`protocols.transport.link_model`) runs the same
-parties as threads with the same :class:`~protocols.transport.link_model.LinkProfile`.
+The in-process model (:mod:`protocols.testing.link_model`) runs the same
+parties as threads with the same :class:`~protocols.testing.link_model.LinkProfile`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from protocols.transport.link_model import LinkProfile
+from protocols.testing.link_model import LinkProfile
 
 
 def run_over_emulator(

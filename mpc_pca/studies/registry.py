@@ -26,7 +26,7 @@ def study_table() -> dict[str, str]:
         "icassp2016-table1": "mpc_pca.studies.icassp2016_svm:STUDY",
         "dsc2018-fig3": "mpc_pca.studies.dsc2018:FIG3_STUDY",
         "dsc2018-fig4": "mpc_pca.studies.dsc2018:FIG4_STUDY",
-        "dsc2018-fig5": "mpc_pca.studies.dsc2018:FIG5_STUDY",
+        "dsc2018-fig5": "mpc_pca.studies.dsc2018_fig5:FIG5_STUDY",
         "scaling": "mpc_pca.studies.scaling:STUDY",
         "jstsp-capeagn": "mpc_pca.studies.capeagn:STUDY",
         "dp-noise": "mpc_pca.studies.dp_noise:STUDY",

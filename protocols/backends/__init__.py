@@ -16,6 +16,9 @@ dropout
 dropout_agreement
     Its survivor-set agreement: the ``2 t > M`` rule and the digests every
     survivor needs from every member of its set before revealing a share.
+dropout_unmask
+    Its pair keys and unmasking: a provider's answer (never both secrets of one
+    provider) and the receiver's rebuilding of seeds and keys from Shamir shares.
 paillier
     Paillier encryption (packing, precomputed randomness, workers), on
     :mod:`protocols.paillier`.

@@ -34,12 +34,14 @@ of ``n`` providers ``U0`` and a receiver ``R`` (not a provider):
    With ``2 t > M`` (enforced) this stops a receiver that equivocates.
 5. *Unmasking.* Each ``v`` in ``U`` answers with its share of ``b_u`` for
    every ``u`` in ``U``, its share of ``s_u`` for every ``u`` not in ``U``
-   (never both for one ``u``: refused, :func:`unmasking_response`) and the
+   (never both for one ``u``: refused,
+   :func:`~protocols.backends.dropout_unmask.unmasking_response`) and the
    pair key of each of its one-sided masks
    (:func:`~protocols.backends.dropout_agreement.one_sided`). With at
    least ``t`` answers ``R`` rebuilds each ``b_u`` (``u`` in ``U``), removes
    ``PRG(b_u)`` and the one-sided masks, and gets ``sum_{u in U} x_u``.
    Fewer than ``t`` answers: :class:`~protocols.errors.DropoutError`.
+   (Keys and unmasking: :mod:`protocols.backends.dropout_unmask`.)
 
 A provider counted in ``U`` may leave after confirming ``U`` in step 4: its
 ``b_u`` comes from the others' shares; leaving before that aborts the sum.
@@ -62,9 +64,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from numpy.typing import NDArray
 
 from protocols.backends.dropout_agreement import (
@@ -74,6 +74,7 @@ from protocols.backends.dropout_agreement import (
     linked_groups,
     one_sided,
 )
+from protocols.backends.dropout_unmask import pair_key, raw_private, raw_public, unmask, unmasking_response
 from protocols.errors import (
     DropoutError,
     InputValidationError,
@@ -84,12 +85,11 @@ from protocols.errors import (
 from protocols.messages import expect_array
 from protocols.party import Party
 from protocols.prg import KEY_BYTES, RingPRG
-from protocols.shamir import Share, reconstruct_bytes, split_bytes
+from protocols.shamir import Share, split_bytes
 from protocols.transport.base import now
 
 log = logging.getLogger("mpc_pca.protocol")
 
-_HKDF_INFO = b"mpc-pca dropout-tolerant pairwise mask v1"
 _RING = np.uint64
 #: ``party.context`` key: the number of dropout-tolerant sums this party took part in, per group.
 _COUNTERS = "dropout-sum|counters"
@@ -142,23 +142,6 @@ def check_dropout_settings(threshold: object, timeout: object) -> None:
         isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf")
     ):
         raise InputValidationError(f"dropout_timeout must be a positive number of seconds, got {timeout!r}")
-
-
-def _raw_private(key: X25519PrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
-    )
-
-
-def _raw_public(key: X25519PrivateKey) -> bytes:
-    return key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-
-
-def _pair_key(private: X25519PrivateKey, me: str, peer: str, peer_public: bytes) -> bytes:
-    shared = private.exchange(X25519PublicKey.from_public_bytes(peer_public))
-    low, high = sorted((me, peer))
-    info = _HKDF_INFO + b"|" + low.encode() + b"|" + high.encode()
-    return HKDF(algorithm=hashes.SHA256(), length=KEY_BYTES, salt=None, info=info).derive(shared)
 
 
 def _recv_or_gone(party: Party, peer: str, timeout: float | None = None) -> Any:
@@ -273,10 +256,10 @@ def _provider(
     me = party.name
     n = len(contributors)
     private = X25519PrivateKey.generate()
-    public = _raw_public(private)
+    public = raw_public(private)
     self_seed = secrets.token_bytes(KEY_BYTES)
     b_shares = split_bytes(self_seed, n, threshold)
-    s_shares = split_bytes(_raw_private(private), n, threshold)
+    s_shares = split_bytes(raw_private(private), n, threshold)
     index = {c: i for i, c in enumerate(contributors)}
     held: dict[str, dict[str, bytes]] = {
         me: {"b": b_shares[index[me]].to_bytes(), "s": s_shares[index[me]].to_bytes()}
@@ -313,7 +296,7 @@ def _provider(
     # Step 2: the double-masked input, with the providers it shares masks with.
     masked = encoded
     RingPRG(self_seed).accumulate(masked)
-    pair_keys = {peer: _pair_key(private, me, peer, peer_public) for peer, peer_public in publics.items()}
+    pair_keys = {peer: pair_key(private, me, peer, peer_public) for peer, peer_public in publics.items()}
     for peer, key in pair_keys.items():
         RingPRG(key).accumulate(masked, subtract=me > peer)
     del private, self_seed
@@ -351,92 +334,18 @@ def _provider(
     return DropoutOutcome(contributors, tuple(survivors))
 
 
-def unmasking_response(
-    revealed: dict[str, str],
-    held: dict[str, dict[str, bytes]],
-    survivors: list[str],
-    contributors: tuple[str, ...],
-    keys: dict[str, bytes] | None = None,
-) -> dict[str, dict[str, bytes]]:
-    """This provider's answer: ``b`` shares of survivors, ``s`` shares of the dropped, one-sided pair keys.
-
-    ``keys`` maps each provider ``w`` of :func:`one_sided` to the pair key
-    ``k_vw``: its mask is in this survivor's input only, so revealing it opens
-    nothing but that mask (a survivor ``w`` confirmed it did not use it).
-
-    ``revealed`` records, for this sum, which secret of each provider this
-    party already revealed; revealing the other one too is refused. Both
-    would open that provider's input: ``y_u`` minus ``PRG(b_u)`` and its pairwise masks.
-
-    Raises
-    ------
-    ProtocolError
-        If the answer would reveal, for some provider, the secret other than the
-        one already revealed for it in this sum.
-    """
-    answer: dict[str, dict[str, bytes]] = {"b": {}, "s": {}, "k": dict(keys or {})}
-    chosen = {u: ("b" if u in survivors else "s") for u in contributors if u in held}
-    for u, kind in chosen.items():
-        if revealed.get(u, kind) != kind:
-            raise ProtocolError(
-                f"refusing to reveal the share of the {'self-mask seed' if kind == 'b' else 'mask key'} of {u!r}: "
-                f"the share of its {'mask key' if kind == 'b' else 'self-mask seed'} was revealed in this sum, "
-                "and both together would open its input"
-            )
-    for u, kind in chosen.items():
-        revealed[u] = kind
-        answer[kind][u] = held[u][kind]
-    return answer
-
-
 # -- the receiver ----------------------------------------------------------------------
 
 
 def _receiver(
     party: Party, contributors: tuple[str, ...], threshold: int, timeout: float | None, sum_id: int
 ) -> tuple[NDArray[np.uint64], DropoutOutcome]:
+    """Steps 1-5 at the receiver: the survivors' masked inputs, the announcement, the unmasked sum."""
     limit = _limit(party, timeout)
     deadline = now() + limit
-    publics: dict[str, bytes] = {}
-    inputs: dict[str, tuple[NDArray[np.uint64], list[str]]] = {}
-    shape: tuple[int, ...] | None = None
-    for u in contributors:
-        message = _recv_or_gone(party, u, max(0.001, deadline - now()))
-        if message is _GONE:
-            continue
-        if not isinstance(message, dict) or set(message) != {"pk"} or not isinstance(message["pk"], bytes):
-            raise ProtocolError(f"{u!r} sent a malformed public key")
-        publics[u] = message["pk"]
-    for u in publics:
-        message = _recv_or_gone(party, u, max(0.001, deadline - now()))
-        if message is _GONE:
-            continue
-        if not isinstance(message, dict) or set(message) != {"y", "peers"}:
-            raise ProtocolError(f"{u!r} sent a malformed masked input")
-        y = expect_array(message["y"], sender=u, shape=shape, dtype=_RING)
-        masked_with = message["peers"]
-        if not isinstance(masked_with, list) or not all(
-            isinstance(v, str) and v in contributors and v != u for v in masked_with
-        ):
-            raise ProtocolError(f"{u!r} sent a malformed list of the providers it masked with")
-        shape = y.shape
-        inputs[u] = (y, masked_with)
-    # Only the largest group linked by two-sided masks can count (dropout_agreement.linked_groups).
-    linked = linked_groups({u: sorted(set(m)) for u, (_, m) in inputs.items()}, sorted(inputs))
-    survivors = linked[0] if linked else []
-    dropped = tuple(c for c in contributors if c not in survivors)
-    if len(survivors) < threshold:
-        raise DropoutError(
-            f"only {len(survivors)} of {len(contributors)} providers' masked inputs reached {party.name!r} "
-            f"(dropped: {list(dropped)}), below the threshold {threshold}; the sum is abandoned and no share "
-            "was revealed",
-            dropped,
-        )
-    for u in dropped:
-        party.channel.drop(u)
-    if len(survivors) < len(inputs):
-        log.warning("%s: masked inputs of %s arrived but are not linked to the others' masks", party.name,
-                    sorted(set(inputs) - set(survivors)))  # fmt: skip
+    publics = _public_keys(party, contributors, deadline)
+    inputs = _masked_inputs(party, contributors, publics, deadline)
+    survivors, dropped = _survivors(party, contributors, inputs, threshold)
     peers = {u: sorted(set(inputs[u][1])) for u in survivors}
     announcement = {"sum": sum_id, "survivors": survivors, "peers": peers}
     for u in contributors:
@@ -457,55 +366,78 @@ def _receiver(
             "than threshold shares of any seed reveal nothing about it",
             (*dropped, *silent),
         )
+    shape = inputs[survivors[-1]][0].shape if inputs else None
     total = np.zeros(shape or (0,), dtype=_RING)
     for u in survivors:
         total += inputs[u][0]
-    _unmask(total, answers, survivors, peers, publics, contributors, threshold)
+    unmask(total, answers, survivors, peers, publics, contributors, threshold)
     if dropped:
         log.warning("%s: the sum counts %s; dropped: %s", party.name, survivors, list(dropped))
     return total, DropoutOutcome(contributors, tuple(survivors))
 
 
-def _unmask(
-    total: NDArray[np.uint64],
-    answers: dict[str, dict[str, dict[str, bytes]]],
-    survivors: list[str],
-    peers: dict[str, list[str]],
-    publics: dict[str, bytes],
-    contributors: tuple[str, ...],
-    threshold: int,
-) -> None:
-    """Step 5 at the receiver: remove every ``PRG(b_u)`` and every one-sided pairwise mask from ``total``.
+def _public_keys(party: Party, contributors: tuple[str, ...], deadline: float) -> dict[str, bytes]:
+    """Step 1 at the receiver: each provider's public key, until ``deadline`` (the rest count as dropped)."""
+    publics: dict[str, bytes] = {}
+    for u in contributors:
+        message = _recv_or_gone(party, u, max(0.001, deadline - now()))
+        if message is _GONE:
+            continue
+        if not isinstance(message, dict) or set(message) != {"pk"} or not isinstance(message["pk"], bytes):
+            raise ProtocolError(f"{u!r} sent a malformed public key")
+        publics[u] = message["pk"]
+    return publics
 
-    A one-sided mask of survivor ``v`` and ``w`` is removed with the pair key
-    ``v`` revealed, or, if ``v`` did not answer and ``w`` is not a survivor,
-    with ``w``'s mask key rebuilt from ``threshold`` shares.
+
+def _masked_inputs(
+    party: Party, contributors: tuple[str, ...], publics: dict[str, bytes], deadline: float
+) -> dict[str, tuple[NDArray[np.uint64], list[str]]]:
+    """Step 2 at the receiver: each masked input (all of one shape) with the providers it masked with."""
+    inputs: dict[str, tuple[NDArray[np.uint64], list[str]]] = {}
+    shape: tuple[int, ...] | None = None
+    for u in publics:
+        message = _recv_or_gone(party, u, max(0.001, deadline - now()))
+        if message is _GONE:
+            continue
+        if not isinstance(message, dict) or set(message) != {"y", "peers"}:
+            raise ProtocolError(f"{u!r} sent a malformed masked input")
+        y = expect_array(message["y"], sender=u, shape=shape, dtype=_RING)
+        masked_with = message["peers"]
+        if not isinstance(masked_with, list) or not all(
+            isinstance(v, str) and v in contributors and v != u for v in masked_with
+        ):
+            raise ProtocolError(f"{u!r} sent a malformed list of the providers it masked with")
+        shape = y.shape
+        inputs[u] = (y, masked_with)
+    return inputs
+
+
+def _survivors(
+    party: Party,
+    contributors: tuple[str, ...],
+    inputs: dict[str, tuple[NDArray[np.uint64], list[str]]],
+    threshold: int,
+) -> tuple[list[str], tuple[str, ...]]:
+    """Step 3: ``U`` and the dropped providers (dropped from the channel too); too few is a :class:`DropoutError`.
+
+    Only the largest group linked by two-sided masks can count (:func:`linked_groups`).
     """
-    index = {c: i + 1 for i, c in enumerate(contributors)}
-    for u in survivors:
-        RingPRG(_rebuild(answers, "b", u, index, threshold)).accumulate(total, subtract=True)
-    rebuilt: dict[str, X25519PrivateKey] = {}
-    for v in survivors:
-        for w in one_sided(v, peers, survivors):
-            key = answers.get(v, {}).get("k", {}).get(w)
-            if key is None:
-                if w in survivors:
-                    raise DropoutError(
-                        f"{v!r} masked with {w!r} but {w!r} not with {v!r}, and {v!r} did not answer with "
-                        "their pair key: the sum cannot be unmasked",
-                        (v,),
-                    )
-                if w not in rebuilt:
-                    rebuilt[w] = X25519PrivateKey.from_private_bytes(
-                        _rebuild(answers, "s", w, index, threshold)
-                    )
-                    if w in publics and _raw_public(rebuilt[w]) != publics[w]:
-                        raise ProtocolError(
-                            f"the rebuilt mask key of the dropped {w!r} does not match the public key it sent"
-                        )
-                key = _pair_key(rebuilt[w], w, v, publics[v])
-            # v added the pair's mask if v < w, subtracted it if v > w: undo that.
-            RingPRG(key).accumulate(total, subtract=v < w)
+    linked = linked_groups({u: sorted(set(m)) for u, (_, m) in inputs.items()}, sorted(inputs))
+    survivors = linked[0] if linked else []
+    dropped = tuple(c for c in contributors if c not in survivors)
+    if len(survivors) < threshold:
+        raise DropoutError(
+            f"only {len(survivors)} of {len(contributors)} providers' masked inputs reached {party.name!r} "
+            f"(dropped: {list(dropped)}), below the threshold {threshold}; the sum is abandoned and no share "
+            "was revealed",
+            dropped,
+        )
+    for u in dropped:
+        party.channel.drop(u)
+    if len(survivors) < len(inputs):
+        log.warning("%s: masked inputs of %s arrived but are not linked to the others' masks", party.name,
+                    sorted(set(inputs) - set(survivors)))  # fmt: skip
+    return survivors, dropped
 
 
 def _check_answer(
@@ -527,24 +459,3 @@ def _check_answer(
                 f"only {sorted(allowed)} were asked for"
             )
     return message
-
-
-def _rebuild(
-    answers: dict[str, dict[str, dict[str, bytes]]],
-    kind: str,
-    owner: str,
-    index: dict[str, int],
-    threshold: int,
-) -> bytes:
-    shares = [
-        Share.from_bytes(index[v], a[kind][owner], sender=v) for v, a in answers.items() if owner in a[kind]
-    ]
-    if len(shares) < threshold:
-        what = "self-mask seed" if kind == "b" else "mask key"
-        raise DropoutError(
-            f"only {len(shares)} shares of {owner!r}'s {what} arrived, below the threshold {threshold}; "
-            "the sum cannot be unmasked",
-            (),
-        )
-    holders = {index[v]: v for v in answers}
-    return reconstruct_bytes(shares, threshold, holders=holders)

@@ -27,9 +27,9 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from protocols.errors import InputValidationError, ProtocolError
 
@@ -231,6 +231,77 @@ def _forward(tails: Mapping[str, _LineTail], on_line: Callable[[str, str], objec
                 on_line(name, line[len(FORWARD_PREFIX) :])
 
 
+def _needs_fork_server(command: Sequence[str] | PythonEntry | PythonCall) -> bool:
+    """Whether the party ``command`` starts is a child of the fork server."""
+    return isinstance(command, PythonEntry) or (
+        isinstance(command, PythonCall) and command.start_method == "forkserver"
+    )
+
+
+def _start(
+    command: Sequence[str] | PythonEntry | PythonCall,
+    log: Path,
+    handle: IO[bytes],
+    environment: dict[str, str],
+) -> Any:
+    """Start one party, its stderr captured in ``log`` (opened as ``handle``); a ``Popen``-like handle."""
+    if isinstance(command, (PythonEntry, PythonCall)):
+        return _ForkedParty(command, log, environment)
+    return subprocess.Popen(list(command), stdout=subprocess.DEVNULL, stderr=handle, env=environment)
+
+
+@dataclass
+class _Watch:
+    """The parties of one launch while they run: when each ended, which were killed, their peak RSS."""
+
+    start: float
+    procs: dict[str, Any] = field(default_factory=dict)
+    ended: dict[str, float] = field(default_factory=dict)
+    killed: set[str] = field(default_factory=set)
+    peak_rss: dict[str, int] = field(default_factory=dict)
+    #: When the stragglers are killed: ``timeout + grace`` seconds after the first failure.
+    kill_at: float | None = None
+
+    def all_ended(self) -> bool:
+        return len(self.ended) >= len(self.procs)
+
+    def poll(self, patience: float) -> None:
+        """Sample every running party's RSS and note which ended; the first failure sets :attr:`kill_at`."""
+        for name, proc in self.procs.items():
+            if name in self.ended:
+                continue
+            pid = getattr(proc, "pid", None)
+            rss = None if pid is None else _high_water_rss(pid)
+            if rss is not None:
+                self.peak_rss[name] = max(rss, self.peak_rss.get(name, 0))
+            if proc.poll() is not None:
+                self.ended[name] = time.monotonic() - self.start
+                if proc.returncode != 0 and self.kill_at is None:
+                    self.kill_at = time.monotonic() + patience
+
+    def kill_if_overdue(self) -> None:
+        """Past :attr:`kill_at`, kill every party still running."""
+        if self.kill_at is None or time.monotonic() <= self.kill_at:
+            return
+        for name, proc in self.procs.items():
+            if name not in self.ended:
+                proc.kill()
+                proc.wait()
+                self.killed.add(name)
+                self.ended[name] = time.monotonic() - self.start
+
+    def outcome(self, name: str, log: Path) -> ProcessOutcome:
+        """How party ``name`` ended, its captured stderr read from ``log``."""
+        return ProcessOutcome(
+            name=name,
+            returncode=self.procs[name].returncode,
+            stderr=log.read_text(errors="replace"),
+            seconds=self.ended.get(name, float("nan")),
+            killed_by_launcher=name in self.killed,
+            peak_rss_bytes=self.peak_rss.get(name),
+        )
+
+
 def launch(
     commands: Mapping[str, Sequence[str] | PythonEntry | PythonCall],
     *,
@@ -268,66 +339,27 @@ def launch(
     with tempfile.TemporaryDirectory(prefix="mpc-pca-launch-", dir=workdir) as tmp:
         logs = {name: Path(tmp) / f"{name}.stderr" for name in commands}
         handles = {name: logs[name].open("wb") for name in commands}
-        start = time.monotonic()
-        procs: dict[str, Any] = {}
-        if any(
-            isinstance(command, PythonEntry)
-            or (isinstance(command, PythonCall) and command.start_method == "forkserver")
-            for command in commands.values()
-        ):
+        watch = _Watch(start=time.monotonic())
+        if any(_needs_fork_server(command) for command in commands.values()):
             start_fork_server(preload)
         try:
             for name, command in commands.items():
-                if isinstance(command, (PythonEntry, PythonCall)):
-                    procs[name] = _ForkedParty(command, logs[name], environment)
-                else:
-                    procs[name] = subprocess.Popen(
-                        list(command), stdout=subprocess.DEVNULL, stderr=handles[name], env=environment
-                    )
+                watch.procs[name] = _start(command, logs[name], handles[name], environment)
             tails = {name: _LineTail(logs[name]) for name in commands} if on_line is not None else {}
-            ended: dict[str, float] = {}
-            killed: set[str] = set()
-            peak_rss: dict[str, int] = {}
-            kill_at = None
-            while len(ended) < len(procs):
-                for name, proc in procs.items():
-                    if name not in ended:
-                        pid = getattr(proc, "pid", None)
-                        rss = None if pid is None else _high_water_rss(pid)
-                        if rss is not None:
-                            peak_rss[name] = max(rss, peak_rss.get(name, 0))
-                    if name not in ended and proc.poll() is not None:
-                        ended[name] = time.monotonic() - start
-                        if proc.returncode != 0 and kill_at is None:
-                            kill_at = time.monotonic() + timeout + grace
-                if kill_at is not None and time.monotonic() > kill_at:
-                    for name, proc in procs.items():
-                        if name not in ended:
-                            proc.kill()
-                            proc.wait()
-                            killed.add(name)
-                            ended[name] = time.monotonic() - start
+            while not watch.all_ended():
+                watch.poll(timeout + grace)
+                watch.kill_if_overdue()
                 _forward(tails, on_line)
                 time.sleep(_POLL_SECONDS)
             _forward(tails, on_line)
         finally:
-            for proc in procs.values():
+            for proc in watch.procs.values():
                 if proc.poll() is None:
                     proc.kill()
                     proc.wait()
             for handle in handles.values():
                 handle.close()
-        return {
-            name: ProcessOutcome(
-                name=name,
-                returncode=procs[name].returncode,
-                stderr=logs[name].read_text(errors="replace"),
-                seconds=ended.get(name, float("nan")),
-                killed_by_launcher=name in killed,
-                peak_rss_bytes=peak_rss.get(name),
-            )
-            for name in commands
-        }
+        return {name: watch.outcome(name, logs[name]) for name in commands}
 
 
 def raise_on_failure(outcomes: Mapping[str, ProcessOutcome], store: Any = None) -> None:

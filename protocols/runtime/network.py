@@ -137,28 +137,18 @@ def open_links(
     if relay is not None:
         return _open_relayed(name, ranks, relay, credentials, timeout, connect_timeout, join_window, announce)
     table = check_ranks(ranks)
-    if name not in table:
-        raise InputValidationError(f"party {name!r} has no rank; ranks are {table}")
-    rank = table[name]
+    rank = _rank_of(name, table)
     master_host, master_port = parse_address(master)
     hosting = rank == 0 if host_rendezvous is None else bool(host_rendezvous)
     if hosting and master_port == 0:
         raise InputValidationError(f"the rendezvous host needs an explicit port in --master, got {master!r}")
-    client_ctx = server_ctx = None
-    if credentials is not None:
-        client_ctx, server_ctx = client_context(credentials), server_context(credentials)
+    client_ctx, server_ctx = _contexts(credentials)
     window = connect_timeout if join_window is None else join_window
     start = now()
     introducer = (
         Introducer(master, table, server_ctx, window, log_interval=waiting_log_interval) if hosting else None
     )
-    if listen_at is not None:
-        host, port = listen_at
-    else:
-        host, port = (
-            listen_host or local_address_towards(master_host),
-            0 if advertise is None else advertise[1],
-        )
+    host, port = _listening_address(listen_at, listen_host, advertise, master_host)
     try:
         listener = listen(host, port)
     except InputValidationError as exc:
@@ -166,24 +156,17 @@ def open_links(
             introducer.close()
         raise InputValidationError(f"{name!r} {exc}") from None
     bound = (host, listener.getsockname()[1])
-    if advertise is not None:
-        address = advertise
-    elif host in ("0.0.0.0", "::", ""):
-        address = (local_address_towards(master_host), bound[1])
-    else:
-        address = bound
+    address = _advertised_address(advertise, bound, master_host)
     log.info(
         "%s: rank %d listening on %s:%d%s (%s)", name, rank, *bound,
         "" if address == bound else f", advertising {address[0]}:{address[1]}",
         "TLS 1.3" if credentials else "INSECURE",
     )  # fmt: skip
-    rank0 = next(n for n, r in table.items() if r == 0)
-    introducer_name = rank0 if host_rendezvous is None or hosting else INTRODUCER_NAME
+    introducer_name, hosted_by = _introduction(table, host_rendezvous, hosting)
     try:
         addresses = register(
-            master, name, rank, address, client_ctx, introducer_name, window,
-            hosted_by=rank0 if host_rendezvous is None and not hosting else None,
-        )  # fmt: skip
+            master, name, rank, address, client_ctx, introducer_name, window, hosted_by=hosted_by
+        )
         streams = connect_mesh(
             name,
             table,
@@ -203,6 +186,67 @@ def open_links(
     return _channel(name, table, streams, timeout, connect_timeout, announce)
 
 
+def _rank_of(name: str, table: Mapping[str, int]) -> int:
+    """``table[name]``, or the error that ``name`` has no rank."""
+    if name not in table:
+        raise InputValidationError(f"party {name!r} has no rank; ranks are {table}")
+    return table[name]
+
+
+def _contexts(credentials: Credentials | None) -> tuple[Any, Any]:
+    """The client and server TLS contexts of ``credentials`` (both ``None`` for plain TCP)."""
+    if credentials is None:
+        return None, None
+    return client_context(credentials), server_context(credentials)
+
+
+def _listening_address(
+    listen_at: tuple[str, int] | None,
+    listen_host: str | None,
+    advertise: tuple[str, int] | None,
+    master_host: str,
+) -> tuple[str, int]:
+    """Where this party listens.
+
+    ``listen_at`` if given, else ``listen_host`` (default: the local address
+    that routes to the master) at the advertised port (default: 0, the kernel
+    picks).
+    """
+    if listen_at is not None:
+        return listen_at
+    return listen_host or local_address_towards(master_host), 0 if advertise is None else advertise[1]
+
+
+def _advertised_address(
+    advertise: tuple[str, int] | None, bound: tuple[str, int], master_host: str
+) -> tuple[str, int]:
+    """The address the rendezvous gives the other parties to dial.
+
+    ``advertise`` if given, else the bound address, a wildcard host replaced
+    by the local address that routes to the master.
+    """
+    if advertise is not None:
+        return advertise
+    if bound[0] in ("0.0.0.0", "::", ""):
+        return local_address_towards(master_host), bound[1]
+    return bound
+
+
+def _introduction(
+    table: Mapping[str, int], host_rendezvous: bool | None, hosting: bool
+) -> tuple[str, str | None]:
+    """The rendezvous host's name and ``hosted_by`` that :func:`register` expects of this party.
+
+    The name is rank 0's, or :data:`INTRODUCER_NAME` when ``host_rendezvous``
+    is ``False`` (a launcher hosts the rendezvous). ``hosted_by`` is rank 0's
+    name when, by default, rank 0 hosts the rendezvous for this party, else
+    ``None``.
+    """
+    rank0 = next(n for n, r in table.items() if r == 0)
+    introducer_name = rank0 if host_rendezvous is None or hosting else INTRODUCER_NAME
+    return introducer_name, rank0 if host_rendezvous is None and not hosting else None
+
+
 def _open_static(
     name: str,
     ranks: Mapping[str, int],
@@ -217,12 +261,9 @@ def _open_static(
     """:func:`open_links` over a static address table: listen, dial the higher ranks, accept the lower ones."""
     table = check_ranks(ranks)
     peers.check_ranks(table)
-    if name not in table:
-        raise InputValidationError(f"party {name!r} has no rank; ranks are {table}")
+    _rank_of(name, table)
     own = peers.addresses[name]
-    client_ctx = server_ctx = None
-    if credentials is not None:
-        client_ctx, server_ctx = client_context(credentials), server_context(credentials)
+    client_ctx, server_ctx = _contexts(credentials)
     start = now()
     if listener is None:
         host, port = own if listen_at is None else (listen_at[0], listen_at[1] or own[1])
@@ -260,8 +301,7 @@ def _open_relayed(
     from protocols.transport.relay import connect_relay
 
     table = check_ranks(ranks)
-    if name not in table:
-        raise InputValidationError(f"party {name!r} has no rank; ranks are {table}")
+    _rank_of(name, table)
     if credentials is None:
         raise InputValidationError(
             f"{name!r}: a relay needs TLS credentials: the pairs' sessions through it are what keeps the relay "

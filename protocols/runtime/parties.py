@@ -136,34 +136,14 @@ class LinkOptions:
         check_timeout(self.timeout)
         check_timeout(self.connect_timeout)
         for field in ("join_window", "waiting_log_interval"):
-            value = getattr(self, field)
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf")
-            ):
-                raise InputValidationError(
-                    f"{name}: {field}={value!r} is invalid; it must be a positive, finite number of seconds"
-                )
+            _check_seconds(name, field, getattr(self, field))
         for field, address, lowest in (("listen", self.listen, 0), ("advertise", self.advertise, 1)):
-            if address is None:
-                continue
-            host, port = address if isinstance(address, tuple) and len(address) == 2 else (None, None)
-            if (
-                not isinstance(host, str) or not host or isinstance(port, bool) or not isinstance(port, int)
-                or not lowest <= port < 65536
-            ):  # fmt: skip
-                raise InputValidationError(
-                    f"{name}: {field}={address!r} is invalid; it must be (host, port) with a port in "
-                    f"{lowest} .. 65535"
-                )
+            _check_address(name, field, address, lowest)
         if self.listen is not None and self.listen_host is not None:
             raise InputValidationError(
                 f"{name}: give listen=(host, port) or listen_host, not both ({self.listen!r}, {self.listen_host!r})"
             )
-        cap = self.message_cap
-        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
-            raise InputValidationError(
-                f"message_cap={cap!r} is invalid; it must be a positive number of bytes"
-            )
+        _check_message_cap(self.message_cap)
         if self.relay is not None:
             self._check_relay(name)
         if self.peers is not None or self.listener is not None:
@@ -218,6 +198,37 @@ class LinkOptions:
                 f"{name}: {', '.join(given)} do not apply with a relay (the party only dials out to the relay, "
                 "which hosts the rendezvous)"
             )
+
+
+def _check_seconds(name: str, field: str, value: Any) -> None:
+    """Refuse a ``join_window`` or ``waiting_log_interval`` that is not a positive, finite number (``None`` passes)."""
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf")
+    ):
+        raise InputValidationError(
+            f"{name}: {field}={value!r} is invalid; it must be a positive, finite number of seconds"
+        )
+
+
+def _check_address(name: str, field: str, address: Any, lowest: int) -> None:
+    """Refuse a ``listen`` or ``advertise`` that is not ``(host, port)`` with ``lowest <= port < 65536``."""
+    if address is None:
+        return
+    host, port = address if isinstance(address, tuple) and len(address) == 2 else (None, None)
+    if (
+        not isinstance(host, str) or not host or isinstance(port, bool) or not isinstance(port, int)
+        or not lowest <= port < 65536
+    ):  # fmt: skip
+        raise InputValidationError(
+            f"{name}: {field}={address!r} is invalid; it must be (host, port) with a port in "
+            f"{lowest} .. 65535"
+        )
+
+
+def _check_message_cap(cap: Any) -> None:
+    """Refuse a message cap that is not a positive number of bytes."""
+    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+        raise InputValidationError(f"message_cap={cap!r} is invalid; it must be a positive number of bytes")
 
 
 def connect(
@@ -341,8 +352,8 @@ def host_introducer(
 
     Without ``insecure``, first writes throw-away credentials for every party
     and the rendezvous under ``workdir / "tls"`` (:func:`local_links` reads them).
-    With a ``link_profile`` (:class:`protocols.transport.wan_emulator.LinkProfile`), the
-    rendezvous is a :class:`protocols.transport.wan_emulator.ForwardingIntroducer`: every
+    With a ``link_profile`` (:class:`protocols.testing.wan_emulator.LinkProfile`), the
+    rendezvous is a :class:`protocols.testing.wan_emulator.ForwardingIntroducer`: every
     party's listener is reached through an emulated WAN link.
     """
     from protocols.transport.rendezvous import INTRODUCER_NAME, Introducer
@@ -355,7 +366,7 @@ def host_introducer(
         write_credentials([*ranks, INTRODUCER_NAME], workdir / "tls", days=1)
         context = server_context(Credentials.from_dir(workdir / "tls", INTRODUCER_NAME))
     if link_profile is not None:
-        from protocols.transport.wan_emulator import ForwardingIntroducer
+        from protocols.testing.wan_emulator import ForwardingIntroducer
 
         return ForwardingIntroducer("127.0.0.1:0", ranks, context, timeout, profile=link_profile)
     return Introducer("127.0.0.1:0", ranks, context, timeout)

@@ -15,9 +15,15 @@ engine, crypten_engine
     The interface a product engine offers, and the engine on CrypTen.
 eig
     Top-k eigenvectors of a shared symmetric PSD matrix by subspace iteration.
+batched
+    Several products, truncations or reveals with one opening round.
 fast_eig
     The same in tens of rounds (repeated squaring, then block iteration with
-    one-round orthonormalisation), and the rotated-spectrum solver.
+    one-round orthonormalisation).
+fast_eig_math
+    The fast solvers' fixed-point parameters and their public float arithmetic.
+spectrum_eig
+    The rotated-spectrum solver (every eigenvalue, nothing else).
 """
 
 from protocols.tensor.ops import (

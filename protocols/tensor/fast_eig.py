@@ -2,20 +2,25 @@
 
 Two solvers, both built from dealer-assisted Beaver products and exact
 truncations (:mod:`protocols.tensor.ops`), with independent openings merged
-into one round (:func:`open_products`, :func:`truncate_many`, :func:`reveal_many`):
+into one round (:mod:`protocols.tensor.batched`: :func:`open_products`,
+:func:`truncate_many`, :func:`reveal_many`):
 
-:func:`ladder_eigenvectors` (``reveal="components"``)
+:func:`ladder_eigenvectors` (``reveal="components"``, this module)
     Repeated squaring ``P_j = Ĉ^(2^j) / 2^(e_1 + ...)`` with public power-of-two
     normalisers, then block subspace iteration ``X = P_j U`` whose
     orthonormalisation is Cholesky-QR from the revealed ``k x k`` Gram matrix
     ``X^T X`` (to the holders only), the power ``j`` chosen per iteration by
     the holders, and a final masked Rayleigh-Ritz step with a high-precision
     copy of ``Ĉ``.
-:func:`spectrum_eigenvectors` (``reveal="spectrum"``)
+:func:`protocols.tensor.spectrum_eig.spectrum_eigenvectors` (``reveal="spectrum"``)
     Holder 0 shares a Haar-random orthogonal ``Q``; the receiver sees only
     ``Q Ĉ Q^T`` (whose law depends on the eigenvalues alone), diagonalises it
     and sends back the top-k eigenvectors ``W``; the holders map them through
     ``Q^T`` on shares and reveal ``Q^T W``.
+
+This module also holds what both solvers share: the input checks and scaling,
+the Haar rotation, and the result types; the fixed-point parameters and the
+float arithmetic on revealed values are in :mod:`protocols.tensor.fast_eig_math`.
 
 Fixed point: the ladder and the basis carry ``F = 28`` fractional bits, the
 high-precision ``Ĉ`` ``F_HI = 32``; every product of two encodings is checked
@@ -27,188 +32,33 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import overload
 
 import numpy as np
 from numpy.typing import NDArray
 
 from protocols.errors import InputValidationError, ProtocolError
-from protocols.messages import expect_array_list, expect_real_array
+from protocols.messages import expect_real_array
 from protocols.prg import RingPRG
-from protocols.tensor.correlated import triple, truncation_pair
+from protocols.tensor.batched import open_products, reveal_many, times_public, truncate_many
 from protocols.tensor.eig import _check_symmetric, reveal_trace, trace_scale_factor
-from protocols.tensor.ops import _open, from_share, reveal_receivers, share_input
+from protocols.tensor.fast_eig_math import (
+    _MAX_NOISE,
+    F_HI,
+    F_X,
+    G_R,
+    MAX_POWER_INDEX,
+    F,
+    choose_power,
+    holder_step,
+    ladder_fixed_point_error,
+    noise_floor,
+    receiver_ritz,
+)
+from protocols.tensor.ops import from_share, share_input
 from protocols.tensor.session import TensorSession
 from protocols.tensor.shared import SharedTensor
 
 _U = np.uint64
-_OFFSET_BITS = 62
-
-#: Fractional bits of the ladder ``P_j``, the iterates and the basis (``2 F = 56``:
-#: a product of two entries of magnitude <= 4 stays below ``2^62``).
-F = 28
-#: Fractional bits of the high-precision ``Ĉ`` used by the Ritz step and the spectrum mode.
-F_HI = 32
-#: Fractional bits of the high-precision iterate ``X`` the orthonormalisation multiplies.
-F_X = 40
-#: Fractional bits of the public Cholesky factor ``R^-1`` (``F_X + G_R = 60``).
-G_R = 20
-#: Largest power index ``j`` (powers up to ``2^6 = 64``).
-MAX_POWER_INDEX = 6
-#: Largest angle noise an iteration may add (keeps every top-k direction well above resolution).
-_MAX_NOISE = 1e-2
-
-
-# -- batched collective operations ---------------------------------------------------
-
-
-def open_products(pairs: Sequence[tuple[SharedTensor, SharedTensor]]) -> list[SharedTensor]:
-    """Untruncated matrix products ``X @ Y`` of several pairs with ONE opening round.
-
-    Beaver's step (docs section 2) for each pair with its own fresh triple; all
-    ``E = X - A`` and ``F = Y - B`` are sent in one message. The result carries
-    ``f_X + f_Y`` fractional bits; the caller checks the magnitude bound.
-    """
-    if not pairs:
-        return []
-    session = pairs[0][0].session
-    triples = [triple(session, "matmul", x.shape, y.shape) for x, y in pairs]
-    shapes = [(x.shape[0], y.shape[1]) for x, y in pairs]
-    out_bits = [x.frac_bits + y.frac_bits for x, y in pairs]
-    for x, y in pairs:
-        if x.ndim != 2 or y.ndim != 2 or x.shape[1] != y.shape[0]:
-            raise InputValidationError(f"cannot matrix-multiply shapes {x.shape} and {y.shape}")
-        session.stats.bump("matmul")
-    if not session.is_holder:
-        return [SharedTensor(session, None, s, b) for s, b in zip(shapes, out_bits, strict=True)]
-    masked: list[NDArray[np.uint64]] = []
-    for (x, y), tri in zip(pairs, triples, strict=True):
-        if tri is None or x.share is None or y.share is None:
-            raise ProtocolError("a holder is missing a share or a triple")
-        tri.consume()
-        masked += [x.share - tri.a, y.share - tri.b]
-    opened = _open(session, masked)
-    result = []
-    for i, tri in enumerate(triples):
-        if tri is None:  # checked above; narrows the type
-            raise ProtocolError("a holder is missing a triple")
-        e, f = opened[2 * i], opened[2 * i + 1]
-        z = tri.c + e @ tri.b + tri.a @ f
-        if session.index == 0:
-            z += e @ f
-        result.append(SharedTensor(session, z, shapes[i], out_bits[i]))
-    return result
-
-
-@overload
-def truncate_many(items: Sequence[tuple[SharedTensor, int]]) -> list[SharedTensor]: ...
-
-
-@overload
-def truncate_many(
-    items: Sequence[tuple[SharedTensor, int]], reveal_to_holders: Sequence[SharedTensor]
-) -> tuple[list[SharedTensor], list[NDArray[np.float64]] | None]: ...
-
-
-def truncate_many(
-    items: Sequence[tuple[SharedTensor, int]], reveal_to_holders: Sequence[SharedTensor] | None = None
-) -> list[SharedTensor] | tuple[list[SharedTensor], list[NDArray[np.float64]] | None]:
-    """Several exact truncations (docs section 3) with ONE opening round.
-
-    Each ``(x, bits)`` becomes ``floor(x / 2^bits)`` or one more; requires
-    ``|x| < 2^62`` as a signed ring element. ``reveal_to_holders`` are revealed
-    to the holders in the same round (re-randomised by a fresh sharing of zero
-    first, as :func:`protocols.tensor.ops.reveal` does): the call then returns
-    ``(truncated, revealed)``, ``revealed`` being ``None`` at non-holders.
-    """
-    extra = list(reveal_to_holders or ())
-    session = items[0][0].session
-    for x, bits in items:
-        if not 1 <= bits <= _OFFSET_BITS or x.frac_bits - bits < 0:
-            raise InputValidationError(
-                f"cannot drop {bits} bits from a value with {x.frac_bits} fractional bits"
-            )
-    pairs = [truncation_pair(session, x.shape, bits) for x, bits in items]
-    if extra:
-        session.stats.reveals += 1
-    if not session.is_holder:
-        shells = [SharedTensor(session, None, x.shape, x.frac_bits - bits) for x, bits in items]
-        return (shells, None) if reveal_to_holders is not None else shells
-    masked = []
-    for (x, _), pair in zip(items, pairs, strict=True):
-        if pair is None or x.share is None:
-            raise ProtocolError("a holder is missing a share or a truncation pair")
-        pair.consume()
-        m = x.share + pair.r
-        if session.index == 0:
-            m += _U(1 << _OFFSET_BITS)
-        masked.append(m)
-    for x in extra:
-        if x.share is None:
-            raise ProtocolError("a holder is missing a share")
-        masked.append(x.share + session.zero_share(x.shape))
-    opened = _open(session, masked)
-    out = []
-    for (x, bits), pair, c in zip(items, pairs, opened[: len(items)], strict=True):
-        if pair is None:  # checked above; narrows the type
-            raise ProtocolError("a holder is missing a truncation pair")
-        share = np.where(c < _U(1 << 63), pair.msb_term, _U(0)) - pair.r_shifted
-        if session.index == 0:
-            share += (c >> _U(bits)) - _U(1 << (_OFFSET_BITS - bits))
-        out.append(SharedTensor(session, share, x.shape, x.frac_bits - bits))
-    if reveal_to_holders is None:
-        return out
-    revealed = [
-        t.view(np.int64).astype(np.float64) / 2.0**x.frac_bits
-        for t, x in zip(opened[len(items) :], extra, strict=True)
-    ]
-    return out, revealed
-
-
-def reveal_many(xs: Sequence[SharedTensor], to: str | Sequence[str]) -> list[NDArray[np.float64]] | None:
-    """Reveal several tensors to the named members in ONE round (re-randomised as :func:`ops.reveal`)."""
-    session = xs[0].session
-    receivers = reveal_receivers(session, to)
-    session.start()
-    session.stats.reveals += 1
-    me = session.party.name
-    own: list[NDArray[np.uint64]] | None = None
-    if session.is_holder:
-        own = []
-        for x in xs:
-            if x.share is None:
-                raise InputValidationError("a holder's handle has no share")
-            own.append(x.share + session.zero_share(x.shape))
-        for r in receivers:
-            if r != me:
-                session.party.send(r, own)
-    if me not in receivers:
-        return None
-    totals = [np.zeros(x.shape, dtype=_U) for x in xs] if own is None else [a.copy() for a in own]
-    for h in session.holders:
-        if h != me:
-            parts = expect_array_list(session.party.recv(h), sender=h, shapes=[x.shape for x in xs], dtype=_U)
-            for total, part in zip(totals, parts, strict=True):
-                total += part
-    return [t.view(np.int64).astype(np.float64) / 2.0**x.frac_bits for t, x in zip(totals, xs, strict=True)]
-
-
-def times_public(
-    x: SharedTensor, matrix: NDArray[np.float64], bits: int, *, left: bool = False
-) -> SharedTensor:
-    """``x @ P`` (or ``P @ x``) for a public real ``P`` encoded with ``bits`` fractional bits, untruncated (local)."""
-    p = np.asarray(matrix, dtype=np.float64)
-    limit = 2.0 ** (_OFFSET_BITS - bits)
-    if p.size and float(np.max(np.abs(p))) >= limit:
-        raise ProtocolError(
-            f"a public factor of magnitude {float(np.max(np.abs(p))):.6g} does not fit {bits} bits"
-        )
-    enc = np.rint(p * 2.0**bits).astype(np.int64).astype(_U)
-    shape = (p.shape[0], x.shape[1]) if left else (x.shape[0], p.shape[1])
-    share = None
-    if x.share is not None:
-        share = enc @ x.share if left else x.share @ enc
-    return SharedTensor(x.session, share, shape, x.frac_bits + bits)
 
 
 def _square_and_k(c: SharedTensor, n_components: int) -> tuple[int, int]:
@@ -298,52 +148,7 @@ class FastEigResult:
     fixed_point_error: float = 0.0
 
 
-def _signs(components: NDArray[np.float64]) -> NDArray[np.float64]:
-    pivots = np.argmax(np.abs(components), axis=1)
-    signs = np.sign(components[np.arange(components.shape[0]), pivots])
-    signs[signs == 0] = 1.0
-    return components * signs[:, None]
-
-
 # -- the ladder solver (reveal="components") -------------------------------------------------
-
-
-def _noise_floor(d: int, j: int, ratio: float) -> float:
-    """Angle noise of an iteration with ``P_j``: its fixed-point error over the k-th direction's strength.
-
-    ``P_j`` is off by about ``2^j sqrt(d) 2^-F`` in norm (each squaring doubles
-    the relative error and adds one ulp per entry); the k-th direction of
-    ``P_j U`` has relative strength ``ratio^(2^j)`` (``ratio`` estimates
-    ``lambda_k / lambda_1``), so the basis can turn by about the quotient.
-    """
-    strength = max(ratio ** (2**j), 1e-300)
-    return 2.0**j * math.sqrt(d) * 2.0**-F / strength
-
-
-def choose_power(ratio: float, d: int, target: float, current_max: int = MAX_POWER_INDEX) -> int:
-    """Largest power index ``j`` whose noise (:func:`_noise_floor`) stays below ``target / 2``.
-
-    The ladder solver passes ``target = min(1e-2, max(tol, current bound / 10))``: far from
-    convergence a high power's noise is still small against the remaining
-    error; near the end the power drops so that the noise stays below ``tol``.
-    """
-    j = 0
-    while j < current_max and _noise_floor(d, j + 1, ratio) <= target / 2.0:
-        j += 1
-    return j
-
-
-def _angles(n: NDArray[np.float64], m: NDArray[np.float64], g: NDArray[np.float64]) -> float:
-    """Sine of the largest principal angle between span(U) and span(X) from ``U^T U``, ``U^T X``, ``X^T X``."""
-
-    def inv_sqrt(a: NDArray[np.float64]) -> NDArray[np.float64]:
-        w, v = np.linalg.eigh((a + a.T) / 2.0)
-        if w[0] <= 0:
-            raise ProtocolError("a revealed Gram matrix is not positive definite: a top-k direction vanished")
-        return (v / np.sqrt(w)) @ v.T
-
-    cos = np.linalg.svd(inv_sqrt(n) @ m @ inv_sqrt(g), compute_uv=False)
-    return float(np.sqrt(max(0.0, 1.0 - float(np.min(cos)) ** 2)))
 
 
 def ladder_eigenvectors(
@@ -416,6 +221,60 @@ def ladder_eigenvectors(
     """
     session = c.session
     d, k = _square_and_k(c, n_components)
+    accept = _check_ladder_settings(session, to, eigengap, tol, max_iterations, accept_tol)
+    plan = FastPlan("ladder", eigengap, tol, max_iterations)
+    _check_symmetric(c)
+    (c_lo, c_hi), alpha, trace = _scaled_copies(c, (F, F_HI))
+    leader = session.holders[0]
+    # Holder 0's masking rotation, shared now (its seeds ride in an existing send run).
+    rot = share_input(session, _haar(k) if session.party.name == leader else None, owner=leader, shape=(k, k))
+    q0, _ = np.linalg.qr(np.random.default_rng(start_seed).standard_normal((d, k)))
+    start = times_public(c_lo, q0, F)  # X_0 = Ĉ Q_0
+    x_hi, x_lo = truncate_many([(start, 2 * F - F_X), (start, F)])
+    plan.powers.append(1)
+    state = _Iterate([c_lo], x_hi, x_lo, None, np.eye(k), np.eye(k), 0)
+    for it in range(max_iterations):
+        if _ladder_iteration(state, plan, q0, it):
+            break
+    plan.powers.pop()  # the last P_j X was not used
+    if plan.achieved_tol > accept:  # every member has the bound (_broadcast_decision): all stop here
+        raise ProtocolError(
+            f"the secure eigensolve reached max_iterations={max_iterations} with its angle bound "
+            f"{plan.achieved_tol:.3g} above {accept:.3g}: the top-{k} eigenspace is less separated from the "
+            f"rest than eigengap={eigengap} assumes (1 - lambda_{k + 1} / lambda_{k}); no eigenpair was "
+            "revealed. Rerun with a smaller eigengap (more iterations), another n_components, or "
+            "reveal='spectrum'"
+        )
+    (u,) = truncate_many([(times_public(state.x_hi, state.r_inv, G_R), F_X + G_R - F)])
+    (b,) = truncate_many([(open_products([(u, rot)])[0], F)])
+    (w,) = open_products([(c_hi, b)])
+    (w,) = truncate_many([(w, F)])
+    (h,) = open_products([(b.T, w)])
+    plan.secret_products += 3
+    out = reveal_many([b, h], to)
+    if out is None:
+        return None
+    basis, ritz = out
+    comps, values = receiver_ritz(basis, ritz)
+    eta = ladder_fixed_point_error(d)
+    return FastEigResult(comps, values / alpha, trace, plan, alpha, None, eta)
+
+
+def _check_ladder_settings(
+    session: TensorSession,
+    to: str,
+    eigengap: float,
+    tol: float,
+    max_iterations: int,
+    accept_tol: float | None,
+) -> float:
+    """The accepted angle bound (``accept_tol``, default ``tol``) once the public settings check out.
+
+    Raises
+    ------
+    InputValidationError
+        A setting out of range, a session without ``F`` fractional bits, or a receiver other than the dealer.
+    """
     if not 0.0 < eigengap < 1.0 or not 0.0 < tol < 1.0:
         raise InputValidationError(f"eigengap={eigengap} and tol={tol} must lie strictly between 0 and 1")
     accept = tol if accept_tol is None else float(accept_tol)
@@ -427,87 +286,88 @@ def ladder_eigenvectors(
         raise InputValidationError(f"the ladder solver needs a session with {F} fractional bits")
     if to != session.dealer:
         raise InputValidationError(f"the ladder solver reveals to the dealer {session.dealer!r}, not {to!r}")
-    plan = FastPlan("ladder", eigengap, tol, max_iterations)
-    _check_symmetric(c)
-    (c_lo, c_hi), alpha, trace = _scaled_copies(c, (F, F_HI))
-    ladder = [c_lo]
-    leader = session.holders[0]
-    me = session.party.name
-    # Holder 0's masking rotation, shared now (its seeds ride in an existing send run).
-    rot = share_input(session, _haar(k) if me == leader else None, owner=leader, shape=(k, k))
-    q0, _ = np.linalg.qr(np.random.default_rng(start_seed).standard_normal((d, k)))
-    start = times_public(c_lo, q0, F)  # X_0 = Ĉ Q_0
-    x_hi, x_lo = truncate_many([(start, 2 * F - F_X), (start, F)])
-    plan.powers.append(1)
-    prev_lo: SharedTensor | None = None
-    prev_gram = np.eye(k)
-    j = 0
-    r_inv = np.eye(k)
-    for it in range(max_iterations):
-        # A: one opening for X^T X, X_prev^T X and the next power times X (j chosen last iteration)
-        pairs = [(x_lo.T, x_lo), (ladder[j], x_lo)]
-        if prev_lo is not None:
-            pairs.append((prev_lo.T, x_lo))
-        outs = open_products(pairs)
-        plan.secret_products += len(pairs)
-        gram_s, z = outs[0], outs[1]
-        cross_s = outs[2] if prev_lo is not None else times_public(x_lo, q0.T, F, left=True)
-        # B: one round truncates P_j X and opens the k x k matrices among the holders
-        (z_hi,), opened = truncate_many([(z, 2 * F - F_X)], reveal_to_holders=[gram_s, cross_s])
-        plan.powers.append(2**j)
-        next_j, done = 0, False
-        if session.is_holder:
-            if opened is None:
-                raise ProtocolError("a receiver got no revealed values")
-            gram, cross = opened
-            r_inv, ratio, moved = _holder_step(gram, cross, prev_gram, plan.powers[-2])
-            contraction = (1.0 - eigengap) ** plan.powers[-2]
-            bound = contraction * moved / (1.0 - contraction) if it else np.inf
-            plan.achieved_tol = float(min(bound + _noise_floor(d, j, ratio), 1e300))
-            done = (it > 0 and plan.achieved_tol <= tol) or it == max_iterations - 1
-            next_j = choose_power(ratio, d, min(_MAX_NOISE, max(tol, plan.achieved_tol / 10.0)))
-            prev_gram = gram
-        done, plan.achieved_tol, next_j = _broadcast_decision(
-            session, leader, done, plan.achieved_tol, next_j
-        )
-        session.party.iteration("ladder iteration", it + 1, it + 1 if done else max_iterations)
-        if done:
-            break
-        # C: X <- (P_j X) R^-1 = P_j U with U = X R^-1 orthonormal (Cholesky-QR)
-        scaled = times_public(z_hi, r_inv, G_R)
-        prev_lo = x_lo
-        x_hi, x_lo = truncate_many([(scaled, G_R), (scaled, F_X + G_R - F)])
-        j = next_j
-        while len(ladder) <= j:  # squarings with public power-of-two normalisers
-            (sq,) = open_products([(ladder[-1], ladder[-1])])
-            e = _reveal_trace_exponent(sq)
-            plan.normaliser_exponents.append(e)
-            (p,) = truncate_many([(sq, F + e)])
-            # dropping F + e bits of a 2F-bit value is the value over 2^e with F fractional bits
-            ladder.append(SharedTensor(session, p.share, p.shape, F))
-            plan.secret_products += 1
-    plan.powers.pop()  # the last P_j X was not used
-    if plan.achieved_tol > accept:  # every member has the bound (_broadcast_decision): all stop here
-        raise ProtocolError(
-            f"the secure eigensolve reached max_iterations={max_iterations} with its angle bound "
-            f"{plan.achieved_tol:.3g} above {accept:.3g}: the top-{k} eigenspace is less separated from the "
-            f"rest than eigengap={eigengap} assumes (1 - lambda_{k + 1} / lambda_{k}); no eigenpair was "
-            "revealed. Rerun with a smaller eigengap (more iterations), another n_components, or "
-            "reveal='spectrum'"
-        )
-    (u,) = truncate_many([(times_public(x_hi, r_inv, G_R), F_X + G_R - F)])
-    (b,) = truncate_many([(open_products([(u, rot)])[0], F)])
-    (w,) = open_products([(c_hi, b)])
-    (w,) = truncate_many([(w, F)])
-    (h,) = open_products([(b.T, w)])
-    plan.secret_products += 3
-    out = reveal_many([b, h], to)
-    if out is None:
-        return None
-    basis, ritz = out
-    comps, values = _ritz(basis, ritz)
-    eta = _ladder_fixed_point_error(d)
-    return FastEigResult(comps, values / alpha, trace, plan, alpha, None, eta)
+    return accept
+
+
+@dataclass
+class _Iterate:
+    """The ladder solver's state between iterations (shares, or shells at the dealer)."""
+
+    #: ``P_0 = Ĉ, P_1, ...`` so far.
+    ladder: list[SharedTensor]
+    #: The iterate ``X`` at ``F_X`` and at ``F`` fractional bits.
+    x_hi: SharedTensor
+    x_lo: SharedTensor
+    #: The previous iterate (``None`` before the first step: the public start stands in).
+    prev_lo: SharedTensor | None
+    #: The holders' last revealed ``X^T X`` and ``R^-1`` (identity at the dealer).
+    prev_gram: NDArray[np.float64]
+    r_inv: NDArray[np.float64]
+    #: Power index of the next product ``P_j X``.
+    j: int
+
+
+def _ladder_iteration(state: _Iterate, plan: FastPlan, q0: NDArray[np.float64], it: int) -> bool:
+    """One iteration (rounds A, B, C of docs section 8.1 and any squarings); ``True`` when the solver stops."""
+    x_lo, prev_lo = state.x_lo, state.prev_lo
+    session = x_lo.session
+    # A: one opening for X^T X, X_prev^T X and the next power times X (j chosen last iteration)
+    pairs = [(x_lo.T, x_lo), (state.ladder[state.j], x_lo)]
+    if prev_lo is not None:
+        pairs.append((prev_lo.T, x_lo))
+    outs = open_products(pairs)
+    plan.secret_products += len(pairs)
+    gram_s, z = outs[0], outs[1]
+    cross_s = outs[2] if prev_lo is not None else times_public(x_lo, q0.T, F, left=True)
+    # B: one round truncates P_j X and opens the k x k matrices among the holders
+    (z_hi,), opened = truncate_many([(z, 2 * F - F_X)], reveal_to_holders=[gram_s, cross_s])
+    plan.powers.append(2**state.j)
+    next_j, done = 0, False
+    if session.is_holder:
+        next_j, done = _holder_decision(state, plan, opened, it)
+    done, plan.achieved_tol, next_j = _broadcast_decision(
+        session, session.holders[0], done, plan.achieved_tol, next_j
+    )
+    session.party.iteration("ladder iteration", it + 1, it + 1 if done else plan.max_iterations)
+    if done:
+        return True
+    # C: X <- (P_j X) R^-1 = P_j U with U = X R^-1 orthonormal (Cholesky-QR)
+    scaled = times_public(z_hi, state.r_inv, G_R)
+    state.prev_lo = x_lo
+    state.x_hi, state.x_lo = truncate_many([(scaled, G_R), (scaled, F_X + G_R - F)])
+    state.j = next_j
+    _extend_ladder(state.ladder, next_j, plan)
+    return False
+
+
+def _holder_decision(
+    state: _Iterate, plan: FastPlan, opened: list[NDArray[np.float64]] | None, it: int
+) -> tuple[int, bool]:
+    """At each holder: ``R^-1``, the angle bound (into ``plan``), the next power index and the stop decision."""
+    if opened is None:
+        raise ProtocolError("a receiver got no revealed values")
+    d = state.x_lo.shape[0]
+    gram, cross = opened
+    state.r_inv, ratio, moved = holder_step(gram, cross, state.prev_gram, plan.powers[-2])
+    contraction = (1.0 - plan.eigengap) ** plan.powers[-2]
+    bound = contraction * moved / (1.0 - contraction) if it else np.inf
+    plan.achieved_tol = float(min(bound + noise_floor(d, state.j, ratio), 1e300))
+    done = (it > 0 and plan.achieved_tol <= plan.tol) or it == plan.max_iterations - 1
+    next_j = choose_power(ratio, d, min(_MAX_NOISE, max(plan.tol, plan.achieved_tol / 10.0)))
+    state.prev_gram = gram
+    return next_j, done
+
+
+def _extend_ladder(ladder: list[SharedTensor], j: int, plan: FastPlan) -> None:
+    """Squarings ``P_j = P_(j-1)^2 / 2^e_j`` with public power-of-two normalisers until ``P_j`` exists."""
+    while len(ladder) <= j:
+        (sq,) = open_products([(ladder[-1], ladder[-1])])
+        e = _reveal_trace_exponent(sq)
+        plan.normaliser_exponents.append(e)
+        (p,) = truncate_many([(sq, F + e)])
+        # dropping F + e bits of a 2F-bit value is the value over 2^e with F fractional bits
+        ladder.append(SharedTensor(sq.session, p.share, p.shape, F))
+        plan.secret_products += 1
 
 
 def _broadcast_decision(
@@ -531,25 +391,6 @@ def _broadcast_decision(
     return done, bound, next_j
 
 
-def _holder_step(
-    gram: NDArray[np.float64], cross: NDArray[np.float64], gram_u: NDArray[np.float64], power: int
-) -> tuple[NDArray[np.float64], float, float]:
-    """At each holder: ``R^-1`` from the Cholesky factor of ``X^T X``, the ratio estimate, the subspace move."""
-    sym = (gram + gram.T) / 2.0
-    try:
-        chol = np.linalg.cholesky(sym)
-    except np.linalg.LinAlgError as exc:
-        raise ProtocolError(
-            "the iterate lost rank: a top-k direction is weaker than fixed point resolves; "
-            "rescale the data or choose a smaller n_components"
-        ) from exc
-    r_inv = np.linalg.inv(chol.T)
-    sv = np.sqrt(np.clip(np.linalg.eigvalsh(sym)[::-1], 0.0, None))
-    ratio = float((sv[-1] / sv[0]) ** (1.0 / power)) if sv[0] > 0 else 0.0
-    moved = _angles(gram_u, cross, sym)
-    return r_inv, min(ratio, 1.0), moved
-
-
 def _reveal_trace_exponent(z: SharedTensor) -> int:
     """Reveal ``floor(log2 tr(Z))`` of a square product to every member (the normaliser, one round)."""
     session = z.session
@@ -562,101 +403,3 @@ def _reveal_trace_exponent(z: SharedTensor) -> int:
     if not t > 2.0 ** -(F - 1):
         raise ProtocolError(f"the squared matrix has trace {t:.3g}: too small to normalise in fixed point")
     return math.floor(math.log2(t))
-
-
-def _ritz(
-    basis: NDArray[np.float64], ritz: NDArray[np.float64]
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Receiver side: orthonormalise the revealed basis (QR in float) and diagonalise the k x k matrix."""
-    q, r = np.linalg.qr(basis)
-    if np.min(np.abs(np.diag(r))) < 0.5:
-        raise ProtocolError("the revealed basis is rank deficient: a top-k direction was lost")
-    r_inv = np.linalg.inv(r)
-    h = r_inv.T @ ((ritz + ritz.T) / 2.0) @ r_inv
-    values, vectors = np.linalg.eigh((h + h.T) / 2.0)
-    order = np.argsort(values)[::-1]
-    comps = _signs((q @ vectors[:, order]).T)
-    return comps, np.clip(values[order], 0.0, None)
-
-
-def _ladder_fixed_point_error(d: int) -> float:
-    """Spectral-norm bound of the fixed-point error of the Ritz matrix, in units of ``Ĉ``.
-
-    ``Ĉ_hi`` is off by at most one ulp ``2^-F_HI`` per entry (``d 2^-F_HI`` in
-    norm); ``W = Ĉ_hi B`` by one ulp per entry (``sqrt(d k) 2^-F_HI`` in norm,
-    times ``|B| <= 1 + eps``); the revealed ``H`` is exact.
-    """
-    return 2.0 * d * 2.0**-F_HI
-
-
-# -- the spectrum solver (reveal="spectrum") --------------------------------------------------
-
-
-def spectrum_eigenvectors(c: SharedTensor, n_components: int, *, to: str) -> FastEigResult | None:
-    """Every eigenvalue and the top-k eigenvectors; the receiver sees only ``Q Ĉ Q^T`` and ``Q^T W``.
-
-    Steps (docs/secure_tensor.md section 9): ``C - C^T`` opened among the
-    holders; ``tr(C)`` revealed; ``Ĉ_hi = alpha C`` (``F_HI`` bits); holder 0
-    shares a Haar-random ``Q`` (``F`` bits); ``A = Q Ĉ_hi`` (truncated to
-    ``F_HI`` bits) and ``S = A Q^T`` (``F + F_HI = 60`` bits, untruncated) is
-    revealed to ``to``, which diagonalises it and sends the top-k eigenvectors
-    ``W`` of ``S`` to the holders; they compute ``Q^T W`` (local, ``2 F``
-    bits) and reveal it to ``to``. Rounds: 7 (holders).
-
-    ``to`` must not be a holder: holder 0 knows ``Q``.
-    """
-    session = c.session
-    d, k = _square_and_k(c, n_components)
-    if to in session.holders:
-        raise InputValidationError("the receiver of Q C Q^T must not be a holder (holder 0 knows Q)")
-    if session.frac_bits != F:
-        raise InputValidationError(f"the spectrum solver needs a session with {F} fractional bits")
-    plan = FastPlan("spectrum", 0.0, 0.0, 0)
-    _check_symmetric(c)
-    leader = session.holders[0]
-    q = share_input(session, _haar(d) if session.party.name == leader else None, owner=leader, shape=(d, d))
-    (c_hi,), alpha, trace = _scaled_copies(c, (F_HI,))
-    (a,) = truncate_many([(open_products([(q, c_hi)])[0], F)])
-    (s,) = open_products([(a, q.T)])
-    plan.secret_products = 2
-    opened = reveal_many([s], to)
-    me = session.party.name
-    if me == to:
-        if opened is None:
-            raise ProtocolError("a receiver got no revealed values")
-        rotated = (opened[0] + opened[0].T) / 2.0
-        values, vectors = np.linalg.eigh(rotated)
-        order = np.argsort(values)[::-1]
-        values, vectors = values[order], vectors[:, order]
-        w = np.ascontiguousarray(vectors[:, :k])
-        for h in session.holders:
-            session.party.send(h, w)
-    elif session.is_holder:
-        w = expect_real_array(session.party.recv(to), to, (d, k), "the rotated eigenvectors")
-        if float(np.max(np.abs(w))) > 1.0 + 1e-9:
-            raise ProtocolError(f"{to!r} sent eigenvectors with an entry above 1 in magnitude")
-    else:
-        w = np.zeros((d, k))
-    back = times_public(q.T, w, F)
-    out = reveal_many([back], to)
-    if out is None:
-        return None
-    mapped = out[0].T  # (k, d): rows Q^T w_i
-    # symmetric (Löwdin) orthonormalisation removes Q's rounding from the basis
-    u, _, vt = np.linalg.svd(mapped, full_matrices=False)
-    comps = _signs(u @ vt)
-    spectrum = np.clip(values, 0.0, None) / alpha
-    plan.achieved_tol = 0.0
-    eta = _spectrum_fixed_point_error(d)
-    return FastEigResult(comps, spectrum[:k], trace, plan, alpha, spectrum, eta)
-
-
-def _spectrum_fixed_point_error(d: int) -> float:
-    """Spectral-norm bound of the error of ``Q Ĉ Q^T`` against an exact rotation of ``Ĉ``, units of ``Ĉ``.
-
-    ``Q``'s entries are rounded to ``2^-(F+1)``, so ``|Q~^T Q~ - I| <= 2 d 2^-(F+1) + (d 2^-(F+1))^2``
-    and the spectrum moves by that relative amount (times ``|Ĉ| <= 1``); ``Ĉ_hi``
-    adds ``d 2^-F_HI`` and the truncation of ``A`` another ``d 2^-F_HI``.
-    """
-    rot = 2.0 * d * 2.0 ** -(F + 1) + (d * 2.0 ** -(F + 1)) ** 2
-    return rot + 2.0 * d * 2.0**-F_HI

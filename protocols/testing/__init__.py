@@ -22,6 +22,17 @@ of :mod:`protocols` never imports it):
     party names and counts, uneven row splits, backends.
 :mod:`protocols.testing.plugin`
     A pytest plugin with a ``check_secure_sum_backend`` fixture.
+:mod:`protocols.testing.link_model`
+    A network model for in-process runs: each message delayed by RTT/2 and
+    paced at its sender's uplink bandwidth
+    (:class:`~protocols.testing.link_model.LinkProfile`,
+    :class:`~protocols.testing.link_model.ModelledLinks`).
+:mod:`protocols.testing.wan_emulator`
+    A WAN emulated in user space where the kernel has no ``netem``: TCP
+    forwarders that delay each direction by RTT/2 and pace it at a bandwidth
+    (:class:`~protocols.testing.wan_emulator.DelayForwarder`), one in front
+    of every party of a local run
+    (:class:`~protocols.testing.wan_emulator.ForwardingIntroducer`).
 
 Examples
 --------
@@ -33,23 +44,59 @@ In a test file::
         check_secure_sum_backend(MyBackend())
 """
 
-from protocols.testing.conformance import (
-    PROPERTIES,
-    ConformanceError,
-    ConformanceReport,
-    check_secure_sum_backend,
-)
-from protocols.testing.recording import (
-    Delivery,
-    RecordedRun,
-    Recorder,
-    garbage,
-    mangle,
-    only_nth,
-    run_recorded,
-)
-from protocols.testing.sum_runs import SumSpec, sum_roles
-from protocols.testing.views import StatTest, ViewReport, check_view_independence
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from protocols.testing.conformance import (
+        PROPERTIES,
+        ConformanceError,
+        ConformanceReport,
+        check_secure_sum_backend,
+    )
+    from protocols.testing.recording import (
+        Delivery,
+        RecordedRun,
+        Recorder,
+        garbage,
+        mangle,
+        only_nth,
+        run_recorded,
+    )
+    from protocols.testing.sum_runs import SumSpec, sum_roles
+    from protocols.testing.views import StatTest, ViewReport, check_view_independence
+
+#: Public name -> its module, imported on first use: the link model and the WAN emulator
+#: (``protocols.testing.link_model``, ``protocols.testing.wan_emulator``) import without hypothesis.
+_EXPORTS = {
+    **dict.fromkeys(
+        ("PROPERTIES", "ConformanceError", "ConformanceReport", "check_secure_sum_backend"),
+        "protocols.testing.conformance",
+    ),
+    **dict.fromkeys(
+        ("Delivery", "RecordedRun", "Recorder", "garbage", "mangle", "only_nth", "run_recorded"),
+        "protocols.testing.recording",
+    ),
+    **dict.fromkeys(("SumSpec", "sum_roles"), "protocols.testing.sum_runs"),
+    **dict.fromkeys(("StatTest", "ViewReport", "check_view_independence"), "protocols.testing.views"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module when the name is first used (PEP 562)."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
 
 __all__ = [
     "PROPERTIES",

@@ -246,14 +246,7 @@ def check_view_independence(
     kinds: dict[tuple[str, str], str] = {}
     for _ in range(repeats):
         run_a, run_b = _run(roles_a, timeout, "A"), _run(roles_b, timeout, "B")
-        if run_a.outputs.keys() != run_b.outputs.keys():
-            raise AssertionError("view independence: inputs A and B ran different sets of parties")
-        for name in run_a.outputs:
-            if not _same(run_a.outputs[name], run_b.outputs[name]):
-                raise AssertionError(
-                    f"view independence is only defined for inputs that give the same outputs, "
-                    f"but party {name!r} got different outputs on inputs A and B"
-                )
+        _check_same_outputs(run_a, run_b)
         for name in parties if parties is not None else sorted(run_a.outputs):
             view_a, view_b = run_a.recorder.view(name), run_b.recorder.view(name)
             if view_a.keys() != view_b.keys():
@@ -262,33 +255,69 @@ def check_view_independence(
                     f"A ({sorted(view_a)}) and B ({sorted(view_b)})"
                 )
             for (sender, index), message_a in view_a.items():
-                leaves_a = list(leaves(message_a))
-                leaves_b = list(leaves(view_b[(sender, index)]))
-                sig_a = [(p, _signature(x) if _kind(x) != "scalar" else "scalar") for p, x in leaves_a]
-                sig_b = [(p, _signature(x) if _kind(x) != "scalar" else "scalar") for p, x in leaves_b]
-                slot_name = f"message {index} from {sender!r}"
-                if sig_a != sig_b:
-                    raise AssertionError(
-                        f"view independence failed: party {name!r}, {slot_name} has a different form "
-                        f"on inputs A ({sig_a}) and B ({sig_b})"
-                    )
-                for (path, leaf_a), (_, leaf_b) in zip(leaves_a, leaves_b, strict=True):
-                    slot = f"{slot_name}{path}"
-                    kind = _kind(leaf_a)
-                    if kind == "scalar":
-                        if not _same(leaf_a, leaf_b):
-                            raise AssertionError(
-                                f"view independence failed: party {name!r}, {slot} is {leaf_a!r} on "
-                                f"inputs A but {leaf_b!r} on inputs B"
-                            )
-                        continue
-                    entry = pooled.setdefault((name, slot), {"A": [], "B": []})
-                    kinds[(name, slot)] = kind
-                    entry["A"].append(leaf_a)
-                    entry["B"].append(leaf_b)
+                _pool_message(
+                    name,
+                    f"message {index} from {sender!r}",
+                    message_a,
+                    view_b[(sender, index)],
+                    pooled,
+                    kinds,
+                )
     report = ViewReport(alpha=alpha, repeats=repeats)
     for (name, slot), samples in pooled.items():
         _test_slot(report, name, slot, kinds[(name, slot)], samples["A"], samples["B"], uniform_ring_words)
+    _raise_failures(report, alpha, repeats)
+    return report
+
+
+def _check_same_outputs(run_a: RecordedRun, run_b: RecordedRun) -> None:
+    """Refuse inputs A and B unless every party got the same output on both."""
+    if run_a.outputs.keys() != run_b.outputs.keys():
+        raise AssertionError("view independence: inputs A and B ran different sets of parties")
+    for name in run_a.outputs:
+        if not _same(run_a.outputs[name], run_b.outputs[name]):
+            raise AssertionError(
+                f"view independence is only defined for inputs that give the same outputs, "
+                f"but party {name!r} got different outputs on inputs A and B"
+            )
+
+
+def _pool_message(
+    name: str,
+    slot_name: str,
+    message_a: Any,
+    message_b: Any,
+    pooled: dict[tuple[str, str], dict[str, list[Any]]],
+    kinds: dict[tuple[str, str], str],
+) -> None:
+    """Add one message's leaves (on A and on B) to ``pooled``; scalars and the message's form must agree."""
+    leaves_a = list(leaves(message_a))
+    leaves_b = list(leaves(message_b))
+    sig_a = [(p, _signature(x) if _kind(x) != "scalar" else "scalar") for p, x in leaves_a]
+    sig_b = [(p, _signature(x) if _kind(x) != "scalar" else "scalar") for p, x in leaves_b]
+    if sig_a != sig_b:
+        raise AssertionError(
+            f"view independence failed: party {name!r}, {slot_name} has a different form "
+            f"on inputs A ({sig_a}) and B ({sig_b})"
+        )
+    for (path, leaf_a), (_, leaf_b) in zip(leaves_a, leaves_b, strict=True):
+        slot = f"{slot_name}{path}"
+        kind = _kind(leaf_a)
+        if kind == "scalar":
+            if not _same(leaf_a, leaf_b):
+                raise AssertionError(
+                    f"view independence failed: party {name!r}, {slot} is {leaf_a!r} on "
+                    f"inputs A but {leaf_b!r} on inputs B"
+                )
+            continue
+        entry = pooled.setdefault((name, slot), {"A": [], "B": []})
+        kinds[(name, slot)] = kind
+        entry["A"].append(leaf_a)
+        entry["B"].append(leaf_b)
+
+
+def _raise_failures(report: ViewReport, alpha: float, repeats: int) -> None:
+    """Fail naming the first few rejecting tests, if any rejected."""
     failures = report.failures
     if failures:
         shown = 6
@@ -301,7 +330,6 @@ def check_view_independence(
             f"alpha={alpha:g} (Bonferroni: each at {report.threshold:.3g}; {repeats} runs per input set)\n"
             f"{lines}"
         )
-    return report
 
 
 def _test_slot(

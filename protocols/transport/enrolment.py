@@ -188,6 +188,77 @@ def _key_type(key: CertificatePublicKeyTypes, where: str) -> str:
     raise InputValidationError(f"{where}: unsupported public key type {type(key).__name__}")
 
 
+def _load_csr(data: bytes, where: str) -> x509.CertificateSigningRequest:
+    """The CSR in ``data`` (PEM if it has a PEM header, else DER)."""
+    try:
+        return x509.load_pem_x509_csr(data) if b"-----BEGIN" in data else x509.load_der_x509_csr(data)
+    except ValueError as exc:
+        raise InputValidationError(f"{where} is not a certificate signing request: {exc}") from None
+
+
+def _check_signature(csr: x509.CertificateSigningRequest, where: str) -> None:
+    """Refuse a CSR whose signature does not verify under its own public key."""
+    try:
+        valid = csr.is_signature_valid
+    except (InvalidSignature, UnsupportedAlgorithm, ValueError, TypeError):
+        valid = False
+    if not valid:
+        raise InputValidationError(
+            f"{where}: the signature does not verify under the CSR's own public key (the request was altered, "
+            "or was not made with this key); refusing to sign"
+        )
+
+
+def _subject_name(
+    csr: x509.CertificateSigningRequest, where: str
+) -> tuple[str, list[x509.Extension[x509.ExtensionType]]]:
+    """The party name of a subject that is exactly ``CN=<party name>``, and the CSR's extensions."""
+    try:
+        attributes, extensions = list(csr.subject), list(csr.extensions)
+    except ValueError as exc:
+        raise InputValidationError(f"{where}: malformed subject or extensions: {exc}") from None
+    if len(attributes) != 1 or attributes[0].oid != NameOID.COMMON_NAME:
+        raise InputValidationError(
+            f"{where}: the subject must be exactly CN=<party name>, got {csr.subject.rfc4514_string()!r}"
+        )
+    name = str(attributes[0].value)
+    try:
+        check_party_names([name])
+    except InputValidationError as exc:
+        raise InputValidationError(f"{where}: {exc}") from None
+    if name != name.strip():
+        raise InputValidationError(f"{where}: party name {name!r} has surrounding spaces")
+    return name, extensions
+
+
+def _check_extension(extension: x509.Extension[x509.ExtensionType], name: str, where: str) -> None:
+    """Accept only a ``subjectAltName`` that is exactly ``DNS:<name>``; refuse any other extension."""
+    if extension.oid == ExtensionOID.SUBJECT_ALTERNATIVE_NAME:
+        san = extension.value
+        assert isinstance(san, x509.SubjectAlternativeName)
+        entries = [
+            entry.value if isinstance(entry, x509.DNSName) else f"{type(entry).__name__}:{entry.value}"
+            for entry in san
+        ]
+        if entries != [name]:
+            raise InputValidationError(
+                f"{where}: subjectAltName must be exactly DNS:{name} (the common name), got {entries}"
+            )
+    elif extension.oid == ExtensionOID.BASIC_CONSTRAINTS:
+        value = extension.value
+        assert isinstance(value, x509.BasicConstraints)
+        rights = "asks for CA rights (basicConstraints CA=true)" if value.ca else "carries basicConstraints"
+        raise InputValidationError(
+            f"{where} for {name!r} {rights}; only subjectAltName is accepted in a request, refusing to sign"
+        )
+    else:
+        label = getattr(extension.oid, "_name", None) or extension.oid.dotted_string
+        raise InputValidationError(
+            f"{where} for {name!r} asks for extension {label} ({extension.oid.dotted_string}); only "
+            "subjectAltName is accepted in a request (the CA sets the rest), refusing to sign"
+        )
+
+
 def read_request(data: bytes, where: str = "the CSR") -> Request:
     """Parse and check a PEM (or DER) certificate signing request.
 
@@ -209,66 +280,16 @@ def read_request(data: bytes, where: str = "the CSR") -> Request:
     -------
     Request
     """
-    try:
-        csr = x509.load_pem_x509_csr(data) if b"-----BEGIN" in data else x509.load_der_x509_csr(data)
-    except ValueError as exc:
-        raise InputValidationError(f"{where} is not a certificate signing request: {exc}") from None
+    csr = _load_csr(data, where)
     try:
         public_key = csr.public_key()
     except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
         raise InputValidationError(f"{where}: unreadable public key: {exc}") from None
     key_type = _key_type(public_key, where)
-    try:
-        valid = csr.is_signature_valid
-    except (InvalidSignature, UnsupportedAlgorithm, ValueError, TypeError):
-        valid = False
-    if not valid:
-        raise InputValidationError(
-            f"{where}: the signature does not verify under the CSR's own public key (the request was altered, "
-            "or was not made with this key); refusing to sign"
-        )
-    try:
-        attributes, extensions = list(csr.subject), list(csr.extensions)
-    except ValueError as exc:
-        raise InputValidationError(f"{where}: malformed subject or extensions: {exc}") from None
-    if len(attributes) != 1 or attributes[0].oid != NameOID.COMMON_NAME:
-        raise InputValidationError(
-            f"{where}: the subject must be exactly CN=<party name>, got {csr.subject.rfc4514_string()!r}"
-        )
-    name = str(attributes[0].value)
-    try:
-        check_party_names([name])
-    except InputValidationError as exc:
-        raise InputValidationError(f"{where}: {exc}") from None
-    if name != name.strip():
-        raise InputValidationError(f"{where}: party name {name!r} has surrounding spaces")
+    _check_signature(csr, where)
+    name, extensions = _subject_name(csr, where)
     for extension in extensions:
-        if extension.oid == ExtensionOID.SUBJECT_ALTERNATIVE_NAME:
-            san = extension.value
-            assert isinstance(san, x509.SubjectAlternativeName)
-            entries = [
-                entry.value if isinstance(entry, x509.DNSName) else f"{type(entry).__name__}:{entry.value}"
-                for entry in san
-            ]
-            if entries != [name]:
-                raise InputValidationError(
-                    f"{where}: subjectAltName must be exactly DNS:{name} (the common name), got {entries}"
-                )
-        elif extension.oid == ExtensionOID.BASIC_CONSTRAINTS:
-            value = extension.value
-            assert isinstance(value, x509.BasicConstraints)
-            rights = (
-                "asks for CA rights (basicConstraints CA=true)" if value.ca else "carries basicConstraints"
-            )
-            raise InputValidationError(
-                f"{where} for {name!r} {rights}; only subjectAltName is accepted in a request, refusing to sign"
-            )
-        else:
-            label = getattr(extension.oid, "_name", None) or extension.oid.dotted_string
-            raise InputValidationError(
-                f"{where} for {name!r} asks for extension {label} ({extension.oid.dotted_string}); only "
-                "subjectAltName is accepted in a request (the CA sets the rest), refusing to sign"
-            )
+        _check_extension(extension, name, where)
     return Request(name, public_key, public_key_fingerprint(public_key), key_type)
 
 

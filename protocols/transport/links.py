@@ -1,7 +1,7 @@
 """Byte streams between two parties: plain TCP, or TLS 1.3 through :class:`ssl.SSLObject`.
 
 A :class:`Stream` is written by the party's main thread and read by one
-reader thread (see :mod:`protocols.transport.socket_channel`). OpenSSL does
+reader thread (see :mod:`protocols.transport.socket_receiving`). OpenSSL does
 not allow one ``SSL`` object to be used by two threads at once, so the TLS
 stream drives an :class:`ssl.SSLObject` over memory BIOs under a lock and does
 the socket I/O itself: ciphertext is produced and put on the socket under a
@@ -221,6 +221,37 @@ def handshake(
         raise
 
 
+def _handshake_bytes(sock: socket.socket, *, received: bool, server: bool, me: str, where: str) -> bytes:
+    """The peer's next handshake bytes; its end of the connection, named by how far the handshake got.
+
+    Raises
+    ------
+    UnansweredError
+        The peer closed (or reset) the connection before sending any byte.
+    AuthenticationError
+        The peer closed the connection during the handshake.
+    """
+    try:
+        raw = sock.recv(_RECV)
+    except ConnectionResetError:
+        if received:
+            raise
+        raw = b""
+    if raw:
+        return raw
+    if not received and server:
+        raise UnansweredError(f"{me!r}: {where} closed the connection without sending anything")
+    if not received:
+        raise UnansweredError(
+            f"{me!r}: {where} closed the connection before answering the TLS handshake "
+            "(busy or over its limit of handshakes in flight; nothing was refused)"
+        )
+    raise AuthenticationError(
+        f"{me!r}: authentication failed for {where}: the peer closed the connection during "
+        "the TLS handshake (it probably refused our certificate)"
+    )
+
+
 def _handshake(
     sock: socket.socket,
     ctx: ssl.SSLContext | None,
@@ -258,24 +289,7 @@ def _handshake(
             if remaining <= 0:
                 raise TimeoutError
             sock.settimeout(remaining)
-            try:
-                raw = sock.recv(_RECV)
-            except ConnectionResetError:
-                if received:
-                    raise
-                raw = b""
-            if not raw and not received and server:
-                raise UnansweredError(f"{me!r}: {where} closed the connection without sending anything")
-            if not raw and not received:
-                raise UnansweredError(
-                    f"{me!r}: {where} closed the connection before answering the TLS handshake "
-                    "(busy or over its limit of handshakes in flight; nothing was refused)"
-                )
-            if not raw:
-                raise AuthenticationError(
-                    f"{me!r}: authentication failed for {where}: the peer closed the connection during "
-                    "the TLS handshake (it probably refused our certificate)"
-                )
+            raw = _handshake_bytes(sock, received=received, server=server, me=me, where=where)
             received = True
             incoming.write(raw)
         data = outgoing.read()

@@ -24,6 +24,7 @@ from mpc_pca.deployment_kit import MAX_FEATURES
 from mpc_pca.dp.cape_deploy import CapeDeployment
 from mpc_pca.floor import check_floor_views
 from mpc_pca.pppca import protocol
+from mpc_pca.pppca.config import PPPCAConfig
 from mpc_pca.pppca.deployment import (
     MAX_ANNOUNCED_ROWS,
     MAX_KEY_BITS,
@@ -155,7 +156,7 @@ def test_projected_rows_go_in_chunks_that_the_cap_bounds(monkeypatch, wine, n_ro
 
 
 def test_the_consumer_refuses_a_chunk_longer_than_agreed():
-    config = protocol.PPPCAConfig(1, 3, 1, True, announced_rows=(10,))
+    config = PPPCAConfig(1, 3, 1, True, announced_rows=(10,))
 
     class OneParty:
         name = "consumer"

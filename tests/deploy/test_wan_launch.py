@@ -7,7 +7,7 @@ import pytest
 
 from mpc_pca.deploy.local import host_rendezvous, launch_local
 from protocols.errors import InputValidationError
-from protocols.transport.wan_emulator import LinkProfile
+from protocols.testing.wan_emulator import LinkProfile
 
 
 def test_launch_local_refuses_a_link_profile_over_gloo() -> None:

@@ -29,7 +29,7 @@ import numpy as np
 
 from mpc_pca.cli import build_parser
 from mpc_pca.deploy import run_party
-from mpc_pca.pppca import protocol
+from mpc_pca.pppca import server
 from mpc_pca.pppca.deployment import PPPCADeployment
 from mpc_pca.roles import SERVER
 from tests.helpers.party_specs import pppca_spec
@@ -70,7 +70,7 @@ class CheatingDeployment(PPPCADeployment):
             return honest
         k = config.config.n_components
         if self.mode in PICKS:
-            protocol.leading_eigenpairs = _other_eigenpairs(PICKS[self.mode])
+            server.leading_eigenpairs = _other_eigenpairs(PICKS[self.mode])
         d = config.config.n_features
         return lambda p: honest(_WrongT(p, self.mode, d, k))
 

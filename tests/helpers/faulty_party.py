@@ -58,7 +58,7 @@ def faulty_backend(mode: str, name: str) -> SecureSumBackend:
 
 def _raw_frames(party: Any, mode: str) -> None:
     from protocols.transport.links import HEADER
-    from protocols.transport.socket_channel import DATA
+    from protocols.transport.socket_frames import DATA
 
     for stream in party.channel.streams.values():
         if mode == "oversized":

@@ -70,7 +70,7 @@ def idle_until_stopped(channel: Any, limit: float = 30.0) -> None:
 
 
 def attack_first_sum(mode: str, channel: Any) -> None:
-    from protocols.transport.socket_channel import ABORT, CONTROL_QUEUE_CAP, STATUS
+    from protocols.transport.socket_frames import ABORT, CONTROL_QUEUE_CAP, STATUS
 
     mark()
     if mode == "status-flood":
@@ -103,7 +103,7 @@ def attack_first_sum(mode: str, channel: Any) -> None:
 def rogue_backend(mode: str, name: str) -> SecureSumBackend:
     """A backend of class ``name`` whose secure sums attack as ``mode`` says."""
     from protocols.backends import additive
-    from protocols.transport.socket_channel import DATA
+    from protocols.transport.socket_frames import DATA
 
     base = type(make_backend(name))
     real_split = additive.split_seeded
@@ -181,10 +181,11 @@ class RogueDeployment(PPPCADeployment):
 
 def patch_setup(mode: str) -> None:
     """Make the set-up messages of ``mode`` malformed (a name that is a list)."""
-    from protocols.transport import mesh, rendezvous
+    from protocols.transport import mesh
+    from protocols.transport.rendezvous import joining
 
     if mode == "bad-registration":
-        real = rendezvous.send_message
+        real = joining.send_message
 
         def registration(stream: Any, obj: Any, *args: Any) -> None:
             if isinstance(obj, dict) and "rank" in obj:
@@ -192,7 +193,7 @@ def patch_setup(mode: str) -> None:
                 obj = {**obj, "name": [obj["name"]]}
             real(stream, obj, *args)
 
-        rendezvous.send_message = registration  # type: ignore[assignment]
+        joining.send_message = registration  # type: ignore[assignment]
     elif mode == "bad-hello":
         real_hello = mesh.send_message
 

@@ -55,8 +55,8 @@ from mpc_pca.cli.options import EXIT_PROTOCOL
 from mpc_pca.deploy.local import child_environment, host_rendezvous
 from mpc_pca.pppca.deployment import MAX_ANNOUNCED_ROWS, pppca_ranks
 from protocols.runtime.launcher import ProcessOutcome, launch
-from protocols.transport import rendezvous
-from protocols.transport.socket_channel import CONTROL_QUEUE_CAP
+from protocols.transport.rendezvous import introducer
+from protocols.transport.socket_frames import CONTROL_QUEUE_CAP
 from tests.helpers.torch_helpers import party_commands
 
 pytestmark = pytest.mark.slow
@@ -288,14 +288,14 @@ def test_a_malformed_hello_is_refused_and_named(tmp_path, wine_rows):
 @pytest.fixture
 def lying_rendezvous(monkeypatch: pytest.MonkeyPatch) -> None:
     """The rendezvous host (this process) sends an address table whose ports are strings."""
-    real = rendezvous.send_message
+    real = introducer.send_message
 
     def send(stream, obj, *args):  # type: ignore[no-untyped-def]
         if isinstance(obj, dict) and "table" in obj:
             obj = {"table": {name: [host, str(port)] for name, (host, port) in obj["table"].items()}}
         real(stream, obj, *args)
 
-    monkeypatch.setattr(rendezvous, "send_message", send)
+    monkeypatch.setattr(introducer, "send_message", send)
 
 
 def test_a_malformed_address_table_is_refused_naming_the_rendezvous(tmp_path, wine_rows, lying_rendezvous):
@@ -324,7 +324,7 @@ class Outsider:
 def outsider(monkeypatch: pytest.MonkeyPatch) -> Iterator[Outsider]:
     """An outsider that floods every party's acceptor just before the rendezvous hands out their addresses."""
     made = Outsider()
-    real = rendezvous.send_message
+    real = introducer.send_message
 
     def send(stream, obj, *args):  # type: ignore[no-untyped-def]
         if isinstance(obj, dict) and "table" in obj and len(made.socks) <= 20:
@@ -332,7 +332,7 @@ def outsider(monkeypatch: pytest.MonkeyPatch) -> Iterator[Outsider]:
                 made.flood((host, port))
         real(stream, obj, *args)
 
-    monkeypatch.setattr(rendezvous, "send_message", send)
+    monkeypatch.setattr(introducer, "send_message", send)
     yield made
     for sock in made.socks:
         sock.close()

@@ -7,7 +7,7 @@ import numpy as np
 from mpc_pca.deploy.local import run_threads
 from mpc_pca.studies.network_runs import data, measure, points
 from mpc_pca.studies.network_sockets import run_over_emulator
-from protocols.transport.link_model import LinkProfile
+from protocols.testing.link_model import LinkProfile
 
 
 def test_processes_over_the_emulator_give_the_threads_result_and_pay_the_round_trips():

@@ -1,4 +1,4 @@
-"""Set-up of a process run over an emulated WAN (protocols.transport.wan_emulator): a few round trips at any M.
+"""Set-up of a process run over an emulated WAN (protocols.testing.wan_emulator): a few round trips at any M.
 
 Every link of a ``launch_local`` run with a ``link_profile`` goes through a
 user-space forwarder that delays each direction by RTT/2. The set-up a
@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from mpc_pca.deploy.local import launch_local
-from protocols.transport.wan_emulator import LinkProfile
+from protocols.testing.wan_emulator import LinkProfile
 
 #: Round trips of set-up with a rendezvous: 3 (rendezvous) + 2.5 (links) + 0.5 (announcements).
 SETUP_RTT_BUDGET = 6.0

@@ -20,7 +20,7 @@ from sklearn.decomposition import PCA
 
 import mpc_pca.pppca.deployment as pppca_deployment
 from mpc_pca.pppca import answer_check
-from mpc_pca.pppca.protocol import server_role
+from mpc_pca.pppca.server import server_role
 from protocols.backends import make_backend
 from protocols.errors import ProtocolError
 from tests.helpers import pppca_threads as driver

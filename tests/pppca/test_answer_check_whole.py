@@ -62,7 +62,7 @@ def shifted_mean(monkeypatch, d: int, factor: float, only: str | None = None) ->
 
 
 def _tampered(tamper):
-    from mpc_pca.pppca.protocol import server_role
+    from mpc_pca.pppca.server import server_role
     from tests.pppca.test_answer_check import TamperingParty
 
     return lambda party, config, backend: server_role(TamperingParty(party, tamper), config, backend)
@@ -325,7 +325,7 @@ def test_the_top_k_tolerance_is_tight(monkeypatch, ratio, caught):
 def test_a_k_other_than_the_variance_fractions_is_caught(monkeypatch, wine, change):
     """``n_components=0.9`` on standardized wine: the server keeps one pair more (or fewer) than the rule."""
     from mpc_pca.linalg import leading_eigenpairs, selected_eigenpairs
-    from mpc_pca.pppca import protocol
+    from mpc_pca.pppca import server
 
     def wrong_k(matrix, rule, n_samples, *, overwrite=False):
         values, _, _, _ = selected_eigenpairs(matrix.copy(), rule, n_samples)
@@ -334,5 +334,5 @@ def test_a_k_other_than_the_variance_fractions_is_caught(monkeypatch, wine, chan
     parts = np.array_split(wine, 3)
     model, _, _ = run(parts, 0.9, standardize=True)
     assert model.components.shape[0] >= 2  # room for one fewer
-    monkeypatch.setattr(protocol, "selected_eigenpairs", wrong_k)
+    monkeypatch.setattr(server, "selected_eigenpairs", wrong_k)
     assert_caught(parts, 0.9, "variance fraction", standardize=True)

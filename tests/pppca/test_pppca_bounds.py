@@ -7,8 +7,8 @@ import pytest
 
 import mpc_pca.threads as pppca_module
 from mpc_pca.pppca.bounds import check_ring_range, gram_entry_error, rounding_error_bounds
+from mpc_pca.pppca.config import PPPCAConfig
 from mpc_pca.pppca.local_stats import LocalStatistics
-from mpc_pca.pppca.protocol import PPPCAConfig
 from mpc_pca.pppca.scaling import gram_scale_exponent
 from mpc_pca.pppca.standardize import server_matrix
 from protocols.backends import make_backend

@@ -7,9 +7,11 @@ import pytest
 
 from mpc_pca.cli import main
 from mpc_pca.pppca import PPPCA
+from mpc_pca.pppca.config import PPPCAConfig
 from mpc_pca.pppca.deployment import PPPCADeployment, read_projection
-from mpc_pca.pppca.protocol import PPPCAConfig, consumer_role, provider_role, server_role
+from mpc_pca.pppca.protocol import consumer_role, provider_role
 from mpc_pca.pppca.scaling import agree_exponents, provider_exponents
+from mpc_pca.pppca.server import server_role
 from mpc_pca.roles import CONSUMER, SERVER, provider_names
 from protocols import AdditiveBackend
 from protocols.backends import dropout

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mpc_pca.studies import dsc2018, scaling
+from mpc_pca.studies import dsc2018, dsc2018_fig5, scaling
 
 
 def _scaling_record(n: int, pppca: float, sklearn: float) -> dict:
@@ -70,7 +70,7 @@ def _fig5_record(eps: float, paper: float, sound: float) -> dict:
 
 def test_dsc2018_fig5_gives_one_verdict_per_calibration():
     records = [_fig5_record(0.1, 0.95, 0.40), _fig5_record(1.0, 0.97, 0.80), _fig5_record(5.0, 0.99, 0.98)]
-    paper, sound = dsc2018.fig5_claims(records)
+    paper, sound = dsc2018_fig5.fig5_claims(records)
     assert "paper's calibration" in paper.text and paper.reproduced is True
     assert "sound calibration" in sound.text and sound.reproduced is False
     assert "sensitivity 1" in sound.evidence
@@ -143,11 +143,11 @@ def _icassp2016_records(sn_minus_ppm: dict[float, float]) -> list[dict]:
 
 
 def test_icassp2016_sn_claim_as_the_paper_states_it_with_per_epsilon_verdicts():
-    from mpc_pca.studies import dp_utility
+    from mpc_pca.studies import dp_utility_claims
 
-    everywhere = dp_utility.icassp2016_claims(_icassp2016_records({0.05: 0.1, 1.0: 0.1, 5.0: 0.1}))
+    everywhere = dp_utility_claims.icassp2016_claims(_icassp2016_records({0.05: 0.1, 1.0: 0.1, 5.0: 0.1}))
     assert everywhere[1].text.startswith("SN outperforms PPM over") and everywhere[1].reproduced is True
-    reversed_low = dp_utility.icassp2016_claims(
+    reversed_low = dp_utility_claims.icassp2016_claims(
         _icassp2016_records({0.05: -0.1, 0.1: -0.1, 1.0: 0.1, 5.0: 0.1})
     )
     tag = " [paper's settings (add/remove, delta 0.1)]"
@@ -165,12 +165,12 @@ def test_icassp2016_sn_claim_as_the_paper_states_it_with_per_epsilon_verdicts():
 
 
 def test_icassp2016_gives_one_verdict_per_setting():
-    from mpc_pca.studies import dp_utility
+    from mpc_pca.studies import dp_utility_claims
 
     records = _icassp2016_records({0.05: 0.1, 1.0: 0.1, 5.0: 0.1})
     for r in records:  # sound settings: SN below PPM at every epsilon
         r["ratios_sound"] = {**r["ratios"], "SN": [v - 0.2 for v in r["ratios"]["PPM"]]}
-    claims = {c.text: c for c in dp_utility.icassp2016_claims(records)}
+    claims = {c.text: c for c in dp_utility_claims.icassp2016_claims(records)}
     paper = claims["SN outperforms PPM over Fig. 1's epsilon range (as the paper states it, not at every epsilon) "
                    "[paper's settings (add/remove, delta 0.1)]"]  # fmt: skip
     sound = claims["SN outperforms PPM over Fig. 1's epsilon range (as the paper states it, not at every epsilon) "
@@ -204,15 +204,15 @@ def _icassp18_methods() -> tuple[str, ...]:
 
 
 def test_icassp2018_states_every_claim_with_both_settings():
-    from mpc_pca.studies import dp_utility
+    from mpc_pca.studies import dp_utility_claims
 
-    claims = dp_utility.icassp2018_claims(_icassp2018_records(-0.1))
+    claims = dp_utility_claims.icassp2018_claims(_icassp2018_records(-0.1))
     grows = [c for c in claims if c.text.startswith("DPdisPCA's captured energy grows with epsilon")]
     assert [(c.text.endswith("delta 0.01)]"), c.reproduced) for c in grows] == [(True, True), (False, False)]
     local = [c for c in claims if c.text.startswith("DPdisPCA captures more energy than local PCA")]
     assert [c.reproduced for c in local] == [True, False] and "Why the settings differ" in local[1].evidence
     # a sound run identical to the paper's gives the same verdicts
-    same = dp_utility.icassp2018_claims(_icassp2018_records(0.1))
+    same = dp_utility_claims.icassp2018_claims(_icassp2018_records(0.1))
     assert [c.reproduced for c in same if c.text.startswith("DPdisPCA's captured energy grows with eps")] == [
         True,
         True,

@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from mpc_pca.studies import network_report
+from mpc_pca.studies import network_claims, network_report
 from mpc_pca.studies.framework import load_records, run_study
 from mpc_pca.studies.network import STUDY
 from mpc_pca.studies.network_model import crossover, decompose, line_crossover, traffic
@@ -104,7 +104,7 @@ def _compute(protocol: str, seconds: float, depth: int) -> dict:
 
 
 def _claim(records: list[dict], starts: str):
-    (claim,) = [c for c in network_report.claims(records) if c.text.startswith(starts)]
+    (claim,) = [c for c in network_claims.claims(records) if c.text.startswith(starts)]
     return claim
 
 

@@ -1,4 +1,4 @@
-"""The tens-of-rounds eigensolvers of protocols.tensor.fast_eig (ladder, spectrum) and their batched openings."""
+"""The tens-of-rounds eigensolvers of protocols.tensor.fast_eig and spectrum_eig, and their batched openings."""
 
 from __future__ import annotations
 
@@ -12,14 +12,10 @@ from protocols.errors import InputValidationError
 from protocols.runtime import run_inprocess
 from protocols.sharing import split
 from protocols.tensor import TensorSession, from_share
-from protocols.tensor.fast_eig import (
-    F,
-    _haar,
-    ladder_eigenvectors,
-    open_products,
-    spectrum_eigenvectors,
-    truncate_many,
-)
+from protocols.tensor.batched import open_products, truncate_many
+from protocols.tensor.fast_eig import _haar, ladder_eigenvectors
+from protocols.tensor.fast_eig_math import F
+from protocols.tensor.spectrum_eig import spectrum_eigenvectors
 
 HOLDERS = ["h0", "h1", "h2"]
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from protocols.errors import ProtocolError
 from protocols.transport.certs import write_credentials
-from protocols.transport.socket_channel import (
+from protocols.transport.socket_frames import (
     MAX_LABEL_CHARS,
     MAX_REASON_CHARS,
     STATUS,

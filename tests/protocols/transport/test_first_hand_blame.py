@@ -17,7 +17,7 @@ import pytest
 from protocols.errors import PeerFailureError, ProtocolError
 from protocols.transport.certs import write_credentials
 from protocols.transport.links import HEADER
-from protocols.transport.socket_channel import ABORT, DATA, DATA_PREFIX
+from protocols.transport.socket_frames import ABORT, DATA, DATA_PREFIX
 from protocols.transport.wire import encode_message
 from tests.helpers.socket_helpers import run_socket_world
 

@@ -15,7 +15,7 @@ import pytest
 from protocols.errors import PeerFailureError, PeerTimeoutError, ProtocolError, WireFormatError
 from protocols.transport.certs import write_credentials
 from protocols.transport.links import HEADER
-from protocols.transport.socket_channel import ABORT, CONTROL_QUEUE_CAP, DATA, DATA_PREFIX, STATUS
+from protocols.transport.socket_frames import ABORT, CONTROL_QUEUE_CAP, DATA, DATA_PREFIX, STATUS
 from tests.helpers.socket_helpers import run_socket_world
 
 TIMEOUT = 3.0

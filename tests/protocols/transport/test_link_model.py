@@ -9,7 +9,7 @@ import pytest
 
 from protocols.errors import InputValidationError
 from protocols.runtime import run_inprocess
-from protocols.transport.link_model import LinkProfile, ModelledLinks
+from protocols.testing.link_model import LinkProfile, ModelledLinks
 
 #: Slack for thread start-up and scheduling on a loaded machine (the model never delivers early).
 SLACK = 0.5

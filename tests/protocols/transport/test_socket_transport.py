@@ -12,7 +12,7 @@ from protocols.errors import InputValidationError, PeerTimeoutError, ProtocolErr
 from protocols.runtime import run_inprocess
 from protocols.transport.certs import write_credentials
 from protocols.transport.links import HEADER
-from protocols.transport.socket_channel import DATA, DATA_PREFIX
+from protocols.transport.socket_frames import DATA, DATA_PREFIX
 from protocols.transport.tls import AuthenticationError, Credentials
 from tests.helpers.socket_helpers import run_socket_world
 from tests.helpers.torch_worker import echo_roles

@@ -1,4 +1,4 @@
-"""The user-space WAN emulator (protocols.transport.wan_emulator): delay, bandwidth, byte-exact forwarding, close.
+"""The user-space WAN emulator (protocols.testing.wan_emulator): delay, bandwidth, byte-exact forwarding, close.
 
 Bounds are lower bounds the emulator must respect (a forwarder that ignored
 the delay or the bandwidth fails them) and upper bounds with generous slack
@@ -18,8 +18,8 @@ from collections.abc import Iterator
 import pytest
 
 from protocols.errors import InputValidationError
-from protocols.transport import wan_emulator
-from protocols.transport.wan_emulator import DelayForwarder, LinkProfile
+from protocols.testing import wan_emulator
+from protocols.testing.wan_emulator import DelayForwarder, LinkProfile
 
 #: Slack allowed above a lower bound, for scheduling on a loaded machine (seconds).
 SLACK = 0.15

@@ -62,7 +62,7 @@ class LinkProfile:
 
     The one description of a link for both the in-process model here
     (:class:`ModelledLinks`: the bandwidth is each sender's uplink) and the
-    user-space emulator of real sockets (:class:`protocols.transport.wan_emulator.DelayForwarder`:
+    user-space emulator of real sockets (:class:`protocols.testing.wan_emulator.DelayForwarder`:
     the bandwidth is each direction of the forwarder in front of an accepting
     party, shared by its connections).
 

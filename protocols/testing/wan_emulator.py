@@ -60,7 +60,7 @@ from types import TracebackType
 from typing import Any
 
 from protocols.errors import InputValidationError
-from protocols.transport.link_model import LinkProfile
+from protocols.testing.link_model import LinkProfile
 from protocols.transport.rendezvous import Introducer
 
 #: Largest chunk a forwarder reads (and delays) at once, in bytes.
@@ -69,7 +69,7 @@ CHUNK_BYTES = 64 << 10
 QUEUE_BYTES = 4 << 20
 
 
-# LinkProfile is defined once, beside the in-process model of the same links (protocols.transport.link_model).
+# LinkProfile is defined once, beside the in-process model of the same links (protocols.testing.link_model).
 
 
 class _Pacer:
