@@ -8,19 +8,14 @@ array (or DataFrame) per party, or as one array ``X`` with ``groups``
 labelling each row's party (:func:`split_parts`).
 
 Parameters are declared once per estimator class in ``_parameter_constraints``
-(as scikit-learn's): a dict from each ``__init__`` parameter to a check
-built from :func:`one_of`, :func:`integer`, :func:`real`, :func:`boolean`,
-:func:`instance_of` or :func:`validated_by` (which wraps an existing
-validator such as :func:`mpc_pca.dp.mechanisms.check_epsilon`).
-:func:`validate_params` runs them all at the start of ``fit``, before any
-party starts; each error names the parameter, the value and what is allowed.
+(as scikit-learn's), with the checks of :mod:`mpc_pca.params`;
+:func:`~mpc_pca.params.validate_params` runs them all at the start of ``fit``,
+before any party starts.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterator, Sequence
-from numbers import Integral, Real
+from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -29,6 +24,18 @@ from scipy.sparse import issparse
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from mpc_pca.params import (
+    ParamCheck,
+    all_of,
+    boolean,
+    instance_of,
+    integer,
+    n_components_check,
+    one_of,
+    real,
+    validate_params,
+    validated_by,
+)
 from mpc_pca.sparse_rows import centred_product
 from mpc_pca.validation import align_columns
 from protocols.errors import InputValidationError
@@ -106,30 +113,7 @@ def split_parts(
             refuse_sparse(X, type(estimator).__name__)
         if groups is not None:
             raise InputValidationError("pass groups only with a single X, not with a list of parts")
-        if len(X) == 0:
-            raise InputValidationError("parts is empty; at least one party must hold data")
-        names = [_names_of(p) for p in X]
-        if any(n is not None for n in names):
-            if any(n is None for n in names):
-                unnamed = [i for i, n in enumerate(names) if n is None]
-                raise InputValidationError(f"parts {unnamed} have no column names but the others do")
-            reference, orders = align_columns(names)  # type: ignore[arg-type]
-            parts = [
-                np.asarray(p.to_numpy() if order is None else p.iloc[:, order].to_numpy())
-                for p, order in zip(X, orders, strict=True)
-            ]
-            feature_names = np.asarray(reference, dtype=object)
-            estimator.feature_names_in_ = feature_names
-        else:
-            parts = list(X)
-            feature_names = None
-            if hasattr(estimator, "feature_names_in_"):
-                del estimator.feature_names_in_
-        width = getattr(parts[0], "n_features", None)
-        shape = np.shape(parts[0]) if width is None else (None, width)
-        if len(shape) == 2:  # otherwise the protocol's check_parts names the problem
-            estimator.n_features_in_ = int(shape[1])
-        return parts, feature_names
+        return _split_list(estimator, X)
     if not accepts_sparse:
         refuse_sparse([X], type(estimator).__name__, "X")
     sparse_formats = ("csr", "csc") if accepts_sparse else False
@@ -145,6 +129,34 @@ def split_parts(
             f"groups must have one label per row of X: shape ({arr.shape[0]},), got {labels.shape}"
         )
     return [arr[np.flatnonzero(labels == g)] for g in np.unique(labels)], feature_names
+
+
+def _split_list(estimator: BaseEstimator, X: Sequence[Any]) -> tuple[list[Any], Any]:
+    """:func:`split_parts` of a list of blocks: DataFrames aligned by column name, the width recorded."""
+    if len(X) == 0:
+        raise InputValidationError("parts is empty; at least one party must hold data")
+    names = [_names_of(p) for p in X]
+    if any(n is not None for n in names):
+        if any(n is None for n in names):
+            unnamed = [i for i, n in enumerate(names) if n is None]
+            raise InputValidationError(f"parts {unnamed} have no column names but the others do")
+        reference, orders = align_columns(names)  # type: ignore[arg-type]
+        parts = [
+            np.asarray(p.to_numpy() if order is None else p.iloc[:, order].to_numpy())
+            for p, order in zip(X, orders, strict=True)
+        ]
+        feature_names = np.asarray(reference, dtype=object)
+        estimator.feature_names_in_ = feature_names
+    else:
+        parts = list(X)
+        feature_names = None
+        if hasattr(estimator, "feature_names_in_"):
+            del estimator.feature_names_in_
+    width = getattr(parts[0], "n_features", None)
+    shape = np.shape(parts[0]) if width is None else (None, width)
+    if len(shape) == 2:  # otherwise the protocol's check_parts names the problem
+        estimator.n_features_in_ = int(shape[1])
+    return parts, feature_names
 
 
 def _fit_dtype(X: Any) -> Any:
@@ -190,201 +202,13 @@ def transform_rows(estimator: BaseEstimator, X: Any, *, accept_sparse: bool = Fa
         return checked_data(estimator, X, reset=False, dtype=[np.float64, np.float32], accept_sparse=formats)
     if not accept_sparse:
         refuse_sparse(X, type(estimator).__name__)
-    if len(X) == 0:
-        raise InputValidationError("parts is empty; pass at least one block of rows to transform")
-    chunked = [i for i, p in enumerate(X) if not hasattr(p, "shape")]
-    if chunked:
-        raise InputValidationError(
-            f"parts {chunked} are read in chunks; transform takes arrays or DataFrames (the projection "
-            "of a chunked part is fit_transform's, made by its provider)"
-        )
-    fitted = getattr(estimator, "feature_names_in_", None)
-    fitted_names = None if fitted is None else [str(n) for n in fitted]
-    blocks = []
-    for part in X:
-        names = _names_of(part)
-        if fitted_names and names and names != fitted_names and sorted(names) == sorted(fitted_names):
-            part = part.iloc[:, [names.index(n) for n in fitted_names]]
-        blocks.append(
-            checked_data(estimator, part, reset=False, dtype=[np.float64, np.float32], accept_sparse=formats)
-        )
+    blocks = _checked_blocks(estimator, X, formats)
     dtype = np.float32 if all(b.dtype == np.float32 for b in blocks) else np.float64
     if any(issparse(b) for b in blocks):
         from scipy.sparse import vstack
 
         return vstack(blocks, format="csr", dtype=dtype)
     return np.vstack(blocks).astype(dtype, copy=False)
-
-
-#: A parameter check: called with the parameter's name and value, raises
-#: :class:`InputValidationError` naming both and what is allowed.
-ParamCheck = Callable[[str, Any], None]
-
-
-def one_of(*allowed: object) -> ParamCheck:
-    """A parameter that must be one of ``allowed`` (strings, ``None``, ...)."""
-
-    def check(name: str, value: Any) -> None:
-        if not any(value is a or (type(value) is type(a) and value == a) for a in allowed):
-            raise InputValidationError(f"{name}={value!r} is not supported; choose one of {list(allowed)}")
-
-    return check
-
-
-def integer(low: int | None = None, high: int | None = None, *, none: bool = False) -> ParamCheck:
-    """An integer (not a bool) in ``[low, high]`` (either bound optional); ``None`` too if ``none``."""
-
-    def check(name: str, value: Any) -> None:
-        if none and value is None:
-            return
-        is_integer = isinstance(value, Integral) and not isinstance(value, bool)
-        if not is_integer or (low is not None and value < low) or (high is not None and value > high):
-            bounds = [f">= {low}"] * (low is not None) + [f"<= {high}"] * (high is not None)
-            allowed = (
-                "an integer" + (" " + " and ".join(bounds) if bounds else "") + (" or None" if none else "")
-            )
-            raise InputValidationError(f"{name}={value!r} is invalid; it must be {allowed}")
-
-    return check
-
-
-def real(
-    low: float | None = None,
-    high: float | None = None,
-    *,
-    low_open: bool = False,
-    high_open: bool = False,
-    none: bool = False,
-) -> ParamCheck:
-    """A real number (not a bool, not NaN) between ``low`` and ``high``; open ends on request."""
-
-    def check(name: str, value: Any) -> None:
-        if none and value is None:
-            return
-        ok = not isinstance(value, bool) and isinstance(value, Real) and not math.isnan(float(value))
-        if ok and low is not None:
-            ok = value > low if low_open else value >= low
-        if ok and high is not None:
-            ok = value < high if high_open else value <= high
-        if not ok:
-            bounds = []
-            if low is not None:
-                bounds.append(f"{'>' if low_open else '>='} {low:g}")
-            if high is not None:
-                bounds.append(f"{'<' if high_open else '<='} {high:g}")
-            allowed = (
-                "a real number"
-                + (" " + " and ".join(bounds) if bounds else "")
-                + (" or None" if none else "")
-            )
-            raise InputValidationError(f"{name}={value!r} is invalid; it must be {allowed}")
-
-    return check
-
-
-def n_components_check(*, rules: bool = False, none: bool = True) -> ParamCheck:
-    """``n_components``: an integer >= 1 (or ``None`` if ``none``); with ``rules`` also a variance fraction or ``"mle"``.
-
-    An integer below 1 gets scikit-learn's ``PCA`` wording ("must be between 1
-    and min(n_samples, n_features)"); the upper limit is checked with the data
-    (:func:`mpc_pca.validation.check_n_components`).
-
-    Examples
-    --------
-    >>> n_components_check()("n_components", 0)
-    Traceback (most recent call last):
-    ...
-    protocols.errors.InputValidationError: n_components=0 is out of range; it must be between 1 and min(n_samples, n_features)
-    """
-
-    def check(name: str, value: Any) -> None:
-        if (none and value is None) or (rules and isinstance(value, str) and value == "mle"):
-            return
-        if isinstance(value, Integral) and not isinstance(value, bool):
-            if value < 1:
-                raise InputValidationError(
-                    f"{name}={value!r} is out of range; it must be between 1 and min(n_samples, n_features)"
-                )
-            return
-        if rules and isinstance(value, float) and 0.0 < value < 1.0:
-            return
-        allowed = (
-            "an integer >= 1, a variance fraction (a float > 0 and < 1), 'mle' or None"
-            if rules
-            else ("an integer >= 1 or None")
-        )
-        raise InputValidationError(f"{name}={value!r} is invalid; it must be {allowed}")
-
-    return check
-
-
-def boolean() -> ParamCheck:
-    """``True`` or ``False`` (numpy booleans too)."""
-
-    def check(name: str, value: Any) -> None:
-        if not isinstance(value, (bool, np.bool_)):
-            raise InputValidationError(f"{name} must be True or False, got {value!r}")
-
-    return check
-
-
-def instance_of(*types: type | None) -> ParamCheck:
-    """An instance of one of ``types``; ``None`` in ``types`` allows ``None``."""
-
-    def check(name: str, value: Any) -> None:
-        if value is None and None in types:
-            return
-        classes = tuple(t for t in types if isinstance(t, type))
-        if not isinstance(value, classes):
-            allowed = " or ".join("None" if t is None else t.__name__ for t in types)
-            raise InputValidationError(f"{name} must be {allowed}, got {value!r}")
-
-    return check
-
-
-def validated_by(validator: Callable[[Any], object], *, none: bool = False) -> ParamCheck:
-    """Reuse an existing validator ``validator(value)`` (it raises naming the value and the limit)."""
-
-    def check(name: str, value: Any) -> None:
-        if none and value is None:
-            return
-        try:
-            validator(value)
-        except InputValidationError as exc:
-            if name in str(exc):
-                raise
-            raise type(exc)(f"{name}={value!r}: {exc}") from exc
-
-    return check
-
-
-def all_of(*checks: ParamCheck) -> ParamCheck:
-    """Every one of ``checks`` must pass (in order)."""
-
-    def check(name: str, value: Any) -> None:
-        for one in checks:
-            one(name, value)
-
-    return check
-
-
-def validate_params(estimator: BaseEstimator) -> None:
-    """Check every constructor parameter of ``estimator`` against its class's ``_parameter_constraints``.
-
-    Raises
-    ------
-    InputValidationError
-        Naming the parameter, its value and what is allowed.
-    TypeError
-        If the class leaves a parameter undeclared (a bug in the class, not in the input).
-    """
-    constraints: dict[str, ParamCheck] = getattr(type(estimator), "_parameter_constraints", {})
-    params = estimator.get_params(deep=False)
-    undeclared = sorted(set(params) - set(constraints))
-    if undeclared:
-        raise TypeError(f"{type(estimator).__name__} declares no constraint for parameters {undeclared}")
-    for name, check in constraints.items():
-        check(name, params[name])
 
 
 class PartiesEstimator(BaseEstimator):
@@ -517,3 +341,48 @@ class SubspaceMixin(ClassNamePrefixFeaturesOutMixin, TransformerMixin, PartiesEs
         if scale is not None:
             back = back * scale
         return back + self.mean_
+
+
+def _checked_blocks(estimator: BaseEstimator, X: Sequence[Any], formats: Any) -> list[Any]:
+    """:func:`transform_rows` of a list of parts: each checked, a permuted DataFrame put in the fit's order."""
+    if len(X) == 0:
+        raise InputValidationError("parts is empty; pass at least one block of rows to transform")
+    chunked = [i for i, p in enumerate(X) if not hasattr(p, "shape")]
+    if chunked:
+        raise InputValidationError(
+            f"parts {chunked} are read in chunks; transform takes arrays or DataFrames (the projection "
+            "of a chunked part is fit_transform's, made by its provider)"
+        )
+    fitted = getattr(estimator, "feature_names_in_", None)
+    fitted_names = None if fitted is None else [str(n) for n in fitted]
+    blocks = []
+    for part in X:
+        names = _names_of(part)
+        if fitted_names and names and names != fitted_names and sorted(names) == sorted(fitted_names):
+            part = part.iloc[:, [names.index(n) for n in fitted_names]]
+        blocks.append(
+            checked_data(estimator, part, reset=False, dtype=[np.float64, np.float32], accept_sparse=formats)
+        )
+    return blocks
+
+
+#: The parameter checks (:mod:`mpc_pca.params`) are importable from here too, beside the estimators' base.
+__all__ = [
+    "ParamCheck",
+    "PartiesEstimator",
+    "SubspaceMixin",
+    "all_of",
+    "boolean",
+    "checked_data",
+    "instance_of",
+    "integer",
+    "is_parts",
+    "n_components_check",
+    "one_of",
+    "real",
+    "refuse_sparse",
+    "split_parts",
+    "transform_rows",
+    "validate_params",
+    "validated_by",
+]

@@ -7,36 +7,17 @@ separate parties. Rank layout with ``M`` providers (world size ``M + 2``):
 ``M``, ``consumer`` is rank ``M + 1``.
 
 Before the protocol starts, the parties announce their public parameters
-(protocol, number of providers, ``k``, backend, fractional bits, key size,
-reveal, standardize and, for providers, the number of features and rows, the
-hash of their ordered column names and their column exponents) and check that
-they agree, so a misconfigured party is reported by name instead of
-surfacing as a malformed message later.
+and check them in three steps (:mod:`mpc_pca.pppca.announcement`): the shape
+of each announcement against :data:`SCHEMA` / :data:`PROVIDER_SCHEMA` (naming
+the sender, the key and the limit), agreement of the shared settings and the
+providers' columns, and, in the server's role, the announced row counts
+against the ``N`` the secure sum reveals. Message caps follow from agreed
+values only, never from a row count (:func:`cap_bound`).
 
-What a peer announces is checked before it is used, in three steps:
-
-1. *Shape* (:data:`SCHEMA`, :data:`PROVIDER_SCHEMA`): every announcement has
-   exactly the declared keys, each of its declared type and range; in
-   particular a provider's ``n_rows`` is an integer in ``1 ..``
-   :data:`MAX_ANNOUNCED_ROWS` and ``n_features`` one in ``1 ..``
-   :data:`~mpc_pca.deployment_kit.MAX_FEATURES`. Anything else is refused at :meth:`configure`
-   naming the sender, the key and the limit.
-2. *Agreement*: the shared settings, and the providers' widths and column
-   names, must be the same for every party (so ``d``, ``k``, the backend and
-   the key size are values that every party, or every provider, chose).
-3. *The row counts against the secure sum*: the row counts are the only
-   announced values that no other party repeats. The server compares their
-   sum with the ``N`` that the secure sum of ``[column sums, row count]``
-   reveals and refuses the run (:class:`~protocols.errors.ProtocolError`
-   naming every provider's count and both totals) before it sends the mean;
-   the consumer accepts from each provider exactly the rows it announced.
-
-Message caps (:func:`message_cap`) are computed from agreed values only
-(``d``, ``k``, the backend, the key size), never from a row count: a
-provider's projected rows ``X_i T`` go to the consumer in chunks of at most
-:func:`~mpc_pca.pppca.protocol.projection_chunk_rows` rows
-(:data:`~mpc_pca.pppca.protocol.PROJECTION_CHUNK_BYTES` per chunk), so no
-announcement can raise the cap above :func:`cap_bound`.
+The estimator (:class:`~mpc_pca.pppca.estimator.PPPCA`) runs this same object
+as threads (:func:`mpc_pca.threads.run_protocol`), with its backend object
+(``backend_factory``), without a consumer for ``fit`` and with its own
+eigensolve settings (``components``).
 
 Settings (``mpc_pca.registry``): ``n_components``, ``backend``,
 ``frac_bits``, ``key_bits``, ``reveal``, ``standardize`` and, for
@@ -48,7 +29,6 @@ the consumer's and every provider's name the ``dropped_providers``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -57,12 +37,20 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mpc_pca.deployment import Deployment, PublicSettings, Role, Variant
-from mpc_pca.deployment_kit import (
-    FLOOR_HOLDER_SCHEMA,
-    FLOOR_SCHEMA,
-    MAX_FEATURES,
-    Key,
-    check_announcements,
+from mpc_pca.deployment_kit import Key, check_announcements
+from mpc_pca.pppca.announcement import (
+    LOCAL_SETTINGS,
+    MAX_ANNOUNCED_ROWS,
+    MAX_KEY_BITS,
+    PROVIDER_SCHEMA,
+    SCHEMA,
+    agree_columns,
+    agree_views,
+    announced_components,
+    backend_options,
+    cap_bound,
+    message_cap,
+    selection,
 )
 from mpc_pca.pppca.chunked import ChunkedPart
 from mpc_pca.pppca.components import ComponentsSettings, check_reveal, components_settings, hides_covariance
@@ -71,42 +59,19 @@ from mpc_pca.pppca.preflight import check_run, preflight
 from mpc_pca.pppca.projection_table import projection_table, read_projection
 from mpc_pca.pppca.protocol import (
     DROPPED_KEY,
-    PROJECTION_CHUNK_BYTES,
     PPPCAConfig,
     consumer_role,
     provider_role,
     server_role,
 )
-from mpc_pca.pppca.scaling import (
-    MAX_EXPONENT,
-    ZERO_COLUMN,
-    agree_exponents,
-    exponents_of_peaks,
-    statistics_exponents,
-)
+from mpc_pca.pppca.scaling import exponents_of_peaks, statistics_exponents
 from mpc_pca.roles import CONSUMER, SERVER, provider_names
 from mpc_pca.validation import check_n_components, check_parts, check_statistics_finite
-from protocols.backends import BACKEND_NAMES, SecureSumBackend, backend_class, make_backend, paillier_options
+from protocols.backends import BACKEND_NAMES, SecureSumBackend, backend_class, make_backend
 from protocols.backends.dropout import last_outcome
 from protocols.backends.dropout_agreement import check_dropout_threshold
 from protocols.errors import InputValidationError
 
-#: The settings every party must announce identically.
-SHARED = (
-    "protocol",
-    "n_parties",
-    "n_components",
-    "variance_fraction",
-    "mle",
-    "backend",
-    "frac_bits",
-    "key_bits",
-    "reveal",
-    "eigengap",
-    "min_ratio",
-    "standardize",
-    "dropout_threshold",
-)
 PROTOCOLS = ("pppca-ss", "pppca-he")
 #: The settings of both PPPCA protocols and their defaults (``None``: the backend's default).
 PPPCA_OPTIONS: dict[str, Any] = {
@@ -138,36 +103,6 @@ VARIANTS: dict[str, Variant] = {
         fixed={"backend": "paillier"},
     ),
 }
-#: Largest row count a provider may announce (refused at :meth:`PPPCADeployment.configure`).
-MAX_ANNOUNCED_ROWS = 1 << 40
-#: Largest dropout threshold a party may announce (no run has more providers than this).
-MAX_PROVIDERS = 1 << 16
-#: Largest Paillier modulus (bits) a party may announce.
-MAX_KEY_BITS = 1 << 14
-
-#: Every party's announcement: the floor's keys and the shared settings.
-SCHEMA: dict[str, Key] = {
-    **FLOOR_SCHEMA,
-    "protocol": Key("text", choices=PROTOCOLS),
-    "n_components": Key("int", 1, MAX_FEATURES, nullable=True),
-    "variance_fraction": Key("real", 0.0, 1.0, nullable=True, required=False),
-    "mle": Key("flag", required=False),
-    "backend": Key("text", choices=tuple(BACKEND_NAMES)),
-    "frac_bits": Key("int", 0, 52),
-    "key_bits": Key("int", 1, MAX_KEY_BITS, nullable=True),
-    "reveal": Key("text", choices=("covariance", "components", "spectrum")),
-    "eigengap": Key("real", 0.0, 1.0, nullable=True, required=False),
-    "min_ratio": Key("real", 0.0, 1.0, nullable=True, required=False),
-    "standardize": Key("flag"),
-    "dropout_threshold": Key("int", 2, MAX_PROVIDERS, nullable=True, required=False),
-}
-#: A provider's further keys: its rows' width and count, its column exponents.
-PROVIDER_SCHEMA: dict[str, Key] = {
-    **FLOOR_HOLDER_SCHEMA,
-    "n_features": Key("int", 1, MAX_FEATURES),
-    "n_rows": Key("int", 1, MAX_ANNOUNCED_ROWS),
-    "column_exponents": Key("ints", ZERO_COLUMN, MAX_EXPONENT),
-}
 
 
 def _dropout_fields(party: Any, run: PPPCAConfig) -> dict[str, Any]:
@@ -193,94 +128,6 @@ def pppca_ranks(n_parties: int, with_consumer: bool = True) -> dict[str, int]:
     return ranks
 
 
-def _announced_components(n_components: Any) -> dict[str, Any]:
-    """How ``n_components`` is announced: ``k`` (``None``: all), or the server's rule for choosing it.
-
-    A variance fraction or ``"mle"`` (``reveal="covariance"`` only, checked by
-    :func:`~mpc_pca.pppca.preflight.selection_rule`) is announced as
-    ``variance_fraction`` or ``mle`` with ``n_components`` ``None``.
-    """
-    if isinstance(n_components, str) and n_components == "mle":
-        return {"n_components": None, "mle": True}
-    if isinstance(n_components, float):
-        return {"n_components": None, "variance_fraction": n_components}
-    return {"n_components": n_components}
-
-
-def _selection(view: Mapping[str, Any]) -> float | str | None:
-    """The agreed rule for choosing ``k`` on the server (``None``: ``k`` is ``n_components``)."""
-    if view.get("mle"):
-        return "mle"
-    fraction = view.get("variance_fraction")
-    return None if fraction is None else float(fraction)
-
-
-def _agree(views: Mapping[str, Mapping[str, Any]], n_parties: int) -> int:
-    """Check that every party published the same settings; return the number of features."""
-    for key in SHARED:
-        values = {name: view.get(key) for name, view in views.items()}
-        if len(set(map(json.dumps, values.values()))) != 1:
-            raise InputValidationError(f"the parties disagree on {key}: {values}")
-    rows = {name: views[name].get("n_rows") for name in provider_names(n_parties)}
-    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in rows.values()):
-        raise InputValidationError(f"every provider must announce a positive number of rows: {rows}")
-    widths = {name: views[name].get("n_features") for name in provider_names(n_parties)}
-    width = next(iter(widths.values()))
-    if len(set(widths.values())) != 1 or isinstance(width, bool) or not isinstance(width, int):
-        raise InputValidationError(f"the providers' data sets have different numbers of features: {widths}")
-    return width
-
-
-def _agree_columns(
-    views: Mapping[str, Mapping[str, Any]], n_parties: int
-) -> tuple[tuple[int, ...], tuple[str, ...] | None]:
-    """Check that the providers' ordered column names match; agree the column exponents.
-
-    The deploy floor has put every provider's announcement in the agreed
-    column order (:func:`mpc_pca.deploy.party.align_views`), so any
-    difference left here is refused. Returns the exponents and the names
-    (``None`` when the rows have none).
-    """
-    providers = provider_names(n_parties)
-    names = {name: views[name].get("columns") for name in providers}
-    if len(set(map(json.dumps, names.values()))) != 1:
-        raise InputValidationError(
-            f"the providers' ordered column names differ: {names}; give every provider the same "
-            "columns (the deploy floor reorders a provider's columns by name)"
-        )
-    exponents = agree_exponents([views[name].get("column_exponents", []) for name in providers])
-    first = names[providers[0]]
-    return exponents, None if first is None else tuple(str(n) for n in first)
-
-
-def message_cap(views: Mapping[str, Mapping[str, Any]], n_features: int, per_entry: int) -> int:
-    """Largest message (bytes) any party of this run may send, from the agreed settings.
-
-    The largest payloads are the Gram matrix's secure sum (at most ``d^2 + d + 1``
-    ring elements, or that many Paillier ciphertexts of ``2 * key_bits`` bits
-    when nothing is packed), ``T`` (``d x k`` floats) and one chunk of a
-    provider's projected rows (at most ``max(PROJECTION_CHUNK_BYTES, 8 k)``
-    bytes); 1 MiB covers headers and key exchanges. No row count enters: the
-    cap depends only on values every party (or every provider) agreed on, and
-    stays below :func:`cap_bound` of them.
-    """
-    view = next(iter(views.values()))
-    d, k = n_features, int(view["n_components"] or n_features)
-    return (d * d + d + 1) * per_entry + d * k * 8 + max(PROJECTION_CHUNK_BYTES, 8 * k) + (1 << 20)
-
-
-def cap_bound(n_features: int, n_components: int, key_bits: int | None) -> int:
-    """The largest :func:`message_cap` of any run with these agreed values, whatever the row counts.
-
-    Every backend's summed entry takes at most ``2 * key_bits / 8 + 8`` bytes
-    (a Paillier ciphertext; ring elements take 8), ``key_bits`` at most
-    :data:`MAX_KEY_BITS`.
-    """
-    d, k = n_features, n_components
-    per_entry = max(8, 2 * (MAX_KEY_BITS if key_bits is None else key_bits) // 8 + 8)
-    return (d * d + d + 1) * per_entry + d * k * 8 + max(PROJECTION_CHUNK_BYTES, 8 * k) + (1 << 20)
-
-
 @dataclass(frozen=True)
 class PPPCARun:
     """The configuration every party derived from the agreed announcements."""
@@ -292,30 +139,6 @@ class PPPCARun:
     cap: int
     #: The agreed column names (``None`` when the providers' rows have none).
     feature_names: tuple[str, ...] | None = None
-
-
-#: Settings a party chooses for itself (how it encrypts), never announced nor agreed.
-LOCAL_SETTINGS = ("paillier_randomness", "paillier_workers")
-
-
-def backend_options(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """The paillier backend's constructor options of ``settings`` (``{}`` for other backends).
-
-    Raises
-    ------
-    InputValidationError
-        If a paillier option is set for another backend, or has an invalid value.
-    """
-    given = {key: settings.get(key) for key in LOCAL_SETTINGS if settings.get(key) is not None}
-    if settings.get("backend") != "paillier":
-        if given:
-            raise InputValidationError(
-                f"settings {sorted(given)} are for the paillier backend, not backend={settings.get('backend')!r}"
-            )
-        return {}
-    return paillier_options(
-        settings.get("paillier_randomness"), settings.get("paillier_workers"), settings.get("key_bits")
-    )
 
 
 class PPPCADeployment(Deployment):
@@ -484,7 +307,7 @@ class PPPCADeployment(Deployment):
         backend = self.backend(settings)
         public: PublicSettings = {
             "protocol": self.name,
-            **_announced_components(settings["n_components"]),
+            **announced_components(settings["n_components"]),
             "backend": settings["backend"],
             "frac_bits": backend.codec.frac_bits,
             "key_bits": settings.get("key_bits"),
@@ -535,10 +358,10 @@ class PPPCADeployment(Deployment):
             )
         check_announcements(views, self._schema(), provider_names(n_providers), PROVIDER_SCHEMA)
         views = {name: {"n_parties": n_providers, **view} for name, view in views.items()}
-        n_features = _agree(views, n_providers)
+        n_features = agree_views(views, n_providers)
         view = next(iter(views.values()))
         rows = tuple(int(views[name]["n_rows"]) for name in provider_names(n_providers))
-        select = _selection(view)
+        select = selection(view)
         # with a selection rule the server chooses k <= min(d, N) from the spectrum
         n_samples = sum(rows)
         k = (
@@ -547,7 +370,7 @@ class PPPCADeployment(Deployment):
             else check_n_components(view["n_components"], n_features, n_samples)
         )
         reveal = check_reveal(view.get("reveal", "covariance"))
-        exponents, feature_names = _agree_columns(views, n_providers)
+        exponents, feature_names = agree_columns(views, n_providers)
         if feature_names is not None and len(feature_names) != n_features:
             raise InputValidationError(
                 f"provider0 announced {len(feature_names)} column names for {n_features} columns"
@@ -650,6 +473,7 @@ class PPPCADeployment(Deployment):
 
 __all__ = [
     "MAX_ANNOUNCED_ROWS",
+    "MAX_KEY_BITS",
     "SCHEMA",
     "PPPCADeployment",
     "PPPCARun",

@@ -2,7 +2,8 @@
 
 import pytest
 
-from mpc_pca.pppca.deployment import _agree, _agree_columns
+from mpc_pca.pppca.announcement import agree_columns as _agree_columns
+from mpc_pca.pppca.announcement import agree_views as _agree
 from protocols.errors import InputValidationError
 
 
