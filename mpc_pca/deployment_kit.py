@@ -287,8 +287,8 @@ def seeded_generator(noise_seed: int | np.random.SeedSequence | None, index: int
 
     ``SeedSequence(seed).spawn(n)[i]`` is ``SeedSequence(seed, spawn_key=(i,))``
     whatever ``n``, so a party can build its own generator alone and still get
-    the one every other runner gives it. A ``SeedSequence`` (not yet spawned
-    from) is extended by ``index`` the same way. ``noise_seed=None`` seeds from
+    the one every other runner gives it. A ``SeedSequence`` gives its
+    ``index``-th next child (``noise_seed.spawn(n)[index]``, without spawning). ``noise_seed=None`` seeds from
     :mod:`secrets` (128 bits): the private default, each party its own seed.
 
     Raises
@@ -299,9 +299,8 @@ def seeded_generator(noise_seed: int | np.random.SeedSequence | None, index: int
     if noise_seed is None:
         return np.random.default_rng(np.random.SeedSequence(secrets.randbits(128)))
     if isinstance(noise_seed, np.random.SeedSequence):
-        child = np.random.SeedSequence(
-            noise_seed.entropy, spawn_key=(*noise_seed.spawn_key, int(index)), pool_size=noise_seed.pool_size
-        )
+        key = (*noise_seed.spawn_key, noise_seed.n_children_spawned + int(index))
+        child = np.random.SeedSequence(noise_seed.entropy, spawn_key=key, pool_size=noise_seed.pool_size)
         return np.random.default_rng(child)
     check_noise_seed(noise_seed)
     return np.random.default_rng(np.random.SeedSequence(int(noise_seed), spawn_key=(int(index),)))

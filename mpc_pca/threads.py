@@ -169,6 +169,13 @@ def run_protocol(
     protocol.preflight(parts, full)
     layout, data, config = announce(protocol, parts, full, feature_names)
     root = noise_root(random_state)
+    if isinstance(random_state, np.random.SeedSequence):
+        # as spawn_generators: a SeedSequence given again draws fresh children, not the same noise
+        root = np.random.SeedSequence(
+            random_state.entropy, spawn_key=random_state.spawn_key, pool_size=random_state.pool_size,
+            n_children_spawned=random_state.n_children_spawned,
+        )  # fmt: skip
+        random_state.spawn(len(layout))
     roles = {
         name: protocol.role(name, config, data.get(name), protocol.generator(name, layout, root))
         for name in layout

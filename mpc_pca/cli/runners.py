@@ -20,7 +20,7 @@ from protocols.errors import InputValidationError
 
 
 def run_inprocess(
-    args: argparse.Namespace, parts: list[np.ndarray], names: tuple[str, ...]
+    args: argparse.Namespace, parts: list[np.ndarray], names: tuple[str, ...] | None
 ) -> dict[str, Any]:
     """``run --transport inprocess``: every party a thread (:func:`mpc_pca.threads.run_protocol`).
 

@@ -19,6 +19,8 @@ from sklearn.datasets import load_wine
 from sklearn.preprocessing import StandardScaler
 
 from mpc_pca import registry
+from mpc_pca.cli.flags import PRIVACY_DEFAULTS
+from mpc_pca.cli.runners import run_inprocess
 from mpc_pca.data.latent import make_topic_model
 from mpc_pca.deployment import DEFAULT_MESSAGE_CAP, Deployment
 from mpc_pca.deployment_kit import HARNESS_FIELDS, seeded_generator
@@ -144,9 +146,14 @@ def cli_json(name: str, parts: list[np.ndarray], settings: Mapping[str, Any]) ->
             "epsilon_by_colluders": est.epsilon_by_colluders_,
             "report": est.report_,
         }
-    # the in-process runner `mpc-pca run` uses for this protocol, through the registry
+    # what `mpc-pca run` runs in-process for this protocol: the registry's object as threads
     args = argparse.Namespace(protocol=name, noise_seed=SEED, timeout=60.0, **settings)
-    result: dict[str, Any] = registry.entry(name).run_in_process(args, parts)
+    for option, default in {**PRIVACY_DEFAULTS, **registry.entry(name).options}.items():
+        if getattr(args, option, None) is None:  # the defaults the command line fills in
+            setattr(args, option, default)
+    result: dict[str, Any] = run_inprocess(args, parts, None)
+    for key in ("_projection", "protocol", "feature_names"):  # run_command's own fields
+        result.pop(key, None)
     return result
 
 
