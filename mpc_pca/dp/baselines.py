@@ -18,7 +18,7 @@ PPCA, the other mechanisms of ICASSP 2016's comparison, are in :mod:`mpc_pca.dp.
 
 from __future__ import annotations
 
-from abc import abstractmethod
+from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 import numpy as np
@@ -53,7 +53,7 @@ def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-class CuratorPCA(DPSubspaceMixin, ProtocolEstimator):
+class CuratorPCA(DPSubspaceMixin, ProtocolEstimator, ABC):
     """The curator-based estimators: each runs :class:`~mpc_pca.dp.curator_deploy.CuratorDeployment` with its mechanism.
 
     A subclass names its registry variant (:attr:`_protocol_name`) and its
