@@ -19,11 +19,10 @@ PPCA, the other mechanisms of ICASSP 2016's comparison, are in :mod:`mpc_pca.dp.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from numbers import Integral
 from typing import Any, ClassVar
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
 from mpc_pca.base import ParamCheck, integer, one_of
 from mpc_pca.dp.common import (
@@ -33,24 +32,38 @@ from mpc_pca.dp.common import (
     prepare_parts,
     refuse_accountant,
 )
-from mpc_pca.dp.curator import Mechanism, Release, run_centralized
+from mpc_pca.dp.curator import CuratorModel, Mechanism, Release
+from mpc_pca.dp.curator_deploy import VARIANTS as CURATOR_VARIANTS
+from mpc_pca.dp.curator_deploy import CuratorDeployment
+from mpc_pca.dp.local_deploy import LocalDeployment, LocalRelease
 from mpc_pca.dp.mechanisms import (
     RandomState,
     gaussian_noise_scale,
     second_moment_sensitivity,
-    spawn_generators,
     symmetric_gaussian_noise,
 )
-from mpc_pca.linalg import flip_signs, top_eigenpairs
-from mpc_pca.roles import provider_names
+from mpc_pca.fitting import ProtocolEstimator
+from mpc_pca.linalg import top_eigenpairs
+from mpc_pca.threads import ThreadsRun
 from protocols.dp.accounting import PrivacyAccountant, charge_gaussian, fit_accountant
-from protocols.errors import InputValidationError
-from protocols.party import Party
-from protocols.runtime import run_inprocess, single_threaded_blas
 
 
-class CuratorPCA(DPSubspaceMixin, ABC):
-    """Common ``fit`` of the curator-based estimators."""
+def _plain(value: Any) -> Any:
+    """A numpy scalar as its Python value; anything else as it is."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+class CuratorPCA(DPSubspaceMixin, ProtocolEstimator, ABC):
+    """The curator-based estimators: each runs :class:`~mpc_pca.dp.curator_deploy.CuratorDeployment` with its mechanism.
+
+    A subclass names its registry variant (:attr:`_protocol_name`) and its
+    mechanism (:meth:`_mechanism`); the curator takes generator 0 of
+    ``random_state`` (:meth:`CuratorDeployment.generator
+    <mpc_pca.dp.curator_deploy.CuratorDeployment.generator>`).
+    """
+
+    #: The registry name of the curator variant whose mechanism this estimator is.
+    _protocol_name: ClassVar[str]
 
     row_norm: str
     timeout: float
@@ -63,37 +76,27 @@ class CuratorPCA(DPSubspaceMixin, ABC):
     def _validate(self) -> None:
         """Check the privacy parameters before any party starts."""
 
-    def fit(self, X: Any, y: None = None, groups: ArrayLike | None = None) -> CuratorPCA:
-        """Run the curator protocol over the parties' rows; return ``self``.
+    def _protocol(self) -> CuratorDeployment:
+        return CuratorDeployment(self._protocol_name, mechanism=self._mechanism)
 
-        Parameters
-        ----------
-        X : list of array_like or DataFrame, or array_like of shape (N, D)
-            One ``(N_s, D)`` block per party (DataFrames are aligned by column
-            name), or all rows with ``groups``.
-        y : None
-            Ignored.
-        groups : array_like of shape (N,), optional
-            With a single ``X``: the party of each row (one party if omitted).
+    def _settings(self) -> dict[str, Any]:
+        """``n_components`` (``None``: every feature), ``row_norm`` and the variant's privacy keys."""
+        k = self.n_features_in_ if self.n_components is None else self.n_components
+        options = CURATOR_VARIANTS[self._protocol_name].options
+        values = {key: getattr(self, key) for key in options}
+        # announced as JSON values: a numpy scalar (e.g. epsilon=np.float32(1)) as its Python value
+        return {"n_components": k, **{key: _plain(value) for key, value in values.items()}}
 
-        Returns
-        -------
-        self
-        """
-        parts = self._intake(X, groups)
+    def _prepare(self, parts: list[Any]) -> list[Any]:
+        """The privacy parameters, then the rows (checked and bounded, as the curator's providers get them)."""
         self._validate()
-        model, run = run_centralized(
-            parts,
-            self.n_components,
-            self._mechanism,
-            row_norm=self.row_norm,
-            random_state=getattr(self, "random_state", 0),
-            timeout=self.timeout,
-        )
-        self._store_fit(model.components, model.explained_variance, model.n_samples, run)
+        return prepare_parts(parts, self.n_components, self.row_norm)[0]
+
+    def _store(self, run: ThreadsRun) -> None:
+        model: CuratorModel = run.output
+        self._store_fit(model.components, model.explained_variance, model.n_samples, run.run)
         for attribute, value in model.fitted.items():
             setattr(self, attribute, value)
-        return self
 
 
 class PooledPCA(CuratorPCA):
@@ -124,6 +127,7 @@ class PooledPCA(CuratorPCA):
     nothing is random.
     """
 
+    _protocol_name = "pooled"
     _parameter_constraints: ClassVar[dict[str, ParamCheck]] = dp_constraints(
         "n_components",
         "row_norm",
@@ -195,6 +199,7 @@ class AnalyzeGaussPCA(CuratorPCA):
     ``random_state`` here seeds the DP noise, not a solver.
     """
 
+    _protocol_name = "ag"
     _parameter_constraints: ClassVar[dict[str, ParamCheck]] = dp_constraints(
         "n_components",
         "epsilon",
@@ -253,11 +258,12 @@ class AnalyzeGaussPCA(CuratorPCA):
         return ag
 
 
-class LocalPCA(DPSubspaceMixin):
+class LocalPCA(DPSubspaceMixin, ProtocolEstimator):
     """Analyze Gauss on one site's rows only (the ``q_local`` of ICASSP 2018).
 
     The chosen site perturbs its own ``A_s = X_s^T X_s / N_s`` with sensitivity
-    ``Delta / N_s`` and keeps the top-``K`` eigenvectors; nothing is sent.
+    ``Delta / N_s`` and keeps the top-``K`` eigenvectors; nothing is sent. The
+    other parts are validated but unused (:class:`~mpc_pca.dp.local_deploy.LocalDeployment`).
 
     Parameters
     ----------
@@ -336,59 +342,34 @@ class LocalPCA(DPSubspaceMixin):
         self.random_state = random_state
         self.timeout = timeout
 
-    def fit(self, X: Any, y: None = None, groups: ArrayLike | None = None) -> LocalPCA:
-        """Fit on the ``site``-th party's rows only (the other parts are validated but unused); return ``self``.
+    def _protocol(self) -> LocalDeployment:
+        return LocalDeployment("local", site=self.site, ordering=self.ordering)
 
-        Parameters
-        ----------
-        X : list of array_like or DataFrame, or array_like of shape (N, D)
-            One ``(N_s, D)`` block per party (DataFrames are aligned by column
-            name), or all rows with ``groups``.
-        y : None
-            Ignored.
-        groups : array_like of shape (N,), optional
-            With a single ``X``: the party of each row, parties in sorted label
-            order (one party if omitted).
+    def _settings(self) -> dict[str, Any]:
+        """``n_components`` (``None``: every feature), the privacy parameters and ``row_norm``."""
+        k = self.n_features_in_ if self.n_components is None else self.n_components
+        return {
+            "n_components": k,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "neighbour": self.neighbour,
+            "noise_calibration": self.noise_calibration,
+            "row_norm": self.row_norm,
+        }
 
-        Returns
-        -------
-        self
-        """
-        parts = self._intake(X, groups)
-        eps, dlt, relation = check_privacy(self.epsilon, self.delta, self.neighbour, self.noise_calibration)
-        calibration = self.noise_calibration
-        arrays, k = prepare_parts(parts, self.n_components, self.row_norm)
-        if (
-            isinstance(self.site, bool)
-            or not isinstance(self.site, Integral)
-            or not 0 <= self.site < len(arrays)
-        ):
-            raise InputValidationError(f"site={self.site!r} must index one of the {len(arrays)} parts")
-        by_magnitude = self.ordering == "magnitude"
-        data = arrays[int(self.site)]
-        (rng,) = spawn_generators(self.random_state, 1)
-        name = provider_names(len(arrays))[int(self.site)]
-        charge_gaussian(
-            fit_accountant(self), eps, dlt, gaussian_noise_scale(1.0, eps, dlt, calibration), "LocalPCA"
-        )
+    def _prepare(self, parts: list[Any]) -> list[Any]:
+        """Check the privacy parameters, the rows and ``site``, then charge the accountant."""
+        eps, dlt, _ = check_privacy(self.epsilon, self.delta, self.neighbour, self.noise_calibration)
+        arrays = prepare_parts(parts, self.n_components, self.row_norm)[0]
+        self._protocol().site_name(len(arrays))  # refuses a site that indexes no part, before the charge
+        unit = gaussian_noise_scale(1.0, eps, dlt, self.noise_calibration)
+        charge_gaussian(fit_accountant(self), eps, dlt, unit, "LocalPCA")
+        return arrays
 
-        def local(party: Party) -> tuple[Any, Any, float]:
-            n_s = data.shape[0]
-            scale = gaussian_noise_scale(second_moment_sensitivity(n_s, relation), eps, dlt, calibration)
-            noisy = data.T @ data / n_s + symmetric_gaussian_noise(data.shape[1], scale, rng)
-            if by_magnitude:
-                all_values, vectors = np.linalg.eigh(noisy)
-                order = np.argsort(np.abs(all_values))[::-1][:k]
-                return flip_signs(vectors[:, order].T), np.abs(all_values[order]), scale
-            values, components, _ = top_eigenpairs(noisy, k)
-            return components, values, scale
-
-        with single_threaded_blas():
-            run = run_inprocess({name: local}, timeout=self.timeout)
-        components, values, scale = run.outputs[name]
-        self._store_fit(components, values, data.shape[0], run)
-        self.noise_scale_ = scale
-        return self
+    def _store(self, run: ThreadsRun) -> None:
+        release: LocalRelease = run.output
+        self._store_fit(release.components, release.explained_variance, release.n_samples, run.run)
+        self.noise_scale_ = release.noise_scale
 
 
 __all__ = ["AnalyzeGaussPCA", "CuratorPCA", "LocalPCA", "PooledPCA"]

@@ -2,34 +2,25 @@
 
 Each provider sends its row count and the upper triangle of ``X_s^T X_s`` to
 the curator, which pools ``A = X^T X / N`` (no centring, as in the papers),
-applies a mechanism and sends the components back.
+applies a mechanism and sends the components back. The protocol object
+that runs these roles is :class:`~mpc_pca.dp.curator_deploy.CuratorDeployment`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
-from mpc_pca.dp.common import (
-    CURATOR,
-    expect_count,
-    expect_symmetric,
-    prepare_parts,
-)
-from mpc_pca.dp.mechanisms import (
-    RandomState,
-    spawn_generators,
-)
+from mpc_pca.dp.common import CURATOR, expect_count, expect_symmetric
 from mpc_pca.linalg import upper_triangle
 from mpc_pca.roles import provider_names
 from protocols.errors import ProtocolError
 from protocols.messages import expect_real_array
 from protocols.party import Party
-from protocols.runtime import RunResult, run_inprocess, single_threaded_blas
 
 
 @dataclass(frozen=True)
@@ -101,27 +92,3 @@ def curator_role(
     for provider in config.providers:
         party.send(provider, release.components)
     return CuratorModel(release.components, release.explained_variance, n, release.fitted)
-
-
-def run_centralized(
-    parts: Sequence[ArrayLike],
-    n_components: int | None,
-    mechanism_factory: Callable[[int], Mechanism],
-    *,
-    row_norm: str = "clip",
-    random_state: RandomState = None,
-    timeout: float = 120.0,
-) -> tuple[CuratorModel, RunResult]:
-    """Validate, then run the curator protocol with ``mechanism_factory(k)``'s mechanism."""
-    arrays, k = prepare_parts(parts, n_components, row_norm)
-    config = CuratorConfig(len(arrays), arrays[0].shape[1], k)
-    mechanism = mechanism_factory(k)
-    (rng,) = spawn_generators(random_state, 1)
-    roles: dict[str, Any] = {
-        name: (lambda party, data=data: provider_role(party, data, config))
-        for name, data in zip(config.providers, arrays, strict=True)
-    }
-    roles[CURATOR] = lambda party: curator_role(party, config, mechanism, rng)
-    with single_threaded_blas():
-        run = run_inprocess(roles, timeout=timeout)
-    return run.outputs[CURATOR], run

@@ -186,14 +186,15 @@ class CuratorDeployment(HoldersFirst):
         """The checked settings: the subspace keys and the variant's privacy parameters."""
         if set(GAUSSIAN_SHARED) <= {"protocol", "n_components", *self.options}:
             return gaussian_view(self.name, settings)
+        k = check_components_setting(settings.get("n_components"))
         view = {
             "protocol": self.name,
-            "n_components": check_components_setting(settings.get("n_components")),
+            "n_components": k,
             "row_norm": refuse_pooled_scaling(settings, self.name),
             **{key: settings.get(key) for key in self._privacy},
         }
         if self._mechanism is None:
-            self._estimator(view, view["n_components"])  # refuses invalid privacy parameters by name
+            self._estimator(view, k)  # refuses invalid privacy parameters by name
         return view
 
     def public(
@@ -232,9 +233,9 @@ class CuratorDeployment(HoldersFirst):
         return floats_cap(max(d * (d + 1) // 2, k * d))
 
     def generator(
-        self, party: str, layout: Mapping[str, int], noise_seed: int | None
+        self, party: str, layout: Mapping[str, int], noise_seed: int | np.random.SeedSequence | None
     ) -> np.random.Generator | None:
-        """The curator's generator is ``run_centralized``'s only one (index 0); providers draw none."""
+        """The curator takes generator 0 of the run's noise seed; providers draw none."""
         return seeded_generator(noise_seed, 0) if party == CURATOR else None
 
     def role(

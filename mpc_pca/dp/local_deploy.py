@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from numbers import Integral
 from types import MappingProxyType
 from typing import Any
 
@@ -126,10 +127,18 @@ class LocalDeployment(HoldersFirst):
         self.site = site
         self.ordering = ordering
 
-    def _site(self, n_providers: int) -> str:
-        if isinstance(self.site, bool) or not isinstance(self.site, int) or not 0 <= self.site < n_providers:
-            raise InputValidationError(f"site={self.site!r} must index one of the {n_providers} parts")
-        return self.holder_names(n_providers)[self.site]
+    def site_name(self, n_providers: int) -> str:
+        """The name of the provider whose rows are used in a run with ``n_providers`` data holders.
+
+        Raises
+        ------
+        InputValidationError
+            If ``site`` is not an integer (numpy's included) in ``0 .. n_providers - 1``.
+        """
+        site = self.site
+        if isinstance(site, bool) or not isinstance(site, Integral) or not 0 <= site < n_providers:
+            raise InputValidationError(f"site={site!r} must index one of the {n_providers} parts")
+        return self.holder_names(n_providers)[int(site)]
 
     def public(
         self, party: str, data: NDArray[np.float64] | None, settings: Mapping[str, Any]
@@ -144,7 +153,7 @@ class LocalDeployment(HoldersFirst):
     def configure(self, views: Mapping[str, PublicSettings], n_providers: int) -> LocalConfig:
         """The agreed ``K`` and privacy parameters; refused (naming parties) where announcements differ."""
         holders = self.check_views(views, n_providers)
-        self._site(n_providers)
+        self.site_name(n_providers)
         check_announcements(views, gaussian_schema(self.name), holders, HOLDER_WIDTH_SCHEMA)
         agreed = agree(views, GAUSSIAN_SHARED)
         k = check_n_components(agreed["n_components"], agree_width(views, holders))
@@ -157,7 +166,7 @@ class LocalDeployment(HoldersFirst):
         self, party: str, layout: Mapping[str, int], noise_seed: int | np.random.SeedSequence | None
     ) -> np.random.Generator | None:
         """The site takes generator 0; the others draw no noise."""
-        return seeded_generator(noise_seed, 0) if party == self._site(len(layout)) else None
+        return seeded_generator(noise_seed, 0) if party == self.site_name(len(layout)) else None
 
     def role(
         self,
@@ -186,7 +195,7 @@ class LocalDeployment(HoldersFirst):
         )
 
     def result_party(self, layout: Mapping[str, int]) -> str:
-        return self._site(len(layout))
+        return self.site_name(len(layout))
 
 
 __all__ = ["LocalDeployment", "LocalRelease", "local_release"]

@@ -94,6 +94,7 @@ class RetractedSNPCA(CuratorPCA):
     ``random_state`` here seeds the DP noise, not a solver.
     """
 
+    _protocol_name = "sn"
     _parameter_constraints: ClassVar[dict[str, ParamCheck]] = dp_constraints(
         "n_components",
         "epsilon",
@@ -127,7 +128,7 @@ class RetractedSNPCA(CuratorPCA):
 
     def _validate(self) -> None:
         eps, _, _ = check_privacy(self.epsilon, 0.5, self.neighbour)
-        warn_retracted_sn(stacklevel=4)
+        warn_retracted_sn(stacklevel=6)  # the caller of fit: fit, _run, _prepare, here
         if eps < SN_MIN_EPSILON:
             raise InputValidationError(
                 f"epsilon={self.epsilon!r} is below {SN_MIN_EPSILON:g}: SN's Wishart noise, of entry scale "
@@ -196,6 +197,7 @@ class PrivatePowerMethodPCA(CuratorPCA):
     ``whiten`` is PPPCA's only. ``random_state`` here seeds the DP noise, not a solver.
     """
 
+    _protocol_name = "ppm"
     _parameter_constraints: ClassVar[dict[str, ParamCheck]] = dp_constraints(
         "n_components",
         "epsilon",
@@ -305,6 +307,7 @@ class ExponentialMechanismPCA(CuratorPCA):
     PPPCA's only. ``random_state`` here seeds the DP noise, not a solver.
     """
 
+    _protocol_name = "ppca"
     _parameter_constraints: ClassVar[dict[str, ParamCheck]] = dp_constraints(
         "n_components",
         "epsilon",

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-import mpc_pca.dp.curator as curator_module
+import mpc_pca.threads as threads_module
 from mpc_pca.cli import main
 from mpc_pca.dp.baselines import AnalyzeGaussPCA, LocalPCA, PooledPCA
 from mpc_pca.dp.mechanism_baselines import ExponentialMechanismPCA, PrivatePowerMethodPCA, RetractedSNPCA
@@ -142,7 +142,7 @@ def test_ppm_rejects_epsilon_beyond_the_zcdp_limit_before_sending(monkeypatch):
     delta = 1e-3
     limit = power_method_epsilon_limit(delta)
     assert limit == pytest.approx(8 * (1 - 1 / math.sqrt(2)) * math.log(1 / delta), rel=1e-15)
-    monkeypatch.setattr(curator_module, "run_inprocess", lambda *a, **k: pytest.fail("the protocol started"))
+    monkeypatch.setattr(threads_module, "run_inprocess", lambda *a, **k: pytest.fail("the protocol started"))
     too_big = math.nextafter(limit, math.inf)
     with pytest.raises(InputValidationError, match=r"epsilon=16\.18.*limit.*= 16\.18\d*.*delta=0\.001"):
         PrivatePowerMethodPCA(2, epsilon=too_big, delta=delta).fit(make_parts())
