@@ -46,10 +46,10 @@ MODES = ("direct", "relay")
 
 def run_world(d: int, m: int, mode: str, seed: int) -> dict[str, float]:
     """One PPPCA-SS run as processes; the server's protocol seconds and the launcher's wall time."""
-    from mpc_pca.deploy.local import PARTY_PRELOAD, _views, child_environment, party_process
+    from mpc_pca.deploy.local import PARTY_PRELOAD, child_environment, party_process
     from mpc_pca.deploy.spec import ArraySource, PartySpec
     from mpc_pca.registry import deployment as registered
-    from mpc_pca.registry import entry
+    from mpc_pca.threads import announce
     from protocols.runtime.launcher import PythonCall, launch, raise_on_failure
     from protocols.runtime.parties import LinkOptions, host_introducer, local_links
     from protocols.transport.certs import write_credentials
@@ -59,8 +59,8 @@ def run_world(d: int, m: int, mode: str, seed: int) -> dict[str, float]:
     rng = np.random.default_rng(seed)
     parts = [rng.standard_normal((N_ROWS, d)) for _ in range(m)]
     deployment = registered("pppca-ss")
-    settings = entry("pppca-ss").settings({"n_components": 2})
-    layout, data, _ = _views("pppca-ss", deployment, parts, settings, None)
+    settings = deployment.settings({"n_components": 2})
+    layout, data, _ = announce(deployment, parts, settings)
     with tempfile.TemporaryDirectory(prefix="bench-relay-") as tmp:
         workdir = Path(tmp)
         outputs = {name: workdir / f"{name}.json" for name in layout}
