@@ -12,8 +12,7 @@ estimator :class:`~mpc_pca.dp.dispca.DPdisPCA` passes its own).
 Announced (public) settings: every party's ``n_components``, ``epsilon``,
 ``delta``, ``neighbour``, ``noise_calibration``, ``row_norm`` and (``dispca``)
 ``intermediate_dim``; each site adds its number of features. ``N_s`` is not
-announced: each site sends it to the aggregator with ``P_s`` (step 7), as
-in-process.
+announced: each site sends it to the aggregator with ``P_s`` (step 7).
 
 Every announcement is checked against :data:`SCHEMAS` (a site's against
 :data:`~mpc_pca.deployment_kit.HOLDER_WIDTH_SCHEMA` too) before any value is

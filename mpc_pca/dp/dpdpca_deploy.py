@@ -18,7 +18,7 @@ Announced (public) settings: every party's ``n_components``, ``epsilon``,
 ``delta``, ``neighbour``, ``noise_calibration``, ``row_norm``, ``key_bits``
 and ``allow_insecure_key_size`` (test-only, default ``False``); each owner
 adds its number of features. No row count is announced: the proxy and the
-user learn only the total ``N`` (Alg. 1 line 5), as in-process.
+user learn only the total ``N`` (Alg. 1 line 5).
 """
 
 from __future__ import annotations
@@ -228,7 +228,7 @@ class DPDPCADeployment(HoldersFirst):
     def generator(
         self, party: str, layout: Mapping[str, int], noise_seed: int | None
     ) -> np.random.Generator | None:
-        """The proxy's ``G'`` generator is the in-process run's only one (index 0)."""
+        """The proxy's ``G'`` generator is the noise seed's generator 0; no other party draws DP noise."""
         return seeded_generator(noise_seed, 0) if party == PROXY else None
 
     def role(

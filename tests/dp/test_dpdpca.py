@@ -6,7 +6,7 @@ from scipy import stats
 from sklearn.datasets import load_wine
 from sklearn.decomposition import PCA
 
-import mpc_pca.dp.dpdpca_estimator as dpdpca_module
+import mpc_pca.threads as threads_module
 from mpc_pca.dp.dpdpca import (
     PROXY,
     USER,
@@ -156,7 +156,7 @@ def no_run(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("the protocol started although the input is invalid")
 
-    monkeypatch.setattr(dpdpca_module, "run_inprocess", forbidden)
+    monkeypatch.setattr(threads_module, "run_inprocess", forbidden)
 
 
 @pytest.mark.parametrize(
