@@ -340,7 +340,7 @@ class DPdisPCA(DPSubspaceMixin, ProtocolEstimator):
         )
 
     def _settings(self) -> dict[str, Any]:
-        settings = {
+        settings: dict[str, Any] = {
             # K as checked by _prepare: the settings' fill-in would take None for its default, not D
             "n_components": self._run_components,
             "epsilon": self.epsilon,

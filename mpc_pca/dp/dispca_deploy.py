@@ -207,7 +207,7 @@ class DisPCADeployment(HoldersFirst):
         return floats_cap(max(payload, cfg.n_components * d))
 
     def generator(
-        self, party: str, layout: Mapping[str, int], noise_seed: int | None
+        self, party: str, layout: Mapping[str, int], noise_seed: int | np.random.SeedSequence | None
     ) -> np.random.Generator | None:
         """Site ``i``'s generator is the noise seed's ``i``-th; the aggregator draws no noise."""
         if party == AGGREGATOR:

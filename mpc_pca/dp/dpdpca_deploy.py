@@ -226,7 +226,7 @@ class DPDPCADeployment(HoldersFirst):
         return 2 * ciphertexts * (2 * cfg.key_bits // 8 + 8) + 8 * cfg.n_components * d + CAP_SLACK
 
     def generator(
-        self, party: str, layout: Mapping[str, int], noise_seed: int | None
+        self, party: str, layout: Mapping[str, int], noise_seed: int | np.random.SeedSequence | None
     ) -> np.random.Generator | None:
         """The proxy's ``G'`` generator is the noise seed's generator 0; no other party draws DP noise."""
         return seeded_generator(noise_seed, 0) if party == PROXY else None
