@@ -165,3 +165,15 @@ def test_params_roundtrip():
     assert model.full is True
     with pytest.raises(InputValidationError):
         model.set_params(sigma=1.0)
+
+
+def test_the_protocol_object_takes_the_weights_and_factor_and_refuses_others():
+    parts = make_parts(sizes=(200, 350, 450))
+    protocol = DisPCADeployment("dispca", weights="samples", site_factor="psd")
+    run = run_protocol(protocol, parts, {"n_components": 3, "epsilon": 1.0, "delta": 1e-3}, random_state=0)
+    assert np.allclose(run.output.weights, [0.2, 0.35, 0.45])
+    assert run.config.config.site_factor == "psd"
+    with pytest.raises(InputValidationError, match="weights='votes'"):
+        DisPCADeployment("dispca", weights="votes")
+    with pytest.raises(InputValidationError, match="site_factor='qr'"):
+        DisPCADeployment("dispca-full", site_factor="qr")
