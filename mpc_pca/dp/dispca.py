@@ -29,12 +29,11 @@ largest eigenvalues, not the largest magnitudes, are the PCA directions).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
 from mpc_pca.base import ParamCheck, boolean, integer, one_of
 from mpc_pca.dp.common import (
@@ -51,17 +50,21 @@ from mpc_pca.dp.mechanisms import (
     Neighbour,
     RandomState,
     gaussian_noise_scale,
+    parse_neighbour,
     second_moment_sensitivity,
-    spawn_generators,
     symmetric_gaussian_noise,
 )
+from mpc_pca.fitting import ProtocolEstimator
 from mpc_pca.linalg import top_eigenpairs, upper_triangle
 from mpc_pca.roles import provider_names
+from mpc_pca.threads import ThreadsRun
 from protocols.dp.accounting import PrivacyAccountant, charge_gaussian, fit_accountant
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.messages import expect_real_array
 from protocols.party import Party
-from protocols.runtime import RunResult, run_inprocess, single_threaded_blas
+
+if TYPE_CHECKING:
+    from mpc_pca.dp.dispca_deploy import DisPCADeployment
 
 WEIGHTINGS = ("equal", "samples")
 SITE_FACTORS = ("svd", "psd")
@@ -204,66 +207,10 @@ def aggregator_role(party: Party, config: DisPCAConfig) -> DisPCAModel:
     return DisPCAModel(components, values, combined, counts, weights)
 
 
-# -- driver -------------------------------------------------------------------------------
+# -- estimator ----------------------------------------------------------------------------
 
 
-def run_dispca(
-    parts: Sequence[ArrayLike],
-    n_components: int | None,
-    epsilon: float,
-    delta: float,
-    *,
-    intermediate_dim: int | None = None,
-    full: bool = False,
-    neighbour: Neighbour | str = Neighbour.REPLACE_ONE,
-    weights: str = "equal",
-    site_factor: str = "svd",
-    row_norm: str = "clip",
-    random_state: RandomState = None,
-    timeout: float = 120.0,
-    noise_calibration: str = "analytic",
-    accountant: PrivacyAccountant | None = None,
-) -> tuple[DisPCAModel, dict[str, DisPCASite], RunResult]:
-    """Validate everything, then run DPdisPCA in-process (one thread per party).
-
-    Returns
-    -------
-    model : DisPCAModel
-        The aggregator's output.
-    sites : dict
-        Each site's :class:`DisPCASite`, by party name.
-    run : RunResult
-        Outputs and per-party traffic reports.
-    """
-    eps, dlt, relation = check_privacy(epsilon, delta, neighbour, noise_calibration)
-    if weights not in WEIGHTINGS:
-        raise InputValidationError(f"weights={weights!r} is not supported; choose one of {list(WEIGHTINGS)}")
-    if site_factor not in SITE_FACTORS:
-        raise InputValidationError(
-            f"site_factor={site_factor!r} is not supported; choose one of {list(SITE_FACTORS)}"
-        )
-    arrays, k = prepare_parts(parts, n_components, row_norm)
-    d = arrays[0].shape[1]
-    r = check_intermediate_dim(intermediate_dim, k, d)
-    config = DisPCAConfig(
-        len(arrays), d, k, r, eps, dlt, relation, bool(full), weights, site_factor, noise_calibration
-    )
-    generators = spawn_generators(random_state, len(arrays))
-    roles: dict[str, Any] = {
-        name: (lambda party, data=data, rng=rng: site_role(party, data, config, rng))
-        for name, data, rng in zip(config.sites, arrays, generators, strict=True)
-    }
-    roles[AGGREGATOR] = lambda party: aggregator_role(party, config)
-    # Each site releases only its own rows' statistic once: parallel composition, one charge.
-    unit = gaussian_noise_scale(1.0, eps, dlt, noise_calibration)
-    charge_gaussian(accountant, eps, dlt, unit, "DPdisPCA")
-    with single_threaded_blas():
-        run = run_inprocess(roles, timeout=timeout)
-    sites = {name: run.outputs[name] for name in config.sites}
-    return run.outputs[AGGREGATOR], sites, run
-
-
-class DPdisPCA(DPSubspaceMixin):
+class DPdisPCA(DPSubspaceMixin, ProtocolEstimator):
     """Differentially private distributed PCA (Imtiaz & Sarwate, ICASSP 2018, Alg. 1).
 
     Parameters
@@ -384,43 +331,43 @@ class DPdisPCA(DPSubspaceMixin):
         self.random_state = random_state
         self.timeout = timeout
 
-    def fit(self, X: Any, y: None = None, groups: ArrayLike | None = None) -> DPdisPCA:
-        """Run Alg. 1 over the sites' rows; return ``self``.
+    def _protocol(self) -> DisPCADeployment:
+        # imported here: the deployment imports this module's roles
+        from mpc_pca.dp.dispca_deploy import DisPCADeployment
 
-        Parameters
-        ----------
-        X : list of array_like or DataFrame, or array_like of shape (N, D)
-            One ``(N_s, D)`` block per site (DataFrames are aligned by column
-            name), or all rows with ``groups``.
-        y : None
-            Ignored.
-        groups : array_like of shape (N,), optional
-            With a single ``X``: the site of each row (one site if omitted).
-
-        Returns
-        -------
-        self
-        """
-        parts = self._intake(X, groups)
-        model, sites, run = run_dispca(
-            parts,
-            self.n_components,
-            self.epsilon,
-            self.delta,
-            intermediate_dim=self.intermediate_dim,
-            full=self.full,
-            neighbour=self.neighbour,
-            weights=self.weights,
-            site_factor=self.site_factor,
-            row_norm=self.row_norm,
-            random_state=self.random_state,
-            timeout=self.timeout,
-            noise_calibration=self.noise_calibration,
-            accountant=fit_accountant(self),
+        return DisPCADeployment(
+            "dispca-full" if self.full else "dispca", weights=self.weights, site_factor=self.site_factor
         )
-        self._store_fit(model.components, model.explained_variance, sum(model.site_samples), run)
-        k = model.components.shape[0]
-        d = model.components.shape[1]
-        self.intermediate_dim_ = d if self.full else check_intermediate_dim(self.intermediate_dim, k, d)
-        self.noise_scales_ = np.array([site.noise_scale for site in sites.values()])
-        return self
+
+    def _settings(self) -> dict[str, Any]:
+        settings: dict[str, Any] = {
+            # K as checked by _prepare: the settings' fill-in would take None for its default, not D
+            "n_components": self._run_components,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "neighbour": parse_neighbour(self.neighbour).value,
+            "noise_calibration": self.noise_calibration,
+            # _prepare bounded the rows by row_norm already: the parties check them, so none is clipped twice
+            "row_norm": "error",
+        }
+        if not self.full:
+            settings["intermediate_dim"] = self.intermediate_dim
+        return settings
+
+    def _prepare(self, parts: list[Any]) -> list[Any]:
+        """Check everything, then charge the accountant once (sites hold disjoint rows: parallel composition)."""
+        accountant = fit_accountant(self)
+        eps, dlt, _ = check_privacy(self.epsilon, self.delta, self.neighbour, self.noise_calibration)
+        arrays, k = prepare_parts(parts, self.n_components, self.row_norm)
+        check_intermediate_dim(self.intermediate_dim, k, arrays[0].shape[1])
+        unit = gaussian_noise_scale(1.0, eps, dlt, self.noise_calibration)
+        charge_gaussian(accountant, eps, dlt, unit, "DPdisPCA")
+        self._run_components = k
+        return arrays
+
+    def _store(self, run: ThreadsRun) -> None:
+        model: DisPCAModel = run.output
+        config: DisPCAConfig = run.config.config
+        self._store_fit(model.components, model.explained_variance, sum(model.site_samples), run.run)
+        self.intermediate_dim_ = model.components.shape[1] if self.full else config.intermediate_dim
+        self.noise_scales_ = np.array([run.run.outputs[site].noise_scale for site in config.sites])

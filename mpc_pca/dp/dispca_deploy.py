@@ -2,16 +2,17 @@
 
 The roles of :mod:`mpc_pca.dp.dispca` (Imtiaz & Sarwate, ICASSP 2018, Alg. 1),
 one party each: ``provider0 .. provider{S-1}`` (ranks ``0 .. S-1``) and the
-``aggregator`` (rank ``S``). :func:`~mpc_pca.dp.dispca.run_dispca` spawns
-``S`` generators, site ``i`` taking the ``i``-th; the aggregator draws no
-noise (steps 9-11 are post-processing). ``dispca-full`` is the paper's
-``q_full``: sites send the whole ``Â_s``.
+``aggregator`` (rank ``S``). Site ``i`` takes the ``i``-th generator of the
+run's noise seed; the aggregator draws no noise (steps 9-11 are
+post-processing). ``dispca-full`` is the paper's ``q_full``: sites send the
+whole ``Â_s``. The aggregator's weights and the sites' factor of ``Â_s`` are
+the object's own parameters (the paper's ``1/S`` and SVD by default; the
+estimator :class:`~mpc_pca.dp.dispca.DPdisPCA` passes its own).
 
 Announced (public) settings: every party's ``n_components``, ``epsilon``,
 ``delta``, ``neighbour``, ``noise_calibration``, ``row_norm`` and (``dispca``)
 ``intermediate_dim``; each site adds its number of features. ``N_s`` is not
-announced: each site sends it to the aggregator with ``P_s`` (step 7), as
-in-process.
+announced: each site sends it to the aggregator with ``P_s`` (step 7).
 
 Every announcement is checked against :data:`SCHEMAS` (a site's against
 :data:`~mpc_pca.deployment_kit.HOLDER_WIDTH_SCHEMA` too) before any value is
@@ -56,7 +57,14 @@ from mpc_pca.dp.common import (
     gaussian_view,
     prepare_own_rows,
 )
-from mpc_pca.dp.dispca import DisPCAConfig, DisPCAModel, aggregator_role, site_role
+from mpc_pca.dp.dispca import (
+    SITE_FACTORS,
+    WEIGHTINGS,
+    DisPCAConfig,
+    DisPCAModel,
+    aggregator_role,
+    site_role,
+)
 from mpc_pca.validation import check_n_components
 from protocols.errors import InputValidationError
 
@@ -84,8 +92,19 @@ class DisPCADeployment(HoldersFirst):
 
     Parameters
     ----------
-    name : {"dispca", "dispca-full"}
-        The registry name; ``"dispca-full"`` sends ``Â_s`` instead of ``P_s``.
+    name : {"dispca", "dispca-full"}, optional
+        The registry name; ``"dispca-full"`` sends ``Â_s`` instead of ``P_s``
+        (``"dispca"`` if omitted).
+    weights : {"equal", "samples"}, default="equal"
+        The aggregator's weights ``1/S`` (the paper) or ``N_s/N``.
+    site_factor : {"svd", "psd"}, default="svd"
+        ``P_s`` from the SVD of ``Â_s`` (the paper) or from its ``R`` largest
+        eigenvalues clipped at 0 (:func:`~mpc_pca.dp.dispca.partial_square_root`).
+
+    Raises
+    ------
+    InputValidationError
+        For another name, weighting or factor, naming it and the choices.
     """
 
     others = (AGGREGATOR,)
@@ -105,6 +124,19 @@ class DisPCADeployment(HoldersFirst):
             ),
         }
     )
+
+    def __init__(self, name: str | None = None, *, weights: str = "equal", site_factor: str = "svd") -> None:
+        super().__init__(name)
+        if weights not in WEIGHTINGS:
+            raise InputValidationError(
+                f"weights={weights!r} is not supported; choose one of {list(WEIGHTINGS)}"
+            )
+        if site_factor not in SITE_FACTORS:
+            raise InputValidationError(
+                f"site_factor={site_factor!r} is not supported; choose one of {list(SITE_FACTORS)}"
+            )
+        self.weights = weights
+        self.site_factor = site_factor
 
     @property
     def full(self) -> bool:
@@ -135,7 +167,7 @@ class DisPCADeployment(HoldersFirst):
         return view
 
     def configure(self, views: Mapping[str, PublicSettings], n_providers: int) -> DisPCADeployConfig:
-        """:class:`DisPCAConfig` (paper weights ``1/S``, SVD factor), refused where announcements differ.
+        """:class:`DisPCAConfig` with this object's weights and factor, refused where announcements differ.
 
         Raises
         ------
@@ -153,7 +185,17 @@ class DisPCADeployment(HoldersFirst):
             agreed["epsilon"], agreed["delta"], agreed["neighbour"], agreed["noise_calibration"]
         )
         config = DisPCAConfig(
-            n_providers, d, k, r, eps, dlt, relation, self.full, "equal", "svd", agreed["noise_calibration"]
+            n_providers,
+            d,
+            k,
+            r,
+            eps,
+            dlt,
+            relation,
+            self.full,
+            self.weights,
+            self.site_factor,
+            agreed["noise_calibration"],
         )
         return DisPCADeployConfig(config, agreed)
 
@@ -165,9 +207,9 @@ class DisPCADeployment(HoldersFirst):
         return floats_cap(max(payload, cfg.n_components * d))
 
     def generator(
-        self, party: str, layout: Mapping[str, int], noise_seed: int | None
+        self, party: str, layout: Mapping[str, int], noise_seed: int | np.random.SeedSequence | None
     ) -> np.random.Generator | None:
-        """Site ``i``'s generator is the ``i``-th of ``run_dispca``'s; the aggregator draws no noise."""
+        """Site ``i``'s generator is the noise seed's ``i``-th; the aggregator draws no noise."""
         if party == AGGREGATOR:
             return None
         return seeded_generator(noise_seed, layout[party])

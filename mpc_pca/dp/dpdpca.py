@@ -84,6 +84,21 @@ from protocols.party import Party
 DPDPCA_CALIBRATIONS = ("sensitivity", "paper")
 
 
+def check_integer(value: object, name: str, low: int, high: int) -> int:
+    """``value`` if it is an integer from ``low`` to ``high`` (e.g. ``frac_bits``), else refused.
+
+    Raises
+    ------
+    InputValidationError
+        Naming ``name``, the value and the range.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InputValidationError(
+            f"{name}={value!r} is out of range; it must be an integer from {low} to {high}"
+        )
+    return value
+
+
 def centred_scatter_sensitivity(neighbour: Neighbour | str) -> float:
     """Frobenius-norm sensitivity of ``S = sum (x - mu)(x - mu)^T`` for rows of norm <= 1.
 

@@ -2,7 +2,8 @@
 
 The roles, their configuration and the protocol's deviations from the paper
 are in :mod:`mpc_pca.dp.dpdpca`; this module validates the parameters, runs
-the parties in-process and exposes the fitted subspace.
+the protocol object (:class:`~mpc_pca.dp.dpdpca_deploy.DPDPCADeployment`)
+as threads and exposes the fitted subspace.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-from numpy.typing import ArrayLike
 
 from mpc_pca.base import ParamCheck, boolean, integer, n_components_check, one_of, validated_by
 from mpc_pca.dp.common import DPSubspaceMixin, check_privacy, dp_constraints, prepare_parts
@@ -19,22 +19,18 @@ from mpc_pca.dp.dpdpca import (
     DPDPCAConfig,
     DPDPCAModel,
     centred_scatter_sensitivity,
-    owner_role,
-    proxy_role,
-    user_role,
+    check_integer,
 )
-from mpc_pca.dp.mechanisms import (
-    Neighbour,
-    RandomState,
-    spawn_generators,
-)
-from mpc_pca.roles import PROXY, USER
+from mpc_pca.dp.dpdpca_deploy import DPDPCADeployment
+from mpc_pca.dp.mechanisms import Neighbour, RandomState, parse_neighbour
+from mpc_pca.fitting import ProtocolEstimator
+from mpc_pca.threads import ThreadsRun
 from protocols.dp.accounting import PrivacyAccountant, charge_gaussian, fit_accountant
 from protocols.errors import InputValidationError
-from protocols.runtime import RunResult, run_inprocess
+from protocols.paillier.keys import check_key_bits
 
 
-class DPDPCA(DPSubspaceMixin):
+class DPDPCA(DPSubspaceMixin, ProtocolEstimator):
     """Differentially private distributed PCA with Paillier and a proxy (Wang & Chang 2018).
 
     Parameters
@@ -129,8 +125,8 @@ class DPDPCA(DPSubspaceMixin):
         "accountant",
         n_components=n_components_check(none=False),
         key_bits=integer(),
-        frac_bits=validated_by(lambda value: _check_bits(value, "frac_bits", 1, 200)),
-        mask_bits=validated_by(lambda value: _check_bits(value, "mask_bits", 40, 512)),
+        frac_bits=validated_by(lambda value: check_integer(value, "frac_bits", 1, 200)),
+        mask_bits=validated_by(lambda value: check_integer(value, "mask_bits", 40, 512)),
         allow_insecure_key_size=boolean(),
         calibration=one_of(*DPDPCA_CALIBRATIONS),
     )
@@ -168,29 +164,30 @@ class DPDPCA(DPSubspaceMixin):
         self.allow_insecure_key_size = allow_insecure_key_size
         self.timeout = timeout
 
-    def fit(self, X: Any, y: None = None, groups: ArrayLike | None = None) -> DPDPCA:
-        """Run the protocol with one data owner per part; store the data user's result.
+    def _protocol(self) -> DPDPCADeployment:
+        return DPDPCADeployment(
+            "dpdpca",
+            frac_bits=self.frac_bits,
+            mask_bits=self.mask_bits,
+            calibration=self.calibration,
+            allow_insecure_key_size=self.allow_insecure_key_size,
+            max_rows=self._run_rows,
+        )
 
-        Every parameter and every owner's rows are validated before any party
-        sends anything.
+    def _settings(self) -> dict[str, Any]:
+        return {
+            "n_components": self.n_components,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "neighbour": parse_neighbour(self.neighbour).value,
+            "noise_calibration": self.noise_calibration,
+            # _prepare bounded the rows by row_norm already: the parties check them, so none is clipped twice
+            "row_norm": "error",
+            "key_bits": self.key_bits,
+        }
 
-        Parameters
-        ----------
-        X : list of array_like or DataFrame, or array_like of shape (N, D)
-            One ``(N_l, D)`` block per data owner (DataFrames are aligned by
-            column name), or all rows with ``groups``.
-        y : None
-            Ignored.
-        groups : array_like of shape (N,), optional
-            With a single ``X``: the owner of each row (one owner if omitted).
-
-        Returns
-        -------
-        self
-        """
-        from protocols.paillier.keys import check_key_bits
-
-        parts = self._intake(X, groups)
+    def _prepare(self, parts: list[Any]) -> list[Any]:
+        """Check every parameter and owner's rows, then charge the accountant, before any party starts."""
         arrays, k = prepare_parts(parts, self.n_components, self.row_norm, min_total_rows=2)
         epsilon, delta, neighbour = check_privacy(
             self.epsilon, self.delta, self.neighbour, self.noise_calibration
@@ -204,8 +201,8 @@ class DPDPCA(DPSubspaceMixin):
             delta=delta,
             neighbour=neighbour,
             key_bits=self.key_bits,
-            frac_bits=_check_bits(self.frac_bits, "frac_bits", 1, 200),
-            mask_bits=_check_bits(self.mask_bits, "mask_bits", 40, 512),
+            frac_bits=check_integer(self.frac_bits, "frac_bits", 1, 200),
+            mask_bits=check_integer(self.mask_bits, "mask_bits", 40, 512),
             allow_insecure_key_size=self.allow_insecure_key_size,
             calibration=self.calibration,
             noise_calibration=self.noise_calibration,
@@ -223,28 +220,19 @@ class DPDPCA(DPSubspaceMixin):
         unit = config.noise_sigma / centred_scatter_sensitivity(neighbour)
         spent = config.effective_epsilon if self.calibration == "paper" else epsilon
         charge_gaussian(fit_accountant(self), spent, delta, unit, "DPDPCA")
-        (rng,) = spawn_generators(self.random_state, 1)
-        roles: dict[str, Any] = {
-            name: (lambda party, data=data: owner_role(party, data, config))
-            for name, data in zip(config.owners, arrays, strict=True)
-        }
-        roles[PROXY] = lambda party: proxy_role(party, config, rng)
-        roles[USER] = lambda party: user_role(party, config)
-        run: RunResult = run_inprocess(roles, timeout=self.timeout)
-        model: DPDPCAModel = run.outputs[USER]
-        self._store_fit(model.components, model.eigenvalues / (model.n_samples - 1), model.n_samples, run)
+        self._run_rows = n_samples  # the key need hold plaintexts for these N rows only
+        return arrays
+
+    def _store(self, run: ThreadsRun) -> None:
+        model: DPDPCAModel = run.output
+        config: DPDPCAConfig = run.config.config
+        self._store_fit(model.components, model.eigenvalues / (model.n_samples - 1), model.n_samples, run.run)
         self.explained_variance_ratio_ = (
             model.eigenvalues / model.total if model.total > 0 else np.zeros_like(model.eigenvalues)
         )
         self.noisy_scatter_ = model.noisy_scatter
         self.noise_sigma_ = config.noise_sigma
         self.effective_epsilon_ = config.effective_epsilon
-        return self
 
 
-def _check_bits(value: object, name: str, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise InputValidationError(
-            f"{name}={value!r} is out of range; it must be an integer from {low} to {high}"
-        )
-    return value
+__all__ = ["DPDPCA"]

@@ -7,11 +7,14 @@ import math
 import numpy as np
 import pytest
 
-import mpc_pca.dp.dispca as dispca_module
+import mpc_pca.threads as threads_module
 from mpc_pca.dp.baselines import PooledPCA
-from mpc_pca.dp.dispca import DPdisPCA, partial_square_root, run_dispca
+from mpc_pca.dp.dispca import DPdisPCA, partial_square_root
+from mpc_pca.dp.dispca_deploy import DisPCADeployment
 from mpc_pca.dp.metrics import captured_energy_ratio, second_moment
+from mpc_pca.threads import run_protocol
 from protocols.errors import InputValidationError
+from protocols.runtime import RunResult
 
 
 def projector(components: np.ndarray) -> np.ndarray:
@@ -24,6 +27,15 @@ def make_parts(sizes=(300, 300, 300), d=12, seed=0):
     X = rng.normal(size=(sum(sizes), d)) * scales
     X /= np.linalg.norm(X, axis=1).max()
     return np.split(X, np.cumsum(sizes)[:-1])
+
+
+def dispca_run(
+    parts, n_components, epsilon, delta, *, full=False, random_state=None, **settings
+) -> RunResult:
+    """DPdisPCA's protocol object run as threads (the aggregator's and sites' outputs in ``outputs``)."""
+    protocol = DisPCADeployment("dispca-full" if full else "dispca")
+    given = {"n_components": n_components, "epsilon": epsilon, "delta": delta, **settings}
+    return run_protocol(protocol, parts, given, random_state=random_state).run
 
 
 def test_partial_square_root_keeps_the_largest_magnitudes():
@@ -88,8 +100,8 @@ def test_same_seed_same_result_different_seed_different_result():
 
 def test_proxy_traffic_is_d_times_r_and_full_is_the_triangle():
     parts = make_parts(d=12)
-    _, _, run = run_dispca(parts, 2, 1.0, 1e-3, intermediate_dim=4, random_state=0)
-    _, _, run_full = run_dispca(parts, 2, 1.0, 1e-3, full=True, random_state=0)
+    run = dispca_run(parts, 2, 1.0, 1e-3, intermediate_dim=4, random_state=0)
+    run_full = dispca_run(parts, 2, 1.0, 1e-3, full=True, random_state=0)
     proxy = run.reports["provider0"].bytes_sent
     full = run_full.reports["provider0"].bytes_sent
     assert 8 * 12 * 4 <= proxy < 8 * 12 * 4 + 200
@@ -125,14 +137,14 @@ def test_bad_parameters_fail_before_any_party_sends(monkeypatch, kwargs, match):
     def forbidden(*args, **kw):
         raise AssertionError("the protocol started")
 
-    monkeypatch.setattr(dispca_module, "run_inprocess", forbidden)
+    monkeypatch.setattr(threads_module, "run_inprocess", forbidden)
     params = {"n_components": 2, "epsilon": 1.0, "delta": 1e-3} | kwargs
     with pytest.raises(InputValidationError, match=match):
         DPdisPCA(**params).fit(make_parts())
 
 
 def test_bad_data_fails_before_any_party_sends(monkeypatch):
-    monkeypatch.setattr(dispca_module, "run_inprocess", lambda *a, **k: pytest.fail("the protocol started"))
+    monkeypatch.setattr(threads_module, "run_inprocess", lambda *a, **k: pytest.fail("the protocol started"))
     parts = make_parts()
     nan = [p.copy() for p in parts]
     nan[1][3, 2] = np.nan
@@ -153,3 +165,15 @@ def test_params_roundtrip():
     assert model.full is True
     with pytest.raises(InputValidationError):
         model.set_params(sigma=1.0)
+
+
+def test_the_protocol_object_takes_the_weights_and_factor_and_refuses_others():
+    parts = make_parts(sizes=(200, 350, 450))
+    protocol = DisPCADeployment("dispca", weights="samples", site_factor="psd")
+    run = run_protocol(protocol, parts, {"n_components": 3, "epsilon": 1.0, "delta": 1e-3}, random_state=0)
+    assert np.allclose(run.output.weights, [0.2, 0.35, 0.45])
+    assert run.config.config.site_factor == "psd"
+    with pytest.raises(InputValidationError, match="weights='votes'"):
+        DisPCADeployment("dispca", weights="votes")
+    with pytest.raises(InputValidationError, match="site_factor='qr'"):
+        DisPCADeployment("dispca-full", site_factor="qr")

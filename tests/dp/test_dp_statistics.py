@@ -18,7 +18,7 @@ from scipy import integrate, special, stats
 from mpc_pca.dp.baselines import AnalyzeGaussPCA
 from mpc_pca.dp.bingham import bingham_pair_sweeps, sample_matrix_bingham
 from mpc_pca.dp.cape import run_capepca
-from mpc_pca.dp.dispca import run_dispca
+from mpc_pca.dp.dispca_deploy import DisPCADeployment
 from mpc_pca.dp.mechanisms import (
     AnalyzeGauss,
     gaussian_noise_scale,
@@ -28,6 +28,7 @@ from mpc_pca.dp.mechanisms import (
     wishart_noise_retracted_not_dp,
 )
 from mpc_pca.dp.power_method import private_power_method
+from mpc_pca.threads import run_protocol
 
 ALPHA = 0.001
 
@@ -99,6 +100,13 @@ def test_pooled_ag_estimator_uses_the_pooled_sensitivity():
 # -- DPdisPCA ---------------------------------------------------------------------------
 
 
+def dispca_outputs(parts, n_components, epsilon, delta, *, full=False, random_state=None, **settings):
+    """DPdisPCA's protocol object run as threads: its parties' outputs by name."""
+    protocol = DisPCADeployment("dispca-full" if full else "dispca")
+    given = {"n_components": n_components, "epsilon": epsilon, "delta": delta, **settings}
+    return run_protocol(protocol, parts, given, random_state=random_state).run.outputs
+
+
 def test_dispca_site_noise_matches_tau_s():
     rng = np.random.default_rng(14)
     sizes = (80, 200, 500)
@@ -106,8 +114,9 @@ def test_dispca_site_noise_matches_tau_s():
     eps, delta = 0.8, 1e-3
     residuals: dict[int, list[np.ndarray]] = {n: [] for n in sizes}
     for seed in range(6):
-        _, sites, _ = run_dispca(parts, 3, eps, delta, random_state=seed)
-        for part, site in zip(parts, sites.values(), strict=True):
+        outputs = dispca_outputs(parts, 3, eps, delta, random_state=seed)
+        sites = [outputs[f"provider{i}"] for i in range(len(parts))]
+        for part, site in zip(parts, sites, strict=True):
             residuals[part.shape[0]].append(upper(site.noisy_second_moment - part.T @ part / part.shape[0]))
     for n in sizes:
         tau = gaussian_noise_scale(np.sqrt(2) / n, eps, delta)
@@ -121,8 +130,8 @@ def test_dispca_full_average_has_s_times_the_pooled_variance():
     tau = gaussian_noise_scale(second_moment_sensitivity(n_s, "add-remove"), 1.0, 1e-2)
     noise = [
         upper(
-            run_dispca(parts, 2, 1.0, 1e-2, full=True, neighbour="add-remove", random_state=seed)[
-                0
+            dispca_outputs(parts, 2, 1.0, 1e-2, full=True, neighbour="add-remove", random_state=seed)[
+                "aggregator"
             ].second_moment
         )
         for seed in range(8)

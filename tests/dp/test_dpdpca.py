@@ -6,7 +6,7 @@ from scipy import stats
 from sklearn.datasets import load_wine
 from sklearn.decomposition import PCA
 
-import mpc_pca.dp.dpdpca_estimator as dpdpca_module
+import mpc_pca.threads as threads_module
 from mpc_pca.dp.dpdpca import (
     PROXY,
     USER,
@@ -156,7 +156,7 @@ def no_run(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("the protocol started although the input is invalid")
 
-    monkeypatch.setattr(dpdpca_module, "run_inprocess", forbidden)
+    monkeypatch.setattr(threads_module, "run_inprocess", forbidden)
 
 
 @pytest.mark.parametrize(
@@ -247,3 +247,24 @@ def test_paper_calibration_uses_delta_one_and_reports_the_weaker_epsilon(unit_wi
     assert paper.effective_epsilon_ > 4.0
     with pytest.raises(InputValidationError, match="calibration='joint'"):
         DPDPCA(n_components=2, calibration="joint", **FAST_KEY).fit(parts)
+
+
+def test_the_protocol_object_takes_the_encoding_and_refuses_values_out_of_range():
+    from mpc_pca.dp.dpdpca_deploy import MAX_ROWS, DPDPCADeployment
+
+    protocol = DPDPCADeployment(frac_bits=8, mask_bits=40, calibration="paper", max_rows=100)
+    assert (protocol.frac_bits, protocol.mask_bits, protocol.calibration, protocol.max_rows) == (
+        8,
+        40,
+        "paper",
+        100,
+    )
+    assert DPDPCADeployment().max_rows == MAX_ROWS
+    for params, match in [
+        ({"frac_bits": 0}, "frac_bits=0"),
+        ({"mask_bits": 600}, "mask_bits=600"),
+        ({"calibration": "joint"}, "calibration='joint'"),
+        ({"max_rows": 0}, "max_rows=0"),
+    ]:
+        with pytest.raises(InputValidationError, match=match):
+            DPDPCADeployment(**params)
