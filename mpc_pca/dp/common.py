@@ -257,5 +257,5 @@ class DPSubspaceMixin(SubspaceMixin):
                 delta=getattr(self, "delta", None),
                 n_samples=n_samples,
                 random_state=getattr(self, "random_state", None),
-                stacklevel=3,
+                stacklevel=4,  # user -> fit -> _store -> _store_fit
             )
