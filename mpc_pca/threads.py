@@ -168,7 +168,9 @@ def run_protocol(
     full = protocol.settings(settings)
     protocol.preflight(parts, full)
     layout, data, config = announce(protocol, parts, full, feature_names)
-    root = noise_root(random_state)
+    # no seed: each party draws its own fresh randomness (protocol.generator(..., None)), as when deployed;
+    # a root drawn here would turn a protocol's own CSPRNG noise (pppca-dp) into seeded noise
+    root = None if random_state is None else noise_root(random_state)
     if isinstance(random_state, np.random.SeedSequence):
         # as spawn_generators: a SeedSequence given again draws fresh children, not the same noise
         root = np.random.SeedSequence(
