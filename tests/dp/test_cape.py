@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-import mpc_pca.dp.cape as cape_module
+import mpc_pca.threads as threads_module
 from mpc_pca.dp.baselines import AnalyzeGaussPCA, PooledPCA
 from mpc_pca.dp.cape import (
     cape_weights,
@@ -160,14 +160,14 @@ def test_reproducible_with_a_seed():
     ],
 )
 def test_bad_parameters_fail_before_any_party_sends(monkeypatch, kwargs, match):
-    monkeypatch.setattr(cape_module, "run_inprocess", lambda *a, **k: pytest.fail("the protocol started"))
+    monkeypatch.setattr(threads_module, "run_inprocess", lambda *a, **k: pytest.fail("the protocol started"))
     params = {"n_components": 2, "epsilon": 1.0, "delta": 1e-3} | kwargs
     with pytest.raises(InputValidationError, match=match):
         CapePCA(**params).fit(make_parts())
 
 
 def test_bad_rows_fail_before_any_party_sends(monkeypatch):
-    monkeypatch.setattr(cape_module, "run_inprocess", lambda *a, **k: pytest.fail("the protocol started"))
+    monkeypatch.setattr(threads_module, "run_inprocess", lambda *a, **k: pytest.fail("the protocol started"))
     parts = make_parts()
     parts[0] = parts[0] * 3
     with pytest.raises(InputValidationError, match="norm"):
