@@ -6,9 +6,6 @@ import warnings
 from functools import partial
 from typing import Any, ClassVar
 
-import numpy as np
-from numpy.typing import NDArray
-
 from mpc_pca.base import ParamCheck, integer, real, validated_by
 from mpc_pca.dp.agn_core import PowerMethodOptions
 from mpc_pca.dp.agn_privacy import check_budget_split
@@ -200,12 +197,12 @@ class CapeAGN(ProtocolEstimator):
         accountant = fit_accountant(self)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RowsClippedWarning)
-            config = self._config(parts)[1]
+            config = self._config(parts)
         self._charge(config, accountant)
-        return self._config(parts)[0]  # checked again, warning of clipped rows, as the sites will clip them
+        return parts  # checked; each site bounds its own rows (clipping twice would move them by round-off)
 
-    def _config(self, parts: list[Any]) -> tuple[list[NDArray[np.float64]], AGNConfig]:
-        """Every pre-flight check (:func:`~mpc_pca.dp.capeagn.make_agn_config`): the prepared parts and config."""
+    def _config(self, parts: list[Any]) -> AGNConfig:
+        """Every pre-flight check of the run (:func:`~mpc_pca.dp.capeagn.make_agn_config`): its configuration."""
         return make_agn_config(
             parts,
             self.n_components,
@@ -219,7 +216,7 @@ class CapeAGN(ProtocolEstimator):
             row_norm=self.row_norm,
             power=self._power(),
             noise_calibration=self.noise_calibration,
-        )
+        )[1]
 
     def _store(self, run: ThreadsRun) -> None:
         fitted: AGNModel = run.output
