@@ -47,28 +47,23 @@ reproducible experiments only, and a run with a known seed is not private
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
 from mpc_pca.dp.common import (
     AGGREGATOR,
     NOISE_GENERATOR,
-    check_privacy,
     expect_count,
     expect_symmetric,
-    prepare_parts,
 )
 from mpc_pca.dp.mechanisms import (
     Neighbour,
-    RandomState,
     check_epsilon,
     gaussian_noise_scale,
     second_moment_sensitivity,
-    spawn_generators,
     symmetric_gaussian_noise,
 )
 from mpc_pca.linalg import top_eigenpairs, upper_triangle
@@ -77,7 +72,6 @@ from protocols.dp.calibration import analytic_gaussian_epsilon, analytic_gaussia
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.messages import expect_real_array
 from protocols.party import Party
-from protocols.runtime import RunResult, run_inprocess, single_threaded_blas
 
 CALIBRATIONS = ("joint", "paper")
 
@@ -334,93 +328,4 @@ def aggregator_role(party: Party, config: CapeConfig, rng: np.random.Generator) 
         effective_epsilon=effective_epsilon(
             config.epsilon, s, config.calibration, config.delta, config.noise_calibration
         ),
-    )
-
-
-# -- driver ----------------------------------------------------------------------------------
-
-
-def run_cape_parties(
-    arrays: Sequence[Any],
-    config: Any,
-    site: Callable[[Party, Any, Any, np.random.Generator], Any],
-    aggregator: Callable[[Party, Any, np.random.Generator], Any],
-    noise_generator: Callable[[Party, Any, np.random.Generator], Any],
-    *,
-    random_state: RandomState,
-    timeout: float,
-) -> RunResult:
-    """Run CAPE's parties in-process: one thread per site, the aggregator and the noise generator.
-
-    The topology of JSTSP 2018 (Alg. 1 for capePCA, §5 for capeAGN), shared by
-    both protocols: site ``i`` (``config.sites[i]``) gets ``arrays[i]`` and the
-    ``i``-th of ``S + 2`` independent generators; the aggregator and the noise
-    generator get the last two. BLAS runs single-threaded inside each party.
-    """
-    generators = spawn_generators(random_state, len(arrays) + 2)
-    roles: dict[str, Any] = {
-        name: (lambda party, data=data, rng=rng: site(party, data, config, rng))
-        for name, data, rng in zip(config.sites, arrays, generators, strict=False)
-    }
-    roles[AGGREGATOR] = lambda party: aggregator(party, config, generators[-2])
-    roles[NOISE_GENERATOR] = lambda party: noise_generator(party, config, generators[-1])
-    with single_threaded_blas():
-        return run_inprocess(roles, timeout=timeout)
-
-
-@dataclass
-class CapeRun:
-    """Everything a capePCA run produced, by role."""
-
-    model: CapeModel
-    site_components: dict[str, NDArray[np.float64]]
-    site_zero_sum_noise: list[NDArray[np.float64]]
-    run: RunResult
-
-
-def run_capepca(
-    parts: Sequence[ArrayLike],
-    n_components: int | None,
-    epsilon: float,
-    delta: float,
-    *,
-    neighbour: Neighbour | str = Neighbour.REPLACE_ONE,
-    calibration: str = "joint",
-    row_norm: str = "clip",
-    random_state: RandomState = None,
-    timeout: float = 120.0,
-    noise_calibration: str = "analytic",
-) -> CapeRun:
-    """Validate everything, then run capePCA in-process (one thread per party).
-
-    Parameters are those of :class:`~mpc_pca.dp.cape_estimator.CapePCA`; ``calibration`` is ``"joint"``
-    (the aggregator's joint view is ``(epsilon, delta)``-DP per site) or
-    ``"paper"`` (JSTSP 2018 variances, joint view
-    ``(epsilon sqrt(2S/(S+1)), delta)``-DP). A known ``random_state`` makes the
-    run non-private (reproducible experiments only).
-
-    Raises
-    ------
-    InputValidationError
-        Before any party starts, for invalid privacy parameters, calibration,
-        ``n_components`` or rows.
-    """
-    eps, dlt, relation = check_privacy(epsilon, delta, neighbour, noise_calibration)
-    mode = check_calibration(calibration)
-    arrays, k = prepare_parts(parts, n_components, row_norm)
-    config = CapeConfig(len(arrays), arrays[0].shape[1], k, eps, dlt, relation, mode, noise_calibration)
-    run = run_cape_parties(
-        arrays,
-        config,
-        site_role,
-        aggregator_role,
-        noise_generator_role,
-        random_state=random_state,
-        timeout=timeout,
-    )
-    return CapeRun(
-        model=run.outputs[AGGREGATOR],
-        site_components={name: run.outputs[name] for name in config.sites},
-        site_zero_sum_noise=run.outputs[NOISE_GENERATOR],
-        run=run,
     )

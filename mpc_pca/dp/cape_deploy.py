@@ -2,10 +2,10 @@
 
 The roles of :mod:`mpc_pca.dp.cape` (Imtiaz & Sarwate, JSTSP 2018, Alg. 1),
 one party each: ``provider0 .. provider{S-1}`` (ranks ``0 .. S-1``), the
-``aggregator`` (rank ``S``) and the ``noise-generator`` (rank ``S + 1``). This
-is the order of :func:`~mpc_pca.dp.cape.run_cape_parties`, so with a noise
-seed party of rank ``r`` gets the ``r``-th of ``spawn_generators(seed, S + 2)``
-and the run reproduces the in-process result exactly.
+``aggregator`` (rank ``S``) and the ``noise-generator`` (rank ``S + 1``). With
+a noise seed the party of rank ``r`` gets the ``r``-th of
+``spawn_generators(seed, S + 2)`` (:func:`~mpc_pca.deployment_kit.seeded_generator`)
+in every runner, so a deployed run reproduces the estimator's result exactly.
 
 Announced (public) settings: every party's ``n_components``, ``epsilon``,
 ``delta``, ``neighbour``, ``noise_calibration``, ``cape_calibration`` and
@@ -152,8 +152,10 @@ class CapeDeployment(HoldersFirst):
         d, k = config.config.n_features, config.config.n_components
         return floats_cap(max(d * (d + 1) // 2, k * d))
 
-    def generator(self, party: str, layout: Mapping[str, int], noise_seed: int | None) -> np.random.Generator:
-        """Rank ``r``'s generator: ``run_cape_parties`` spawns ``S + 2`` in rank order."""
+    def generator(
+        self, party: str, layout: Mapping[str, int], noise_seed: int | np.random.SeedSequence | None
+    ) -> np.random.Generator:
+        """Rank ``r``'s generator: the ``r``-th of the noise seed's, in rank order."""
         return seeded_generator(noise_seed, layout[party])
 
     def role(

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 from mpc_pca.base import ParamCheck, validated_by
 from mpc_pca.dp.cape import CapeModel, check_calibration, effective_epsilon, joint_view_factor
 from mpc_pca.dp.cape_deploy import CapeDeployment
-from mpc_pca.dp.common import DPSubspaceMixin, check_privacy, dp_constraints, preflight_parts, prepare_parts
+from mpc_pca.dp.common import DPSubspaceMixin, check_privacy, dp_constraints, preflight_parts
 from mpc_pca.dp.mechanisms import RandomState, gaussian_noise_scale
 from mpc_pca.fitting import ProtocolEstimator
 from mpc_pca.threads import ThreadsRun
@@ -172,7 +172,7 @@ class CapePCA(DPSubspaceMixin, ProtocolEstimator):
 
     def _prepare(self, parts: list[Any]) -> list[Any]:
         self._charge(parts)
-        return prepare_parts(parts, self.n_components, self.row_norm)[0]
+        return parts  # checked; each site bounds its own rows (clipping twice would move them by round-off)
 
     def _store(self, run: ThreadsRun) -> None:
         model: CapeModel = run.output

@@ -67,11 +67,10 @@ from mpc_pca.dp.cape import (
     check_calibration,
     effective_epsilon,
     joint_view_factor,
-    run_cape_parties,
     zero_sum_from_draws,
 )
 from mpc_pca.dp.common import AGGREGATOR, NOISE_GENERATOR, check_privacy, expect_count, expect_symmetric
-from mpc_pca.dp.mechanisms import Neighbour, RandomState, symmetric_gaussian_noise
+from mpc_pca.dp.mechanisms import Neighbour, symmetric_gaussian_noise
 from mpc_pca.dp.moments import check_documents, check_model, check_sigma, second_moment, whitened_third_moment
 from mpc_pca.dp.preprocessing import bound_rows
 from mpc_pca.dp.tensors import (
@@ -87,7 +86,6 @@ from mpc_pca.validation import check_n_components, check_parts
 from protocols.errors import InputValidationError
 from protocols.messages import expect_real_array
 from protocols.party import Party
-from protocols.runtime import RunResult
 
 
 def prepare_agn_parts(
@@ -267,17 +265,7 @@ def aggregator_role(party: Party, config: AGNConfig, rng: np.random.Generator) -
     )
 
 
-# -- driver ----------------------------------------------------------------------------------
-
-
-@dataclass
-class CapeAGNRun:
-    """Everything a capeAGN run produced, by role."""
-
-    model: AGNModel
-    site_outputs: dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]]
-    zero_sum_noise: dict[str, list[Any]]
-    run: RunResult
+# -- pre-flight ------------------------------------------------------------------------------
 
 
 def make_agn_config(
@@ -306,61 +294,3 @@ def make_agn_config(
     d = arrays[0].shape[1]
     budget = AGNBudget(kind, d, scale, eps, dlt, relation, split, noise_calibration)
     return arrays, AGNConfig(len(arrays), d, k, budget, mode, power)
-
-
-def run_capeagn(
-    parts: Sequence[ArrayLike],
-    n_components: int,
-    *,
-    model: str = "stm",
-    epsilon: float = 1.0,
-    delta: float = 1e-5,
-    sigma: float | None = None,
-    neighbour: Neighbour | str = Neighbour.REPLACE_ONE,
-    calibration: str = "joint",
-    budget_split: float = 0.5,
-    row_norm: str = "clip",
-    power: PowerMethodOptions | None = None,
-    random_state: RandomState = None,
-    timeout: float = 120.0,
-    noise_calibration: str = "analytic",
-) -> CapeAGNRun:
-    """Validate everything, then run capeAGN in-process (one thread per party).
-
-    Parameters are those of :class:`~mpc_pca.dp.capeagn_estimator.CapeAGN`.
-
-    Raises
-    ------
-    InputValidationError
-        Before any party starts, for invalid privacy parameters, model,
-        ``sigma``, calibration, budget split, ``n_components`` or data.
-    """
-    arrays, config = make_agn_config(
-        parts,
-        n_components,
-        model=model,
-        epsilon=epsilon,
-        delta=delta,
-        sigma=sigma,
-        neighbour=neighbour,
-        calibration=calibration,
-        budget_split=budget_split,
-        row_norm=row_norm,
-        power=power or PowerMethodOptions(),
-        noise_calibration=noise_calibration,
-    )
-    run = run_cape_parties(
-        arrays,
-        config,
-        site_role,
-        aggregator_role,
-        noise_generator_role,
-        random_state=random_state,
-        timeout=timeout,
-    )
-    return CapeAGNRun(
-        model=run.outputs[AGGREGATOR],
-        site_outputs={name: run.outputs[name] for name in config.sites},
-        zero_sum_noise=run.outputs[NOISE_GENERATOR],
-        run=run,
-    )

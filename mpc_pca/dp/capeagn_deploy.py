@@ -3,10 +3,10 @@
 The roles of :mod:`mpc_pca.dp.capeagn` (Imtiaz & Sarwate, JSTSP 2018, §5),
 one party each, in capePCA's layout: ``provider0 .. provider{S-1}`` (ranks
 ``0 .. S-1``), the ``aggregator`` (rank ``S``) and the ``noise-generator``
-(rank ``S + 1``). :func:`~mpc_pca.dp.cape.run_cape_parties` spawns ``S + 2``
-generators in this order, so with a noise seed rank ``r`` takes the ``r``-th
-(the aggregator's also drives the tensor power method's starts) and the run
-reproduces the in-process result.
+(rank ``S + 1``). With a noise seed rank ``r`` takes the ``r``-th generator
+of that seed (:func:`~mpc_pca.deployment_kit.seeded_generator`; the
+aggregator's also drives the tensor power method's starts), in every runner,
+so a deployed run reproduces the estimator's result.
 
 Announced (public) settings: every party's ``n_components``, ``model``,
 ``sigma``, ``budget_split``, ``epsilon``, ``delta``, ``neighbour``,
@@ -135,6 +135,10 @@ class CapeAGNDeployment(HoldersFirst):
     ----------
     name : {"capeagn"}
         The registry name.
+    power : PowerMethodOptions, optional
+        Restarts, iterations and tolerance of the aggregator's robust tensor
+        power method (the defaults of :class:`~mpc_pca.dp.agn_core.PowerMethodOptions`
+        if omitted; ``CapeAGN`` passes its own).
     """
 
     others = (AGGREGATOR, NOISE_GENERATOR)
@@ -176,6 +180,10 @@ class CapeAGNDeployment(HoldersFirst):
         }
     )
 
+    def __init__(self, name: str | None = None, *, power: PowerMethodOptions | None = None) -> None:
+        super().__init__(name)
+        self.power = PowerMethodOptions() if power is None else power
+
     def _rows(self, party: str, data: Any, view: Mapping[str, Any], clip: bool) -> NDArray[np.float64]:
         if view["model"] == "stm":  # word counts: checked, never bounded
             return check_documents(check_own_rows(party, data), int(party.removeprefix("provider")))
@@ -195,7 +203,7 @@ class CapeAGNDeployment(HoldersFirst):
         return view
 
     def configure(self, views: Mapping[str, PublicSettings], n_providers: int) -> AGNDeployConfig:
-        """:class:`AGNConfig` (default power-method options), refused where announcements differ.
+        """:class:`AGNConfig` (this object's power-method options), refused where announcements differ.
 
         Raises
         ------
@@ -219,7 +227,7 @@ class CapeAGNDeployment(HoldersFirst):
             agreed["budget_split"],
             agreed["noise_calibration"],
         )
-        config = AGNConfig(n_providers, d, k, budget, agreed["cape_calibration"], PowerMethodOptions())
+        config = AGNConfig(n_providers, d, k, budget, agreed["cape_calibration"], self.power)
         return AGNDeployConfig(config, agreed)
 
     def message_cap(self, config: AGNDeployConfig) -> int:
@@ -227,8 +235,10 @@ class CapeAGNDeployment(HoldersFirst):
         d, k = config.config.n_features, config.config.n_components
         return floats_cap(max(d * (d + 1) // 2, d * k, n_unique_entries(k)))
 
-    def generator(self, party: str, layout: Mapping[str, int], noise_seed: int | None) -> np.random.Generator:
-        """Rank ``r``'s generator: ``run_cape_parties`` spawns ``S + 2`` in rank order."""
+    def generator(
+        self, party: str, layout: Mapping[str, int], noise_seed: int | np.random.SeedSequence | None
+    ) -> np.random.Generator:
+        """Rank ``r``'s generator: the ``r``-th of the noise seed's, in rank order."""
         return seeded_generator(noise_seed, layout[party])
 
     def role(

@@ -6,21 +6,22 @@ import warnings
 from functools import partial
 from typing import Any, ClassVar
 
-from numpy.typing import ArrayLike
-
-from mpc_pca.base import ParamCheck, PartiesEstimator, integer, real, validated_by
+from mpc_pca.base import ParamCheck, integer, real, validated_by
 from mpc_pca.dp.agn_core import PowerMethodOptions
 from mpc_pca.dp.agn_privacy import check_budget_split
 from mpc_pca.dp.cape import check_calibration, effective_epsilon, joint_view_factor
-from mpc_pca.dp.capeagn import make_agn_config, run_capeagn
+from mpc_pca.dp.capeagn import AGNConfig, AGNModel, make_agn_config
+from mpc_pca.dp.capeagn_deploy import CapeAGNDeployment
 from mpc_pca.dp.common import dp_constraints
 from mpc_pca.dp.mechanisms import RandomState, gaussian_noise_scale
 from mpc_pca.dp.moments import check_model, check_sigma
+from mpc_pca.fitting import ProtocolEstimator
+from mpc_pca.threads import ThreadsRun
 from mpc_pca.validation import RowsClippedWarning, warn_privacy_leaks
 from protocols.dp.accounting import PrivacyAccountant, fit_accountant, gaussian_rho
 
 
-class CapeAGN(PartiesEstimator):
+class CapeAGN(ProtocolEstimator):
     """capeAGN: distributed DP orthogonal tensor decomposition (Imtiaz & Sarwate, JSTSP 2018, §5).
 
     Learns ``K`` topic-word distributions of a single topic model or ``K``
@@ -172,27 +173,38 @@ class CapeAGN(PartiesEstimator):
         self.timeout = timeout
         self.noise_calibration = noise_calibration
 
-    def fit(self, X: Any, y: None = None, groups: ArrayLike | None = None) -> CapeAGN:
-        """Run capeAGN over the sites' rows; return ``self``.
+    def _power(self) -> PowerMethodOptions:
+        return PowerMethodOptions(self.n_restarts, self.n_iter, self.tol)
 
-        Parameters
-        ----------
-        X : list of array_like or DataFrame, or array_like of shape (N, D)
-            One ``(N_s, D)`` block per site (DataFrames are aligned by column
-            name), or all rows with ``groups``.
-        y : None
-            Ignored.
-        groups : array_like of shape (N,), optional
-            With a single ``X``: the site of each row (one site if omitted).
+    def _protocol(self) -> CapeAGNDeployment:
+        return CapeAGNDeployment("capeagn", power=self._power())
 
-        Returns
-        -------
-        self
-        """
-        sites = self._intake(X, groups)
-        self._charge(sites, fit_accountant(self))
-        result = run_capeagn(
-            sites,
+    def _settings(self) -> dict[str, Any]:
+        return {
+            "n_components": self.n_components,
+            "model": self.model,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "sigma": self.sigma,
+            "neighbour": self.neighbour,
+            "cape_calibration": self.calibration,
+            "budget_split": self.budget_split,
+            "noise_calibration": self.noise_calibration,
+            "row_norm": self.row_norm,
+        }
+
+    def _prepare(self, parts: list[Any]) -> list[Any]:
+        accountant = fit_accountant(self)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RowsClippedWarning)
+            config = self._config(parts)
+        self._charge(config, accountant)
+        return parts  # checked; each site bounds its own rows (clipping twice would move them by round-off)
+
+    def _config(self, parts: list[Any]) -> AGNConfig:
+        """Every pre-flight check of the run (:func:`~mpc_pca.dp.capeagn.make_agn_config`): its configuration."""
+        return make_agn_config(
+            parts,
             self.n_components,
             model=self.model,
             epsilon=self.epsilon,
@@ -202,12 +214,12 @@ class CapeAGN(PartiesEstimator):
             calibration=self.calibration,
             budget_split=self.budget_split,
             row_norm=self.row_norm,
-            power=PowerMethodOptions(self.n_restarts, self.n_iter, self.tol),
-            random_state=self.random_state,
-            timeout=self.timeout,
+            power=self._power(),
             noise_calibration=self.noise_calibration,
-        )
-        fitted = result.model
+        )[1]
+
+    def _store(self, run: ThreadsRun) -> None:
+        fitted: AGNModel = run.output
         self.components_ = fitted.components
         self.weights_ = fitted.weights
         self.whitening_ = fitted.whitening
@@ -222,27 +234,10 @@ class CapeAGN(PartiesEstimator):
         )
         self.n_features_in_ = int(fitted.components.shape[1])
         self.n_components_ = int(fitted.components.shape[0])
-        self.report_ = result.run.report_dict()
-        return self
+        self.report_ = run.run.report_dict()
 
-    def _charge(self, sites: list[Any], accountant: PrivacyAccountant) -> None:
+    def _charge(self, config: AGNConfig, accountant: PrivacyAccountant) -> None:
         """Charge the accountant for both releases, after every input check and before any party starts."""
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RowsClippedWarning)
-            _, config = make_agn_config(
-                sites,
-                self.n_components,
-                model=self.model,
-                epsilon=self.epsilon,
-                delta=self.delta,
-                sigma=self.sigma,
-                neighbour=self.neighbour,
-                calibration=self.calibration,
-                budget_split=self.budget_split,
-                row_norm=self.row_norm,
-                power=PowerMethodOptions(self.n_restarts, self.n_iter, self.tol),
-                noise_calibration=self.noise_calibration,
-            )
         budget = config.budget
         # Against the aggregator's joint view each stage is a Gaussian mechanism with noise
         # c sigma_i / joint_view_factor(S) (module docstring of mpc_pca.dp.capeagn); rho adds up.

@@ -116,12 +116,16 @@ def prepare_own_rows(
     ``row_norm="scale"`` refused (it needs the pooled rows), ``"clip"`` or
     ``"error"`` applied as in the in-process run. Errors name ``party``.
     ``clip=False`` only checks (a deployment's announcement step), so clipping
-    is done, and warned about, once, by the role.
+    is done, and warned about, once, by the role; the warning names the site
+    ``provider{i}`` as ``site i``, as an in-process run over every part does.
     """
     arr = check_own_rows(party, data)
     mode = refuse_pooled_scaling(settings, protocol)
-    if mode == "clip" and not clip:
-        return arr
+    if mode == "clip":
+        if not clip:
+            return arr
+        index = party.removeprefix("provider")
+        return bound_rows([arr], mode, first=int(index) if index.isdigit() else 0)[0]
     try:
         return bound_rows([arr], mode)[0]
     except InputValidationError as exc:

@@ -37,18 +37,24 @@ from protocols.errors import InputValidationError
 ROW_NORM_MODES = ("clip", "error")
 
 
-def bound_rows(parts: Sequence[NDArray[np.float64]], mode: str) -> list[NDArray[np.float64]]:
-    """Apply the row-norm policy ``mode`` (``"clip"`` or ``"error"``) to every part."""
+def bound_rows(
+    parts: Sequence[NDArray[np.float64]], mode: str, *, first: int = 0
+) -> list[NDArray[np.float64]]:
+    """Apply the row-norm policy ``mode`` (``"clip"`` or ``"error"``) to every part.
+
+    Warnings and errors name part ``i`` as site or part ``first + i`` (``first``: the
+    index of the first part's site, for one site's own rows in a deployed run).
+    """
     if mode not in ROW_NORM_MODES:
         raise InputValidationError(
             f"row_norm={mode!r} is not supported; choose one of {list(ROW_NORM_MODES)}"
         )
     if mode == "error":
-        for i, part in enumerate(parts):
+        for i, part in enumerate(parts, start=first):
             check_row_norms(part, i)
         return list(parts)
     out = []
-    for i, part in enumerate(parts):
+    for i, part in enumerate(parts, start=first):
         clipped, count = clip_rows(part)
         if count:
             # Emitted where the site's rows are processed; the count is never sent to a party.

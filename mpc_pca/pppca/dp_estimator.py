@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-from numpy.typing import ArrayLike
 
 from mpc_pca.base import (
     ParamCheck,
@@ -17,7 +16,17 @@ from mpc_pca.base import (
     validated_by,
 )
 from mpc_pca.deployment_kit import check_noise_seed
-from mpc_pca.pppca.dp_sum import check_plan_parameters, run_pppca_dp
+from mpc_pca.fitting import ProtocolEstimator
+from mpc_pca.pppca.dp_deploy import PPPCADPDeployment
+from mpc_pca.pppca.dp_sum import (
+    DEFAULT_FRAC_BITS,
+    DPSumModel,
+    DPSumPlan,
+    charge_dp_run,
+    check_dp_run,
+    check_plan_parameters,
+)
+from mpc_pca.threads import ThreadsRun
 from mpc_pca.validation import warn_privacy_leaks
 from protocols.backends import SecureSumBackend, make_backend
 from protocols.dp.accounting import PrivacyAccountant, fit_accountant
@@ -25,16 +34,13 @@ from protocols.dp.calibration import check_calibration, check_delta_value, check
 from protocols.errors import InputValidationError
 from protocols.runtime import check_timeout
 
-#: Fractional bits of pppca-dp's ring encoding: rows get 16 bits, the Gram matrix 32.
-DEFAULT_FRAC_BITS = 32
-
 
 def _check_mean_share(mean_share: object) -> None:
     """pppca-dp's own check of ``mean_share`` (the other arguments are valid placeholders)."""
     check_plan_parameters(1.0, 0.5, 1, None, mean_share, 0)
 
 
-class PPPCADP(SubspaceMixin):
+class PPPCADP(SubspaceMixin, ProtocolEstimator):
     """PPPCA with differential privacy inside the secure sum (pppca-dp).
 
     Each provider adds its share of discrete-Gaussian Analyze-Gauss noise to
@@ -152,46 +158,56 @@ class PPPCADP(SubspaceMixin):
         self.backend = backend
         self.timeout = timeout
 
-    def fit(self, X: Any, y: None = None, groups: ArrayLike | None = None) -> PPPCADP:
-        """Run pppca-dp over the providers' rows; return ``self``.
-
-        Parameters
-        ----------
-        X : list of array_like or DataFrame, or array_like of shape (n, d)
-            One ``(n_i, d)`` block per provider (DataFrames are aligned by
-            column name), or all rows with ``groups``.
-        y : None
-            Ignored.
-        groups : array_like of shape (n,), optional
-            With a single ``X``: the provider of each row (one provider if omitted).
-
-        Returns
-        -------
-        self
-        """
-        parts = self._intake(X, groups)
+    def _backend(self) -> SecureSumBackend:
+        """The backend object every party shares in-process (a name gets ``frac_bits=32``)."""
         if isinstance(self.backend, SecureSumBackend):
-            backend = self.backend
-        elif isinstance(self.backend, str):
-            backend = make_backend(self.backend, frac_bits=DEFAULT_FRAC_BITS)
-        else:
-            raise InputValidationError(
-                f"backend must be a SecureSumBackend or a backend name, got {type(self.backend).__name__}"
-            )
-        model, plan, run = run_pppca_dp(
+            return self.backend
+        if isinstance(self.backend, str):
+            return make_backend(self.backend, frac_bits=DEFAULT_FRAC_BITS)
+        raise InputValidationError(
+            f"backend must be a SecureSumBackend or a backend name, got {type(self.backend).__name__}"
+        )
+
+    def _protocol(self) -> PPPCADPDeployment:
+        backend = self._backend()
+        return PPPCADPDeployment(
+            "pppca-dp",
+            backend_factory=lambda settings: backend,
+            centre=bool(self.centre),
+            mean_share=self.mean_share,
+            public_rows=True,
+        )
+
+    def _settings(self) -> dict[str, Any]:
+        backend = self._backend()
+        return {
+            "n_components": self.n_components,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "noise_calibration": self.noise_calibration,
+            "min_honest": self.min_honest,
+            "backend": backend.name,
+            "frac_bits": backend.codec.frac_bits,
+        }
+
+    def _prepare(self, parts: list[Any]) -> list[Any]:
+        plan = check_dp_run(
             parts,
             self.n_components,
-            backend,
+            self._backend(),
             epsilon=self.epsilon,
             delta=self.delta,
             min_honest=self.min_honest,
             centre=self.centre,
             mean_share=self.mean_share,
             noise_calibration=self.noise_calibration,
-            timeout=self.timeout,
-            accountant=fit_accountant(self),
-            random_state=self.random_state,
         )
+        charge_dp_run(fit_accountant(self), plan)
+        return parts
+
+    def _store(self, run: ThreadsRun) -> None:
+        model: DPSumModel = run.output
+        plan: DPSumPlan = run.config.plan
         scale = 2.0**plan.frac_bits
         self.components_ = model.components
         self.explained_variance_ = model.explained_variance
@@ -209,11 +225,13 @@ class PPPCADP(SubspaceMixin):
         self.epsilon_by_colluders_ = [plan.epsilon_with_colluders(c) for c in range(plan.n_parties + 1)]
         self.plan_ = plan
         self.model_ = model
-        self.report_ = run.report_dict()
+        self.report_ = run.run.report_dict()
         warn_privacy_leaks(
             epsilon=self.epsilon,
             delta=self.delta,
             n_samples=self.n_samples_,
             random_state=self.random_state,
         )
-        return self
+
+
+__all__ = ["PPPCADP"]

@@ -88,7 +88,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from mpc_pca.deployment_kit import seeded_generator
 from mpc_pca.linalg import top_eigenpairs
 from mpc_pca.pppca.dp_rounding import check_row_rounding
 from mpc_pca.roles import SERVER, provider_names
@@ -106,11 +105,12 @@ from protocols.dp.discrete_gaussian import RandBelow, sample_discrete_gaussian
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.messages import expect_real_array
 from protocols.party import Party
-from protocols.runtime import RunResult, check_timeout, run_inprocess
 
 SUMS_NAME = "noisy column sums and row count"
 GRAM_NAME = "noisy Gram matrix X_i^T X_i"
 
+#: Fractional bits of pppca-dp's ring encoding by default: rows get 16 bits, the Gram matrix 32.
+DEFAULT_FRAC_BITS = 32
 #: Largest magnitude a float64 carries exactly as an integer.
 _FLOAT_EXACT = 2**53
 
@@ -384,8 +384,8 @@ def provider_statistics(
 
     Clips the rows (:func:`clip_rows_locally`), rounds them to integers
     (:class:`IntegerStatistics`), and refuses, naming the provider, Gram
-    entries beyond int64 for ``n_rows_bound`` rows (the total ``N``
-    in-process; the provider's own count in a deployed run, where the ring
+    entries beyond int64 for ``n_rows_bound`` rows (the total ``N`` when it
+    is public, as in ``PPPCADP``; the provider's own count otherwise, where the ring
     check below bounds the sum) or a payload the ring cannot sum over
     ``plan.n_parties`` providers with room for 64 noise standard deviations.
     """
@@ -406,7 +406,7 @@ def provider_statistics(
     return stats
 
 
-# -- checks and driver ---------------------------------------------------------------------
+# -- checks ---------------------------------------------------------------------
 
 
 def check_plan_parameters(
@@ -430,7 +430,7 @@ def check_plan_parameters(
     return eps, dlt, int(h), float(mean_share)
 
 
-def run_pppca_dp(
+def check_dp_run(
     parts: Sequence[ArrayLike],
     n_components: int | None,
     backend: SecureSumBackend,
@@ -441,25 +441,22 @@ def run_pppca_dp(
     centre: bool = True,
     mean_share: float = 0.1,
     noise_calibration: str = "analytic",
-    timeout: float = 120.0,
-    accountant: PrivacyAccountant | None = None,
-    random_state: int | None = None,
-) -> tuple[DPSumModel, DPSumPlan, RunResult]:
-    """Validate everything, then run pppca-dp in-process (one thread per party).
+) -> DPSumPlan:
+    """Every check of an in-process pppca-dp run over ``parts``, before any party starts; its noise plan.
 
-    ``random_state=None`` (private) draws every provider's noise from
-    :mod:`secrets`; an integer gives provider ``i`` the noise source of
-    :func:`noise_source` on the ``i``-th generator of that seed, the one a
-    deployed run with ``noise_seed=random_state`` gives it (not private).
+    What the parties would refuse, in the order ``PPPCADP`` checks it before
+    its accountant is charged: a backend outside the 64-bit fixed-point ring
+    (CrypTen), the rows and ``n_components`` (``None``: ``min(N, d)``), bad
+    privacy parameters, an odd ``frac_bits`` or one too few for the row
+    rounding, and payloads that would not fit int64, the ring or a float
+    carrier (each provider's statistics are computed for that, without the
+    clipping warning its role gives when it runs).
 
     Raises
     ------
     InputValidationError
-        Before any party sends anything: bad privacy parameters, an odd
-        ``frac_bits``, a backend outside the 64-bit fixed-point ring
-        (CrypTen), payloads that would not fit the ring or a float carrier.
+        Naming the value and the limit.
     """
-    check_timeout(timeout)
     if not getattr(backend, "fixed_point_ring", True):
         raise InputValidationError(
             f"backend {getattr(backend, 'name', backend)!r} encodes in its own ring; pppca-dp adds integer "
@@ -469,26 +466,23 @@ def run_pppca_dp(
     n_parties = len(arrays)
     d = arrays[0].shape[1]
     n_samples = sum(a.shape[0] for a in arrays)
-    k = check_n_components(n_components, d, n_samples)
+    check_n_components(n_components, d, n_samples)
     frac_bits = backend.codec.frac_bits
     eps, dlt, h, share = check_plan_parameters(epsilon, delta, n_parties, min_honest, mean_share, frac_bits)
     check_row_rounding(frac_bits, d)
     plan = DPSumPlan(n_parties, d, eps, dlt, frac_bits, h, bool(centre), share, noise_calibration)
     plan.unit_sigma  # noqa: B018  (validates the calibration, e.g. classical with epsilon >= 1)
-    stats = [provider_statistics(part, i, plan, backend, n_samples) for i, part in enumerate(arrays)]
-    providers = provider_names(n_parties)
-    sources = [
-        None if random_state is None else noise_source(seeded_generator(random_state, i))
-        for i in range(n_parties)
-    ]
-    roles: dict[str, Any] = {
-        name: (lambda party, st=st, src=src: provider_role(party, st, plan, backend, src))
-        for name, st, src in zip(providers, stats, sources, strict=True)
-    }
-    roles[SERVER] = lambda party: server_role(party, plan, backend, k, n_samples)
-    if not math.isinf(eps):  # the two releases are one Gaussian mechanism with sigma / Delta = unit_sigma
-        charge_gaussian(accountant, eps, dlt, plan.unit_sigma, "pppca-dp")
-    elif accountant is not None:
-        charge_gaussian(accountant, eps, dlt, 0.0, "pppca-dp")  # refused: no privacy
-    run = run_inprocess(roles, timeout=timeout)
-    return run.outputs[SERVER], plan, run
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RowsClippedWarning)
+        for i, part in enumerate(arrays):
+            provider_statistics(part, i, plan, backend, n_samples)
+    return plan
+
+
+def charge_dp_run(accountant: PrivacyAccountant, plan: DPSumPlan) -> None:
+    """Charge one run of ``plan``: its two releases are one Gaussian mechanism with ``sigma / Delta = unit_sigma``.
+
+    ``epsilon = inf`` is charged with no noise, which an accountant refuses (no privacy).
+    """
+    unit = 0.0 if math.isinf(plan.epsilon) else plan.unit_sigma
+    charge_gaussian(accountant, plan.epsilon, plan.delta, unit, "pppca-dp")

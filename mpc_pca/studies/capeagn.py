@@ -96,18 +96,20 @@ def _seed(key: str) -> int:
 def _fit_error(method: str, model: str, data: Any, epsilon: float, seed: int) -> float:
     """Recovery error of one method on one sample; NaN if the fit failed (noise swamped ``M2``)."""
     from mpc_pca.dp.agn_baselines import fit_agn_baseline
-    from mpc_pca.dp.capeagn import run_capeagn
+    from mpc_pca.dp.capeagn_deploy import CapeAGNDeployment
     from mpc_pca.dp.recovery import recovery_error
+    from mpc_pca.threads import run_protocol
     from protocols.errors import ProtocolError
 
     sigma = SIGMA if model == "mog" else None
     fitted: Any
     try:
         if method.startswith("capeagn"):
-            fitted = run_capeagn(
-                data.parts, 3, model=model, epsilon=epsilon, delta=DELTA, sigma=sigma,
-                calibration="paper" if method == "capeagn" else "joint", random_state=seed,
-            ).model  # fmt: skip
+            settings = {"n_components": 3, "model": model, "epsilon": epsilon, "delta": DELTA, "sigma": sigma,
+                        "cape_calibration": "paper" if method == "capeagn" else "joint"}  # fmt: skip
+            fitted = run_protocol(
+                CapeAGNDeployment("capeagn"), data.parts, settings, random_state=seed
+            ).output
         else:
             fitted = fit_agn_baseline(
                 data.parts, 3, method.replace("_", "-"), model=model, epsilon=epsilon, delta=DELTA,

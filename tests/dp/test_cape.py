@@ -7,16 +7,17 @@ import math
 import numpy as np
 import pytest
 
-import mpc_pca.dp.cape as cape_module
+import mpc_pca.threads as threads_module
 from mpc_pca.dp.baselines import AnalyzeGaussPCA, PooledPCA
 from mpc_pca.dp.cape import (
     cape_weights,
     effective_epsilon,
     joint_view_factor,
-    run_capepca,
     zero_sum_noise,
 )
+from mpc_pca.dp.cape_deploy import CapeDeployment
 from mpc_pca.dp.cape_estimator import CapePCA
+from mpc_pca.threads import ThreadsRun, run_protocol
 from protocols.dp.calibration import analytic_gaussian_epsilon, analytic_gaussian_sigma
 from protocols.errors import InputValidationError
 
@@ -33,11 +34,17 @@ def make_parts(sizes=(150, 400, 250), d=10, seed=0):
     return np.split(X, np.cumsum(sizes)[:-1])
 
 
+def capepca_threads(parts, n_components, epsilon, delta, *, random_state) -> ThreadsRun:
+    """capePCA's parties as threads (:func:`mpc_pca.threads.run_protocol`); role outputs in ``.run.outputs``."""
+    settings = {"n_components": n_components, "epsilon": epsilon, "delta": delta}
+    return run_protocol(CapeDeployment("capepca"), parts, settings, random_state=random_state)
+
+
 def test_infinite_epsilon_gives_exactly_the_pooled_second_moment():
     parts = make_parts()
-    result = run_capepca(parts, 3, math.inf, 1e-3, random_state=0)
+    result = capepca_threads(parts, 3, math.inf, 1e-3, random_state=0)
     pooled = sum(p.T @ p for p in parts) / sum(p.shape[0] for p in parts)
-    assert np.allclose(result.model.second_moment, pooled, atol=1e-15)
+    assert np.allclose(result.output.second_moment, pooled, atol=1e-15)
     reference = PooledPCA(3).fit(parts)
     model = CapePCA(3, epsilon=math.inf).fit(parts)
     assert np.allclose(projector(model.components_), projector(reference.components_), atol=1e-10)
@@ -103,9 +110,9 @@ def test_effective_epsilon_values():
 
 def test_sites_receive_the_released_subspace_and_traffic_is_reported():
     parts = make_parts()
-    result = run_capepca(parts, 2, 1.0, 1e-3, random_state=3)
-    for components in result.site_components.values():
-        assert np.array_equal(components, result.model.components)
+    result = capepca_threads(parts, 2, 1.0, 1e-3, random_state=3)
+    for site in ("provider0", "provider1", "provider2"):
+        assert np.array_equal(result.run.outputs[site], result.output.components)
     reports = result.run.reports
     assert set(reports) == {"provider0", "provider1", "provider2", "aggregator", "noise-generator"}
     assert reports["noise-generator"].messages_sent == 3
@@ -153,14 +160,14 @@ def test_reproducible_with_a_seed():
     ],
 )
 def test_bad_parameters_fail_before_any_party_sends(monkeypatch, kwargs, match):
-    monkeypatch.setattr(cape_module, "run_inprocess", lambda *a, **k: pytest.fail("the protocol started"))
+    monkeypatch.setattr(threads_module, "run_inprocess", lambda *a, **k: pytest.fail("the protocol started"))
     params = {"n_components": 2, "epsilon": 1.0, "delta": 1e-3} | kwargs
     with pytest.raises(InputValidationError, match=match):
         CapePCA(**params).fit(make_parts())
 
 
 def test_bad_rows_fail_before_any_party_sends(monkeypatch):
-    monkeypatch.setattr(cape_module, "run_inprocess", lambda *a, **k: pytest.fail("the protocol started"))
+    monkeypatch.setattr(threads_module, "run_inprocess", lambda *a, **k: pytest.fail("the protocol started"))
     parts = make_parts()
     parts[0] = parts[0] * 3
     with pytest.raises(InputValidationError, match="norm"):

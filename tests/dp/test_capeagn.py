@@ -12,14 +12,22 @@ from mpc_pca.data.latent import make_gaussian_mixture, make_topic_model
 from mpc_pca.dp.agn_baselines import fit_agn_baseline
 from mpc_pca.dp.agn_privacy import AGNBudget
 from mpc_pca.dp.cape import joint_view_factor
-from mpc_pca.dp.capeagn import run_capeagn
+from mpc_pca.dp.capeagn_deploy import CapeAGNDeployment
 from mpc_pca.dp.mechanisms import Neighbour
 from mpc_pca.dp.moments import mog_second_moment, stm_second_moment, stm_whitened_third_moment
 from mpc_pca.dp.recovery import recovery_error
+from mpc_pca.threads import ThreadsRun, run_protocol
 from protocols.dp.calibration import analytic_gaussian_sigma
 from protocols.errors import InputValidationError
 
 SIZES = (1_000, 10_000, 100_000)
+SITES = ("provider0", "provider1", "provider2", "provider3")
+
+
+def capeagn_threads(parts, n_components, *, random_state=None, calibration="joint", **settings) -> ThreadsRun:
+    """capeAGN's parties as threads (:func:`mpc_pca.threads.run_protocol`); role outputs in ``.run.outputs``."""
+    given = {"n_components": n_components, "cape_calibration": calibration, **settings}
+    return run_protocol(CapeAGNDeployment("capeagn"), parts, given, random_state=random_state)
 
 
 def nonprivate_errors(model: str) -> list[float]:
@@ -49,18 +57,18 @@ def test_nonprivate_recovery_error_falls_with_n(model):
 
 def test_infinite_epsilon_combines_exactly_the_pooled_moments_and_whitens_them():
     sample = make_topic_model(3_000, n_words=12, n_sites=4, rng=np.random.default_rng(1))
-    result = run_capeagn(sample.parts, 3, model="stm", epsilon=math.inf, random_state=0)
+    result = capeagn_threads(sample.parts, 3, model="stm", epsilon=math.inf, random_state=0)
     pooled = np.vstack(sample.parts)
-    np.testing.assert_allclose(result.model.second_moment, stm_second_moment(pooled), atol=1e-15)
-    w = result.model.whitening
+    model = result.output
+    np.testing.assert_allclose(model.second_moment, stm_second_moment(pooled), atol=1e-15)
+    w = model.whitening
     np.testing.assert_allclose(w.T @ stm_second_moment(pooled) @ w, np.eye(3), atol=1e-10)
-    np.testing.assert_allclose(
-        result.model.whitened_third_moment, stm_whitened_third_moment(pooled, w), atol=1e-12
-    )
-    for components, weights in result.site_outputs.values():
-        np.testing.assert_array_equal(components, result.model.components)
-        np.testing.assert_array_equal(weights, result.model.weights)
-    np.testing.assert_allclose(result.model.components.sum(axis=1), 1.0)
+    np.testing.assert_allclose(model.whitened_third_moment, stm_whitened_third_moment(pooled, w), atol=1e-12)
+    for site in SITES:
+        components, weights = result.run.outputs[site]
+        np.testing.assert_array_equal(components, model.components)
+        np.testing.assert_array_equal(weights, model.weights)
+    np.testing.assert_allclose(model.components.sum(axis=1), 1.0)
 
 
 def test_whitening_of_mog_without_noise_is_exact():
@@ -73,7 +81,7 @@ def test_whitening_of_mog_without_noise_is_exact():
 def test_classical_calibration_is_the_papers_formula_and_is_refused_per_release():
     sample = make_topic_model(2_000, n_words=12, n_sites=3, rng=np.random.default_rng(4))
     n = sum(p.shape[0] for p in sample.parts)
-    model = run_capeagn(
+    model = capeagn_threads(
         sample.parts,
         3,
         epsilon=1.8,
@@ -81,13 +89,13 @@ def test_classical_calibration_is_the_papers_formula_and_is_refused_per_release(
         calibration="paper",
         noise_calibration="classical",
         random_state=1,
-    ).model
+    ).output
     # sqrt(2)/N * sqrt(2 ln(1.25/delta2)) / epsilon2 with (epsilon2, delta2) = (0.9, 5e-5)
     expected = math.sqrt(2) / n * math.sqrt(2 * math.log(1.25 / 5e-5)) / 0.9
     assert model.aggregate_scale(2) == pytest.approx(expected, rel=1e-12)
     # each release spends epsilon/2 = 1: outside the classical formula's proof, refused before any site runs
     with pytest.raises(InputValidationError, match="classical"):
-        run_capeagn(sample.parts, 3, epsilon=2.0, noise_calibration="classical")
+        capeagn_threads(sample.parts, 3, epsilon=2.0, noise_calibration="classical")
     with pytest.raises(InputValidationError, match="laplace"):
         CapeAGN(3, noise_calibration="laplace").fit(sample.parts)
 
@@ -95,13 +103,14 @@ def test_classical_calibration_is_the_papers_formula_and_is_refused_per_release(
 def test_cape_noise_is_zero_sum_and_the_paper_calibration_gives_pooled_scales():
     sample = make_topic_model(4_000, n_words=15, n_sites=4, rng=np.random.default_rng(3))
     sizes = [p.shape[0] for p in sample.parts]
-    result = run_capeagn(
+    result = capeagn_threads(
         sample.parts, 3, model="stm", epsilon=2.0, delta=1e-4, calibration="paper", random_state=5
     )
-    model = result.model
+    model = result.output
     mus = np.asarray(sizes) / sum(sizes)
     for stage in ("m2", "m3"):
-        total = sum(mu * e for mu, e in zip(mus, result.zero_sum_noise[stage], strict=True))
+        zero_sum = result.run.outputs["noise-generator"][stage]
+        total = sum(mu * e for mu, e in zip(mus, zero_sum, strict=True))
         assert np.max(np.abs(total)) < 1e-12
     budget = AGNBudget("stm", 15, None, 2.0, 1e-4, Neighbour.REPLACE_ONE, 0.5)
     n = sum(sizes)
@@ -111,7 +120,7 @@ def test_cape_noise_is_zero_sum_and_the_paper_calibration_gives_pooled_scales():
     expected = analytic_gaussian_sigma(math.sqrt(2) / n, 1.0, 5e-5)
     assert model.aggregate_scale(2) == pytest.approx(expected, rel=1e-9)
     assert model.effective_epsilon == pytest.approx(2.0 * joint_view_factor(4))
-    joint = run_capeagn(sample.parts, 3, model="stm", epsilon=2.0, delta=1e-4, random_state=5).model
+    joint = capeagn_threads(sample.parts, 3, model="stm", epsilon=2.0, delta=1e-4, random_state=5).output
     assert joint.aggregate_scale(2) == pytest.approx(
         joint_view_factor(4) * model.aggregate_scale(2), rel=1e-12
     )
@@ -218,9 +227,9 @@ def test_aggregate_noise_has_the_pooled_variance_in_both_stages():
     m2 = stm_second_moment(pooled)
     z2, z3 = [], []
     for seed in range(120):
-        model = run_capeagn(
+        model = capeagn_threads(
             sample.parts, 2, model="stm", epsilon=eps, delta=dlt, calibration="paper", random_state=seed
-        ).model
+        ).output
         tau2 = analytic_gaussian_sigma(math.sqrt(2) / n, eps / 2, dlt / 2)
         tau3 = np.linalg.norm(model.whitening, 2) ** 3 * tau2
         z2.append((model.second_moment - m2)[np.triu_indices(8)] / tau2)

@@ -123,7 +123,7 @@ def cli_json(name: str, parts: list[np.ndarray], settings: Mapping[str, Any]) ->
             "noise_sigma": model.noise_sigma_,
             "effective_epsilon": model.effective_epsilon_,
         }
-    if name == "pppca-dp":  # the fields of mpc_pca.cli.app._run_pppca_dp, from the estimator it builds
+    if name == "pppca-dp":  # the fields of PPPCADPDeployment.result, from the estimator
         est = PPPCADP(
             n_components=2,
             epsilon=settings["epsilon"],

@@ -17,7 +17,7 @@ from scipy import integrate, special, stats
 
 from mpc_pca.dp.baselines import AnalyzeGaussPCA
 from mpc_pca.dp.bingham import bingham_pair_sweeps, sample_matrix_bingham
-from mpc_pca.dp.cape import run_capepca
+from mpc_pca.dp.cape_deploy import CapeDeployment
 from mpc_pca.dp.dispca_deploy import DisPCADeployment
 from mpc_pca.dp.mechanisms import (
     AnalyzeGauss,
@@ -151,6 +151,13 @@ def _single_site_scales(sizes: tuple[int, ...], eps: float, delta: float) -> np.
     return np.array([gaussian_noise_scale(np.sqrt(2) / n_s, eps, delta) for n_s in sizes])
 
 
+def _capepca_threads(parts, eps, delta, calibration, seed):
+    """capePCA's parties as threads, K = 2: the aggregator's model and the noise generator's zero-sum ``e_s``."""
+    settings = {"n_components": 2, "epsilon": eps, "delta": delta, "cape_calibration": calibration}
+    run = run_protocol(CapeDeployment("capepca"), parts, settings, random_state=seed)
+    return run.output, run.run.outputs["noise-generator"]
+
+
 @pytest.mark.parametrize("calibration", ["paper", "joint"])
 @pytest.mark.parametrize("sizes", [(250, 250, 250, 250), (100, 300, 600)])
 def test_cape_noise_terms_have_the_papers_variances(sizes, calibration):
@@ -169,13 +176,12 @@ def test_cape_noise_terms_have_the_papers_variances(sizes, calibration):
     view = {i: [] for i in range(s)}
     aggregate = []
     for seed in range(8):
-        result = run_capepca(_zero_parts(sizes, d), 2, eps, delta, calibration=calibration, random_state=seed)
-        model = result.model
+        model, zero_sum = _capepca_threads(_zero_parts(sizes, d), eps, delta, calibration, seed)
         assert np.allclose(model.site_scales, taus, rtol=1e-12)
         assert model.noise_scale == pytest.approx(tau_pool, rel=1e-12)
         aggregate.append(upper(model.second_moment))
         for i in range(s):
-            e[i].append(upper(result.site_zero_sum_noise[i]))
+            e[i].append(upper(zero_sum[i]))
             f[i].append(upper(model.site_releases[i] - model.site_views[i]))
             view[i].append(upper(model.site_views[i]))
     checks = 3 * s + 1
@@ -222,10 +228,8 @@ def test_cape_joint_view_precision_matches_the_single_site_mechanism(sizes):
     for calibration in ("joint", "paper"):
         rows = []
         for seed in range(8):
-            result = run_capepca(
-                _zero_parts(sizes, d), 2, eps, delta, calibration=calibration, random_state=100 + seed
-            )
-            rows.append(np.stack([upper(v) for v in result.model.site_views], axis=1))
+            model, _ = _capepca_threads(_zero_parts(sizes, d), eps, delta, calibration, 100 + seed)
+            rows.append(np.stack([upper(v) for v in model.site_views], axis=1))
         views[calibration] = np.concatenate(rows)  # (8 * d (d + 1) / 2, S): one row per matrix entry
     # the views are correlated across sites: corr(Y_0, Y_1) = -1/S under both calibrations
     # (Fisher z-test against arctanh(-1/S))
@@ -249,10 +253,7 @@ def test_cape_joint_view_precision_matches_the_single_site_mechanism(sizes):
 
 @pytest.mark.parametrize("calibration", ["paper", "joint"])
 def test_cape_zero_sum_noise_is_exactly_zero_for_equal_sites(calibration):
-    result = run_capepca(
-        _zero_parts((50, 50, 50, 50, 50), 9), 2, 1.0, 1e-3, calibration=calibration, random_state=5
-    )
-    noise = result.site_zero_sum_noise
+    _, noise = _capepca_threads(_zero_parts((50, 50, 50, 50, 50), 9), 1.0, 1e-3, calibration, 5)
     assert np.all(np.sum(np.stack(noise), axis=0) == 0.0)
     assert np.all(functools.reduce(np.add, noise) == 0.0)
     assert all(np.any(e != 0) for e in noise)
@@ -261,10 +262,10 @@ def test_cape_zero_sum_noise_is_exactly_zero_for_equal_sites(calibration):
 @pytest.mark.parametrize("calibration", ["paper", "joint"])
 def test_cape_weighted_zero_sum_for_unequal_sites(calibration):
     sizes = (40, 90, 370)
-    result = run_capepca(_zero_parts(sizes, 7), 2, 1.0, 1e-3, calibration=calibration, random_state=6)
+    _, noise = _capepca_threads(_zero_parts(sizes, 7), 1.0, 1e-3, calibration, 6)
     weights = np.array(sizes) / sum(sizes)
-    weighted = sum(w * e for w, e in zip(weights, result.site_zero_sum_noise, strict=True))
-    scale = max(np.abs(e).max() for e in result.site_zero_sum_noise)
+    weighted = sum(w * e for w, e in zip(weights, noise, strict=True))
+    scale = max(np.abs(e).max() for e in noise)
     assert np.max(np.abs(weighted)) <= 1e-14 * scale
 
 

@@ -8,8 +8,7 @@ import pytest
 from mpc_pca.cli import main
 from mpc_pca.pppca.dp_deploy import PPPCADPDeployment
 from mpc_pca.pppca.dp_rounding import min_frac_bits
-from mpc_pca.pppca.dp_sum import run_pppca_dp
-from protocols.backends import make_backend
+from mpc_pca.threads import run_protocol
 from protocols.errors import InputValidationError
 
 
@@ -33,10 +32,11 @@ def test_the_cli_refuses_frac_bits_0_in_one_line_naming_value_and_minimum(capsys
 def test_the_minimum_runs_and_two_bits_fewer_is_refused():
     rng = np.random.default_rng(0)
     parts = [rng.normal(size=(20, 13)) / 8 for _ in range(2)]
+    settings = {"n_components": 2, "epsilon": 1.0, "delta": 1e-5, "backend": "additive"}
     with pytest.raises(InputValidationError, match=r"frac_bits=8 .* must be >= 10"):
-        run_pppca_dp(parts, 2, make_backend("additive", frac_bits=8), epsilon=1.0, delta=1e-5)
-    model, plan, _ = run_pppca_dp(parts, 2, make_backend("additive", frac_bits=10), epsilon=1.0, delta=1e-5)
-    assert plan.frac_bits == 10 and np.asarray(model.components).shape == (2, 13)
+        run_protocol(PPPCADPDeployment(), parts, {**settings, "frac_bits": 8})
+    run = run_protocol(PPPCADPDeployment(), parts, {**settings, "frac_bits": 10})
+    assert run.config.plan.frac_bits == 10 and np.asarray(run.output.components).shape == (2, 13)
 
 
 def test_a_provider_refuses_it_in_its_own_announcement_before_the_run():
