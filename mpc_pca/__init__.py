@@ -12,20 +12,25 @@ data
     Data input: bundled data sets, files, row partitions.
 pppca
     PPPCA (Liu et al., AAAI 2020): roles, estimator, local statistics,
-    its Deployment.
+    its protocol object.
 registry
-    One entry per protocol: estimator, deployment, options, result fields.
+    One line per protocol: its name and its protocol object.
 deployment, deploy
-    The protocol half (:class:`~mpc_pca.deployment.Deployment`) and the floor
-    half (:mod:`mpc_pca.deploy`: PartySpec, run_party, run_threads,
-    launch_local) of running any protocol between organisations;
-    ``deployment_kit`` holds the checks the protocols' Deployments share.
+    The protocol object (:class:`~mpc_pca.deployment.Deployment`: settings,
+    result fields, capabilities, roles) and the floor (:mod:`mpc_pca.deploy`:
+    PartySpec, run_party, run_threads, launch_local) that runs any protocol
+    between organisations; ``deployment_kit`` holds the checks the protocol
+    objects share.
+threads, fitting, floor
+    The threads runner of a protocol object (:func:`~mpc_pca.threads.run_protocol`),
+    the one ``fit`` of every estimator (:class:`~mpc_pca.fitting.ProtocolEstimator`)
+    and the floor's keys of every announcement.
 dp
     The differentially private family: mechanisms, samplers, curator
     baselines, DPdisPCA, capePCA, DPDPCA, metrics.
 roles
     Every role name.
-base, validation, linalg, row_norms, sparse_rows
+base, params, validation, linalg, row_norms, sparse_rows
     Estimator plumbing, input checks, linear algebra, row-norm clipping and
     the statistics of scipy.sparse rows, shared by ``pppca`` and ``dp``.
 lazy

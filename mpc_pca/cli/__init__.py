@@ -13,9 +13,10 @@ relay
 certs
     ``certs``: the one-shot CA + keys (demos), and enrolment: ``init-ca``,
     ``request`` (a party's own key and CSR), ``sign`` (the CA).
-runners, dp
-    The in-process runners :mod:`mpc_pca.registry` names (PPPCA family; DP
-    protocols and their options).
+runners, dp, flags
+    ``run``'s runners of a protocol object (threads or local processes, and
+    the fields only this harness can compute); the DP options; the one table
+    of the protocols' flags.
 options
     Exit codes, the registry's per-protocol options checked and filled in,
     the data-reading options, checked and atomic output files.

@@ -19,9 +19,10 @@ capeagn, capeagn_estimator, agn_baselines, agn_core, agn_privacy, moments, tenso
     of single topic models and spherical Gaussian mixtures, its baselines,
     moments and sensitivities, symmetric noise tensors, the robust tensor
     power method and the recovery error.
-cape_deploy, capeagn_deploy, curator_deploy, dispca_deploy, dpdpca_deploy
-    Each protocol's :class:`~mpc_pca.deployment.Deployment`: how its roles
-    run as parties between organisations (:mod:`mpc_pca.deploy`).
+cape_deploy, capeagn_deploy, curator_deploy, dispca_deploy, dpdpca_deploy, local_deploy
+    Each protocol's object (:class:`~mpc_pca.deployment.Deployment`): its
+    settings, roles and result, run as threads by its estimator and as
+    parties between organisations (:mod:`mpc_pca.deploy`).
 common, preprocessing, metrics
     Shared estimator plumbing, row-norm bounding and centring, captured-energy
     metrics.

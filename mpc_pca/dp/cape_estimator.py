@@ -166,8 +166,7 @@ class CapePCA(DPSubspaceMixin, ProtocolEstimator):
             "neighbour": self.neighbour,
             "noise_calibration": self.noise_calibration,
             "cape_calibration": self.calibration,
-            # _prepare bounded the rows by row_norm already: the parties check them, so none is clipped twice
-            "row_norm": "error",
+            "row_norm": self.row_norm,
         }
 
     def _prepare(self, parts: list[Any]) -> list[Any]:

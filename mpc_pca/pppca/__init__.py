@@ -46,11 +46,13 @@ components
 dp_sum, dp_estimator, dp_rounding
     pppca-dp: discrete-Gaussian DP noise added by the providers inside the
     secure sum (:class:`PPPCADP`); the fewest ``frac_bits`` its row rounding allows.
-deployment, dp_deploy
-    :class:`~mpc_pca.pppca.deployment.PPPCADeployment`: the same roles as
-    OS processes or hosts through the deploy floor (:mod:`mpc_pca.deploy`;
-    ``mpc-pca party``, ``run --transport processes``); imported only when used;
-    ``dp_deploy`` is pppca-dp's.
+deployment, announcement, projection_table, dp_deploy
+    :class:`~mpc_pca.pppca.deployment.PPPCADeployment`: the protocol object of
+    ``pppca-ss``/``pppca-he``, run as threads by :class:`PPPCA` and as OS
+    processes or hosts through the deploy floor (:mod:`mpc_pca.deploy`;
+    ``mpc-pca party``, ``run --transport processes``); what its parties
+    announce and how they agree (``announcement``); the consumer's labelled
+    rows (``projection_table``); ``dp_deploy`` is pppca-dp's.
 """
 
 from __future__ import annotations
