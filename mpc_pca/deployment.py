@@ -241,6 +241,13 @@ class Deployment(ABC):
         """
         return None
 
+    def check_threads(self, settings: Mapping[str, Any]) -> None:
+        """Refuse settings whose parties cannot be threads of one process (the threads runner calls it).
+
+        Nothing by default; PPPCA refuses its secure eigensolve on CrypTen, whose parties must be processes.
+        """
+        return None
+
     def message_cap(self, config: Any) -> int:
         """Largest message (bytes) any party of this run may receive; see :data:`DEFAULT_MESSAGE_CAP`."""
         return DEFAULT_MESSAGE_CAP

@@ -166,6 +166,7 @@ def run_protocol(
     ThreadsRun
     """
     full = protocol.settings(settings)
+    protocol.check_threads(full)
     protocol.preflight(parts, full)
     layout, data, config = announce(protocol, parts, full, feature_names)
     # no seed: each party draws its own fresh randomness (protocol.generator(..., None)), as when deployed;

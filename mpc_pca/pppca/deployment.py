@@ -55,7 +55,7 @@ from mpc_pca.pppca.announcement import (
 from mpc_pca.pppca.chunked import ChunkedPart
 from mpc_pca.pppca.components import ComponentsSettings, check_reveal, components_settings, hides_covariance
 from mpc_pca.pppca.local_stats import LocalStatistics
-from mpc_pca.pppca.preflight import check_run, preflight
+from mpc_pca.pppca.preflight import check_run, check_threads, preflight
 from mpc_pca.pppca.projection_table import projection_table, read_projection
 from mpc_pca.pppca.protocol import (
     DROPPED_KEY,
@@ -291,6 +291,10 @@ class PPPCADeployment(Deployment):
             components,
             settings.get("dropout_threshold"),
         )
+
+    def check_threads(self, settings: Mapping[str, Any]) -> None:
+        """:func:`~mpc_pca.pppca.preflight.check_threads`: the secure eigensolve on CrypTen needs processes."""
+        check_threads(self.backend(settings), check_reveal(settings.get("reveal", "covariance")))
 
     def layout(self, n_providers: int) -> dict[str, int]:
         return pppca_ranks(n_providers, self.with_consumer)

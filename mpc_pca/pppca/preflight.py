@@ -195,11 +195,29 @@ def check_run(
     Raises
     ------
     InputValidationError
-        For ``reveal="components"`` with a backend whose parties must be
-        processes in a one-process run, a secure-eigensolve plan that does not
+        For a secure-eigensolve plan that does not
         fit (:meth:`~mpc_pca.pppca.components.ComponentsSettings.plan`), or a
         dropout threshold with another backend, another reveal mode or
         ``2 t <= M``.
+    """
+    if hides_covariance(reveal):
+        components.plan(n_features, k)  # validates the settings before anything is sent
+    if dropout_threshold is not None:
+        probe = PPPCAConfig(n_providers, n_features, k, dropout_threshold=dropout_threshold)
+        mean_backend(backend, probe)  # refuses another backend before anything is sent
+        check_dropout_threshold(dropout_threshold, n_providers)
+        if reveal != "covariance":
+            raise InputValidationError("dropout_threshold needs reveal='covariance'")
+
+
+def check_threads(backend: SecureSumBackend, reveal: str) -> None:
+    """Refuse a run that cannot have its parties as threads of one process (before any starts).
+
+    Raises
+    ------
+    InputValidationError
+        For ``reveal="components"`` with a backend whose tensor engine needs
+        every party in its own process (CrypTen over torch.distributed).
     """
     if hides_covariance(reveal) and getattr(backend, "needs_processes", False):
         raise InputValidationError(
@@ -210,11 +228,3 @@ def check_run(
             "insecure=True), "
             "or backend='additive' for the in-process engine"
         )
-    if hides_covariance(reveal):
-        components.plan(n_features, k)  # validates the settings before anything is sent
-    if dropout_threshold is not None:
-        probe = PPPCAConfig(n_providers, n_features, k, dropout_threshold=dropout_threshold)
-        mean_backend(backend, probe)  # refuses another backend before anything is sent
-        check_dropout_threshold(dropout_threshold, n_providers)
-        if reveal != "covariance":
-            raise InputValidationError("dropout_threshold needs reveal='covariance'")
