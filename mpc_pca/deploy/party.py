@@ -12,13 +12,13 @@ peer before the exception is re-raised.
 The floor adds three keys to every announcement: ``protocol``,
 ``n_providers`` and, for a data holder, ``columns`` (its ordered column
 names, ``None`` when the rows have none). Every party must agree on the first
-two. The column names are agreed by name (:func:`~mpc_pca.deploy.agreement.agree_columns`): the first
+two (:mod:`mpc_pca.deploy.agreement` checks them). The column names are
+agreed by name (:func:`~mpc_pca.deploy.agreement.agree_columns`): the first
 holder's order is the reference, a holder whose names are a permutation of it
-reorders its own columns to that order (and the per-column values it
-announced, :attr:`~mpc_pca.deployment.Deployment.column_keys`, are read in
-that order by every party), and different name sets are refused with the
-counts and both lists before any data leaves a party (:mod:`mpc_pca.deploy.agreement`
-checks every party's floor keys and agrees the names). The names are public to
+reorders its own columns to that order (:func:`align_views`; the per-column
+values it announced, :attr:`~mpc_pca.deployment.Deployment.column_keys`, are
+read in that order by every party), and different name sets are refused with
+the counts and both lists before any data leaves a party. The names are public to
 every party of the run (the server's model carries them as
 ``feature_names``, as does every other result that holds a model:
 :func:`with_feature_names`).
