@@ -7,6 +7,9 @@ command-line arguments; the protocol-specific half is its
 
 spec
     :class:`PartySpec` and how a party's rows are loaded.
+agreement
+    What every party checks of the announcements: the floor's keys and the
+    holders' column names.
 run_party
     One party in this process, over the authenticated links (one per host:
     ``mpc-pca party``).

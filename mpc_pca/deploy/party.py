@@ -12,12 +12,13 @@ peer before the exception is re-raised.
 The floor adds three keys to every announcement: ``protocol``,
 ``n_providers`` and, for a data holder, ``columns`` (its ordered column
 names, ``None`` when the rows have none). Every party must agree on the first
-two. The column names are agreed by name (:func:`agree_columns`): the first
+two (:mod:`mpc_pca.deploy.agreement` checks them). The column names are
+agreed by name (:func:`~mpc_pca.deploy.agreement.agree_columns`): the first
 holder's order is the reference, a holder whose names are a permutation of it
-reorders its own columns to that order (and the per-column values it
-announced, :attr:`~mpc_pca.deployment.Deployment.column_keys`, are read in
-that order by every party), and different name sets are refused with the
-counts and both lists before any data leaves a party. The names are public to
+reorders its own columns to that order (:func:`align_views`; the per-column
+values it announced, :attr:`~mpc_pca.deployment.Deployment.column_keys`, are
+read in that order by every party), and different name sets are refused with
+the counts and both lists before any data leaves a party. The names are public to
 every party of the run (the server's model carries them as
 ``feature_names``, as does every other result that holds a model:
 :func:`with_feature_names`).
@@ -30,14 +31,15 @@ import logging
 import re
 import time
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from mpc_pca.deploy.agreement import agree_columns, check_floor_views
 from mpc_pca.deploy.spec import FileSource, PartySpec, Rows, load_rows
 from mpc_pca.deployment import Deployment, PublicSettings, Role
-from mpc_pca.deployment_kit import FLOOR_HOLDER_SCHEMA, FLOOR_SCHEMA, AnnouncementError, shown
+from mpc_pca.deployment_kit import AnnouncementError, shown
+from mpc_pca.files import write_atomic
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.runtime.runner import PartyReport
 from protocols.transport.ranks import check_world_size
@@ -54,39 +56,6 @@ def floor_public(protocol: str, n_providers: int, holder: bool, rows: Rows | Non
     if holder:
         public["columns"] = None if rows is None or rows.names is None else [str(n) for n in rows.names]
     return public
-
-
-def agree_columns(
-    views: Mapping[str, PublicSettings], holders: tuple[str, ...]
-) -> tuple[tuple[str, ...] | None, dict[str, list[int] | None]]:
-    """The agreed ordered column names and, per data holder, the order that puts its columns in it.
-
-    The first holder's order is the reference
-    (:func:`~mpc_pca.validation.align_columns`); a holder already in that
-    order gets ``None``.
-
-    Raises
-    ------
-    InputValidationError
-        If some holders announced names and others none, a holder repeats a
-        name, or the name sets differ: the message gives both counts
-        (``29 columns vs 30``), both lists and the missing and extra names.
-    """
-    from mpc_pca.validation import align_columns
-
-    present = [h for h in holders if h in views]
-    names = {h: views[h].get("columns") for h in present}
-    if all(value is None for value in names.values()):
-        return None, {h: None for h in present}
-    unnamed = [h for h, value in names.items() if value is None]
-    if unnamed:
-        named = [h for h in present if h not in unnamed]
-        raise InputValidationError(
-            f"{', '.join(unnamed)} announced no column names but {', '.join(named)} did; read every "
-            "provider's table the same way (a header row on all of them, or --no-header on all)"
-        )
-    reference, orders = align_columns([list(names[h]) for h in present], present)  # type: ignore[arg-type]
-    return reference, dict(zip(present, orders, strict=True))
 
 
 def align_views(
@@ -133,40 +102,6 @@ def reorder_rows(data: Any, order: list[int] | None) -> Any:
     if isinstance(data, ChunkedPart):
         return PermutedPart(data, order)
     return np.ascontiguousarray(np.asarray(data)[:, order])
-
-
-def check_floor_views(views: Mapping[str, PublicSettings], holders: tuple[str, ...]) -> None:
-    """Every party runs the same protocol with the same number of providers; holders' column names match.
-
-    Each party's floor keys are checked against
-    :data:`~mpc_pca.deployment_kit.FLOOR_SCHEMA` (and a holder's against
-    :data:`~mpc_pca.deployment_kit.FLOOR_HOLDER_SCHEMA`) before they are
-    compared; the deployment's :meth:`~mpc_pca.deployment.Deployment.configure`
-    checks the rest of each announcement against its own schema.
-
-    Raises
-    ------
-    InputValidationError
-        Naming the sender, key, value and limit of a floor key of the wrong
-        type or range, or every party's value of the first key they disagree on.
-    """
-    for sender, view in views.items():
-        if not isinstance(view, Mapping):
-            raise AnnouncementError(
-                sender, f"{sender} announced {type(view).__name__}, not a mapping of settings"
-            )
-        schema = {**FLOOR_SCHEMA, **(FLOOR_HOLDER_SCHEMA if sender in holders else {})}
-        for key, spec in schema.items():
-            reason = spec.problem(view.get(key))
-            if reason is not None:
-                raise AnnouncementError(
-                    sender, f"{sender} announced {key}={shown(view.get(key))}, which {reason}"
-                )
-    for key in ("protocol", "n_providers"):
-        values = {name: view.get(key) for name, view in views.items()}
-        if len({json.dumps(v, sort_keys=True) for v in values.values()}) != 1:
-            raise InputValidationError(f"the parties disagree on {key}: {values}")
-    agree_columns(views, holders)
 
 
 def resolve_party(deployment: Deployment, role: str | None, rank: int, world_size: int) -> tuple[str, int]:
@@ -365,29 +300,8 @@ def run_party(spec: PartySpec, *, deployment: Deployment | None = None) -> dict[
     result.update(with_feature_names(deployment.result(spec.party, config, output), build.feature_names))
     result["report"] = {spec.party: report.as_dict()}
     if spec.output is not None:
-        write_private(spec.output, json.dumps(result, indent=2, default=_json_default))
+        write_atomic(spec.output, json.dumps(result, indent=2, default=_json_default))
     return result
-
-
-def write_private(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically, as a file only its owner can read (mode 0600).
-
-    Every result file of ``mpc-pca run``, ``party`` and ``plot`` is written
-    this way (:func:`mpc_pca.cli.options.write_atomic`), whatever the umask:
-    a model, and above all a projection, is derived from the parties' rows.
-    """
-    import os
-    import tempfile
-
-    target = Path(path).resolve()
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _json_default(value: Any) -> Any:
@@ -508,9 +422,7 @@ def _run_over_gloo(
 
 
 __all__ = [
-    "agree_columns",
     "align_views",
-    "check_floor_views",
     "floor_public",
     "prepare",
     "reorder_rows",

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mpc_pca.deploy import run_threads
-from mpc_pca.deploy.party import check_floor_views
+from mpc_pca.deploy.agreement import check_floor_views
 from mpc_pca.deployment import PublicSettings
 from mpc_pca.deployment_kit import MAX_FEATURES
 from mpc_pca.dp.cape_deploy import CapeDeployment

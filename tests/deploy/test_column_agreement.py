@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from mpc_pca.deploy import ArraySource, LinkOptions, PartySpec, run_threads
-from mpc_pca.deploy.party import agree_columns, align_views, prepare
+from mpc_pca.deploy.agreement import agree_columns
+from mpc_pca.deploy.party import align_views, prepare
 from mpc_pca.pppca.chunked import ChunkedPart, PermutedPart
 from mpc_pca.pppca.deployment import read_projection
 from mpc_pca.pppca.local_stats import LocalStatistics

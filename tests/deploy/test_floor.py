@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mpc_pca.deploy import ArraySource, LinkOptions, PartySpec, launch_local, run_party, run_threads
-from mpc_pca.deploy.party import check_floor_views
+from mpc_pca.deploy.agreement import check_floor_views
 from mpc_pca.pppca.deployment import PPPCADeployment
 from mpc_pca.registry import ProtocolEntry, deployable_names, entries, entry
 from protocols.errors import InputValidationError
