@@ -48,15 +48,11 @@ from numpy.typing import NDArray
 
 from protocols.errors import InputValidationError
 from protocols.party import Party
+from protocols.runtime.network import DEFAULT_MESSAGE_CAP
 
 Role = Callable[[Party], Any]
 #: One party's announcement: JSON values only (str, int, float, bool, None, lists, dicts).
 PublicSettings = dict[str, Any]
-
-#: Message cap of a run whose protocol states none: large enough for every
-#: protocol of this package at d <= 1000, small enough that no peer can make a
-#: party allocate more than this for one frame.
-DEFAULT_MESSAGE_CAP = 256 << 20
 
 
 #: The fields of every subspace model's JSON result.

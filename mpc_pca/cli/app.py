@@ -31,13 +31,13 @@ from mpc_pca.cli.options import (
     read_options,
     require_backend,
     warnings_once,
-    write_atomic,
 )
 from mpc_pca.cli.party import add_party_parser, add_verbosity, configure_logging, party_main
 from mpc_pca.cli.relay import add_relay_parser, relay_main
 from mpc_pca.cli.studies import add_study_parsers, report_command, study_command
 from mpc_pca.data.datasets import builtin_names
 from mpc_pca.data.inputs import ProviderData, expand_specs, provider_data
+from mpc_pca.files import write_atomic
 from mpc_pca.registry import entry, names
 from protocols.errors import InputValidationError, ProtocolError
 

@@ -1,5 +1,5 @@
 """Command-line plumbing shared by ``run``, ``party`` and ``plot``: exit codes, per-protocol
-options, the data-reading options, and checked, atomic output files."""
+options, the data-reading options, and checked output files (written by :func:`mpc_pca.files.write_atomic`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import contextlib
 import importlib.util
 import os
 import sys
-import tempfile
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -19,17 +18,14 @@ from mpc_pca.data.inputs import ReadOptions
 from mpc_pca.deployment import Deployment
 from mpc_pca.validation import PrivacyLeakWarning
 from protocols.errors import InputValidationError
+from protocols.runtime.exits import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_PROTOCOL, EXIT_USAGE
 
-#: Exit codes of ``mpc-pca`` (listed in ``--help``).
-EXIT_OK = 0
-EXIT_INTERNAL = 1
-EXIT_USAGE = 2  # argparse's own code for a malformed command line
-EXIT_INPUT = 3
-EXIT_PROTOCOL = 4
+#: What the exit codes of ``mpc-pca`` (:mod:`protocols.runtime.exits`) mean (listed in ``--help``).
 EXIT_CODES_HELP = (
-    "exit codes: 0 success; 1 internal error (a bug: please report the traceback); "
-    "2 usage error (malformed command line); 3 input error (bad data, options or output path, "
-    "found before any party starts); 4 protocol failure (a party failed, timed out or sent bad data)"
+    f"exit codes: {EXIT_OK} success; {EXIT_INTERNAL} internal error (a bug: please report the traceback); "
+    f"{EXIT_USAGE} usage error (malformed command line); {EXIT_INPUT} input error (bad data, options or "
+    f"output path, found before any party starts); {EXIT_PROTOCOL} protocol failure (a party failed, timed "
+    "out or sent bad data)"
 )
 
 
@@ -244,27 +240,6 @@ def check_output(
         raise InputValidationError(f"{flag} {str(path)!r}: directory {str(parent)!r} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise InputValidationError(f"{flag} {str(path)!r}: directory {str(parent)!r} is not writable")
-
-
-def write_atomic(path: Path, content: str | bytes) -> None:
-    """Write ``content`` to a temporary file next to ``path``, then rename it over ``path``.
-
-    The file is created with mode 0600 (owner read/write only, whatever the
-    umask), as every output file of ``run``, ``party`` and ``plot``: results
-    and projections are derived from the parties' rows.
-    """
-    target = path.resolve()
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    data = content.encode() if isinstance(content, str) else content
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 @contextlib.contextmanager

@@ -19,17 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from mpc_pca.cli.options import (
-    EXIT_INPUT,
-    EXIT_INTERNAL,
-    EXIT_PROTOCOL,
     add_paillier_arguments,
     add_read_arguments,
     check_output,
     read_options,
     warnings_once,
-    write_atomic,
 )
-from protocols.errors import InputValidationError, ProtocolError
+from mpc_pca.files import write_atomic
+from protocols.errors import InputValidationError
+from protocols.runtime.exits import run_or_exit
 
 
 def add_verbosity(parser: argparse.ArgumentParser) -> None:
@@ -398,21 +396,7 @@ def party_command(args: argparse.Namespace, env: Mapping[str, str] | None = None
 def party_main(args: argparse.Namespace) -> int:
     """Run one party; on failure end the process at once so that its links close."""
     configure_logging(args)
-    try:
-        from mpc_pca.cli.progress import phase_progress
-
-        with warnings_once(), phase_progress(enabled=not args.quiet):
-            result = party_command(args)
-    except (InputValidationError, ProtocolError) as exc:
-        print(f"mpc-pca: error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-        # do not wait for any teardown: peers must see this party's links close
-        os._exit(EXIT_INPUT if isinstance(exc, InputValidationError) else EXIT_PROTOCOL)
-    except Exception as exc:  # a bug, not a protocol failure: keep the traceback
-        import traceback
-
-        traceback.print_exc()
-        print(f"mpc-pca: error: internal error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-        os._exit(EXIT_INTERNAL)
+    result = run_or_exit(lambda: _party_guarded(args))
     if args.output is not None:
         write_atomic(args.output, json.dumps(result, indent=2))
     traffic = result["report"][result["party"]]
@@ -422,3 +406,11 @@ def party_main(args: argparse.Namespace) -> int:
         + (f"; result written to {args.output}" if args.output is not None else "")
     )
     return 0
+
+
+def _party_guarded(args: argparse.Namespace) -> dict[str, Any]:
+    """:func:`party_command` with its warnings printed once and its phases shown (unless ``-q``)."""
+    from mpc_pca.cli.progress import phase_progress
+
+    with warnings_once(), phase_progress(enabled=not args.quiet):
+        return party_command(args)

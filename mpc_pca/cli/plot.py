@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from mpc_pca.cli.options import EXIT_CODES_HELP, PLOTS_INSTALL, check_output, require_installed, write_atomic
+from mpc_pca.cli.options import EXIT_CODES_HELP, PLOTS_INSTALL, check_output, require_installed
+from mpc_pca.files import write_atomic
 from protocols.errors import InputValidationError
 
 

@@ -2,13 +2,18 @@
 
 Modules
 -------
+tables
+    The one reader of a provider's table (CSV, compressed or not, or
+    Parquet): opens it and yields its rows in checked blocks, the whole file
+    at once or in row chunks, into named columns.
+cells
+    The rules every block is read by: header detection, delimiter sniffing,
+    encodings, numbers, missing and non-finite cells.
 streaming
-    A provider's table read in row chunks, with the same checks.
+    A provider's table as a chunked part for PPPCA: its statistics in one
+    pass of row chunks, on this host or on a Dask cluster.
 dask_client
     The connection to a provider's Dask scheduler, bounded by ``--connect-timeout``.
-tables
-    Reading one provider's table (CSV with header detection, delimiter
-    sniffing, compression, encodings, missing cells; Parquet) into named columns.
 inputs
     Resolving ``--data`` (one file per provider, a directory, a glob, or one
     data set split among ``--parties``) into one table per provider.

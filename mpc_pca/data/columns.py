@@ -5,7 +5,7 @@ mean the same feature at every provider. Before any data is sent the parties
 agree on one ordered list of names, the first provider's: in one process
 (``mpc-pca run``) the tables are compared directly; across hosts (``mpc-pca
 party``) each provider announces its names in the settings agreement
-(:func:`mpc_pca.deploy.party.agree_columns`). A provider whose columns are a
+(:func:`mpc_pca.floor.agree_columns`). A provider whose columns are a
 permutation of the first provider's is reordered by name (and told so);
 different names are refused with the counts and both lists.
 """

@@ -1,32 +1,20 @@
 """Read one provider's table (CSV, gzip, any encoding, Parquet) into named float64 columns.
 
-Nothing is silently dropped, reordered or misread:
+How a cell is read (header, delimiter, encoding, compression, missing and
+non-numeric cells) is :mod:`mpc_pca.data.cells`'s rules.
 
-* **Header.** ``header=True/False`` forces it; by default the first row is a
-  header only if *no* cell of it parses as a number (so a first data row
-  holding ``NA`` or a typo such as ``2.O`` is data, and then an error), and the
-  guess is reported in :attr:`Table.notes`.
-* **Delimiter.** Sniffed among ``, ; TAB |`` from the first lines unless given.
-* **Encoding.** UTF-8 with or without a byte-order mark by default; any other
-  (``latin-1``, ``cp1252``, ...) by name. A file that is not valid in the
-  encoding is refused with the byte's position, never decoded wrongly.
-* **Compression.** ``.gz``, ``.bz2``, ``.xz``, ``.zip`` by extension (pandas).
-* **Missing cells** (empty, ``NA``, ``NaN``, ``null``, ...) are an error
-  naming the line and column, or, with ``drop_na``, their rows are dropped
-  and counted in the notes. A cell that is not a number is an error naming
-  line, column and the cell.
-* **Parquet** (``.parquet``, ``.pq``) through pyarrow: numeric columns only.
-
-Parsing is pandas' ``read_csv`` (every cell read as text first, so that
-nothing is guessed); only the numeric conversion and the error messages are
-this module's.
+:class:`TableFile` is the one reader of a file: it opens it, reads its
+rows once and yields them in checked blocks, the whole file as one block
+(:func:`read_table`) or ``chunk_rows`` rows at a time
+(:class:`mpc_pca.data.streaming.TablePart`, whose memory does not grow with
+the file), with the same checks and messages either way; only the counts in
+a missing cell's message are those of the block it was found in (and the
+message says so).
 """
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,18 +22,23 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from mpc_pca.data.cells import (
+    check_block,
+    csv_arguments,
+    csv_errors,
+    csv_format,
+    default_names,
+    dropped_note,
+    numeric_columns,
+    parse_cells,
+    take_header,
+)
 from protocols.errors import InputValidationError
 
 if TYPE_CHECKING:  # pandas is imported where a file is read: a party's start-up does not pay for it
     import pandas as pd
 
-#: Cell texts read as a missing value (compared after stripping blanks).
-MISSING_TOKENS = frozenset(
-    {"", "NA", "N/A", "n/a", "NaN", "nan", "NAN", "-nan", "null", "NULL", "None", "#N/A", "<NA>", "?"}
-)
-DELIMITERS = ",;\t|"
 PARQUET_SUFFIXES = (".parquet", ".pq")
-_SNIFF_CHARS = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -80,11 +73,6 @@ def column_index(source: str, names: Sequence[str], columns: Sequence[str]) -> l
     if len(set(columns)) != len(columns):
         raise InputValidationError(f"--columns repeats a name: {list(columns)}")
     return [list(names).index(c) for c in columns]
-
-
-def default_names(n_columns: int) -> tuple[str, ...]:
-    """Names of the columns of a file without a header: ``x0, x1, ...`` (scikit-learn's style)."""
-    return tuple(f"x{j}" for j in range(n_columns))
 
 
 def is_parquet(path: Path) -> bool:
@@ -130,305 +118,250 @@ def read_table(
     >>> t.names, t.values.tolist(), t.notes
     (('age', 'bmi'), [[50.0, 22.5], [61.0, 30.1]], ['...h.csv: first row taken as the header (no cell of it is a number; --no-header to read it as data)'])
     """
-    path = Path(path)
-    if not path.is_file():
-        raise InputValidationError(f"data file {str(path)!r} does not exist")
-    if is_parquet(path):
-        return _read_parquet(path, drop_na)
-    encoding, delimiter = csv_format(path, encoding, delimiter)
-    import pandas as pd
-
-    with csv_errors(path, encoding):
-        frame = pd.read_csv(path, **csv_arguments(delimiter, encoding))
-    cells = frame.to_numpy(dtype=object)
-    names, first_line, notes = take_header(path, cells, header)
-    return _numeric_table(path, names, cells[first_line - 1 :], first_line, drop_na, notes)
+    return TableFile(path, header=header, delimiter=delimiter, encoding=encoding, drop_na=drop_na).read()
 
 
-def csv_format(path: Path, encoding: str | None, delimiter: str | None) -> tuple[str, str]:
-    """The encoding (UTF-8 with an optional byte-order mark by default) and the delimiter (sniffed)."""
-    encoding = encoding or "utf-8-sig"
-    try:
-        "".encode(encoding)
-    except LookupError as exc:
-        raise InputValidationError(f"unknown encoding {encoding!r} (--encoding)") from exc
-    if delimiter is None:
-        delimiter = sniff_delimiter(path, encoding)
-    elif len(delimiter) != 1:
-        raise InputValidationError(f"--delimiter must be one character, got {delimiter!r}")
-    return encoding, delimiter
+#: One block of a file's rows, checked: the rows kept (every column of the file), the line (or
+#: Parquet row) numbers of the rows dropped for a missing cell, and the number of rows read.
+Block = tuple[NDArray[np.float64], NDArray[np.int64], int]
 
 
-def csv_arguments(delimiter: str, encoding: str) -> dict[str, Any]:
-    """``pandas.read_csv`` arguments that read every cell as text (nothing guessed)."""
-    return {
-        "sep": delimiter,
-        "header": None,
-        "dtype": str,
-        "keep_default_na": False,
-        "na_filter": False,
-        "encoding": encoding,
-        "compression": "infer",
-        "skip_blank_lines": True,
-        "engine": "c",
-    }
+class TableFile:
+    """A CSV (optionally compressed) or Parquet file opened for reading; its rows in checked blocks.
 
+    Opened to be read whole (``chunk_rows=None``), the file is read at once
+    here; opened to be read ``chunk_rows`` rows at a time, only its Parquet
+    schema or its CSV's format (encoding, delimiter) and first row are. The
+    header is guessed unless given, and the guess reported in :attr:`notes`.
+    :meth:`rows` then yields the rows in blocks (one for a whole read),
+    refusing a missing (unless ``drop_na``), non-numeric or non-finite cell
+    naming its line (row) and column, whatever the block size.
 
-@contextmanager
-def csv_errors(path: Path, encoding: str) -> Iterator[None]:
-    """Turn pandas' reading errors of ``path`` into :class:`InputValidationError` naming the problem."""
-    import pandas as pd
+    Parameters
+    ----------
+    path : str or Path
+    header, delimiter, encoding, drop_na
+        As for :func:`read_table`.
+    columns : sequence of str, optional
+        The columns :meth:`rows` yields, in this order (``--columns``); every
+        column of the file is checked.
+    chunk_rows : int, optional
+        Rows per block; ``None`` reads the whole file as one block.
 
-    try:
-        yield
-    except UnicodeError as exc:  # UnicodeDecodeError, or a codec's own (utf-16: no BOM)
-        raise _decode_error(path, encoding, exc) from exc
-    except pd.errors.EmptyDataError as exc:
-        raise InputValidationError(f"data file {str(path)!r} holds no data rows") from exc
-    except pd.errors.ParserError as exc:
-        raise InputValidationError(f"{path}: rows have different numbers of fields ({exc})") from exc
-    except (OSError, EOFError) as exc:
-        raise InputValidationError(f"{path}: cannot read it ({exc})") from exc
+    Attributes
+    ----------
+    path : Path
+    parquet : bool
+        Whether the file is read as Parquet (by its name).
+    all_names : tuple of str
+        Every column's name, in the file's order.
+    names : tuple of str
+        The selected columns' names, in order.
+    notes : list of str
+        What was inferred (the header) and, after a first complete pass, dropped.
+    first_line : int
+        The line of a CSV's first data row (2 after a header row).
+    csv : dict
+        The ``pandas.read_csv`` arguments of a CSV (:func:`~mpc_pca.data.cells.csv_arguments`).
 
-
-def take_header(
-    path: Path, cells: NDArray[np.object_], header: bool | None
-) -> tuple[tuple[str, ...], int, list[str]]:
-    """The column names, the line of the first data row and the notes, from the first rows' cells.
-
-    ``header=None`` takes the first row as the header only if no cell of it is a number.
+    Raises
+    ------
+    InputValidationError
+        For a missing file, an unknown encoding, a malformed delimiter, what
+        the file (read whole) or its first row or schema (read in chunks)
+        shows, or a ``--columns`` name the file does not have.
     """
-    notes: list[str] = []
-    if header is None:
-        header = cells.shape[0] > 0 and not any(_parses(c) for c in cells[0])
-        if header:
-            notes.append(
-                f"{path}: first row taken as the header (no cell of it is a number; "
-                "--no-header to read it as data)"
-            )
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        header: bool | None = None,
+        delimiter: str | None = None,
+        encoding: str | None = None,
+        columns: Sequence[str] | None = None,
+        drop_na: bool = False,
+        chunk_rows: int | None = None,
+    ) -> None:
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise InputValidationError(f"data file {str(self.path)!r} does not exist")
+        self.drop_na = drop_na
+        self.chunk_rows = chunk_rows
+        self.parquet = is_parquet(self.path)
+        self.notes: list[str] = []
+        self.csv: dict[str, Any] = {}
+        self.first_line = 1
+        self._whole: Any = None  # a whole read's rows (a frame, or a CSV's cells), until rows() takes them
+        self._counted = False
+        self.all_names = self._open_parquet() if self.parquet else self._open_csv(header, delimiter, encoding)
+        self.index = None if columns is None else column_index(str(self.path), self.all_names, columns)
+        self.names = self.all_names if columns is None else tuple(columns)
+
+    def _open_parquet(self) -> tuple[str, ...]:
+        if self.chunk_rows is None:
+            frame = self._whole = self._read_parquet()
+            n_rows = frame.shape[0]
         else:
-            notes.append(f"{path}: no header (a cell of the first row is a number; --header to force)")
-    if header:
-        return tuple(str(c).strip() for c in cells[0]), 2, notes
-    return default_names(cells.shape[1]), 1, notes
+            import pyarrow.parquet as pq
 
+            try:
+                with pq.ParquetFile(self.path) as reader:
+                    frame = reader.schema_arrow.empty_table().to_pandas()
+                    n_rows = int(reader.metadata.num_rows)
+            except (OSError, ValueError, ImportError) as exc:
+                raise InputValidationError(f"{self.path}: cannot read it as Parquet ({exc})") from exc
+        names = numeric_columns(self.path, frame)
+        if n_rows == 0:
+            raise InputValidationError(f"data file {str(self.path)!r} holds no data rows")
+        return names
 
-def _parses(cell: object) -> bool:
-    text = str(cell).strip()
-    if text in MISSING_TOKENS:
-        return False
-    try:
-        _cell_float(text)
-    except ValueError:
-        return False
-    return True
+    def _read_parquet(self) -> pd.DataFrame:
+        import pandas as pd
 
-
-def _cell_float(text: str) -> float:
-    """A CSV cell as a float, without the Python-literal extras ``float()`` accepts.
-
-    Python's ``float("1_5")`` is 15.0 (digit grouping in source code); in a
-    data file an underscore is a typo or a foreign format, so it is refused.
-    """
-    if "_" in text:
-        raise ValueError(f"underscore in {text!r}")
-    return float(text)
-
-
-def sniff_delimiter(path: Path, encoding: str) -> str:
-    """The delimiter of the first lines (``,`` if nothing else is consistent)."""
-    import gzip
-
-    opener = gzip.open if path.name.lower().endswith(".gz") else open
-    try:
-        with opener(path, "rt", encoding=encoding, newline="") as handle:
-            sample = handle.read(_SNIFF_CHARS)
-    except UnicodeError as exc:  # UnicodeDecodeError, or a codec's own (utf-16: no BOM)
-        raise _decode_error(path, encoding, exc) from exc
-    except (OSError, EOFError) as exc:
-        raise InputValidationError(f"{path}: cannot read it ({exc})") from exc
-    lines = [line for line in sample.splitlines()[:-1] or sample.splitlines() if line.strip()][:50]
-    if not lines:
-        return ","
-    try:
-        return csv.Sniffer().sniff("\n".join(lines), delimiters=DELIMITERS).delimiter
-    except csv.Error:
-        counts = {d: lines[0].count(d) for d in DELIMITERS}
-        best = max(counts, key=lambda d: counts[d])
-        return best if counts[best] else ","
-
-
-def _decode_error(path: Path, encoding: str, exc: UnicodeError) -> InputValidationError:
-    shown = "utf-8" if encoding == "utf-8-sig" else encoding
-    if not isinstance(exc, UnicodeDecodeError):  # e.g. utf-16 on a file without a byte-order mark
-        return InputValidationError(
-            f"{path}: cannot be read as {shown} ({exc}); pass the file's encoding, e.g. --encoding utf-8"
-        )
-    return InputValidationError(
-        f"{path}: byte 0x{exc.object[exc.start]:02x} at position {exc.start} is not valid {shown}; "
-        "pass the file's encoding, e.g. --encoding latin-1"
-    )
-
-
-def _numeric_table(
-    path: Path,
-    names: tuple[str, ...],
-    cells: NDArray[np.object_],
-    first_line: int,
-    drop_na: bool,
-    notes: list[str],
-) -> Table:
-    if cells.shape[0] == 0:
-        raise InputValidationError(f"data file {str(path)!r} holds no data rows")
-    values, missing = parse_cells(path, names, cells, first_line)
-    return _finish(path, names, values, missing, first_line, drop_na, notes)
-
-
-def parse_cells(
-    path: Path | str, names: tuple[str, ...], cells: NDArray[np.object_], first_line: int
-) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
-    """Cells read as text into floats (``NaN`` where missing) and the mask of missing cells.
-
-    Raises
-    ------
-    InputValidationError
-        For a cell that is not a number, naming its line (``first_line`` is
-        the line of ``cells[0]``), column and text.
-    """
-    text = np.vectorize(lambda c: str(c).strip(), otypes=[object])(cells)
-    missing = np.vectorize(lambda c: c in MISSING_TOKENS, otypes=[bool])(text)
-    values = np.full(text.shape, np.nan)
-    for (r, c), cell in np.ndenumerate(text):
-        if missing[r, c]:
-            continue
         try:
-            values[r, c] = _cell_float(cell)
-        except ValueError:
-            grouping = " (an underscore is not accepted in a number)" if "_" in cell else ""
-            raise InputValidationError(
-                f"{path}: line {first_line + r}, column {c + 1} ({names[c]!r}) is not a number: "
-                f"{cell!r}{grouping}"
-            ) from None
-    return values, missing
+            return pd.read_parquet(self.path)
+        except (OSError, ValueError, ImportError) as exc:
+            raise InputValidationError(f"{self.path}: cannot read it as Parquet ({exc})") from exc
 
+    def _open_csv(self, header: bool | None, delimiter: str | None, encoding: str | None) -> tuple[str, ...]:
+        encoding, delimiter = csv_format(self.path, encoding, delimiter)
+        self.csv = csv_arguments(delimiter, encoding)
+        cells = self._read_csv(1 if self.chunk_rows else None)
+        names, self.first_line, notes = take_header(self.path, cells, header)
+        self.notes += notes
+        if self.chunk_rows is None:
+            self._whole = cells
+        return names
 
-def _finish(
-    path: Path,
-    names: tuple[str, ...],
-    values: NDArray[np.float64],
-    missing: NDArray[np.bool_],
-    first_line: int,
-    drop_na: bool,
-    notes: list[str],
-    where: str = "line",
-) -> Table:
-    values, dropped = check_block(path, names, values, missing, first_line, drop_na, where)
-    if dropped.size:
-        notes.append(dropped_note(path, dropped, where))
-        if values.shape[0] == 0:
-            raise InputValidationError(f"{path}: every row has a missing value; nothing is left")
-    return Table(str(path), names, np.ascontiguousarray(values), notes)
+    def _read_csv(self, nrows: int | None) -> NDArray[np.object_]:
+        import pandas as pd
 
+        with csv_errors(self.path, self.csv["encoding"]):
+            frame = pd.read_csv(self.path, nrows=nrows, **self.csv)
+        return frame.to_numpy(dtype=object)
 
-def check_block(
-    path: Path | str,
-    names: tuple[str, ...],
-    values: NDArray[np.float64],
-    missing: NDArray[np.bool_],
-    first_line: int,
-    drop_na: bool,
-    where: str = "line",
-    block: bool = False,
-) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    """Refuse (or, with ``drop_na``, drop) rows with missing cells; refuse non-finite values.
+    def read(self) -> Table:
+        """The whole file (its selected columns) as a :class:`Table` (opened with ``chunk_rows=None``)."""
+        (values,) = self.rows()  # one block; rows() refuses a file without a row kept
+        return Table(str(self.path), self.names, values, self.notes)
 
-    The same checks for a whole table and for one block of a table read in
-    chunks (:mod:`mpc_pca.data.streaming`): ``first_line`` is the line (or
-    row, ``where="row"``) number of ``values[0]`` in the file, and ``block``
-    says that the counts of missing cells in the message are the block's.
+    def rows(self) -> Iterator[NDArray[np.float64]]:
+        """The selected columns of the rows kept, one C-contiguous block at a time, then the file's checks.
 
-    Returns
-    -------
-    values : ndarray
-        The rows kept.
-    dropped : ndarray of int
-        The line (row) numbers of the rows dropped for a missing cell.
+        After the last block: a file without data rows, or whose every row
+        was dropped, is refused; the first complete pass adds the note of
+        the rows dropped.
+        """
+        read, count, kept_any = 0, 0, False
+        shown: list[int] = []
+        for kept, dropped, n in self.blocks():
+            read += n
+            count += dropped.size
+            shown += [int(r) for r in dropped[: 11 - len(shown)]]
+            if kept.shape[0]:
+                kept_any = True
+                yield self.select(kept)
+        if read == 0:
+            raise InputValidationError(f"data file {str(self.path)!r} holds no data rows")
+        if count and not self._counted:
+            self.notes.append(dropped_note(self.path, shown, "row" if self.parquet else "line", count))
+        self._counted = True
+        if not kept_any:
+            raise InputValidationError(f"{self.path}: every row has a missing value; nothing is left")
 
-    Raises
-    ------
-    InputValidationError
-        Naming the line (row) and column of the first missing cell (without
-        ``drop_na``) or of the first non-finite value.
-    """
-    dropped = np.zeros(0, dtype=np.int64)
-    if missing.any():
-        bad_rows = np.flatnonzero(missing.any(axis=1))
-        if not drop_na:
-            last = first_line + values.shape[0] - 1
-            scope = f" of {where}s {first_line}..{last}, the block read" if block else ""
-            r = int(bad_rows[0])
-            c = int(np.flatnonzero(missing[r])[0])
-            raise InputValidationError(
-                f"{path}: {where} {first_line + r}, column {c + 1} ({names[c]!r}) is missing "
-                f"({int(missing.sum())} missing cell(s) in {bad_rows.size} row(s){scope}); "
-                "pass --drop-na to drop such rows"
+    def select(self, block: NDArray[np.float64]) -> NDArray[np.float64]:
+        """The selected columns of a block of every column, C-contiguous."""
+        return np.ascontiguousarray(block if self.index is None else block[:, self.index])
+
+    def blocks(self) -> Iterator[Block]:
+        """Every block of all the file's columns, checked (one block for a whole read)."""
+        if self.chunk_rows is None:
+            whole, self._whole = self._whole, None
+            if self.parquet:
+                frame = self._read_parquet() if whole is None else whole
+                yield *self.check_frame(frame, 1, block=False), frame.shape[0]
+            else:
+                cells = (self._read_csv(None) if whole is None else whole)[self.first_line - 1 :]
+                yield *self.check_cells(cells, self.first_line, block=False), cells.shape[0]
+        else:
+            yield from (
+                self._parquet_blocks(self.chunk_rows) if self.parquet else self._csv_blocks(self.chunk_rows)
             )
-        dropped = (first_line + bad_rows).astype(np.int64)
-        values = values[~missing.any(axis=1)]
-        first_kept = np.flatnonzero(~missing.any(axis=1))
-    else:
-        first_kept = None
-    bad = ~np.isfinite(values)
-    if bad.any():
-        r, c = (int(i) for i in np.argwhere(bad)[0])
-        line = first_line + (r if first_kept is None else int(first_kept[r]))
-        raise InputValidationError(
-            f"{path}: {where} {line}, column {c + 1} ({names[c]!r}) holds the non-finite value "
-            f"{values[r, c]}; only finite numbers are accepted"
-        )
-    return values, dropped
 
+    def _parquet_blocks(self, chunk_rows: int) -> Iterator[Block]:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
 
-def dropped_note(
-    path: Path | str,
-    dropped: Sequence[int] | NDArray[np.int64],
-    where: str = "line",
-    count: int | None = None,
-) -> str:
-    """The note of rows dropped for a missing cell.
+        row = 1
+        # No pre-buffering and 1 MiB reads: Arrow holds about one batch, not one row group.
+        with pq.ParquetFile(self.path, pre_buffer=False, buffer_size=1 << 20) as reader:
+            schema = reader.schema_arrow
+            for batch in reader.iter_batches(batch_size=chunk_rows, use_pandas_metadata=True):
+                frame = pa.Table.from_batches([batch], schema=schema).to_pandas()
+                kept, dropped = self.check_frame(frame, row)
+                row += batch.num_rows
+                yield kept, dropped, batch.num_rows
 
-    ``dropped`` holds their line (row) numbers, or the first eleven of them
-    when ``count`` gives how many rows were dropped in all.
-    """
-    count = len(dropped) if count is None else count
-    shown = ", ".join(str(int(r)) for r in dropped[:10]) + (" ..." if count > 10 else "")
-    return f"{path}: dropped {count} row(s) with missing values ({where}s {shown})"
+    def _csv_blocks(self, chunk_rows: int) -> Iterator[Block]:
+        import pandas as pd
 
+        line = 1
+        with (
+            csv_errors(self.path, self.csv["encoding"]),
+            pd.read_csv(self.path, chunksize=chunk_rows, **self.csv) as reader,
+        ):
+            for frame in reader:
+                cells = frame.to_numpy(dtype=object)
+                if line < self.first_line:  # the header row
+                    cells, line = cells[self.first_line - 1 :], self.first_line
+                kept, dropped = self.check_cells(cells, line)
+                line += cells.shape[0]
+                yield kept, dropped, cells.shape[0]
 
-def _read_parquet(path: Path, drop_na: bool) -> Table:
-    import pandas as pd
+    def row_groups(self) -> list[int]:
+        """The number of rows of each row group of a Parquet file."""
+        import pyarrow.parquet as pq
 
-    try:
-        frame = pd.read_parquet(path)
-    except (OSError, ValueError, ImportError) as exc:
-        raise InputValidationError(f"{path}: cannot read it as Parquet ({exc})") from exc
-    names = numeric_columns(path, frame)
-    if frame.shape[0] == 0:
-        raise InputValidationError(f"data file {str(path)!r} holds no data rows")
-    missing = frame.isna().to_numpy()
-    values = frame.to_numpy(dtype=np.float64, na_value=np.nan)
-    return _finish(path, names, values, missing, 1, drop_na, [], where="row")
+        with pq.ParquetFile(self.path) as reader:
+            return [reader.metadata.row_group(g).num_rows for g in range(reader.num_row_groups)]
 
+    def row_group(self, group: int, first_row: int) -> NDArray[np.float64]:
+        """The selected columns of one row group of a Parquet file, checked (a Dask task runs this)."""
+        import pyarrow.parquet as pq
 
-def numeric_columns(path: Path | str, frame: pd.DataFrame) -> tuple[str, ...]:
-    """The names of a Parquet file's columns (a frame of its rows), refusing a non-numeric column."""
-    import pandas as pd
+        with pq.ParquetFile(self.path, pre_buffer=False, buffer_size=1 << 20) as reader:
+            frame = reader.read_row_group(group, use_pandas_metadata=True).to_pandas()
+        kept, _dropped = self.check_frame(frame, first_row)
+        return self.select(kept)
 
-    names = tuple(str(c) for c in frame.columns)
-    for name, dtype in zip(names, frame.dtypes, strict=True):
-        if not (pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)):
-            raise InputValidationError(f"{path}: column {name!r} has type {dtype}, not a number")
-    return names
+    def check_frame(
+        self, frame: pd.DataFrame, first_row: int, block: bool = True
+    ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+        """Rows of a Parquet file (a frame of every column, the first at row ``first_row``), checked."""
+        if tuple(str(c) for c in frame.columns) != self.all_names:
+            raise InputValidationError(
+                f"{self.path}: a block has columns {list(frame.columns)}, expected {list(self.all_names)}"
+            )
+        missing = frame.isna().to_numpy()
+        values = frame.to_numpy(dtype=np.float64, na_value=np.nan)
+        return check_block(self.path, self.all_names, values, missing, first_row, self.drop_na, "row", block)
+
+    def check_cells(
+        self, cells: NDArray[np.object_], first_line: int, block: bool = True, source: str | None = None
+    ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+        """Rows of a CSV file (text cells of every column, the first at line ``first_line``), parsed and checked.
+
+        ``source`` names the rows in the messages (default: the file's path).
+        """
+        where = self.path if source is None else source
+        if cells.shape[1] != len(self.all_names):
+            raise InputValidationError(
+                f"{where}: rows have different numbers of fields (line {first_line} on: {cells.shape[1]}, "
+                f"the first row: {len(self.all_names)})"
+            )
+        values, missing = parse_cells(where, self.all_names, cells, first_line)
+        return check_block(where, self.all_names, values, missing, first_line, self.drop_na, block=block)
 
 
 def table_from_array(source: str, values: NDArray[np.float64], names: Sequence[str] | None = None) -> Table:
@@ -437,18 +370,4 @@ def table_from_array(source: str, values: NDArray[np.float64], names: Sequence[s
     return Table(source, tuple(names), np.ascontiguousarray(values, dtype=np.float64), [])
 
 
-__all__ = [
-    "Table",
-    "check_block",
-    "column_index",
-    "csv_arguments",
-    "csv_errors",
-    "csv_format",
-    "default_names",
-    "dropped_note",
-    "numeric_columns",
-    "parse_cells",
-    "read_table",
-    "table_from_array",
-    "take_header",
-]
+__all__ = ["Block", "Table", "TableFile", "column_index", "is_parquet", "read_table", "table_from_array"]

@@ -35,7 +35,8 @@ from mpc_pca.deploy.party import run_party
 from mpc_pca.deploy.phase_lines import forward_phases, relog
 from mpc_pca.deploy.spec import ArraySource, PartySpec
 from mpc_pca.deployment import Deployment
-from protocols.errors import InputValidationError, ProtocolError
+from protocols.errors import InputValidationError
+from protocols.runtime.exits import run_or_exit
 from protocols.runtime.parties import host_introducer, local_links
 
 if TYPE_CHECKING:  # the link model is a testing tool: imported only where a run is modelled
@@ -55,8 +56,6 @@ PARTY_PRELOAD = (
     "protocols.runtime.parties",
     "protocols.transport.tls",
 )
-#: Exit codes of a party process (those of ``mpc-pca``).
-EXIT_INPUT, EXIT_PROTOCOL, EXIT_INTERNAL = 3, 4, 1
 
 
 def start_party_server() -> None:
@@ -260,17 +259,7 @@ def party_process(spec: PartySpec, verbosity: int = 0, deployment: Deployment | 
         format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S",
     )  # fmt: skip
     forward_phases(sys.stderr)  # the launcher's progress report (mpc_pca.deploy.phase_lines)
-    try:
-        run_party(spec, deployment=deployment)
-    except (InputValidationError, ProtocolError) as exc:
-        print(f"mpc-pca: error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-        os._exit(EXIT_INPUT if isinstance(exc, InputValidationError) else EXIT_PROTOCOL)
-    except Exception as exc:  # a bug, not a protocol failure: keep the traceback
-        import traceback
-
-        traceback.print_exc()
-        print(f"mpc-pca: error: internal error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-        os._exit(EXIT_INTERNAL)
+    run_or_exit(lambda: run_party(spec, deployment=deployment))
     return 0
 
 

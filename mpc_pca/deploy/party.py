@@ -12,12 +12,13 @@ peer before the exception is re-raised.
 The floor adds three keys to every announcement: ``protocol``,
 ``n_providers`` and, for a data holder, ``columns`` (its ordered column
 names, ``None`` when the rows have none). Every party must agree on the first
-two. The column names are agreed by name (:func:`agree_columns`): the first
+two (:mod:`mpc_pca.floor` checks them). The column names are
+agreed by name (:func:`~mpc_pca.floor.agree_columns`): the first
 holder's order is the reference, a holder whose names are a permutation of it
-reorders its own columns to that order (and the per-column values it
-announced, :attr:`~mpc_pca.deployment.Deployment.column_keys`, are read in
-that order by every party), and different name sets are refused with the
-counts and both lists before any data leaves a party. The names are public to
+reorders its own columns to that order (:func:`align_views`; the per-column
+values it announced, :attr:`~mpc_pca.deployment.Deployment.column_keys`, are
+read in that order by every party), and different name sets are refused with
+the counts and both lists before any data leaves a party. The names are public to
 every party of the run (the server's model carries them as
 ``feature_names``, as does every other result that holds a model:
 :func:`with_feature_names`).
@@ -30,7 +31,6 @@ import logging
 import re
 import time
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,7 @@ import numpy as np
 from mpc_pca.deploy.spec import FileSource, PartySpec, load_rows
 from mpc_pca.deployment import Deployment, PublicSettings, Role
 from mpc_pca.deployment_kit import AnnouncementError
+from mpc_pca.files import write_atomic
 from mpc_pca.floor import agree_columns, align_views, check_floor_views, floor_public, with_feature_names
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.runtime.runner import PartyReport
@@ -235,29 +236,8 @@ def run_party(spec: PartySpec, *, deployment: Deployment | None = None) -> dict[
     result.update(with_feature_names(deployment.result(spec.party, config, output), build.feature_names))
     result["report"] = {spec.party: report.as_dict()}
     if spec.output is not None:
-        write_private(spec.output, json.dumps(result, indent=2, default=_json_default))
+        write_atomic(spec.output, json.dumps(result, indent=2, default=_json_default))
     return result
-
-
-def write_private(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically, as a file only its owner can read (mode 0600).
-
-    Every result file of ``mpc-pca run``, ``party`` and ``plot`` is written
-    this way (:func:`mpc_pca.cli.options.write_atomic`), whatever the umask:
-    a model, and above all a projection, is derived from the parties' rows.
-    """
-    import os
-    import tempfile
-
-    target = Path(path).resolve()
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _json_default(value: Any) -> Any:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from mpc_pca.files import SHARED, write_atomic
 from protocols.errors import InputValidationError
 
 Point = dict[str, Any]
@@ -190,11 +191,8 @@ def append_record(path: Path, record: Record) -> None:
 
 
 def write_json_atomic(path: Path, payload: Any) -> None:
-    """Write JSON to a temporary file in the same folder, then rename it over ``path``."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True, default=_json_default))
-    os.replace(tmp, path)
+    """Write JSON to a temporary file in the same folder, then rename it over ``path`` (mode 0666 less the umask)."""
+    write_atomic(path, json.dumps(payload, indent=2, sort_keys=True, default=_json_default), mode=SHARED)
 
 
 def _json_default(value: Any) -> Any:

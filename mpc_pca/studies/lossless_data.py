@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mpc_pca.data.tables import sniff_delimiter
+from mpc_pca.data.cells import sniff_delimiter
 from protocols.errors import InputValidationError
 
 APS_DISTRIBUTION = "scania-truck-air-presure-fault-detector"

@@ -20,6 +20,9 @@ parties
     The public API for a user's own protocol: :func:`run_party` (this process
     is one party, one per host, over TLS links with :class:`LinkOptions`) and
     :func:`run_processes` (every party its own local process over TLS).
+exits
+    How a party process ends: the exit codes of ``mpc-pca`` and
+    :func:`~protocols.runtime.exits.run_or_exit`, the one body of every party process.
 gloo
     One party over ``torch.distributed`` (the CrypTen backend, ``--insecure``).
 

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from protocols.errors import InputValidationError, ProtocolError
+from protocols.runtime.exits import ERROR_PREFIX
 
-_ERROR_PREFIX = "mpc-pca: error: "
 _POLL_SECONDS = 0.02
 #: Lines a party writes to its stderr for its launcher (progress), not for a person: they start
 #: with this and are never taken for the party's error message.
@@ -62,8 +62,8 @@ class ProcessOutcome:
     def error_line(self) -> str:
         """The party's own error message, or a description of how it ended."""
         for line in reversed(self.stderr.splitlines()):
-            if line.startswith(_ERROR_PREFIX):
-                return line[len(_ERROR_PREFIX) :]
+            if line.startswith(ERROR_PREFIX):
+                return line[len(ERROR_PREFIX) :]
         if self.killed_by_launcher:
             return "did not stop in time and was killed by the launcher"
         if self.returncode is not None and self.returncode < 0:

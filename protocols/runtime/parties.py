@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from protocols.errors import InputValidationError, ProtocolError
+from protocols.errors import InputValidationError
+from protocols.runtime.exits import run_or_exit
 from protocols.runtime.network import DEFAULT_MESSAGE_CAP, Role, fail, open_links, run_role
 from protocols.runtime.runner import PartyReport, RunResult, check_timeout
 from protocols.transport.peers import PeerTable
@@ -45,10 +46,6 @@ from protocols.transport.socket_channel import SocketChannel
 from protocols.transport.tls import Credentials
 
 log = logging.getLogger("mpc_pca.transport")
-
-#: Exit codes of a party process started by :func:`run_processes`.
-_EXIT_INPUT, _EXIT_PROTOCOL, _EXIT_INTERNAL = 3, 4, 1
-_ERROR_PREFIX = "mpc-pca: error: "
 
 
 @dataclass(frozen=True)
@@ -317,32 +314,29 @@ def run_party(
 
 
 def _party_process(name: str, role: Role, ranks: dict[str, int], links: LinkOptions, out: str) -> int:
-    """Body of one party process of :func:`run_processes`: run, write the output in the wire format."""
+    """Body of one party process of :func:`run_processes`: run, write the output in the wire format.
+
+    A failure ends the process at once (:func:`protocols.runtime.exits.run_or_exit`).
+    """
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(message)s")
+    run_or_exit(lambda: _run_and_write(name, role, ranks, links, out))
+    return 0
+
+
+def _run_and_write(name: str, role: Role, ranks: dict[str, int], links: LinkOptions, out: str) -> None:
     from protocols.transport.wire import encode_message
 
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(message)s")
+    output, report = run_party(name, role, ranks=ranks, links=links)
     try:
-        output, report = run_party(name, role, ranks=ranks, links=links)
-        try:
-            payload = encode_message({"output": output, "report": report.as_dict()})
-        except TypeError as exc:
-            raise InputValidationError(
-                f"party {name!r}'s output cannot be sent back in the wire format ({exc}); return None, "
-                "numbers, strings, bytes, numeric arrays, lists or str-keyed dicts"
-            ) from None
-        fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
-    except (InputValidationError, ProtocolError) as exc:
-        print(f"{_ERROR_PREFIX}{type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-        os._exit(_EXIT_INPUT if isinstance(exc, InputValidationError) else _EXIT_PROTOCOL)
-    except Exception as exc:  # a bug in the role: keep the traceback
-        import traceback
-
-        traceback.print_exc()
-        print(f"{_ERROR_PREFIX}internal error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-        os._exit(_EXIT_INTERNAL)
-    return 0
+        payload = encode_message({"output": output, "report": report.as_dict()})
+    except TypeError as exc:
+        raise InputValidationError(
+            f"party {name!r}'s output cannot be sent back in the wire format ({exc}); return None, "
+            "numbers, strings, bytes, numeric arrays, lists or str-keyed dicts"
+        ) from None
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(payload)
 
 
 def host_introducer(

@@ -16,7 +16,7 @@ from mpc_pca.cli import main
 from mpc_pca.cli.progress import PhaseProgress, phase_progress
 from mpc_pca.deploy import run_threads
 from mpc_pca.deploy.local import child_environment
-from mpc_pca.deploy.party import write_private
+from mpc_pca.files import write_atomic
 from tests.helpers.socket_helpers import free_port
 
 
@@ -117,7 +117,7 @@ def test_every_output_file_is_owner_only_whatever_the_umask(tmp_path, monkeypatc
         assert main([*argv, "--transform-output", str(proj)]) == 0
         assert main(["plot", str(out), "--projection", str(proj), "--out", str(fig)]) == 0
         party = tmp_path / "model.json"
-        write_private(party, json.dumps({"a": 1}))  # what run_party writes to PartySpec.output
+        write_atomic(party, json.dumps({"a": 1}))  # what run_party writes to PartySpec.output
         assert {p.name: mode(p) for p in (out, proj, fig, party)} == dict.fromkeys(
             ["r.json", "p.csv", "f.png", "model.json"], 0o600
         )
