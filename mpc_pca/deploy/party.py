@@ -132,9 +132,7 @@ def prepare(
     announcement and the function that builds the configuration and the role
     from every announcement.
     """
-    from mpc_pca.registry import entry
-
-    settings = entry(spec.protocol).settings(spec.settings)
+    settings = deployment.settings(spec.settings)  # the one fill-in (Deployment.settings)
     layout = deployment.layout(spec.n_providers)
     if spec.party not in layout:
         raise InputValidationError(
@@ -215,10 +213,9 @@ def run_party(spec: PartySpec, *, deployment: Deployment | None = None) -> dict[
         If this or another party failed (the message names the root cause).
     """
     from mpc_pca.registry import deployment as registered
-    from mpc_pca.registry import entry
 
     deployment = registered(spec.protocol) if deployment is None else deployment
-    gloo = deployment.runs_over_gloo(entry(spec.protocol).settings(spec.settings))
+    gloo = deployment.runs_over_gloo(deployment.settings(spec.settings))
     if gloo and not spec.links.insecure:
         raise InputValidationError(
             "the crypten backend's own traffic runs over gloo, which cannot be wrapped in TLS; "
