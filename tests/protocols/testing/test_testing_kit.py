@@ -285,7 +285,9 @@ def test_only_the_kit_imports_hypothesis():
     code = (
         "import sys, protocols, protocols.backends.paillier, protocols.secure_sum, protocols.runtime\n"
         "assert 'hypothesis' not in sys.modules, 'imported hypothesis'\n"
-        "import protocols.testing\n"
+        "import protocols.testing.link_model, protocols.testing.wan_emulator\n"
+        "assert 'hypothesis' not in sys.modules, 'the network emulation imported hypothesis'\n"
+        "from protocols.testing import check_secure_sum_backend\n"
         "assert 'hypothesis' in sys.modules\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
