@@ -61,18 +61,9 @@ _LOG_EVERY = 10.0
 class SocketChannel(FrameReceiver):
     """Message passing over one :class:`~protocols.transport.links.Stream` per peer.
 
-    Parameters
-    ----------
-    me : str
-        This party's name.
-    ranks : mapping of str to int
-        Every party's rank (used in messages).
-    streams : mapping of str to Stream
-        The connected, authenticated stream to each peer.
-    timeout : float
-        Seconds a receive may wait without any progress of the run.
-    data_budget_floor : int
-        Least :attr:`data_budget` (bytes), whatever the message cap.
+    Its parameters are :class:`~protocols.transport.socket_receiving.FrameReceiver`'s
+    (the links and their reader threads); this class adds sending, waiting and
+    blame, phases and the end of a run.
     """
 
     private_payloads = True
