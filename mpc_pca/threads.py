@@ -138,6 +138,7 @@ def run_protocol(
     timeout: float = 120.0,
     feature_names: Sequence[str] | None = None,
     wrap_channel: ChannelWrapper | None = None,
+    preflight: bool = True,
 ) -> ThreadsRun:
     """Run every party of ``protocol`` as a thread of this process.
 
@@ -160,6 +161,11 @@ def run_protocol(
         The parts' column names (announced, as ``mpc-pca party`` does).
     wrap_channel : callable, optional
         Wraps each party's channel (:func:`protocols.runtime.run_inprocess`).
+    preflight : bool, default=True
+        Run :meth:`~mpc_pca.deployment.Deployment.preflight` (the checks that
+        need every part at once, e.g. PPPCA's precision bound) before the
+        announcements. ``False``: only what the parties check themselves, as
+        when they are deployed (:func:`mpc_pca.deploy.run_threads`).
 
     Returns
     -------
@@ -167,7 +173,8 @@ def run_protocol(
     """
     full = protocol.settings(settings)
     protocol.check_threads(full)
-    protocol.preflight(parts, full)
+    if preflight:
+        protocol.preflight(parts, full)
     layout, data, config = announce(protocol, parts, full, feature_names)
     # no seed: each party draws its own fresh randomness (protocol.generator(..., None)), as when deployed;
     # a root drawn here would turn a protocol's own CSPRNG noise (pppca-dp) into seeded noise

@@ -224,6 +224,11 @@ def run_threads(
 ) -> dict[str, Any]:
     """Every party of a run as a thread of this process (:func:`mpc_pca.threads.run_protocol`), as JSON.
 
+    Each party checks what a deployed party checks (its announcement and the
+    agreed configuration), not the checks that need every part at once
+    (:meth:`~mpc_pca.deployment.Deployment.preflight`, which the estimators and
+    :func:`launch_local` make).
+
     Returns ``protocol``, the result party's JSON fields and ``report`` (every
     party's traffic): the JSON :func:`launch_local` returns for the same run.
     With ``link_profile``, every message between the threads takes the time
@@ -243,7 +248,7 @@ def run_threads(
     arrays = [np.asarray(p, dtype=np.float64) for p in parts]
     run = run_protocol(
         deployment, arrays, settings, random_state=noise_seed, timeout=timeout, feature_names=feature_names,
-        wrap_channel=None if links is None else links.wrap,
+        wrap_channel=None if links is None else links.wrap, preflight=False,
     )  # fmt: skip
     result = run.result(feature_names)
     if links is not None:
