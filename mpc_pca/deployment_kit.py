@@ -282,6 +282,38 @@ def check_noise_seed(noise_seed: object) -> None:
         raise InputValidationError(f"noise_seed={noise_seed!r} must be None or a non-negative integer")
 
 
+#: A run's DP noise seed as the estimators take it (``random_state``).
+NoiseSeed = int | np.random.SeedSequence | np.random.Generator | None
+
+
+def noise_root(random_state: NoiseSeed) -> int | np.random.SeedSequence:
+    """The one seed every party's noise generator is derived from (party ``r`` takes child ``r``).
+
+    An int or ``SeedSequence`` is used as given; a ``Generator`` is asked for a
+    63-bit seed; ``None`` draws 128 bits from :mod:`secrets` (a private run).
+
+    Raises
+    ------
+    InputValidationError
+        For any other value, naming it.
+    """
+    if random_state is None:
+        return secrets.randbits(128)
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(0, 2**63 - 1))
+    if isinstance(random_state, np.random.SeedSequence):
+        return random_state
+    if (
+        isinstance(random_state, (int, np.integer))
+        and not isinstance(random_state, bool)
+        and random_state >= 0
+    ):
+        return int(random_state)
+    raise InputValidationError(
+        f"random_state={random_state!r} must be None, a non-negative int, a SeedSequence or a Generator"
+    )
+
+
 def seeded_generator(noise_seed: int | np.random.SeedSequence | None, index: int) -> np.random.Generator:
     """The ``index``-th generator of ``spawn_generators(noise_seed, n)`` for any ``n > index``.
 

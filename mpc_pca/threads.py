@@ -19,7 +19,6 @@ names the part and the limit before any party starts.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,14 +26,12 @@ from typing import Any
 import numpy as np
 
 from mpc_pca.deployment import Deployment
+from mpc_pca.deployment_kit import NoiseSeed, noise_root
 from mpc_pca.floor import check_floor_views, floor_public, with_feature_names
 from protocols.errors import InputValidationError
 from protocols.runtime import RunResult, run_inprocess
 from protocols.runtime.runner import ChannelWrapper
 from protocols.runtime.threads import single_threaded_blas
-
-#: A run's DP noise seed as the estimators take it (``random_state``).
-NoiseSeed = int | np.random.SeedSequence | np.random.Generator | None
 
 
 @dataclass(frozen=True)
@@ -65,34 +62,6 @@ class ThreadsRun:
             **with_feature_names(fields, names),
             "report": self.run.report_dict(),
         }
-
-
-def noise_root(random_state: NoiseSeed) -> int | np.random.SeedSequence:
-    """The one seed every party's noise generator is derived from (party ``r`` takes child ``r``).
-
-    An int or ``SeedSequence`` is used as given; a ``Generator`` is asked for a
-    63-bit seed; ``None`` draws 128 bits from :mod:`secrets` (a private run).
-
-    Raises
-    ------
-    InputValidationError
-        For any other value, naming it.
-    """
-    if random_state is None:
-        return secrets.randbits(128)
-    if isinstance(random_state, np.random.Generator):
-        return int(random_state.integers(0, 2**63 - 1))
-    if isinstance(random_state, np.random.SeedSequence):
-        return random_state
-    if (
-        isinstance(random_state, (int, np.integer))
-        and not isinstance(random_state, bool)
-        and random_state >= 0
-    ):
-        return int(random_state)
-    raise InputValidationError(
-        f"random_state={random_state!r} must be None, a non-negative int, a SeedSequence or a Generator"
-    )
 
 
 def announce(

@@ -72,7 +72,6 @@ Gaussian, Canonne, Kamath & Steinke 2020, drawn from :mod:`secrets`), which
 from __future__ import annotations
 
 import math
-import secrets
 import warnings
 from dataclasses import dataclass
 from enum import Enum
@@ -82,6 +81,7 @@ from typing import Union
 import numpy as np
 from numpy.typing import NDArray
 
+from mpc_pca.deployment_kit import noise_root
 from mpc_pca.validation import PrivacyLeakWarning, check_positive
 from protocols.dp.calibration import CALIBRATIONS, check_calibration, check_delta_value, gaussian_sigma  # noqa: F401  (re-exported)
 from protocols.errors import InputValidationError
@@ -271,18 +271,8 @@ def spawn_generators(random_state: RandomState, n: int) -> list[np.random.Genera
     n : int
         Number of generators (one per party, in a fixed party order).
     """
-    if random_state is None:
-        seq = np.random.SeedSequence(secrets.randbits(128))
-    elif isinstance(random_state, np.random.SeedSequence):
-        seq = random_state
-    elif isinstance(random_state, np.random.Generator):
-        seq = np.random.SeedSequence(int(random_state.integers(0, 2**63 - 1)))
-    elif isinstance(random_state, Integral) and not isinstance(random_state, bool) and random_state >= 0:
-        seq = np.random.SeedSequence(int(random_state))
-    else:
-        raise InputValidationError(
-            f"random_state={random_state!r} must be None, a non-negative int, a SeedSequence or a Generator"
-        )
+    root = noise_root(random_state)
+    seq = root if isinstance(root, np.random.SeedSequence) else np.random.SeedSequence(root)
     return [np.random.default_rng(child) for child in seq.spawn(n)]
 
 

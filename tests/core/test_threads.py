@@ -5,10 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mpc_pca.deployment_kit import seeded_generator
+from mpc_pca.deployment_kit import noise_root, seeded_generator
 from mpc_pca.dp import CapePCA
 from mpc_pca.dp.mechanisms import spawn_generators
-from mpc_pca.threads import noise_root
 from protocols.errors import InputValidationError
 
 
