@@ -52,3 +52,24 @@ def test_a_bad_seed_is_refused_naming_it(bad):
 
 def test_no_seed_draws_a_fresh_root_each_time():
     assert noise_root(None) != noise_root(None)
+
+
+def test_the_threads_runner_refuses_bad_input_before_any_party_starts(monkeypatch):
+    import mpc_pca.threads as threads
+    from mpc_pca.registry import entry
+
+    monkeypatch.setattr(threads, "run_inprocess", lambda *a, **k: pytest.fail("a party started"))
+    rng = np.random.default_rng(2)
+    good = rng.normal(size=(20, 4)) / 5
+    with pytest.raises(InputValidationError, match=r"takes no setting \['epsilon'\]"):
+        threads.run_protocol(entry("pppca-ss"), [good, good], {"epsilon": 1.0})
+    with pytest.raises(InputValidationError, match="part 1 has 3 features but part 0 has 4"):
+        threads.run_protocol(entry("pppca-ss"), [good, good[:, :3]], {"n_components": 2})
+    with pytest.raises(InputValidationError, match="n_components=9 is out of range"):
+        threads.run_protocol(entry("pppca-ss"), [good, good], {"n_components": 9})
+    bad = good.copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(InputValidationError, match=r"provider1: .*non-finite entry nan at index \(3, 1\)"):
+        threads.run_protocol(entry("capepca"), [good, bad], {"n_components": 2})
+    with pytest.raises(InputValidationError, match="at least one part"):
+        threads.run_protocol(entry("pppca-ss"), [], {"n_components": 2})
