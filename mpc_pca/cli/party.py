@@ -335,10 +335,9 @@ def party_command(args: argparse.Namespace, env: Mapping[str, str] | None = None
     from mpc_pca.deploy import FileSource, LinkOptions, PartySpec, run_party
     from mpc_pca.deploy.party import resolve_party
     from mpc_pca.registry import deployment as deployable
-    from mpc_pca.registry import entry
     from mpc_pca.validation import warn_privacy_leaks
 
-    protocol = entry(args.protocol)
+    protocol = deployable(args.protocol)  # refuses a protocol that runs in one process only
     args.protocol = protocol.name  # the registry's spelling from here on (PPPCA-SS -> pppca-ss)
     if args.seed is not None:
         print(
@@ -353,7 +352,7 @@ def party_command(args: argparse.Namespace, env: Mapping[str, str] | None = None
     check_protocol_options(args, protocol)
     require_backend(args.backend)
     check_output(args.output, "--output", party_inputs(args), args.force)
-    deployment = deployable(protocol.name)
+    deployment = protocol
     environment = os.environ if env is None else env
     peers = None
     if args.peers is not None:
@@ -388,7 +387,7 @@ def party_command(args: argparse.Namespace, env: Mapping[str, str] | None = None
     if args.noise_seed is not None:
         warn_privacy_leaks(random_state=args.noise_seed)
     spec = PartySpec(
-        args.protocol, name, n_providers, links, data, settings_of(args), noise_seed=args.noise_seed
+        args.protocol, name, n_providers, links, data, settings_of(args, protocol), noise_seed=args.noise_seed
     )
     return run_party(spec, deployment=deployment)
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from mpc_pca.deployment import Deployment
 from mpc_pca.registry import entry
 from mpc_pca.validation import warn_privacy_leaks
 from protocols.errors import InputValidationError
@@ -30,7 +31,7 @@ def run_inprocess(
     from mpc_pca.threads import run_protocol
 
     protocol = entry(args.protocol)
-    prepared, settings = harness_rows(args, parts)
+    prepared, settings = harness_rows(args, parts, protocol)
     run = run_protocol(
         protocol, prepared, settings, random_state=args.noise_seed, timeout=args.timeout, feature_names=names
     )
@@ -38,21 +39,21 @@ def run_inprocess(
     projection = protocol.projection(run.layout, run.run.outputs)
     if projection is not None:
         result["_projection"] = projection
-    return harness_fields(args, result, prepared)
+    return harness_fields(args, protocol, result, prepared)
 
 
 def harness_rows(
-    args: argparse.Namespace, parts: list[np.ndarray]
+    args: argparse.Namespace, parts: list[np.ndarray], protocol: Deployment
 ) -> tuple[list[np.ndarray], dict[str, Any]]:
     """The parts and settings of an in-process run: ``--row-norm scale`` is applied here, to the pooled rows.
 
     Scaling by the pooled maximum row norm is the papers' non-private step, which
     no party of a deployed run could take; the protocol then checks the norms (``error``).
     """
-    settings = settings_of(args)
+    settings = settings_of(args, protocol)
     if settings.get("row_norm") != "scale":
         return parts, settings
-    if not entry(args.protocol).accepts_pooled_scaling:
+    if not protocol.accepts_pooled_scaling:
         raise InputValidationError(f"--row-norm scale does not apply to {args.protocol}; use clip or error")
     from mpc_pca.dp.preprocessing import center_and_scale_non_private
 
@@ -62,10 +63,9 @@ def harness_rows(
 
 
 def harness_fields(
-    args: argparse.Namespace, result: dict[str, Any], parts: list[np.ndarray]
+    args: argparse.Namespace, protocol: Deployment, result: dict[str, Any], parts: list[np.ndarray]
 ) -> dict[str, Any]:
     """What only this harness can add: the privacy warnings, the settings as given, ``captured_energy_ratio``."""
-    protocol = entry(args.protocol)
     if "epsilon" in protocol.options:
         warn_privacy_leaks(
             epsilon=args.epsilon,
@@ -88,9 +88,12 @@ def harness_fields(
     return result
 
 
-def settings_of(args: argparse.Namespace) -> dict[str, Any]:
-    """The protocol's deploy settings from the parsed ``run``/``party`` arguments (registry defaults filled)."""
-    protocol = entry(args.protocol)
+def settings_of(args: argparse.Namespace, protocol: Deployment | None = None) -> dict[str, Any]:
+    """The protocol's settings from the parsed ``run``/``party`` arguments (its defaults filled in).
+
+    ``protocol`` is the object already resolved from ``args.protocol`` (resolved here when not given).
+    """
+    protocol = entry(args.protocol) if protocol is None else protocol
     given = {"n_components": args.n_components}
     for option in protocol.options:
         given[option] = getattr(args, option, None)
@@ -114,7 +117,7 @@ def run_processes(
     result = launch_local(
         args.protocol,
         parts,
-        settings_of(args),
+        settings_of(args, protocol),
         noise_seed=args.noise_seed,
         timeout=args.timeout,
         connect_timeout=args.connect_timeout,
@@ -122,4 +125,4 @@ def run_processes(
         verbosity=args.verbose - args.quiet,
         feature_names=names,
     )
-    return harness_fields(args, result, parts)
+    return harness_fields(args, protocol, result, parts)
