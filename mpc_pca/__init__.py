@@ -30,9 +30,10 @@ dp
     baselines, DPdisPCA, capePCA, DPDPCA, metrics.
 roles
     Every role name.
-base, params, validation, linalg, row_norms, sparse_rows
-    Estimator plumbing, input checks, linear algebra, row-norm clipping and
-    the statistics of scipy.sparse rows, shared by ``pppca`` and ``dp``.
+base, params, validation, linalg, row_norms, sparse_rows, noise_seeds
+    Estimator plumbing, input checks, linear algebra, row-norm clipping,
+    the statistics of scipy.sparse rows and the DP noise seeds, shared by
+    ``pppca`` and ``dp``.
 lazy
     The packages' exports are imported on first use, so a party process
     imports no estimator and no scikit-learn.

@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 
 from mpc_pca.deployment import Deployment
-from mpc_pca.deployment_kit import NoiseSeed, noise_root
 from mpc_pca.floor import check_floor_views, floor_public, with_feature_names
+from mpc_pca.noise_seeds import NoiseSeed, noise_root
 from protocols.errors import InputValidationError
 from protocols.runtime import RunResult, run_inprocess
 from protocols.runtime.runner import ChannelWrapper

@@ -81,7 +81,7 @@ from typing import Union
 import numpy as np
 from numpy.typing import NDArray
 
-from mpc_pca.deployment_kit import noise_root
+from mpc_pca.noise_seeds import noise_root
 from mpc_pca.validation import PrivacyLeakWarning, check_positive
 from protocols.dp.calibration import CALIBRATIONS, check_calibration, check_delta_value, gaussian_sigma  # noqa: F401  (re-exported)
 from protocols.errors import InputValidationError
