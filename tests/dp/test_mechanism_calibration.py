@@ -26,6 +26,7 @@ import warnings
 import numpy as np
 import pytest
 
+from mpc_pca import noise_seeds
 from mpc_pca.dp import mechanisms
 from mpc_pca.dp.mechanisms import (
     AnalyzeGauss,
@@ -71,7 +72,7 @@ def test_no_seed_draws_128_bits_from_the_secrets_csprng(monkeypatch):
         requested.append(k)
         return 2**127 + 12345
 
-    monkeypatch.setattr(mechanisms.secrets, "randbits", fake_randbits)
+    monkeypatch.setattr(noise_seeds.secrets, "randbits", fake_randbits)  # spawn_generators' root (noise_root)
     assert first_draws(None) == first_draws(2**127 + 12345)
     assert requested == [128]
 
