@@ -18,6 +18,7 @@ import numpy as np
 
 from mpc_pca.cli.certs import add_certs_parser, certs_main
 from mpc_pca.cli.dp import add_dp_arguments, summarize_variance
+from mpc_pca.cli.errors import errors_in_flag_terms
 from mpc_pca.cli.options import (
     EXIT_CODES_HELP,
     EXIT_INPUT,
@@ -300,7 +301,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _guarded(command: Callable[[], int]) -> int:
     """Run a command; report project errors in one line with their exit code."""
     try:
-        return command()
+        with errors_in_flag_terms():
+            return command()
     except InputValidationError as exc:
         print(f"mpc-pca: error: {exc}", file=sys.stderr)
         return EXIT_INPUT

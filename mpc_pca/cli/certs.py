@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from mpc_pca.cli.errors import errors_in_flag_terms
 from mpc_pca.cli.options import EXIT_INPUT
 from protocols.errors import InputValidationError
 
@@ -121,30 +122,34 @@ def certs_main(args: argparse.Namespace) -> int:
     """Run ``mpc-pca certs`` (any form); exit 3 with a message on refused input."""
     command = getattr(args, "certs_command", None)
     try:
-        if command is None:
-            return _one_shot(args)
-        if args.parties is not None:
-            args.certs_parser.error(f"--parties belongs to the one-shot form, not to `certs {command}`")
-        if command == "init-ca":
-            from protocols.transport.enrolment import init_ca
-
-            files = init_ca(args.out, days=args.days)
-            print(f"wrote {files['ca']} (give it to every party) and {files['ca.key']} (never ship it)")
-            return 0
-        if command == "request":
-            from protocols.transport.enrolment import make_request
-
-            files, fingerprint = make_request(args.party, args.out)
-            print(
-                f"wrote {files['key']} (your private key: keep it here) and {files['csr']} (send it to the CA)"
-            )
-            print(f"SHA-256 of your public key: {fingerprint}")
-            print("tell the CA this fingerprint over another channel; it checks it before signing")
-            return 0
-        return _sign(args)
+        with errors_in_flag_terms():
+            return _certs_command(args, command)
     except InputValidationError as exc:
         print(f"mpc-pca: error: {exc}", file=sys.stderr)
         return EXIT_INPUT
+
+
+def _certs_command(args: argparse.Namespace, command: str | None) -> int:
+    """One form of ``mpc-pca certs``: the one-shot CA, or the ``init-ca`` / ``request`` / ``sign`` steps."""
+    if command is None:
+        return _one_shot(args)
+    if args.parties is not None:
+        args.certs_parser.error(f"--parties belongs to the one-shot form, not to `certs {command}`")
+    if command == "init-ca":
+        from protocols.transport.enrolment import init_ca
+
+        files = init_ca(args.out, days=args.days)
+        print(f"wrote {files['ca']} (give it to every party) and {files['ca.key']} (never ship it)")
+        return 0
+    if command == "request":
+        from protocols.transport.enrolment import make_request
+
+        files, fingerprint = make_request(args.party, args.out)
+        print(f"wrote {files['key']} (your private key: keep it here) and {files['csr']} (send it to the CA)")
+        print(f"SHA-256 of your public key: {fingerprint}")
+        print("tell the CA this fingerprint over another channel; it checks it before signing")
+        return 0
+    return _sign(args)
 
 
 __all__ = ["add_certs_parser", "ask", "certs_main"]

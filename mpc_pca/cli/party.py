@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from mpc_pca.cli.errors import errors_in_flag_terms
 from mpc_pca.cli.options import (
     add_paillier_arguments,
     add_read_arguments,
@@ -411,5 +412,5 @@ def _party_guarded(args: argparse.Namespace) -> dict[str, Any]:
     """:func:`party_command` with its warnings printed once and its phases shown (unless ``-q``)."""
     from mpc_pca.cli.progress import phase_progress
 
-    with warnings_once(), phase_progress(enabled=not args.quiet):
+    with errors_in_flag_terms(), warnings_once(), phase_progress(enabled=not args.quiet):
         return party_command(args)

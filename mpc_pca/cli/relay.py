@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mpc_pca.cli.errors import errors_in_flag_terms
 from mpc_pca.cli.options import EXIT_INPUT, EXIT_PROTOCOL
 from mpc_pca.cli.party import add_verbosity, configure_logging
 from protocols.errors import InputValidationError, ProtocolError
@@ -123,7 +124,8 @@ def parse_parties(text: str) -> dict[str, int]:
 def relay_main(args: argparse.Namespace) -> int:
     configure_logging(args)
     try:
-        seen = relay_command(args)
+        with errors_in_flag_terms():
+            seen = relay_command(args)
     except InputValidationError as exc:
         print(f"mpc-pca: error: {exc}", file=sys.stderr)
         return EXIT_INPUT

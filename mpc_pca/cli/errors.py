@@ -1,0 +1,157 @@
+"""The command line's spelling of an error: library settings named as the flags that set them.
+
+Below :mod:`mpc_pca.cli` every message names a setting the way Python code
+passes it (``dropout_threshold=3``, ``backend='he'``, ``insecure=True``,
+``chunk_rows``). ``mpc-pca`` prints the same message with the flags a user of
+the command line types (``--dropout-threshold 3``, ``--backend he``,
+``--insecure``, ``--chunk-rows``). The table of flags is read from the parser
+itself, so a new flag needs no entry here.
+
+The rewriting is deliberately narrow, so that prose is never mangled:
+
+- ``name=VALUE`` becomes ``--flag VALUE`` for every flag's destination
+  ``name`` (a quoted VALUE loses its quotes when it has no blank);
+  ``name=True`` becomes ``--flag`` for an on/off flag, ``name=False`` becomes
+  ``--no-flag`` when the parser has it, and ``name=None`` becomes
+  ``no --flag``;
+- a bare ``name`` becomes ``--flag`` only when it holds an underscore
+  (``chunk_rows``, ``n_components``): a single word such as ``data`` or
+  ``model`` is ordinary English as often as it is a setting.
+
+A name inside quotes, after a dot or inside a longer identifier is left alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cache
+
+from protocols.errors import InputValidationError, ProtocolError
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One command-line flag: how it is typed, and whether it takes a value.
+
+    Attributes
+    ----------
+    spelling : str
+        The long option, e.g. ``--chunk-rows``.
+    negative : str or None
+        The ``--no-...`` form of an on/off flag that has one.
+    switch : bool
+        Whether the flag takes no value (``--insecure``).
+    """
+
+    spelling: str
+    negative: str | None = None
+    switch: bool = False
+
+
+def flag_table(parser: argparse.ArgumentParser) -> dict[str, Flag]:
+    """Every long flag of ``parser`` and its subcommands, by the destination it sets.
+
+    Examples
+    --------
+    >>> parser = argparse.ArgumentParser()
+    >>> _ = parser.add_argument("--chunk-rows", type=int)
+    >>> _ = parser.add_argument("--header", action=argparse.BooleanOptionalAction)
+    >>> table = flag_table(parser)
+    >>> table["chunk_rows"].spelling, table["header"].negative
+    ('--chunk-rows', '--no-header')
+    """
+    table: dict[str, Flag] = {}
+    for action in _actions(parser):
+        longs = [option for option in action.option_strings if option.startswith("--")]
+        if not longs or action.dest in table or action.dest == "help":
+            continue
+        negative = next((option for option in longs if option.startswith("--no-")), None)
+        positive = next((option for option in longs if not option.startswith("--no-")), longs[0])
+        table[action.dest] = Flag(positive, negative, switch=action.nargs == 0)
+    return table
+
+
+def _actions(parser: argparse.ArgumentParser) -> Iterator[argparse.Action]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                yield from _actions(child)
+        else:
+            yield action
+
+
+_VALUE = r"'[^']*'|\"[^\"]*\"|\[[^\]]*\]|\([^)]*\)|[^\s,;)\]]+"
+_BEFORE = r"(?<![\w.'\"-])"
+
+
+def in_flag_terms(text: str, table: Mapping[str, Flag]) -> str:
+    """``text`` with each setting it names spelled as the command-line flag that sets it.
+
+    Parameters
+    ----------
+    text : str
+        A message raised below :mod:`mpc_pca.cli`.
+    table : mapping of str to Flag
+        The flags by destination (:func:`flag_table`).
+
+    Examples
+    --------
+    >>> table = {"chunk_rows": Flag("--chunk-rows"), "backend": Flag("--backend"),
+    ...          "insecure": Flag("--insecure", switch=True), "header": Flag("--header", "--no-header", True)}
+    >>> in_flag_terms("chunk_rows=0 needs backend='he', insecure=True and header=False", table)
+    '--chunk-rows 0 needs --backend he, --insecure and --no-header'
+    >>> in_flag_terms("read it in chunks (chunk_rows) or pass the header; 'chunk_rows' stays", table)
+    "read it in chunks (--chunk-rows) or pass the header; 'chunk_rows' stays"
+    """
+    names = "|".join(sorted(map(re.escape, table), key=len, reverse=True))
+    if not names:
+        return text
+    assigned = re.compile(rf"{_BEFORE}\b({names})=({_VALUE})")
+    text = assigned.sub(lambda match: _assignment(table[match.group(1)], match.group(2)), text)
+    bare = "|".join(sorted((re.escape(name) for name in table if "_" in name), key=len, reverse=True))
+    if bare:
+        text = re.sub(rf"{_BEFORE}\b({bare})\b(?![=\w-])", lambda match: table[match.group(1)].spelling, text)
+    return text
+
+
+def _assignment(flag: Flag, value: str) -> str:
+    if value == "None":
+        return f"no {flag.spelling}"
+    if flag.switch and value in ("True", "False"):
+        if value == "True":
+            return flag.spelling
+        return flag.negative if flag.negative is not None else f"no {flag.spelling}"
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"" and value[1:-1] and " " not in value:
+        value = value[1:-1]
+    return f"{flag.spelling} {value}"
+
+
+@cache
+def _command_line_flags() -> Mapping[str, Flag]:
+    from mpc_pca.cli.app import build_parser
+
+    return flag_table(build_parser())
+
+
+def spell_as_flags(exc: BaseException) -> BaseException:
+    """Rewrite ``exc``'s message in flag terms, in place, and return it (its type and fields stay)."""
+    if exc.args and isinstance(exc.args[0], str):
+        exc.args = (in_flag_terms(exc.args[0], _command_line_flags()), *exc.args[1:])
+    return exc
+
+
+@contextmanager
+def errors_in_flag_terms() -> Iterator[None]:
+    """Re-raise a project error from the block with its message in flag terms (:func:`spell_as_flags`)."""
+    try:
+        yield
+    except (InputValidationError, ProtocolError) as exc:
+        spell_as_flags(exc)
+        raise
+
+
+__all__ = ["Flag", "errors_in_flag_terms", "flag_table", "in_flag_terms", "spell_as_flags"]
