@@ -17,6 +17,9 @@ runners, dp, flags
     ``run``'s runners of a protocol object (threads or local processes, and
     the fields only this harness can compute); the DP options; the one table
     of the protocols' flags.
+errors
+    Every command's errors in flag terms: a library message's ``chunk_rows=0``
+    printed as ``--chunk-rows 0``, from the parser's own table.
 options
     Exit codes, the registry's per-protocol options checked and filled in,
     the data-reading options, checked and atomic output files.

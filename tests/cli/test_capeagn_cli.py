@@ -53,7 +53,7 @@ def test_capeagn_cli_mog_and_option_errors(capsys):
     ]
     assert main([*base, "--model", "mog", "--sigma", "0.08"]) == 0
     assert main([*base, "--model", "mog"]) == 3
-    assert "model='mog' needs sigma" in capsys.readouterr().err
+    assert "--model mog needs sigma" in capsys.readouterr().err
     assert main(["run", "--protocol", "capepca", "--data", "builtin:iris", "--model", "mog"]) == 3
     assert "--model does not apply to protocol 'capepca'" in capsys.readouterr().err
     assert main([*base, "--budget-split", "1.5", "--model", "mog", "--sigma", "0.08"]) == 3
