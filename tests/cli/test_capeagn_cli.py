@@ -57,7 +57,7 @@ def test_capeagn_cli_mog_and_option_errors(capsys):
     assert main(["run", "--protocol", "capepca", "--data", "builtin:iris", "--model", "mog"]) == 3
     assert "--model does not apply to protocol 'capepca'" in capsys.readouterr().err
     assert main([*base, "--budget-split", "1.5", "--model", "mog", "--sigma", "0.08"]) == 3
-    assert "budget_split=1.5 must lie strictly between 0 and 1" in capsys.readouterr().err
+    assert "--budget-split 1.5 must lie strictly between 0 and 1" in capsys.readouterr().err
 
 
 def test_synthetic_specs():

@@ -84,11 +84,11 @@ def test_cli_input_errors_are_clear_and_exit_3(tmp_path, capsys):
     assert main(["run", "--protocol", "pppca-ss", "--data", str(tmp_path / "missing.csv")]) == 3
     assert "does not exist" in capsys.readouterr().err
     assert main(["run", "--protocol", "pppca-ss", "--data", "builtin:iris", "--parties", "0"]) == 3
-    assert "parties=0" in capsys.readouterr().err
+    assert "--parties 0 is out of range" in capsys.readouterr().err
     assert main(["run", "--protocol", "pppca-ss", "--data", "builtin:iris", "--backend", "rot13"]) == 3
     assert "unknown backend 'rot13'" in capsys.readouterr().err
     assert main(["run", "--protocol", "pppca-ss", "--data", "builtin:iris", "--timeout", "0"]) == 3
-    assert "timeout=0.0" in capsys.readouterr().err
+    assert "--timeout 0.0 is invalid" in capsys.readouterr().err
     assert main(["run", "--protocol", "pppca-he", "--data", "builtin:iris", "--backend", "additive"]) == 3
     assert "pppca-he uses the paillier backend" in capsys.readouterr().err
 
