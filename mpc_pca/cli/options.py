@@ -89,9 +89,10 @@ def add_paillier_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help=f"paillier backend: how encrypting parties make Paillier's randomness (default "
         f"{DEFAULT_PAILLIER_RANDOMNESS}: a table of powers of one n-th residue with full-length exponents, "
-        "no assumption beyond the fixed-base setting; fixed-base-short: half-length exponents, faster, "
+        "DCR alone as textbook r^n; fixed-base-short: half-length exponents, faster, "
         "adds the short-exponent assumption; offline: textbook r^n computed as a stock before encrypting; "
-        "standard: textbook r^n while encrypting)",
+        "standard: textbook r^n while encrypting, the default of the Python API's PaillierBackend() "
+        "and PPPCA(backend='paillier'))",
     )
     parser.add_argument(
         "--paillier-workers",

@@ -121,6 +121,47 @@ def parse_parties(text: str) -> dict[str, int]:
     return check_layout({name: rank for rank, name in enumerate(names)}, RELAY_NAME)
 
 
+def summary_lines(parties: dict[str, int], forwarded: dict[str, int]) -> list[str]:
+    """What the relay prints when the run ends: the total, then the bytes of every pair that sent any.
+
+    Parameters
+    ----------
+    parties : dict of str to int
+        Every party's name and rank.
+    forwarded : dict of str to int
+        Bytes forwarded per ``"src->dst"`` pair (what :func:`relay_command` returns).
+
+    Returns
+    -------
+    list of str
+        ``relay done: W parties, N bytes forwarded``, then one line per pair in
+        rank order of sender, then receiver (``  provider0 -> server  12,345 bytes``),
+        pair names and byte counts aligned.
+
+    Examples
+    --------
+    >>> print("\\n".join(summary_lines({"a": 0, "b": 1}, {"b->a": 7, "a->b": 1200})))
+    relay done: 2 parties, 1,207 bytes forwarded
+      a -> b  1,200 bytes
+      b -> a      7 bytes
+    """
+    pairs = sorted(
+        (tuple(key.split("->", 1)) for key in forwarded),
+        key=lambda pair: (parties.get(pair[0], len(parties)), parties.get(pair[1], len(parties)), pair),
+    )
+    total = sum(forwarded.values())
+    lines = [f"relay done: {len(parties)} parties, {total:,} bytes forwarded"]
+    labels = [f"{src} -> {dst}" for src, dst in pairs]
+    counts = [f"{forwarded[f'{src}->{dst}']:,}" for src, dst in pairs]
+    label_width = max(map(len, labels), default=0)
+    count_width = max(map(len, counts), default=0)
+    lines += [
+        f"  {label:<{label_width}}  {count:>{count_width}} bytes"
+        for label, count in zip(labels, counts, strict=True)
+    ]
+    return lines
+
+
 def relay_main(args: argparse.Namespace) -> int:
     configure_logging(args)
     try:
@@ -132,11 +173,10 @@ def relay_main(args: argparse.Namespace) -> int:
     except ProtocolError as exc:
         print(f"mpc-pca: error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_PROTOCOL
-    total = sum(seen["forwarded_bytes"].values())
-    print(f"relay done: {len(seen['parties'])} parties, {total:,} bytes forwarded")
+    print("\n".join(summary_lines(seen["parties"], seen["forwarded_bytes"])))
     for text in seen["refused"]:
         print(f"relay refused: {text}")
     return EXIT_PROTOCOL if seen["refused"] else 0
 
 
-__all__ = ["add_relay_parser", "parse_parties", "relay_command", "relay_main"]
+__all__ = ["add_relay_parser", "parse_parties", "relay_command", "relay_main", "summary_lines"]

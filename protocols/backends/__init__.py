@@ -56,7 +56,7 @@ BACKEND_NAMES: tuple[str, ...] = tuple(_BACKENDS)
 
 #: How an encrypting party of the ``paillier`` backend makes its obfuscators (``--paillier-randomness``):
 #:
-#: ``fixed-base`` (default)
+#: ``fixed-base`` (:data:`DEFAULT_PAILLIER_RANDOMNESS`: the command line's and the protocols' settings' default)
 #:     ``h_s^a`` from a table of powers of one ``n``-th residue per party
 #:     (:mod:`protocols.paillier.precompute`), with full-length exponents of
 #:     ``log2(n) + 128`` bits: ``h_s^a`` is within ``2^-128`` of a uniform element
@@ -70,6 +70,10 @@ BACKEND_NAMES: tuple[str, ...] = tuple(_BACKENDS)
 #: ``standard``
 #:     Textbook ``r^n`` computed while encrypting.
 PAILLIER_RANDOMNESS: tuple[str, ...] = ("fixed-base", "fixed-base-short", "offline", "standard")
+#: The randomness of ``mpc-pca run``/``party`` and of a protocol's ``paillier_randomness=None`` setting.
+#: A backend object built without options (``PaillierBackend()``, ``make_backend("paillier")``,
+#: ``PPPCA(backend="paillier")``) stays ``standard``; ``make_backend("paillier", **paillier_options())``
+#: is this default (docs/tutorials/ss-vs-paillier.md states both; both rest on DCR alone).
 DEFAULT_PAILLIER_RANDOMNESS = "fixed-base"
 #: Bits beyond ``log2(n)`` of a ``fixed-base`` exponent (statistical distance ``2^-128``).
 FULL_EXPONENT_SLACK = 128

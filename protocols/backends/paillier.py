@@ -97,7 +97,9 @@ class PaillierBackend(SecureSumBackend):
         Opt-in fast randomness: fixed-base ``h_s^a`` with an exponent of half
         ``n``'s length (:mod:`protocols.paillier.precompute`). ~15x faster
         encryption, but rests on a short-exponent assumption beyond DCR. The
-        default is textbook ``r^n``.
+        default is textbook ``r^n`` (``standard``); the command line's default
+        is ``fixed-base``, full-length exponents (DCR alone):
+        ``make_backend("paillier", **paillier_options())`` builds that one.
     workers : int, optional
         Default: the CPUs this process may use (``os.sched_getaffinity``).
         Cores each party uses to encrypt (and the receiver to decrypt) large

@@ -18,6 +18,9 @@ from tests.helpers.markdown_blocks import README, ROOT, block, pages
 
 README_LIMIT = 8192
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)")
+#: A section named in prose rather than linked: "the README's *Set up and run*" (the docs site cannot link
+#: the README, which is outside it); issue 38: "the README's *Enrolment* section" named none.
+PROSE_SECTION = re.compile(r"\b(README|[\w./-]+\.md)'s\s+\*([^*]+)\*")
 
 
 def test_readme_is_at_most_8_kb():
@@ -120,6 +123,32 @@ def test_every_relative_link_resolves():
                 broken.append(f"{page.relative_to(ROOT)}: {link} (no such heading)")
     assert checked > 50, checked
     assert not broken, "\n".join(broken)
+
+
+def prose_sections(page: Path) -> list[tuple[str, str]]:
+    """The (page, heading) pairs ``page`` names in prose, outside code blocks and code spans."""
+    text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+    text = re.sub(r"`[^`\n]*`", "", text)
+    return PROSE_SECTION.findall(text)
+
+
+def test_every_section_named_in_prose_exists():
+    """The link check above reads Markdown links only; a section named in words is checked here."""
+    missing = []
+    for page in pages():
+        for target, heading in prose_sections(page):
+            path = README if target == "README" else (page.parent / target).resolve()
+            if not path.exists() or slug(heading) not in anchors(path):
+                missing.append(f"{page.relative_to(ROOT)}: {target}'s *{heading}* (no such section)")
+    assert not missing, "\n".join(missing)
+
+
+def test_the_prose_section_check_can_fail(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("# Title\n\nsee the README's *Enrolment* section and page.md's *Title*\n")
+    assert prose_sections(page) == [("README", "Enrolment"), ("page.md", "Title")]
+    assert slug("Enrolment") not in anchors(README)
+    assert slug("Set up and run") in anchors(README)
 
 
 def test_the_link_check_can_fail(tmp_path):

@@ -131,6 +131,12 @@ def test_the_howto_runs_on_one_machine_as_written(tmp_path):
             cwd=tmp_path, env=child_environment(), capture_output=True, text=True, timeout=300,
         )  # fmt: skip
         assert done.returncode == 0, (block, done.stdout[-2000:], done.stderr[-3000:])
+    # the relay's per-pair summary (issue 38): the page's relay-summary pairs, in its order (bytes vary a little)
+    shown = [
+        line.rsplit(None, 2)[0] for line in page_of("relay-summary").text.splitlines()[1:] if line.strip()
+    ]
+    printed = [line.rsplit(None, 2)[0] for line in done.stdout.splitlines() if line.startswith("  ")]
+    assert printed == shown and "relay done: 5 parties, " in done.stdout, done.stdout
     server = json.loads((tmp_path / "server.json").read_text())
     wine = load_wine().data  # every provider of the page reads all of wine: the pooled PCA is wine's
     centred = wine - wine.mean(axis=0)
