@@ -224,8 +224,6 @@ def run_command(args: argparse.Namespace) -> dict[str, Any]:
         "feature_names": list(data.names),
         "n_components": args.n_components,
     }
-    if row_bound is not None:
-        result["row_bound"] = row_bound
     result["transport"] = getattr(
         args, "transport", "inprocess"
     )  # as typed: "torch" is an alias of "processes"
