@@ -17,6 +17,10 @@ runners, dp, flags
     ``run``'s runners of a protocol object (threads or local processes, and
     the fields only this harness can compute); the DP options; the one table
     of the protocols' flags.
+privacy, row_bound
+    The ``private`` and ``privacy_leaks`` fields of every DP release (``run``
+    and each ``party`` that holds one) and the summary's privacy lines;
+    ``--row-bound``, each site's division of its rows by a public bound.
 options
     Exit codes, the registry's per-protocol options checked and filled in,
     the data-reading options, checked and atomic output files.
