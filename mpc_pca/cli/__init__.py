@@ -20,6 +20,10 @@ runners, dp, flags
 errors
     Every command's errors in flag terms: a library message's ``chunk_rows=0``
     printed as ``--chunk-rows 0``, from the parser's own table.
+privacy, row_bound
+    The ``private`` and ``privacy_leaks`` fields of every DP release (``run``
+    and each ``party`` that holds one) and the summary's privacy lines;
+    ``--row-bound``, each site's division of its rows by a public bound.
 options
     Exit codes, the registry's per-protocol options checked and filled in,
     the data-reading options, checked and atomic output files.

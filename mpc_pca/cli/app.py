@@ -34,7 +34,9 @@ from mpc_pca.cli.options import (
     warnings_once,
 )
 from mpc_pca.cli.party import add_party_parser, add_verbosity, configure_logging, party_main
+from mpc_pca.cli.privacy import holds_dp_release, privacy_fields, privacy_summary
 from mpc_pca.cli.relay import add_relay_parser, relay_main
+from mpc_pca.cli.row_bound import check_row_bound, divide_rows
 from mpc_pca.cli.studies import add_study_parsers, report_command, study_command
 from mpc_pca.data.datasets import builtin_names
 from mpc_pca.data.inputs import ProviderData, expand_specs, provider_data
@@ -180,6 +182,7 @@ def run_command(args: argparse.Namespace) -> dict[str, Any]:
     protocol = entry(args.protocol)
     args.protocol = protocol.name  # the registry's spelling from here on (PPPCA-SS -> pppca-ss)
     check_protocol_options(args, protocol)
+    row_bound = check_row_bound(args, protocol)
     require_backend(args.backend)
     transport = getattr(args, "transport", "inprocess")
     transport = "processes" if transport == "torch" else transport
@@ -211,7 +214,7 @@ def run_command(args: argparse.Namespace) -> dict[str, Any]:
     )
     for note in data.notes:
         print(f"mpc-pca: {note}", file=sys.stderr)
-    parts = data.parts
+    parts = [divide_rows(part, row_bound) for part in data.parts]  # a public constant: as each site would
     result = {
         "protocol": args.protocol,
         "data": data.sources[0] if len(data.sources) == 1 else data.sources,
@@ -259,8 +262,7 @@ def summarize(result: dict[str, Any]) -> str:
         f"holding {result['part_rows']} rows, {result['n_features']} features",
     ]
     if "epsilon" in result:
-        private = "" if result.get("private", True) else " (NOT private: see the warnings)"
-        lines.append(f"privacy: epsilon={result['epsilon']}, delta={result.get('delta')}{private}")
+        lines.extend(privacy_summary(result))
     ratio = result.get("explained_variance_ratio")
     if "weights" in result and "explained_variance" not in result:
         lines.append("weights: " + ", ".join(f"{w:.4f}" for w in result["weights"]))
@@ -316,12 +318,9 @@ def _run_main(args: argparse.Namespace) -> int:
 
     with warnings_once() as leaks, phase_progress(enabled=not args.quiet):
         result = run_command(args)
-    if "epsilon" in result:  # a DP protocol: say whether the release is private, and if not why
-        reasons = list(leaks)
-        if result["epsilon"] is None:
-            reasons.append(f"protocol {result['protocol']} adds no noise: it is not differentially private")
-        result["private"] = not reasons
-        result["privacy_leaks"] = reasons
+    protocol = entry(result["protocol"])
+    if holds_dp_release(protocol, result):  # say whether the release is private, and if not why
+        result.update(privacy_fields(protocol, leaks))
     projection = result.pop("_projection", None)
     data = result.pop("_data")
     print(summarize(result))

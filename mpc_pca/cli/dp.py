@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from mpc_pca.cli.row_bound import add_row_bound_argument
 from mpc_pca.dp.metrics import captured_energy_ratio, second_moment
 from mpc_pca.row_norms import clip_rows
 
@@ -111,6 +112,7 @@ def add_dp_arguments(run: argparse.ArgumentParser) -> None:
         help="enforce row norm <= 1: clip (per row, default), error, or scale (centre and divide by the "
         "pooled max row norm, as the papers do; NOT private)",
     )
+    add_row_bound_argument(dp)
 
 
 def _clipped(parts: list[np.ndarray]) -> list[np.ndarray]:

@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from mpc_pca.cli.errors import errors_in_flag_terms
 from mpc_pca.cli.options import (
     add_paillier_arguments,
@@ -26,6 +28,8 @@ from mpc_pca.cli.options import (
     read_options,
     warnings_once,
 )
+from mpc_pca.cli.privacy import holds_dp_release, privacy_fields
+from mpc_pca.cli.row_bound import check_row_bound, divide_rows
 from mpc_pca.files import write_atomic
 from protocols.errors import InputValidationError
 from protocols.runtime.exits import run_or_exit
@@ -351,6 +355,7 @@ def party_command(args: argparse.Namespace, env: Mapping[str, str] | None = None
             )
         args.noise_seed = args.seed
     check_protocol_options(args, protocol)
+    row_bound = check_row_bound(args, protocol)
     require_backend(args.backend)
     check_output(args.output, "--output", party_inputs(args), args.force)
     deployment = protocol
@@ -385,12 +390,26 @@ def party_command(args: argparse.Namespace, env: Mapping[str, str] | None = None
             args.data, read_options(args), args.chunk_rows, args.dask_scheduler, args.connect_timeout
         )
     )
-    if args.noise_seed is not None:
-        warn_privacy_leaks(random_state=args.noise_seed)
+    if row_bound is not None and data is not None:
+        data = bounded_rows(data, row_bound)
+    if "epsilon" in protocol.options or args.noise_seed is not None:
+        warn_privacy_leaks(epsilon=args.epsilon, random_state=args.noise_seed)
     spec = PartySpec(
         args.protocol, name, n_providers, links, data, settings_of(args, protocol), noise_seed=args.noise_seed
     )
     return run_party(spec, deployment=deployment)
+
+
+def bounded_rows(source: Any, bound: float) -> Any:
+    """``--row-bound``: this party's rows, read whole and divided by the public ``bound`` (notes on stderr)."""
+    from mpc_pca.deploy.spec import ArraySource, load_rows
+
+    rows = load_rows(source)
+    if rows is None:  # pragma: no cover - a FileSource always has rows
+        return source
+    for note in rows.notes:
+        print(f"mpc-pca: {note}", file=sys.stderr)
+    return ArraySource(divide_rows(np.asarray(rows.values), bound), rows.names)
 
 
 def party_main(args: argparse.Namespace) -> int:
@@ -411,6 +430,14 @@ def party_main(args: argparse.Namespace) -> int:
 def _party_guarded(args: argparse.Namespace) -> dict[str, Any]:
     """:func:`party_command` with its warnings printed once and its phases shown (unless ``-q``)."""
     from mpc_pca.cli.progress import phase_progress
+    from mpc_pca.registry import entry
+    from mpc_pca.validation import warn_privacy_leaks
 
-    with errors_in_flag_terms(), warnings_once(), phase_progress(enabled=not args.quiet):
-        return party_command(args)
+    with errors_in_flag_terms(), warnings_once() as leaks, phase_progress(enabled=not args.quiet):
+        result = party_command(args)
+        if result.get("n_samples") is not None and result.get("delta") is not None:
+            warn_privacy_leaks(delta=result["delta"], n_samples=result["n_samples"])
+    protocol = entry(result["protocol"])
+    if holds_dp_release(protocol, result):  # as mpc-pca run says it, for the parties that hold the release
+        result.update(privacy_fields(protocol, leaks))
+    return result

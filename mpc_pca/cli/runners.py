@@ -78,6 +78,8 @@ def harness_fields(
         result.update({key: value for key, value in given.items() if key in result})
     if "row_norm" in result:
         result["row_norm"] = args.row_norm
+    if getattr(args, "row_bound", None) is not None:  # each site divided its rows by this public bound
+        result["row_bound"] = float(args.row_bound)
     if "captured_energy_ratio" in protocol.result_fields:
         # Computed by this harness, which holds every part; no party of the run could compute it.
         from mpc_pca.cli.dp import energy_ratio_of

@@ -93,8 +93,15 @@ class CapePCA(DPSubspaceMixin, ProtocolEstimator):
         ``"paper"``, ``sqrt(2S / (S + 1))`` times it under ``"joint"``.
     effective_epsilon_ : float
         ``epsilon`` of every site against the aggregator's joint view (same
-        ``delta``): ``epsilon`` under ``"joint"``,
-        ``epsilon sqrt(2S / (S + 1))`` under ``"paper"``.
+        ``delta``): ``epsilon`` under ``"joint"``; under ``"paper"``
+        ``epsilon sqrt(2S / (S + 1))`` with ``noise_calibration="classical"``,
+        and with ``"analytic"`` (the default) the analytic-Gaussian ``epsilon``
+        of noise ``sqrt(2S / (S + 1))`` times smaller, slightly larger (1.171
+        rather than 1.155 for ``S = 2``, ``epsilon = 1``, ``delta = 1e-5``).
+        This is what the fit charges the accountant (``accountant_``); a zCDP
+        accountant's ``spent_epsilon`` then converts the charge's ``rho`` at
+        its own ``delta``, which gives more than this figure after one fit
+        (:attr:`~protocols.dp.accounting.PrivacyAccountant.spent_epsilon`).
     n_samples_, n_features_in_, n_components_ : int
     report_ : dict
         Per-role bytes, messages, rounds and seconds.

@@ -127,7 +127,17 @@ class PrivacyAccountant:
     # -- what has been spent -----------------------------------------------------------
     @property
     def spent_epsilon(self) -> float:
-        """``epsilon`` spent so far under this accountant's composition rule."""
+        """``epsilon`` spent so far under this accountant's composition rule.
+
+        Under ``"zcdp"`` this is the total ``rho`` converted at the **budget's**
+        ``delta``, ``rho + 2 sqrt(rho ln(1/delta))``, so after one run it is
+        larger than that run's own ``epsilon``: a ``(1, 1e-6)`` Gaussian run
+        (``rho = 0.028``) under a budget with ``delta = 1e-5`` shows
+        ``1.164``. The conversion is looser than one Gaussian release's own
+        calibration, and tighter than basic composition from the second run
+        on (two such runs: ``1.662``, not ``2``). :attr:`spent_budget` keeps
+        every run's own ``(epsilon, delta)``.
+        """
         if self.composition == "basic":
             return sum(c.epsilon for c in self.charges)
         return self._zcdp_epsilon(self.spent_rho)
