@@ -146,5 +146,7 @@ def test_party_started_with_other_settings_is_reported_by_everyone(tmp_path, win
     codes = {name: outcome.returncode for name, outcome in outcomes.items()}
     assert set(codes.values()) <= {EXIT_INPUT, EXIT_PROTOCOL} and EXIT_INPUT in codes.values(), codes
     for outcome in outcomes.values():
-        assert "disagree on --n-components" in outcome.error_line() and "'provider2': 3" in outcome.error_line()
+        assert (
+            "disagree on --n-components" in outcome.error_line() and "'provider2': 3" in outcome.error_line()
+        )
     assert not outputs["server"].exists()
