@@ -28,8 +28,9 @@ options
     Exit codes, the registry's per-protocol options checked and filled in,
     the data-reading options, checked and atomic output files.
 progress
-    Phase progress on stderr for ``run`` and ``party`` commands longer than
-    a few seconds (one line per phase, or one line rewritten on a terminal).
+    Progress on stderr for ``run`` and ``party``: the first line at once
+    (what starts, where a party joins), then one line per phase (or one
+    line rewritten on a terminal).
 plot
     ``mpc-pca plot``: scree plot and the projected rows by provider.
 studies

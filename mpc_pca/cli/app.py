@@ -316,7 +316,8 @@ def _guarded(command: Callable[[], int]) -> int:
 def _run_main(args: argparse.Namespace) -> int:
     from mpc_pca.cli.progress import phase_progress
 
-    with warnings_once() as leaks, phase_progress(enabled=not args.quiet):
+    started = f"{args.protocol}: reading the data and starting the parties ({args.transport})"
+    with warnings_once() as leaks, phase_progress(enabled=not args.quiet, first_line=started):
         result = run_command(args)
     protocol = entry(result["protocol"])
     if holds_dp_release(protocol, result):  # say whether the release is private, and if not why

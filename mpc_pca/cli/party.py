@@ -14,7 +14,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -333,8 +333,16 @@ def party_inputs(args: argparse.Namespace) -> list[str]:
     return files
 
 
-def party_command(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Execute ``mpc-pca party``: parse the arguments into a :class:`~mpc_pca.deploy.PartySpec` and run it."""
+def party_command(
+    args: argparse.Namespace,
+    env: Mapping[str, str] | None = None,
+    announce: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Execute ``mpc-pca party``: parse the arguments into a :class:`~mpc_pca.deploy.PartySpec` and run it.
+
+    ``announce`` (the progress report's first line) is told, before any link is
+    set up, which party this is and where it joins the run.
+    """
     from mpc_pca.cli.options import DASK_INSTALL, check_protocol_options, require_backend, require_installed
     from mpc_pca.cli.runners import settings_of
     from mpc_pca.deploy import FileSource, LinkOptions, PartySpec, run_party
@@ -397,6 +405,8 @@ def party_command(args: argparse.Namespace, env: Mapping[str, str] | None = None
     spec = PartySpec(
         args.protocol, name, n_providers, links, data, settings_of(args, protocol), noise_seed=args.noise_seed
     )
+    if announce is not None:
+        announce(f"{name} of {args.protocol}: joining the run {_joining_where(args, master)}")
     return run_party(spec, deployment=deployment)
 
 
@@ -410,6 +420,16 @@ def bounded_rows(source: Any, bound: float) -> Any:
     for note in rows.notes:
         print(f"mpc-pca: {note}", file=sys.stderr)
     return ArraySource(divide_rows(np.asarray(rows.values), bound), rows.names)
+
+
+def _joining_where(args: argparse.Namespace, master: str) -> str:
+    """Where this party meets the others: its relay, its peers file or the rendezvous (hosted by rank 0 or not)."""
+    if args.relay is not None:
+        return f"through the relay at {master}"
+    if args.peers is not None:
+        return f"with the addresses in {args.peers}"
+    host = "an external rendezvous" if args.external_rendezvous else "the rendezvous hosted by rank 0"
+    return f"at {host} ({master})"
 
 
 def party_main(args: argparse.Namespace) -> int:
@@ -433,8 +453,8 @@ def _party_guarded(args: argparse.Namespace) -> dict[str, Any]:
     from mpc_pca.registry import entry
     from mpc_pca.validation import warn_privacy_leaks
 
-    with errors_in_flag_terms(), warnings_once() as leaks, phase_progress(enabled=not args.quiet):
-        result = party_command(args)
+    with errors_in_flag_terms(), warnings_once() as leaks, phase_progress(enabled=not args.quiet) as progress:
+        result = party_command(args, announce=None if progress is None else progress.announce)
         if result.get("n_samples") is not None and result.get("delta") is not None:
             warn_privacy_leaks(delta=result["delta"], n_samples=result["n_samples"])
     protocol = entry(result["protocol"])

@@ -7,7 +7,10 @@ Every role announces its phases (``mean secure sum``, ``Gram secure sum``,
 during ``mpc-pca run`` (parties in this process) and ``mpc-pca party`` (this
 party) without changing what the log shows (``-v`` still adds them to the
 log), and says on stderr which phase is running, once the command has run for
-:data:`QUIET_SECONDS` seconds. A quicker command prints nothing.
+:data:`QUIET_SECONDS` seconds. Before any phase, the command's first line
+(what it starts, e.g. ``pppca-ss, 3 providers, in-process``) is written at
+once, so that a run is never silent while it reads its data, generates keys
+or waits for the other parties (:meth:`PhaseProgress.announce`).
 
 Iterative phases (the secure eigensolver's subspace or ladder iterations)
 also report each step (:meth:`protocols.party.Party.iteration`, DEBUG
@@ -38,8 +41,8 @@ from typing import TextIO
 
 from protocols.party import ITERATION, PHASE_STARTED
 
-#: Seconds a command runs before its progress is shown.
-QUIET_SECONDS = 3.0
+#: Seconds a command runs before its phases are shown (its first line is shown at once).
+QUIET_SECONDS = 1.0
 #: Seconds between two rewrites of the progress line on a terminal.
 TICK_SECONDS = 1.0
 #: Characters of the iteration bar on a terminal.
@@ -80,6 +83,18 @@ class PhaseProgress:
         self.visible = False
         self.line_open = False
         self.lock = threading.Lock()
+
+    def announce(self, text: str) -> None:
+        """Write ``text`` now, quiet time or not: what the command starts, before its first phase."""
+        with self.lock:
+            elapsed = self.clock() - self.start
+            if self.tty:
+                self.stream.write(f"\r\x1b[Kmpc-pca: {elapsed:5.1f} s: {text}")
+                self.line_open = True
+            else:
+                self.stream.write(f"mpc-pca: progress: {elapsed:.1f} s: {text}\n")
+            self.stream.flush()
+            self.visible = True
 
     def started(self, label: str) -> None:
         """A party started phase ``label``; report it if the command is past its quiet time."""
@@ -162,6 +177,7 @@ def phase_progress(
     stream: TextIO | None = None,
     tty: bool | None = None,
     quiet_seconds: float = QUIET_SECONDS,
+    first_line: str | None = None,
 ) -> Iterator[PhaseProgress | None]:
     """Report the phases of the roles run inside the block (module notes); nothing if not ``enabled``.
 
@@ -174,7 +190,9 @@ def phase_progress(
     tty : bool, optional
         Terminal or line mode (default: whether ``stream`` is a TTY).
     quiet_seconds : float, default=:data:`QUIET_SECONDS`
-        Nothing is written before this many seconds.
+        No phase is written before this many seconds.
+    first_line : str, optional
+        Written at once (:meth:`PhaseProgress.announce`): what the command starts.
     """
     if not enabled:
         yield None
@@ -182,6 +200,8 @@ def phase_progress(
     out = sys.stderr if stream is None else stream
     terminal = bool(getattr(out, "isatty", lambda: False)()) if tty is None else tty
     progress = PhaseProgress(out, terminal, quiet_seconds)
+    if first_line is not None:
+        progress.announce(first_line)
     logger = logging.getLogger(PROTOCOL_LOGGER)
     level = logger.level
     watch = _Watch(progress, logger.getEffectiveLevel())

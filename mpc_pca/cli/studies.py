@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,11 @@ def add_study_parsers(sub: Any) -> None:
     report.add_argument("dir", type=Path, help="folder written by `mpc-pca study`")
 
 
+def say_now(text: str) -> None:
+    """One progress line on stderr, written at once (a study or report is otherwise silent for a while)."""
+    print(f"mpc-pca: progress: {text}", file=sys.stderr, flush=True)
+
+
 def study_command(args: argparse.Namespace) -> int:
     """Execute ``mpc-pca study``."""
     from mpc_pca.studies.framework import default_out_dir, run_study
@@ -78,6 +84,9 @@ def study_command(args: argparse.Namespace) -> int:
         raise InputValidationError("--option applies to one study; give its name instead of 'all'")
     out = args.out if args.out is not None else default_out_dir()
     for study in studies:
+        if not args.no_progress:
+            size = "quick size" if args.quick else "full size"
+            say_now(f"study {study.name} ({size}): measuring its points into {out}")
         summary = run_study(study, out, quick=args.quick, options=options, progress=not args.no_progress)
         print(
             f"{study.name}: measured {summary.measured}, kept {summary.skipped} stored points, "
@@ -98,7 +107,7 @@ def report_command(args: argparse.Namespace) -> int:
     from mpc_pca.studies.report import write_report
 
     require_installed("mpc-pca report", ("matplotlib",), STUDIES_INSTALL)  # it redraws the plots
-
+    say_now(f"report: reading the results in {args.dir} and redrawing their plots")
     md, html = write_report(args.dir)
     print(f"wrote {md} and {html}")
     return 0

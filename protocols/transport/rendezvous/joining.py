@@ -27,6 +27,10 @@ from protocols.transport.rendezvous.messages import (
 from protocols.transport.tls import AuthenticationError
 
 log = logging.getLogger("mpc_pca.transport")
+#: Seconds one TCP connection attempt may take. A host that drops the attempt (a firewall, a dead
+#: machine) is then reported after this long, not at the end of the join window; the next attempt
+#: sends a fresh SYN.
+CONNECT_ATTEMPT_SECONDS = 2.0
 
 
 def dial(
@@ -67,7 +71,9 @@ def dial(
     while True:
         remaining = deadline - time.monotonic()
         try:
-            sock = socket.create_connection(address, timeout=max(0.1, remaining))
+            sock = socket.create_connection(
+                address, timeout=max(0.1, min(remaining, CONNECT_ATTEMPT_SECONDS))
+            )
         except OSError as exc:
             hint = "" if unreachable is None else f"; {unreachable}"
             if not retry_unreachable or time.monotonic() >= deadline:
