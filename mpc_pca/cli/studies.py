@@ -53,6 +53,34 @@ def say_now(text: str) -> None:
     print(f"mpc-pca: progress: {text}", file=sys.stderr, flush=True)
 
 
+def _list_studies() -> None:
+    """``mpc-pca study --list``: every study, what it reproduces and its options."""
+    from mpc_pca.studies.registry import load_study, study_table
+
+    for name in study_table():
+        study = load_study(name)
+        print(f"{name:18s} {study.summary}")
+        for item in study.reproduces:
+            print(f"{'':18s}   reproduces {item}")
+        if not study.reproduces:
+            print(f"{'':18s}   this project's own study (no paper figure)")
+        for key, text in study.options.items():
+            print(f"{'':18s}   --option {key}=...  {text}")
+
+
+def _study_options(items: list[str], n_studies: int) -> dict[str, str]:
+    """The ``--option KEY=VALUE`` pairs as a mapping; refused when malformed or given for several studies."""
+    options = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InputValidationError(f"--option {item!r} is not KEY=VALUE")
+        options[key] = value
+    if options and n_studies > 1:
+        raise InputValidationError("--option applies to one study; give its name instead of 'all'")
+    return options
+
+
 def study_command(args: argparse.Namespace) -> int:
     """Execute ``mpc-pca study``."""
     from mpc_pca.studies.framework import default_out_dir, run_study
@@ -61,27 +89,12 @@ def study_command(args: argparse.Namespace) -> int:
     if args.list or args.name is None:
         if not args.list:
             raise InputValidationError("give a study name or --list")
-        for name in study_table():
-            study = load_study(name)
-            print(f"{name:18s} {study.summary}")
-            for item in study.reproduces:
-                print(f"{'':18s}   reproduces {item}")
-            if not study.reproduces:
-                print(f"{'':18s}   this project's own study (no paper figure)")
-            for key, text in study.options.items():
-                print(f"{'':18s}   --option {key}=...  {text}")
+        _list_studies()
         return 0
     names = list(study_table()) if args.name == "all" else [args.name]
     studies = [load_study(name) for name in names]
     require_installed("mpc-pca study", ("matplotlib",), STUDIES_INSTALL)  # its plots, drawn after the points
-    options = {}
-    for item in args.option:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise InputValidationError(f"--option {item!r} is not KEY=VALUE")
-        options[key] = value
-    if options and len(studies) > 1:
-        raise InputValidationError("--option applies to one study; give its name instead of 'all'")
+    options = _study_options(args.option, len(studies))
     out = args.out if args.out is not None else default_out_dir()
     for study in studies:
         if not args.no_progress:
