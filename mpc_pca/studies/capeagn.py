@@ -188,7 +188,8 @@ def tables(records: list[Record]) -> list[Table]:
 
 #: capeAGN's two calibrations as settings (both replace-one, delta 1e-5: only the noise scale differs).
 CALIBRATIONS = {
-    "paper": Setting("paper", "paper's calibration, pooled-data noise at the aggregator", "replace-one", DELTA,
+    "paper": Setting("paper", "paper's calibration, pooled-data noise at the aggregator; analytic Gaussian sigma: "
+                     "this project's choice, not the paper's formula", "replace-one", DELTA,
                      "paper"),
     "sound": Setting("sound", "joint calibration, the aggregator's joint view (epsilon, delta)-DP per site",
                      "replace-one", DELTA, "joint"),
