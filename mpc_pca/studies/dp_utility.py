@@ -196,17 +196,13 @@ def _factories(
     raise InputValidationError(f"unknown part {part!r}")
 
 
-def measure(point: Point) -> dict[str, Any]:
-    """``q / q_o`` of every method over ``reps`` random draws of the rows and of the noise."""
-    from mpc_pca.dp.metrics import captured_energy_ratio, second_moment
-
-    quick = bool(point.get("quick"))
-    pool, k = _pool(point["dataset"], quick)
+def _parameters(point: Point, n_rows: int, k: int) -> tuple[int, int, float, float, int]:
+    """The point's sites S, samples per site N_s, epsilon, delta and R: the figure's defaults, its axis swept."""
     part, axis, value = point["part"], point["axis"], point["value"]
-    d = _defaults(point["dataset"], quick)
-    s, n_s, eps, delta, r, neighbour = d["s"], d["n_s"], d["epsilon"], d["delta"], 2 * k, "add-remove"
+    d = _defaults(point["dataset"], bool(point.get("quick")))
+    s, n_s, eps, delta, r = d["s"], d["n_s"], d["epsilon"], d["delta"], 2 * k
     if part == "icassp2016":
-        s, n_s, delta = 4, pool.shape[0] // 4, 0.1  # ICASSP 2016 Fig. 1(a): synthetic, delta 0.1
+        s, n_s, delta = 4, n_rows // 4, 0.1  # ICASSP 2016 Fig. 1(a): synthetic, delta 0.1
         eps = 1.0  # Fig. 2's fixed epsilon (the Fig. 1 sweep overrides it)
         if axis == "n":
             n_s = int(value) // s
@@ -220,6 +216,21 @@ def measure(point: Point) -> dict[str, Any]:
         r = round(float(value) * k)
     elif axis == "delta":
         delta = float(value)
+    return s, n_s, eps, delta, r
+
+
+def measure(point: Point) -> dict[str, Any]:
+    """``q / q_o`` of every method over ``reps`` random draws of the rows and of the noise.
+
+    Every setting on the same rows: the paper's neighbours and delta with
+    analytic noise (``ratios``), the sound settings (``ratios_sound``) and, for
+    ICASSP 2018 at epsilon < 1, the paper's formula (``ratios_formula``).
+    """
+    from mpc_pca.dp.metrics import captured_energy_ratio, second_moment
+
+    pool, k = _pool(point["dataset"], bool(point.get("quick")))
+    part, axis, neighbour = point["part"], point["axis"], "add-remove"
+    s, n_s, eps, delta, r = _parameters(point, pool.shape[0], k)
     r = min(r, pool.shape[1])
     factories = _factories(part, k, r, eps, delta, neighbour)
     sound = settings()["sound"]
@@ -268,7 +279,11 @@ def _both_settings(
     series: dict[str, list[tuple[float, Sequence[float]]]] = {}
     styles: dict[str, dict[str, Any]] = {}
     suffix = {"paper": "", "formula": ", paper's formula", "sound": ", sound settings"}
-    restyle = {"paper": dict, "formula": formula_style, "sound": sound_style}
+    restyle: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+        "paper": dict,
+        "formula": formula_style,
+        "sound": sound_style,
+    }
     for name, key in RATIOS.items():
         for m, pts in ratio_series(records, part, dataset, axis, key).items():
             label = f"{LABELS[m]}{suffix[name]}"
@@ -335,7 +350,7 @@ def _icassp2018_figure(plt: Any, records: list[Record], ds: str) -> Any:
         f"ICASSP 2018 distributed DP PCA, {ds} (D={first['D']}, K={first['K']}): captured energy of the "
         f"private subspace; defaults S={_defaults(ds, bool(first.get('quick')))['s']}, "
         f"eps=0.5, R=2K\nfilled markers: paper's neighbours and delta (add/remove, delta 0.01) with analytic "
-        f"Gaussian noise (this project's choice); crosses, dotted: paper's formula (classical Gaussian, eps < 1); "
+        f"Gaussian noise (this project's choice)\ncrosses, dotted: paper's formula (classical Gaussian, eps < 1); "
         f"hollow markers, dashed: sound settings (replace-one, delta 1e-5)"
     )
     legend_outside(fig, flat, ncol=3)
@@ -406,7 +421,8 @@ def _part(part: str) -> Any:
 STUDY = Study(
     name="icassp2018",
     summary="ICASSP 2018 Figs. 1 (a-l) and 2: DPdisPCA, q_full, local, pooled AG and capePCA (JSTSP 2018) "
-    "vs epsilon, N_s, S, R/K, delta; 'distributed beats local' with the paper's and this project's settings",
+    "vs epsilon, N_s, S, R/K, delta; 'distributed beats local' with the paper's formula, the paper's neighbours and "
+    "delta with analytic noise, and the sound settings",
     points=_part("icassp2018"),
     measure=measure,
     plot=plot,
