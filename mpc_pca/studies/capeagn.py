@@ -242,6 +242,6 @@ STUDY = Study(
         f"mean errors within a {POOLED_MARGIN:.0%} margin."
     ),
     reproduces=(
-        "JSTSP 2018: capeAGN (Figs. 5-6, recovery error vs epsilon and N; paper's and joint calibration)",
+        "JSTSP 2018: capeAGN (Figs. 5-6, recovery error vs epsilon and N; paper's calibration with analytic noise, and joint calibration)",
     ),
 )

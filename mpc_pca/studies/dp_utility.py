@@ -453,7 +453,8 @@ STUDY = Study(
 ICASSP2016_STUDY = Study(
     name="icassp2016-fig1",
     summary="ICASSP 2016 Figs. 1-2: captured energy vs epsilon and vs samples n of AG, PPM, PPCA and SN "
-    "(retracted: not DP), orderings per epsilon, paper's and sound settings",
+    "(retracted: not DP), orderings per epsilon beside the pooled ones, the paper's neighbours and delta (analytic "
+    "noise, this project's choice) and the sound settings",
     points=_part("icassp2016"),
     measure=measure,
     plot=plot,

@@ -461,5 +461,7 @@ FIG4_STUDY = Study(
         "(DPDPCA's true sensitivity, the chain's replace-one bound) on the same rows. 10 repetitions (quick 3). "
         "Verdicts, one per setting: paired sign test and 90 % bootstrap equivalence (10 % margin) at alpha 0.05."
     ),
-    reproduces=("DSC 2018: Fig. 4 (SVM F1 vs samples per owner; paper's and sound settings)",),
+    reproduces=(
+        "DSC 2018: Fig. 4 (SVM F1 vs samples per owner; paper's sensitivity 1 with analytic noise, and sound settings)",
+    ),
 )
