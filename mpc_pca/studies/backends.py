@@ -422,7 +422,7 @@ STUDY = Study(
         "d = 13: scikit-learn's Wine (178 x 13), the bundled stand-in for the paper's Wine Quality; d = 100, 300: "
         f"synthetic 3000 x d. k = {N_COMPONENTS}. In-process: providers, server and consumer as threads, "
         "Paillier key generation included in every HE fit. Processes: `launch_local`, every party a Python "
-        "process on loopback over TLS 1.3 socket links (CrypTen: plain gloo, --insecure); wall time includes "
+        "process on loopback over TLS 1.3 socket links (CrypTen: plain gloo, insecure=True); wall time includes "
         "interpreter start-up and the throw-away certificates, protocol "
         "seconds are the slowest party's own clock. CrypTen needs processes, so it appears only there; Paillier "
         "precompute/workers options are in-process only (the process launcher takes backend names). Each point "

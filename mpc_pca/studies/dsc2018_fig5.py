@@ -1,7 +1,8 @@
 """Study ``dsc2018-fig5`` of Wang & Chang (IEEE DSC 2018): DPDPCA's captured variance vs epsilon.
 
 Captured variance vs epsilon, ``delta = 1/N`` (§V-B.3, Fig. 5), with the
-paper's calibration (sensitivity 1) and this project's sound one (the centred
+paper's sensitivity 1 (with this project's analytic Gaussian noise, not the
+paper's classical formula) and this project's sound calibration (the centred
 scatter's true sensitivity) in one plot. Figs. 3 and 4, and what the three
 share, are in :mod:`mpc_pca.studies.dsc2018`.
 """
@@ -21,7 +22,7 @@ from mpc_pca.studies.settings import Setting, per_setting
 from mpc_pca.studies.verdicts import equivalent
 
 FIG5_CALIBRATIONS = {
-    "paper": "paper's calibration (sensitivity 1)",
+    "paper": "paper's sensitivity 1, analytic noise (this project's choice, not the paper's formula)",
     "sensitivity": "sound calibration (true sensitivity)",
 }
 

@@ -5,7 +5,7 @@ parameters with a unique ``key``), a function that measures one point, and
 functions that turn the stored records into plots, tables and claims.
 :func:`run_study` measures the points that are not yet stored in the output
 folder and appends each result to ``<name>.jsonl`` (``<name>_quick.jsonl`` for
-``--quick``) as soon as it is measured, so a stopped run keeps what it
+the quick size) as soon as it is measured, so a stopped run keeps what it
 measured and a rerun resumes where it stopped.
 
 Writing a new study (and registering it in one line in
@@ -39,6 +39,10 @@ Point = dict[str, Any]
 Record = dict[str, Any]
 
 
+#: How a verdict is printed.
+VERDICT_WORDS = {True: "REPRODUCED", False: "NOT reproduced", None: "UNDECIDED"}
+
+
 @dataclass(frozen=True)
 class Claim:
     """One claim of a paper (or of this project) and whether the data reproduced it.
@@ -60,6 +64,12 @@ class Claim:
         claim (:meth:`at_quick_size`): ``reproduced`` is then ``None`` and the
         sentence says "QUICK SIZE: NOT DECIDED" instead of a verdict that could
         flip between two quick runs.
+    per_value : tuple of (float, bool or None)
+        For a verdict over a sweep (pooled, or "at every value"): the verdict
+        at each swept value, printed beside the overall one so that a failure
+        at some values is not hidden by the pool (:meth:`sentence`).
+    per_axis : str
+        The swept quantity of ``per_value`` (e.g. ``"epsilon"``).
     """
 
     source: str
@@ -67,13 +77,31 @@ class Claim:
     reproduced: bool | None
     evidence: str
     quick_size: bool = False
+    per_value: tuple[tuple[float, bool | None], ...] = ()
+    per_axis: str = ""
 
     def sentence(self) -> str:
-        """The claim and its verdict as one sentence."""
+        """The claim and its verdict as one sentence (a pooled verdict with its per-value verdicts beside it)."""
         if self.quick_size:
             return f"QUICK SIZE: NOT DECIDED — {self.source}: {self.text} ({self.evidence})"
-        verdict = {True: "REPRODUCED", False: "NOT reproduced", None: "UNDECIDED"}
-        return f"{verdict[self.reproduced]} — {self.source}: {self.text} ({self.evidence})"
+        verdict = VERDICT_WORDS[self.reproduced]
+        if self.per_value:
+            per = ", ".join(f"{x:g} {VERDICT_WORDS[v]}" for x, v in self.per_value)
+            verdict = f"{verdict} overall; per {self.per_axis}: {per}"
+        return f"{verdict} — {self.source}: {self.text} ({self.evidence})"
+
+    def as_json(self) -> dict[str, Any]:
+        """The claim as a JSON-ready dict, its per-value verdicts beside the pooled one."""
+        return {
+            "source": self.source,
+            "text": self.text,
+            "reproduced": None if self.quick_size else self.reproduced,
+            "quick_size": self.quick_size,
+            "evidence": self.evidence,
+            "per_axis": self.per_axis or None,
+            "per_value": [{"value": x, "reproduced": v} for x, v in self.per_value],
+            "sentence": self.sentence(),
+        }
 
     def at_quick_size(self, why: str) -> Claim:
         """This claim labelled "quick size: not decided", its numbers kept as evidence.
@@ -112,8 +140,8 @@ class Study:
         One line: what is measured, and which paper figure or table it reproduces.
     points : callable
         ``points(quick, options) -> list of dict``; every dict has a unique
-        ``"key"``; ``options`` are the ``--option KEY=VALUE`` pairs of the
-        command line. The order is the order of measurement.
+        ``"key"``; ``options`` maps each study option key to its value as
+        strings (the command line passes them as ``KEY=VALUE`` pairs). The order is the order of measurement.
     measure : callable
         ``measure(point) -> dict``: the measurement of one point (JSON-ready).
     plot : callable, optional
@@ -123,11 +151,11 @@ class Study:
     description : str
         Longer text for the report (methods, data, stand-ins).
     options : dict of str to str
-        The ``--option`` keys the study understands, with their help text.
+        The option keys the study understands (keys of ``options``), with their help text.
     reproduces : tuple of str
         The paper tables and figures the study reproduces, each ``"PAPER: item"``
         (e.g. ``"AAAI 2020: Table 3"``); empty for this project's own studies.
-        ``mpc-pca study --list`` and the report's index are built from them.
+        The list of studies ``mpc-pca study`` prints and the report's index are built from them.
     """
 
     name: str

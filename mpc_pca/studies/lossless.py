@@ -62,7 +62,7 @@ def n_components_for(d: int) -> int:
 def _datasets(quick: bool, options: dict[str, str]) -> dict[str, Dataset]:
     if "csv" in options:
         if "target" not in options:
-            raise DataUnavailableError("--option csv=PATH needs --option target=COLUMN")
+            raise DataUnavailableError("study option csv=PATH needs study option target=COLUMN")
         ds = csv_dataset(
             options["csv"], options["target"], options.get("task", "regression"), options.get("name", "csv")
         )

@@ -5,7 +5,7 @@ the in-process link model (:mod:`protocols.testing.link_model`): delayed
 by RTT/2 and serialised at its sender's uplink bandwidth. Connection set-up
 (TCP, TLS, rendezvous, agreement), which threads do not do, is added as
 :data:`~protocols.testing.link_model.SETUP_ROUND_TRIPS` round trips (an
-estimate; ``--option setup_rtt=N`` changes it). Each protocol is also run
+estimate; study option ``setup_rtt=N`` changes it). Each protocol is also run
 once with no network at all (its compute), so every point gets the model's
 decomposition ``compute + depth x RTT/2 + bytes / bandwidth + set-up``
 (depth: the longest chain of messages)
@@ -38,7 +38,7 @@ STUDY = Study(
         "3 providers + server (+ consumer; capePCA: aggregator + noise generator; DPDPCA: proxy + user) as threads; "
         "every message delayed by RTT/2 and serialised at its sender's uplink (protocols.testing.link_model). "
         "Full size: 30,000 rows x d = 100 (spiked Gaussian: 5 directions of variance 10 to 6 over a unit bulk, random mean, seed 28, rows scaled to norm <= 1), k = 5, 2 "
-        "repeats per point (3 for each protocol's compute, the decomposition's base); DPDPCA at d = 20 (--option dpdpca_d), measured with no network and extrapolated. Quick: 600 x "
+        "repeats per point (3 for each protocol's compute, the decomposition's base); DPDPCA at d = 20 (study option dpdpca_d), measured with no network and extrapolated. Quick: 600 x "
         "10, RTT 0 and 100 ms, 100 Mbit/s, three protocols (shares, HE, components), 1 repeat. One BLAS thread per "
         "party. Set-up is added as stated round trips (6, the set-up's accounting: rendezvous 3, links 2.5, "
         "announcements 0.5; issue 28 measured 13.6 with the mesh of then); the socket check measures it. Socket check: every party a process over TLS with "

@@ -73,9 +73,9 @@ def _number(options: dict[str, str], key: str, default: float, low: float) -> fl
     try:
         value = float(options[key])
     except ValueError:
-        raise InputValidationError(f"--option {key}={options[key]!r} is not a number") from None
+        raise InputValidationError(f"study option {key}={options[key]!r} is not a number") from None
     if not low <= value < float("inf"):
-        raise InputValidationError(f"--option {key}={value:g} must be >= {low:g} and finite")
+        raise InputValidationError(f"study option {key}={value:g} must be >= {low:g} and finite")
     return value
 
 

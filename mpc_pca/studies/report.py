@@ -1,9 +1,11 @@
-"""``mpc-pca report DIR``: REPORT.md and REPORT.html from the JSON Lines results in DIR.
+"""``mpc-pca report DIR``: REPORT.md, REPORT.html and CLAIMS.json from the JSON Lines results in DIR.
 
 The report is built from the stored records only: each study's tables (beside
 the papers' numbers), its plots (redrawn from the records), the machine it
 ran on (with the load average, since the cores may be shared) and one
-sentence per claim whose verdict is computed from the records.
+sentence per claim whose verdict is computed from the records. CLAIMS.json
+holds the same verdicts per study, a pooled verdict with the verdict at each
+swept value beside it (:meth:`~mpc_pca.studies.framework.Claim.as_json`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mpc_pca.studies.framework import Table, load_records, meta_path, results_path
+from mpc_pca.studies.framework import Table, load_records, meta_path, results_path, write_json_atomic
 from mpc_pca.studies.registry import load_study, study_table
 from protocols.errors import InputValidationError
 
@@ -191,8 +193,20 @@ def to_html(blocks: list[Block], folder: Path) -> str:
     return "\n".join(out)
 
 
+def claims_json(folder: Path, found: list[tuple[str, bool]]) -> dict[str, list[dict[str, Any]]]:
+    """Every study's claims as JSON (:meth:`Claim.as_json`), keyed ``NAME`` or ``NAME (quick size)``."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for name, quick in found:
+        study = load_study(name)
+        if study.claims is None:
+            continue
+        records = load_records(results_path(folder, name, quick))
+        out[f"{name}{' (quick size)' if quick else ''}"] = [c.as_json() for c in study.claims(records)]
+    return out
+
+
 def write_report(folder: Path) -> tuple[Path, Path]:
-    """Write ``REPORT.md`` and ``REPORT.html`` (plots embedded) into ``folder``."""
+    """Write ``REPORT.md``, ``REPORT.html`` (plots embedded) and ``CLAIMS.json`` into ``folder``."""
     folder = Path(folder).resolve()
     found = _found_results(folder)
     if not found:
@@ -214,4 +228,5 @@ def write_report(folder: Path) -> tuple[Path, Path]:
     htm = folder / "REPORT.html"
     md.write_text(to_markdown(blocks, folder))
     htm.write_text(to_html(blocks, folder))
+    write_json_atomic(folder / "CLAIMS.json", claims_json(folder, found))
     return md, htm

@@ -1,5 +1,13 @@
 """The papers' privacy settings beside this project's sound ones: one definition for every DP study.
 
+Every setting is labelled by what it is. The papers size their Gaussian noise
+by the classical formula ``sigma = Delta sqrt(2 ln(1.25/delta)) / epsilon``;
+this project uses the analytic Gaussian calibration (Balle & Wang 2018) unless
+told otherwise, which gives less noise at the same ``(epsilon, delta)``. A
+setting is called "paper's formula" only when it uses the classical formula
+(:func:`paper_formula`); the paper's neighbours and delta with analytic noise
+are labelled as such (:data:`ANALYTIC`, "this project's choice").
+
 The differentially private papers calibrate their noise in ways this project
 does not use by default: ICASSP 2016 / 2018 and the JSTSP 2018 paper take
 add/remove neighbours (sensitivity ``1/N``) and large deltas (0.1, 0.01);
@@ -21,6 +29,10 @@ from mpc_pca.studies.framework import Claim
 
 #: The project's default delta (the papers use 0.1, 0.01 or 1/N).
 SOUND_DELTA = 1e-5
+#: How the labels name the analytic Gaussian noise of a setting that keeps the paper's neighbours and delta.
+ANALYTIC = "analytic Gaussian noise: this project's choice, not the paper's formula"
+#: The papers' classical Gaussian formula, as the labels print it.
+CLASSICAL = "classical Gaussian sigma = Delta sqrt(2 ln(1.25/delta)) / epsilon"
 
 
 @dataclass(frozen=True)
@@ -29,8 +41,10 @@ class Setting:
 
     Attributes
     ----------
-    name : {"paper", "sound"}
-        Key in the records.
+    name : {"formula", "paper", "sound"}
+        Key of the setting: ``"formula"`` the paper's formula (classical
+        Gaussian), ``"paper"`` the paper's neighbours and delta with this
+        project's noise, ``"sound"`` this project's settings.
     label : str
         For plot legends and claim texts.
     neighbour : {"add-remove", "replace-one"}
@@ -40,6 +54,9 @@ class Setting:
     calibration : str
         Estimator-specific calibration name (DPDPCA: ``"paper"`` or
         ``"sensitivity"``; capePCA / capeAGN: ``"paper"`` or ``"joint"``).
+    noise : {"analytic", "classical"}
+        The Gaussian noise formula handed to the estimators
+        (``noise_calibration``).
     """
 
     name: str
@@ -47,6 +64,7 @@ class Setting:
     neighbour: str
     delta: float | None
     calibration: str
+    noise: str = "analytic"
 
     def delta_or(self, paper_delta: float) -> float:
         """This setting's delta, the figure's own ``paper_delta`` if the setting keeps it."""
@@ -59,7 +77,10 @@ def settings(
     paper_calibration: str = "paper",
     sound_calibration: str = "sensitivity",
 ) -> dict[str, Setting]:
-    """The paper's setting (add/remove, the paper's delta) and the sound one (replace-one, delta 1e-5).
+    """The paper's neighbours and delta with analytic noise, and the sound setting (replace-one, delta 1e-5).
+
+    Neither is the paper's formula: both use the analytic Gaussian noise,
+    and the first one's label says so (:data:`ANALYTIC`).
 
     Parameters
     ----------
@@ -71,7 +92,10 @@ def settings(
     """
     shown = "" if paper_delta is None else f", delta {paper_delta:g}"
     return {
-        "paper": Setting("paper", f"paper's settings (add/remove{shown})", "add-remove", None, paper_calibration),
+        "paper": Setting(
+            "paper", f"paper's neighbours and delta (add/remove{shown}), {ANALYTIC}", "add-remove", None,
+            paper_calibration,
+        ),
         "sound": Setting(
             "sound", f"sound settings (replace-one, delta {SOUND_DELTA:g})", "replace-one", SOUND_DELTA,
             sound_calibration,
@@ -79,14 +103,35 @@ def settings(
     }  # fmt: skip
 
 
+def paper_formula(*, paper_delta: float | None = None, calibration: str = "paper") -> Setting:
+    """The paper's formula: add/remove neighbours, the paper's delta and the classical Gaussian noise.
+
+    The classical formula's proof needs ``epsilon < 1`` and the estimators
+    refuse it above; a study measures this setting only there.
+    """
+    shown = "" if paper_delta is None else f", delta {paper_delta:g}"
+    return Setting(
+        "formula",
+        f"paper's formula (add/remove{shown}, {CLASSICAL})",
+        "add-remove",
+        None,
+        calibration,
+        "classical",
+    )
+
+
 def per_setting(
-    make: Callable[[Setting], Claim | Sequence[Claim] | None], chosen: dict[str, Setting], why: str
+    make: Callable[[Setting], Claim | Sequence[Claim] | None],
+    chosen: dict[str, Setting],
+    why: str,
+    why_formula: str = "",
 ) -> list[Claim]:
     """Every claim once per setting, its text tagged with the setting; the sound ones' evidence ends with ``why``.
 
     ``make(setting)`` builds the claim (or claims) from that setting's
     records, ``None`` when the records hold nothing for it. ``why`` is the one
-    sentence on why the two settings can differ.
+    sentence on why the paper's and the sound settings can differ;
+    ``why_formula`` (if given) ends the evidence of the paper's-formula ones.
     """
     out = []
     for setting in chosen.values():
@@ -95,6 +140,8 @@ def per_setting(
             tagged = replace(claim, text=f"{claim.text} [{setting.label}]")
             if setting.name == "sound":
                 tagged = replace(tagged, evidence=f"{tagged.evidence}. Why the settings differ: {why}")
+            elif setting.name == "formula" and why_formula:
+                tagged = replace(tagged, evidence=f"{tagged.evidence}. The paper's formula: {why_formula}")
             out.append(tagged)
     return out
 
@@ -102,3 +149,8 @@ def per_setting(
 def sound_style(style: dict[str, Any]) -> dict[str, Any]:
     """The plot style of a method's sound-setting curve: its paper colour, dashed, hollow markers."""
     return {**style, "linestyle": (0, (4, 2)), "markerfacecolor": "none", "alpha": 0.8}
+
+
+def formula_style(style: dict[str, Any]) -> dict[str, Any]:
+    """The plot style of a method's paper's-formula curve: its colour, dotted, cross markers."""
+    return {**style, "linestyle": (0, (1, 1.5)), "marker": "x", "alpha": 0.9}

@@ -18,8 +18,13 @@ Verdicts rest on quantities that shared-core load moves far less than
 absolute seconds, each against a practical margin so that two runs of the
 same size agree (:mod:`mpc_pca.studies.verdicts`):
 
-* HE slower than SS: the 90 % bootstrap CI of the ratio of mean protocol
-  seconds HE/SS lies above 1 + :data:`MARGIN` at every number of parties;
+* HE slower than SS by more than :data:`MARGIN` (10 %): judged first on the
+  paper's own Table 3 (HE/SS 3.16 / 2.91 = 1.09 at 2 parties, 3.23 / 3.22 =
+  1.00 at 3), where it does not hold, so the paper's numbers do not support
+  it (:func:`paper_ratios`); then, labelled as this project's measurement,
+  on this implementation: the 90 % bootstrap CI of the ratio of mean
+  protocol seconds HE/SS lies above 1 + :data:`MARGIN` at every number of
+  parties;
 * SS grows with the parties: the median over rounds of the per-party growth
   (slope of log seconds on parties) has its 90 % CI above
   :data:`GROWTH_MARGIN` (the paper's SS column grows 8.4 % per party);
@@ -173,12 +178,14 @@ def tables(records: list[Record]) -> list[Table]:
     for m in sorted(set(cells["ss"]) | set(cells["he"])):
         med = {b: {w: float(np.median(cells[b][m][w])) for w in ("protocol", "startup")} for b in BACKENDS}
         paper = [PAPER_TABLE3[b].get(m) for b in BACKENDS]
+        paper_ratio = paper_ratios().get(m)
         rows.append([str(m), *["-" if p is None else f"{p:.2f}" for p in paper],
+                     "-" if paper_ratio is None else f"{paper_ratio:.2f}",
                      *[f"{med[b][w]:.3f}" for b in BACKENDS for w in ("protocol", "startup")],
                      f"{med['he']['protocol'] / med['ss']['protocol']:.2f}", str(len(cells["ss"][m]["protocol"]))])  # fmt: skip
     return [Table("AAAI 2020 Table 3 (seconds) beside this run (medians over rounds)",
-                  ["parties", "paper SS", "paper HE", "SS protocol s", "SS start-up s", "HE protocol s",
-                   "HE start-up s", "HE/SS protocol", "rounds"], rows,
+                  ["parties", "paper SS", "paper HE", "paper HE/SS", "SS protocol s", "SS start-up s",
+                   "HE protocol s", "HE start-up s", "HE/SS protocol (this run)", "rounds"], rows,
                   note="The paper's seconds are wall times on its machine with its own implementation; compare "
                   "shapes and ratios, not absolute values.")]  # fmt: skip
 
@@ -189,18 +196,47 @@ def _paper_growth(backend: str) -> float:
     return float((paper[hi] / paper[lo]) ** (1 / (hi - lo)) - 1)
 
 
+def paper_ratios() -> dict[int, float]:
+    """HE/SS seconds of the paper's own Table 3, per number of parties with both cells (2: 1.09, 3: 1.00)."""
+    return {m: PAPER_TABLE3["he"][m] / PAPER_TABLE3["ss"][m] for m in sorted(PAPER_TABLE3["he"])}
+
+
+def paper_numbers_claim(measured: dict[int, float]) -> Claim:
+    """ "HE slower than SS by more than :data:`MARGIN`" judged on the paper's own ratios; ours beside, labelled."""
+    ratios = paper_ratios()
+    holds = all(r > 1 + MARGIN for r in ratios.values())
+    ours = ", ".join(f"{r:.2f} at {m} parties" for m, r in sorted(measured.items())) or "not measured"
+    return Claim(
+        "AAAI 2020, Table 3",
+        f"HE takes more time than SS at every number of parties, by more than {MARGIN:.0%}, judged on the "
+        "paper's own numbers",
+        holds,
+        "paper's HE/SS (its Table 3): "
+        + ", ".join(f"{r:.2f} at {m} parties" for m, r in ratios.items())
+        + f" (the 4-party HE cell is missing); {sum(r > 1 + MARGIN for r in ratios.values())} of "
+        f"{len(ratios)} above {1 + MARGIN:g}, so the paper's own numbers {'show' if holds else 'do not show'} it. This project's "
+        f"measured HE/SS (ratio of mean protocol seconds, its own implementation): {ours}",
+    )
+
+
 def claims(records: list[Record]) -> list[Claim]:
-    """HE slower than SS at every number of parties (ratio CI); SS grows and HE stays flat (margin tests)."""
+    """HE slower than SS by > 10 % on the paper's numbers and on ours; SS grows and HE stays flat (margin tests)."""
     src = "AAAI 2020, Table 3"
     if not records:
-        return [Claim(src, "HE is slower than SS", None, "not measured")]
+        return [paper_numbers_claim({}), Claim(f"{src}, this project's measurement", "HE is slower than SS", None,
+                                               "not measured")]  # fmt: skip
     cells = by_parties(records)
+    both = [m for m in sorted(cells["ss"]) if m in cells["he"]]
     per = {m: ratio_above(cells["he"][m]["protocol"], cells["ss"][m]["protocol"], threshold=1 + MARGIN,
-                          alpha=ALPHA, seed=m) for m in sorted(cells["ss"]) if m in cells["he"]}  # fmt: skip
+                          alpha=ALPHA, seed=m) for m in both}  # fmt: skip
+    measured = {
+        m: float(np.mean(cells["he"][m]["protocol"]) / np.mean(cells["ss"][m]["protocol"])) for m in both
+    }
     slower: bool | None = (False if any(v.holds is False for v in per.values())
                            else (True if all(v.holds for v in per.values()) else None))  # fmt: skip
-    out = [Claim(src, f"HE takes more protocol time than SS at every number of parties, by more than "
-                      f"{MARGIN:.0%} (paper: HE/SS {3.16 / 2.91:.2f} at 2 parties, {3.23 / 3.22:.2f} at 3)",
+    out = [Claim(f"{src}, this project's measurement", f"this project's HE takes more protocol time than its SS "
+                 f"at every number of parties, by more than {MARGIN:.0%} (measured here; the paper's own HE/SS "
+                 f"are {', '.join(f'{r:.2f}' for r in paper_ratios().values())})",
                  slower, "; ".join(f"{m} parties: {v.evidence}" for m, v in per.items()))]  # fmt: skip
     paper = {b: ", ".join(f"{PAPER_TABLE3[b][m]:.2f}" for m in sorted(PAPER_TABLE3[b])) for b in BACKENDS}
     xs, rounds = _rounds(records, "ss")
@@ -216,7 +252,7 @@ def claims(records: list[Record]) -> list[Claim]:
     if any(r.get("quick") for r in records):
         why = f"{len(records)} round(s) of {xs} parties; the full size runs {ROUNDS} rounds of 2-4 parties"
         out = [c.at_quick_size(why) for c in out]
-    return out
+    return [paper_numbers_claim(measured), *out]
 
 
 STUDY = Study(
@@ -232,7 +268,9 @@ STUDY = Study(
         f"Synthetic 4898 x 11 table (Wine Quality's size; quick 1000 rows, 2-3 parties, 1 round), k={N_COMPONENTS}, "
         f"every party its own process via `launch_local` over TLS 1.3 loopback links, 2048-bit Paillier for HE; "
         f"{ROUNDS} rounds, each running the 6 (backend, parties) pairs once in an order rotated from round to "
-        f"round. Verdicts: 90 % bootstrap CI of HE/SS mean protocol seconds above {1 + MARGIN:g} at every point "
+        f"round. 'HE slower than SS by more than {MARGIN:.0%}' is judged on the paper's own Table 3 (HE/SS 1.09 "
+        f"and 1.00: not shown by the paper's numbers) and, labelled as this project's measurement, on this run. "
+        f"Verdicts: 90 % bootstrap CI of HE/SS mean protocol seconds above {1 + MARGIN:g} at every point "
         f"(alpha {ALPHA} one-sided); growth with parties as the median over rounds of the per-party growth of "
         f"protocol seconds (log-linear slope within a round), its 90 % bootstrap CI against a practical margin "
         f"of {GROWTH_MARGIN:.0%} per party for SS (above: grows; below: no growth of that size; across: "
