@@ -15,7 +15,8 @@ report counts
 
 Nothing is timed; the numbers depend only on the code's call structure, so
 they compare layouts (``python tools/trace_party_path.py`` before and after a
-change). ``--list`` prints the files in order of first entry.
+change). ``--list`` prints the files in order of first entry, each with
+the number of moves into it.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -43,6 +45,7 @@ class PathTrace:
         self.order: list[str] = []
         self.moves = 0
         self.re_entries = 0
+        self.entries: Counter[str] = Counter()
         self.done = False
 
     def hook(self, frame: FrameType, event: str, arg: Any) -> None:
@@ -63,6 +66,7 @@ class PathTrace:
         if caller == callee or not caller.startswith(PACKAGES):
             return
         self.moves += 1
+        self.entries[callee] += 1
         if callee in self.order:
             self.re_entries += 1
         else:
@@ -130,7 +134,9 @@ def trace(n_providers: int = 3) -> tuple[PathTrace, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--providers", type=int, default=3)
-    parser.add_argument("--list", action="store_true", help="print the files in order of first entry")
+    parser.add_argument(
+        "--list", action="store_true", help="print the files in order of first entry, each with its entries"
+    )
     args = parser.parse_args(argv)
     path, _ = trace(args.providers)
     if not path.done:
@@ -140,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(summary))
     if args.list:
         for name in path.order:
-            print(" ", os.path.relpath(name, ROOT))
+            print(f"  {path.entries[name]:4d}  {os.path.relpath(name, ROOT)}")
     return 0
 
 
