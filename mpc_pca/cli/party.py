@@ -329,6 +329,7 @@ def party_inputs(args: argparse.Namespace) -> list[str]:
     return files
 
 
+@errors_in_flag_terms()
 def party_command(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Execute ``mpc-pca party``: parse the arguments into a :class:`~mpc_pca.deploy.PartySpec` and run it."""
     from mpc_pca.cli.options import DASK_INSTALL, check_protocol_options, require_backend, require_installed
