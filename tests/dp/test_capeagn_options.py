@@ -49,5 +49,8 @@ def test_a_deployment_refuses_sigma_with_stm_in_its_own_settings():
         "n_components": 2,
         "row_norm": "clip",
     }
-    with pytest.raises(InputValidationError, match=r"sigma=0.1 applies to the mixture-of-Gaussians model \(model=\'mog\'\) only"):
+    with pytest.raises(
+        InputValidationError,
+        match=r"sigma=0.1 applies to the mixture-of-Gaussians model \(model=\'mog\'\) only",
+    ):
         agn_view("capeagn", settings)
