@@ -131,7 +131,8 @@ def _assignment(flag: Flag, value: str) -> str:
 
 
 @cache
-def _command_line_flags() -> Mapping[str, Flag]:
+def command_line_flags() -> Mapping[str, Flag]:
+    """The flags of ``mpc-pca`` and its subcommands (:func:`flag_table` of its parser), read once."""
     from mpc_pca.cli.app import build_parser
 
     return flag_table(build_parser())
@@ -140,7 +141,7 @@ def _command_line_flags() -> Mapping[str, Flag]:
 def spell_as_flags(exc: BaseException) -> BaseException:
     """Rewrite ``exc``'s message in flag terms, in place, and return it (its type and fields stay)."""
     if exc.args and isinstance(exc.args[0], str):
-        exc.args = (in_flag_terms(exc.args[0], _command_line_flags()), *exc.args[1:])
+        exc.args = (in_flag_terms(exc.args[0], command_line_flags()), *exc.args[1:])
     return exc
 
 
@@ -154,4 +155,11 @@ def errors_in_flag_terms() -> Iterator[None]:
         raise
 
 
-__all__ = ["Flag", "errors_in_flag_terms", "flag_table", "in_flag_terms", "spell_as_flags"]
+__all__ = [
+    "Flag",
+    "command_line_flags",
+    "errors_in_flag_terms",
+    "flag_table",
+    "in_flag_terms",
+    "spell_as_flags",
+]

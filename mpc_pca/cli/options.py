@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from mpc_pca.cli.errors import command_line_flags, in_flag_terms
 from mpc_pca.cli.flags import FLAGS, PRIVACY_DEFAULTS
 from mpc_pca.data.inputs import ReadOptions
 from mpc_pca.deployment import Deployment
@@ -248,7 +249,8 @@ def warnings_once() -> Iterator[list[str]]:
     """Record a command's warnings; when it ends, print each distinct one once as ``mpc-pca: warning: ...``.
 
     Python's own format (category, source file and line) is replaced by one
-    line per message on stderr, printed whether the command succeeds or fails.
+    line per message on stderr, printed whether the command succeeds or fails;
+    the settings it names are spelled as flags (:mod:`mpc_pca.cli.errors`).
 
     Yields
     ------
@@ -265,7 +267,7 @@ def warnings_once() -> Iterator[list[str]]:
         finally:
             seen: set[str] = set()
             for record in caught:
-                text = " ".join(str(record.message).split())
+                text = in_flag_terms(" ".join(str(record.message).split()), command_line_flags())
                 if text in seen:
                     continue
                 seen.add(text)

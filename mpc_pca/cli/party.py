@@ -333,6 +333,7 @@ def party_inputs(args: argparse.Namespace) -> list[str]:
     return files
 
 
+@errors_in_flag_terms()
 def party_command(
     args: argparse.Namespace,
     env: Mapping[str, str] | None = None,

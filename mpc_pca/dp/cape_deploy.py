@@ -176,7 +176,7 @@ class CapeDeployment(HoldersFirst):
         return lambda p: site_role(p, rows, cfg, rng)
 
     def result(self, party: str, config: CapeDeployConfig, output: Any) -> dict[str, Any]:
-        """The aggregator's model as ``run --protocol capepca`` writes it (but :data:`HARNESS_FIELDS`)."""
+        """The aggregator's model as ``mpc-pca run`` writes it for capepca (but :data:`HARNESS_FIELDS`)."""
         if party != AGGREGATOR:
             return {"components": np.asarray(output).tolist()} if party.startswith("provider") else {}
         model: CapeModel = output

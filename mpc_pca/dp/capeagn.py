@@ -107,7 +107,7 @@ def prepare_agn_parts(
     if model == "stm":
         if row_norm != "clip":  # the default; word counts are bounded by their length, not clipped
             raise InputValidationError(
-                f"row_norm={row_norm!r} (--row-norm) applies to model='mog' only; model='stm' rows are word "
+                f"row_norm={row_norm!r} applies to model='mog' only; model='stm' rows are word "
                 "counts, checked as such (leave row_norm at its default, clip)"
             )
         return [check_documents(arr, i) for i, arr in enumerate(arrays)], k

@@ -259,7 +259,7 @@ class CapeAGNDeployment(HoldersFirst):
         return lambda p: site_role(p, rows, cfg, rng)
 
     def result(self, party: str, config: AGNDeployConfig, output: Any) -> dict[str, Any]:
-        """The aggregator's model as ``run --protocol capeagn`` writes it (but :data:`HARNESS_FIELDS`)."""
+        """The aggregator's model as ``mpc-pca run`` writes it for capeagn (but :data:`HARNESS_FIELDS`)."""
         if party != AGGREGATOR:
             return {}
         model: AGNModel = output
@@ -292,7 +292,7 @@ def _row_norm(model: str, row_norm: Any) -> Any:
     """The row-norm policy, refused with ``stm`` unless the default: word counts are checked, not clipped."""
     if model == "stm" and row_norm not in (None, "clip"):
         raise InputValidationError(
-            f"row_norm={row_norm!r} (--row-norm) applies to model='mog' only; model='stm' rows are word "
+            f"row_norm={row_norm!r} applies to model='mog' only; model='stm' rows are word "
             "counts, checked as such"
         )
     return row_norm

@@ -255,7 +255,7 @@ class CuratorDeployment(HoldersFirst):
         return lambda p: provider_role(p, rows, cfg)
 
     def result(self, party: str, config: CuratorDeployConfig, output: Any) -> dict[str, Any]:
-        """The curator's release as ``run --protocol ag|pooled`` writes it (but :data:`HARNESS_FIELDS`)."""
+        """The curator's release as ``mpc-pca run`` writes it for ag|pooled (but :data:`HARNESS_FIELDS`)."""
         if party != CURATOR:
             return {"components": np.asarray(output).tolist()} if party.startswith("provider") else {}
         model: CuratorModel = output

@@ -230,7 +230,7 @@ class DisPCADeployment(HoldersFirst):
         return lambda p: site_role(p, rows, cfg, rng)
 
     def result(self, party: str, config: DisPCADeployConfig, output: Any) -> dict[str, Any]:
-        """The aggregator's model as ``run --protocol dispca[-full]`` writes it (but :data:`HARNESS_FIELDS`)."""
+        """The aggregator's model as ``mpc-pca run`` writes it for dispca[-full] (but :data:`HARNESS_FIELDS`)."""
         if party != AGGREGATOR:
             return {"components": output.components.tolist()} if party.startswith("provider") else {}
         model: DisPCAModel = output

@@ -249,7 +249,7 @@ class DPDPCADeployment(HoldersFirst):
         return lambda p: owner_role(p, rows, cfg)
 
     def result(self, party: str, config: DPDPCADeployConfig, output: Any) -> dict[str, Any]:
-        """The data user's model as ``run --protocol dpdpca`` writes it (but :data:`HARNESS_FIELDS`)."""
+        """The data user's model as ``mpc-pca run`` writes it for dpdpca (but :data:`HARNESS_FIELDS`)."""
         if party != USER:
             return {}
         model: DPDPCAModel = output

@@ -186,7 +186,7 @@ class LocalDeployment(HoldersFirst):
         return site
 
     def result(self, party: str, config: LocalConfig, output: Any) -> dict[str, Any]:
-        """The site's release as ``run --protocol local`` writes it."""
+        """The site's release as ``mpc-pca run`` writes it for local."""
         if output is None:
             return {}
         release: LocalRelease = output

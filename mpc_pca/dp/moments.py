@@ -81,7 +81,7 @@ def check_sigma(model: str, sigma: object) -> float | None:
     if model == "stm":
         if sigma is not None:
             raise InputValidationError(
-                f"sigma={sigma!r} (--sigma) applies to the mixture-of-Gaussians model (model='mog') only; "
+                f"sigma={sigma!r} applies to the mixture-of-Gaussians model (model='mog') only; "
                 "model='stm' (the single topic model) has no sigma: leave it out or choose model='mog'"
             )
         return None

@@ -87,7 +87,7 @@ def center_and_scale_non_private(X: ArrayLike) -> NDArray[np.float64]:
         raise InputValidationError(f"expected a non-empty 2-D array, got shape {arr.shape}")
     warnings.warn(
         "row norms scaled by the pooled data's largest row norm (row_norm='scale', the papers' "
-        "preprocessing) depend on every row: the release is NOT private; use --row-norm clip or error "
+        "preprocessing) depend on every row: the release is NOT private; use row_norm='clip' or row_norm='error' "
         "for a private run",
         PrivacyLeakWarning,
         stacklevel=2,

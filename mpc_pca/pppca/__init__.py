@@ -50,7 +50,7 @@ deployment, announcement, projection_table, dp_deploy
     :class:`~mpc_pca.pppca.deployment.PPPCADeployment`: the protocol object of
     ``pppca-ss``/``pppca-he``, run as threads by :class:`PPPCA` and as OS
     processes or hosts through the deploy floor (:mod:`mpc_pca.deploy`;
-    ``mpc-pca party``, ``run --transport processes``); what its parties
+    ``mpc-pca party``, ``mpc-pca run`` with ``transport='processes'``); what its parties
     announce and how they agree (``announcement``); the consumer's labelled
     rows (``projection_table``); ``dp_deploy`` is pppca-dp's.
 """

@@ -82,7 +82,7 @@ class ComponentsSettings:
 #: ``q g``, powers ``q <= 64``): below ``1e-8`` it would need a measured subspace movement under
 #: ``tol 64 g = 6.4e-13`` (default ``tol = 1e-6``), finer than the iterate's 40 fractional bits
 #: resolve (``2^-40 = 9.1e-13``), so such a solve could only stop at its iteration cap (and
-#: ``1 - g`` rounds to 1 in float64 from ``g < 1.1e-16`` on: ``--eigengap 1e-300`` divided by zero).
+#: ``1 - g`` rounds to 1 in float64 from ``g < 1.1e-16`` on: ``eigengap=1e-300`` divided by zero).
 MIN_EIGENGAP = 1e-8
 #: Largest ``eigengap`` accepted: ``lambda_{k+1} <= lambda_k / 10``. The stopping rule trusts the
 #: assumed contraction ``(1 - g)^q`` without measuring it; beyond 0.9 one measured step would be taken
@@ -92,7 +92,7 @@ MIN_EIGENGAP = 1e-8
 MAX_EIGENGAP = 0.9
 
 
-def check_eigengap(eigengap: object, flag: str = "--eigengap") -> float:
+def check_eigengap(eigengap: object, name: str = "eigengap") -> float:
     """Validate an assumed eigengap: a number in ``[MIN_EIGENGAP, MAX_EIGENGAP]``.
 
     Examples
@@ -100,13 +100,13 @@ def check_eigengap(eigengap: object, flag: str = "--eigengap") -> float:
     >>> check_eigengap(0.999999)
     Traceback (most recent call last):
     ...
-    protocols.errors.InputValidationError: --eigengap 0.999999 is out of range; it must lie between 1e-08 and 0.9 (MIN_EIGENGAP and MAX_EIGENGAP: 1 - lambda_{k+1}/lambda_k as the secure eigensolve can use it)
+    protocols.errors.InputValidationError: eigengap=0.999999 is out of range; it must lie between 1e-08 and 0.9 (MIN_EIGENGAP and MAX_EIGENGAP: 1 - lambda_{k+1}/lambda_k as the secure eigensolve can use it)
     """
     if isinstance(eigengap, bool) or not isinstance(eigengap, (int, float)):
         raise InputValidationError(f"eigengap={eigengap!r} must be a number")
     if not MIN_EIGENGAP <= eigengap <= MAX_EIGENGAP:  # NaN fails too
         raise InputValidationError(
-            f"{flag} {eigengap!r} is out of range; it must lie between {MIN_EIGENGAP:g} and {MAX_EIGENGAP:g} "
+            f"{name}={eigengap!r} is out of range; it must lie between {MIN_EIGENGAP:g} and {MAX_EIGENGAP:g} "
             "(MIN_EIGENGAP and MAX_EIGENGAP: 1 - lambda_{k+1}/lambda_k as the secure eigensolve can use it)"
         )
     return float(eigengap)
@@ -139,7 +139,7 @@ def check_assumed_gap(
         raise ProtocolError(
             f"the assumed eigengap={eigengap:g} is false for these data: the revealed trace puts "
             f"lambda_{k + 1} >= {rest_mean:.6g} against lambda_{k} = {lam_k:.6g}, a gap of at most "
-            f"{max(largest, 0.0):.3g}; no component was sent. Rerun with --eigengap below {max(largest, 0.0):.3g} "
+            f"{max(largest, 0.0):.3g}; no component was sent. Rerun with an eigengap below {max(largest, 0.0):.3g} "
             "(or reveal='spectrum', which assumes no gap)"
         )
 
@@ -185,7 +185,8 @@ def components_settings(settings: Mapping[str, Any], reveal: str) -> ComponentsS
     }
     if given and reveal != "components":
         raise InputValidationError(
-            f"--eigengap and --min-ratio apply only with --reveal components, not --reveal {reveal} (got {given})"
+            f"the secure eigensolve's settings ({', '.join(f'{key}={value!r}' for key, value in given.items())}) "
+            f"apply only with reveal='components', not reveal={reveal!r}"
         )
     for key, value in given.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -193,7 +194,7 @@ def components_settings(settings: Mapping[str, Any], reveal: str) -> ComponentsS
     eigengap = check_eigengap(given.get("eigengap", ComponentsSettings.eigengap))
     min_ratio = given.get("min_ratio", ComponentsSettings.min_ratio)
     if not 0.0 < min_ratio <= 1.0:
-        raise InputValidationError(f"--min-ratio {min_ratio!r} is out of range; it must lie in (0, 1]")
+        raise InputValidationError(f"min_ratio={min_ratio!r} is out of range; it must lie in (0, 1]")
     return ComponentsSettings(eigengap=float(eigengap), min_ratio=float(min_ratio))
 
 

@@ -162,7 +162,7 @@ class PPPCADeployment(Deployment):
         ``min_ratio`` come from the agreed announcements.
     """
 
-    #: A provider's rows may be a ChunkedPart (``mpc-pca party --data FILE`` reads it in chunks).
+    #: A provider's rows may be a ChunkedPart (``mpc-pca party`` reads a data file in chunks).
     streams_rows = True
     projects_rows = True
     #: Announced per column, in the provider's own order (the floor permutes it to the agreed one).
@@ -250,9 +250,9 @@ class PPPCADeployment(Deployment):
             tolerant = "dropout_threshold" in self.options
             if not tolerant or settings["backend"] != "additive-masks" or reveal != "covariance":
                 raise InputValidationError(
-                    f"--dropout-threshold {threshold} runs the dropout-tolerant pairwise-mask secure sum: it needs "
-                    "the additive-masks backend and reveal covariance (pppca-ss with --backend additive-masks and "
-                    f"--reveal covariance), not {self.name} with --backend {settings['backend']} and --reveal {reveal}"
+                    f"dropout_threshold={threshold} runs the dropout-tolerant pairwise-mask secure sum: it needs "
+                    "the additive-masks backend and reveal covariance (pppca-ss with backend='additive-masks' and "
+                    f"reveal='covariance'), not {self.name} with backend={settings['backend']!r} and reveal={reveal!r}"
                 )
         if hides_covariance(reveal) and settings.get("standardize"):
             raise InputValidationError(
@@ -323,7 +323,7 @@ class PPPCADeployment(Deployment):
         }
         if party.startswith("provider"):
             if data is None:
-                raise InputValidationError(f"{party} needs its data (--data FILE)")
+                raise InputValidationError(f"{party} needs its data (data=FILE)")
             if isinstance(data, ChunkedPart):  # every row checked as it was read
                 stats = self._part_statistics(data)
                 public["n_features"] = int(data.n_features)
@@ -340,7 +340,7 @@ class PPPCADeployment(Deployment):
             public["n_rows"] = int(rows.shape[0])
             public["column_exponents"] = statistics_exponents(stats).tolist()
         elif data is not None:
-            raise InputValidationError(f"the {party} holds no data; do not pass --data to it")
+            raise InputValidationError(f"the {party} holds no data: data=None for it")
         return public
 
     def configure(self, views: Mapping[str, PublicSettings], n_providers: int) -> PPPCARun:
@@ -386,7 +386,7 @@ class PPPCADeployment(Deployment):
         threshold = view.get("dropout_threshold")
         if threshold is not None and threshold > n_providers:
             raise InputValidationError(
-                f"--dropout-threshold {threshold} exceeds the number of providers ({n_providers})"
+                f"dropout_threshold={threshold} exceeds the number of providers ({n_providers})"
             )
         if threshold is not None:
             check_dropout_threshold(threshold, n_providers)  # 2 t > M (protocols.backends.dropout_agreement)
@@ -427,7 +427,7 @@ class PPPCADeployment(Deployment):
 
             return consumer
         if data is None:
-            raise InputValidationError(f"{party} needs its data (--data FILE)")
+            raise InputValidationError(f"{party} needs its data (data=FILE)")
         if isinstance(data, ChunkedPart):
             part = data
 

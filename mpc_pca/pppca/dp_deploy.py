@@ -312,7 +312,7 @@ class PPPCADPDeployment(HoldersFirst):
         return lambda p: provider_role(p, stats, plan, backend, noise)
 
     def result(self, party: str, config: PPPCADPDeployConfig, output: Any) -> dict[str, Any]:
-        """The server's model as ``run --protocol pppca-dp`` writes it (but :data:`HARNESS_FIELDS`)."""
+        """The server's model as ``mpc-pca run`` writes it for pppca-dp (but :data:`HARNESS_FIELDS`)."""
         if party != SERVER:
             return {}
         model: DPSumModel = output

@@ -47,5 +47,5 @@ def check_row_rounding(frac_bits: int, n_features: int) -> None:
         raise InputValidationError(
             f"frac_bits={frac_bits} is too few for pppca-dp with d={n_features} features: rounding each entry to "
             f"{frac_bits // 2} fractional bits moves a row of norm <= 1 by up to {shift:.3g}; frac_bits must be "
-            f">= {lowest} (a move of at most 1/16, --frac-bits)"
+            f">= {lowest} (a move of at most 1/16)"
         )

@@ -108,7 +108,7 @@ class PPPCA(SubspaceMixin, ProtocolEstimator):
     dropout_threshold : int, optional
         Run step 1 as the dropout-tolerant secure sum (``backend="additive-masks"``
         only; :mod:`protocols.backends.dropout`): between organisations
-        (``mpc-pca party --dropout-threshold T``) the run survives providers
+        (``mpc-pca party`` with ``dropout_threshold=T``) the run survives providers
         that drop before their masked input arrives, as long as ``T`` remain.
         In-process no provider drops; the protocol, its extra round and its
         traffic are the same.

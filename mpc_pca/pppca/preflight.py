@@ -222,9 +222,9 @@ def check_threads(backend: SecureSumBackend, reveal: str) -> None:
     if hides_covariance(reveal) and getattr(backend, "needs_processes", False):
         raise InputValidationError(
             "reveal='components' with backend='crypten' runs the CrypTen tensor engine, whose parties must be "
-            "processes over torch.distributed; it cannot run in-process. Use `mpc-pca run --reveal components "
-            "--backend crypten --transport processes --insecure` (alias --transport torch) or "
-            "mpc_pca.deploy.launch_local('pppca-ss', parts, {'reveal': 'components', 'backend': 'crypten'}, "
-            "insecure=True), "
+            "processes over torch.distributed; it cannot run in-process. Run it with reveal='components', "
+            "backend='crypten', transport='processes' and insecure=True (transport='torch' is an alias; in "
+            "Python mpc_pca.deploy.launch_local('pppca-ss', parts, {'reveal': 'components', 'backend': "
+            "'crypten'}, ...) runs each party as a process), "
             "or backend='additive' for the in-process engine"
         )

@@ -2,7 +2,7 @@
 
 :func:`projection_table` labels the consumer's stacked ``X_i T`` with each
 row's provider and its index in that provider's rows (the consumer's JSON
-result, ``mpc-pca party --output``); :func:`read_projection` reads one back
+result, the ``output`` file of ``mpc-pca party``); :func:`read_projection` reads one back
 (``mpc-pca plot``, the tests).
 """
 

@@ -79,6 +79,6 @@ def refuse_false_gap(
         "per column. Either the "
         f"assumed eigengap={gap:g} is false for these data (lambda_{k + 1} is closer to lambda_{k} than "
         f"1 - {gap:g} allows, so the secure eigensolve stopped before it converged): rerun with a smaller "
-        f"--eigengap{without}, or with reveal='spectrum', which assumes no gap; or the server (the "
+        f"eigengap{without}, or with reveal='spectrum', which assumes no gap; or the server (the "
         "eigensolve's dealer) deviated; refusing to use its T"
     )

@@ -19,10 +19,10 @@ STM = ["run", "--protocol", "capeagn", "--data", "synthetic:stm:2000:3", "--n-co
     [
         (
             ["--model", "stm", "--sigma", "0.1"],
-            "sigma=0.1 (--sigma) applies to the mixture-of-Gaussians model",
+            "--sigma 0.1 applies to the mixture-of-Gaussians model (--model mog) only",
         ),
-        (["--sigma", "0.1"], "sigma=0.1 (--sigma) applies to the mixture-of-Gaussians model"),
-        (["--row-norm", "error"], "row_norm='error' (--row-norm) applies to model='mog' only"),
+        (["--sigma", "0.1"], "--sigma 0.1 applies to the mixture-of-Gaussians model (--model mog) only"),
+        (["--row-norm", "error"], "--row-norm error applies to --model mog only"),
     ],
 )
 def test_an_option_stm_ignores_exits_3_in_one_line(capsys, extra, expected):
@@ -49,5 +49,8 @@ def test_a_deployment_refuses_sigma_with_stm_in_its_own_settings():
         "n_components": 2,
         "row_norm": "clip",
     }
-    with pytest.raises(InputValidationError, match=r"sigma=0.1 \(--sigma\) applies"):
+    with pytest.raises(
+        InputValidationError,
+        match=r"sigma=0.1 applies to the mixture-of-Gaussians model \(model=\'mog\'\) only",
+    ):
         agn_view("capeagn", settings)

@@ -212,11 +212,11 @@ def test_a_deployment_agrees_on_the_eigengap_and_resolves_the_close_gap():
 @pytest.mark.parametrize(
     ("settings", "match"),
     [
-        ({"reveal": "covariance", "eigengap": 0.05}, "apply only with --reveal components"),
-        ({"reveal": "spectrum", "min_ratio": 0.05}, "apply only with --reveal components"),
-        ({"reveal": "components", "eigengap": 0.0}, r"--eigengap 0\.0 is out of range"),
-        ({"reveal": "components", "eigengap": 1.0}, r"--eigengap 1\.0 is out of range"),
-        ({"reveal": "components", "min_ratio": 0.0}, r"--min-ratio 0\.0 is out of range"),
+        ({"reveal": "covariance", "eigengap": 0.05}, "apply only with reveal='components'"),
+        ({"reveal": "spectrum", "min_ratio": 0.05}, "apply only with reveal='components'"),
+        ({"reveal": "components", "eigengap": 0.0}, r"eigengap=0\.0 is out of range"),
+        ({"reveal": "components", "eigengap": 1.0}, r"eigengap=1\.0 is out of range"),
+        ({"reveal": "components", "min_ratio": 0.0}, r"min_ratio=0\.0 is out of range"),
         ({"reveal": "components", "eigengap": "0.1"}, r"eigengap='0\.1' must be a number"),
     ],
 )

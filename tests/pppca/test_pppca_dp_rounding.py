@@ -25,7 +25,8 @@ def test_the_cli_refuses_frac_bits_0_in_one_line_naming_value_and_minimum(capsys
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert (
-        "frac_bits=0 is too few for pppca-dp with d=13 features" in err and "frac_bits must be >= 10" in err
+        "--frac-bits 0 is too few for pppca-dp with d=13 features" in err
+        and "--frac-bits must be >= 10" in err
     )
 
 

@@ -89,9 +89,9 @@ def test_a_provider_dying_before_its_masked_input_leaves_the_pca_of_the_others(w
 
 @pytest.mark.parametrize(
     ("name", "settings", "match"),
-    [("pppca-he", {"backend": "paillier"}, "pppca-ss with --backend additive-masks"),
-     ("pppca-ss", {"backend": "additive"}, "not pppca-ss with --backend additive and"),
-     ("pppca-ss", {"backend": "additive-masks", "reveal": "components"}, "--reveal components"),
+    [("pppca-he", {"backend": "paillier"}, "pppca-ss with backend='additive-masks'"),
+     ("pppca-ss", {"backend": "additive"}, "not pppca-ss with backend='additive' and"),
+     ("pppca-ss", {"backend": "additive-masks", "reveal": "components"}, "reveal='components'"),
      ("pppca-ss", {"backend": "additive-masks", "dropout_threshold": 1}, "at least 2, got 1")],
 )  # fmt: skip
 def test_the_deployment_refuses_dropout_settings_it_cannot_run(name, settings, match):
@@ -106,7 +106,7 @@ def test_the_threshold_must_not_exceed_the_providers():
     views = {name: deployment.public(name, data if name.startswith("provider") else None, settings)
              for name in deployment.layout(3)}  # fmt: skip
     with pytest.raises(
-        InputValidationError, match="--dropout-threshold 4 exceeds the number of providers \\(3\\)"
+        InputValidationError, match="dropout_threshold=4 exceeds the number of providers \\(3\\)"
     ):
         deployment.configure(views, 3)
     settings["dropout_threshold"] = 2

@@ -29,7 +29,7 @@ VERDICT = (
     r"Ritz residual \|\(C T - T Lambda\) e_j\| / lambda_1 = (?P<residual>[0-9.e-]+) in column "
     r"j=(?P<column>[0-9]+), allowed (?P<allowed>[0-9.e-]+) per column\. Either the assumed eigengap=0\.5 "
     r"is false for these data "
-    r"\(lambda_{k1} is closer to lambda_{k} than 1 - 0\.5 allows, .* smaller --eigengap .* or the server "
+    r"\(lambda_{k1} is closer to lambda_{k} than 1 - 0\.5 allows, .* smaller eigengap .* or the server "
     r"\(the eigensolve's dealer\) deviated; refusing to use its T$"
 )
 
