@@ -8,9 +8,11 @@ during ``mpc-pca run`` (parties in this process) and ``mpc-pca party`` (this
 party) without changing what the log shows (``-v`` still adds them to the
 log), and says on stderr which phase is running, once the command has run for
 :data:`QUIET_SECONDS` seconds. Before any phase, the command's first line
-(what it starts, e.g. ``pppca-ss, 3 providers, in-process``) is written at
-once, so that a run is never silent while it reads its data, generates keys
-or waits for the other parties (:meth:`PhaseProgress.announce`).
+(what it starts, e.g. ``pppca-ss: reading the data ...``) is written after
+half a second (:data:`FIRST_LINE_SECONDS`), so that a run is never silent
+while it reads its data, generates keys or waits for the other parties
+(:meth:`PhaseProgress.announce`); a command refused on its arguments prints
+only its error.
 
 Iterative phases (the secure eigensolver's subspace or ladder iterations)
 also report each step (:meth:`protocols.party.Party.iteration`, DEBUG
@@ -43,6 +45,8 @@ from protocols.party import ITERATION, PHASE_STARTED
 
 #: Seconds a command runs before its phases are shown (its first line is shown at once).
 QUIET_SECONDS = 1.0
+#: Seconds a command runs before its first line (what it starts) is shown.
+FIRST_LINE_SECONDS = 0.5
 #: Seconds between two rewrites of the progress line on a terminal.
 TICK_SECONDS = 1.0
 #: Characters of the iteration bar on a terminal.
@@ -78,6 +82,7 @@ class PhaseProgress:
         self.clock = clock
         self.start = clock()
         self.phase: str | None = None
+        self.first: str | None = None
         self.steps: tuple[int, int] | None = None
         self.shown: set[str] = set()
         self.visible = False
@@ -85,16 +90,28 @@ class PhaseProgress:
         self.lock = threading.Lock()
 
     def announce(self, text: str) -> None:
-        """Write ``text`` now, quiet time or not: what the command starts, before its first phase."""
+        """What the command starts: written once the command has run :data:`FIRST_LINE_SECONDS`.
+
+        A command that ends (or fails on its arguments) sooner prints nothing;
+        one that runs longer shows this line before its first phase, quiet time
+        or not.
+        """
         with self.lock:
-            elapsed = self.clock() - self.start
-            if self.tty:
-                self.stream.write(f"\r\x1b[Kmpc-pca: {elapsed:5.1f} s: {text}")
-                self.line_open = True
-            else:
-                self.stream.write(f"mpc-pca: progress: {elapsed:.1f} s: {text}\n")
-            self.stream.flush()
-            self.visible = True
+            self.first = text
+            self._first_line()
+
+    def _first_line(self) -> None:
+        elapsed = self.clock() - self.start
+        if self.first is None or elapsed < min(FIRST_LINE_SECONDS, self.quiet_seconds):
+            return
+        if self.tty:
+            self.stream.write(f"\r\x1b[Kmpc-pca: {elapsed:5.1f} s: {self.first}")
+            self.line_open = True
+        else:
+            self.stream.write(f"mpc-pca: progress: {elapsed:.1f} s: {self.first}\n")
+        self.stream.flush()
+        self.first = None
+        self.visible = True
 
     def started(self, label: str) -> None:
         """A party started phase ``label``; report it if the command is past its quiet time."""
@@ -130,6 +147,7 @@ class PhaseProgress:
                 self.line_open = False
 
     def _report(self, tick: bool = False) -> None:
+        self._first_line()
         elapsed = self.clock() - self.start
         if elapsed < self.quiet_seconds or self.phase is None:
             return
@@ -192,7 +210,7 @@ def phase_progress(
     quiet_seconds : float, default=:data:`QUIET_SECONDS`
         No phase is written before this many seconds.
     first_line : str, optional
-        Written at once (:meth:`PhaseProgress.announce`): what the command starts.
+        What the command starts, shown after :data:`FIRST_LINE_SECONDS` (:meth:`PhaseProgress.announce`).
     """
     if not enabled:
         yield None
@@ -211,7 +229,7 @@ def phase_progress(
     stop = threading.Event()
 
     def ticker() -> None:
-        while not stop.wait(TICK_SECONDS if terminal else 0.25):
+        while not stop.wait(0.25 if progress.first is not None or not terminal else TICK_SECONDS):
             progress.tick()
 
     thread = threading.Thread(target=ticker, name="mpc-pca-progress", daemon=True)
@@ -226,4 +244,4 @@ def phase_progress(
         progress.finish()
 
 
-__all__ = ["QUIET_SECONDS", "PhaseProgress", "phase_progress"]
+__all__ = ["FIRST_LINE_SECONDS", "QUIET_SECONDS", "PhaseProgress", "phase_progress"]
