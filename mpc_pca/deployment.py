@@ -113,10 +113,10 @@ class Deployment(ABC):
         in one process (e.g. the retracted SN mechanism).
     projects_rows : bool
         Whether a consumer receives the providers' projected rows (``mpc-pca
-        run --transform-output``).
+        run`` with ``transform_output``).
     accepts_pooled_scaling : bool
         Whether ``mpc-pca run`` may scale the pooled rows before an in-process
-        run (``--row-norm scale``, the papers' non-private step) for a protocol
+        run (``row_norm='scale'``, the papers' non-private step) for a protocol
         with a ``row_norm`` setting (True by default).
     one_blas_thread : bool
         Whether the threads runner limits BLAS to one thread while the parties
@@ -124,7 +124,7 @@ class Deployment(ABC):
     streams_rows : bool
         Whether a data holder's :meth:`public` and :meth:`role` accept its
         rows as a :class:`~mpc_pca.pppca.chunked.ChunkedPart` read in chunks
-        (a file given to ``mpc-pca party --data``) instead of an array. False
+        (a data file given to ``mpc-pca party``) instead of an array. False
         by default: the deploy floor then reads the whole table into memory.
     column_keys : tuple of str
         The keys of a data holder's :meth:`public` announcement that hold one

@@ -64,7 +64,7 @@ def agree_columns(
         named = [h for h in present if h not in unnamed]
         raise InputValidationError(
             f"{', '.join(unnamed)} announced no column names but {', '.join(named)} did; read every "
-            "provider's table the same way (a header row on all of them, or --no-header on all)"
+            "provider's table the same way (a header row on all of them, or header=False on all)"
         )
     reference, orders = align_columns([list(names[h]) for h in present], present)  # type: ignore[arg-type]
     return reference, dict(zip(present, orders, strict=True))

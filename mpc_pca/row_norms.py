@@ -27,7 +27,7 @@ NORM_TOLERANCE = 1e-9
 
 #: A party clipping more than this share of its rows is told that its data are probably not
 #: scaled for DP at all (the clip still keeps the guarantee, but the release describes
-#: mostly clipped rows), with the ``--row-norm`` options.
+#: mostly clipped rows), with the ``row_norm`` options.
 CLIP_SHARE_LIMIT = 0.10
 
 
@@ -45,11 +45,7 @@ def clipped_hint(count: int, total: int, row_norm_option: bool = True) -> str:
     advice is only to rescale.
     """
     if total > 0 and count > CLIP_SHARE_LIMIT * total:
-        refuse = (
-            ", or pass --row-norm error (row_norm='error') to refuse rows longer than 1"
-            if row_norm_option
-            else ""
-        )
+        refuse = ", or pass row_norm='error' to refuse rows longer than 1" if row_norm_option else ""
         return (
             f"that is {100 * count / total:.0f}% of the rows, more than {100 * CLIP_SHARE_LIMIT:.0f}%: "
             "the data are probably not scaled to norm <= 1, and the release describes the clipped rows. "

@@ -271,7 +271,7 @@ def privacy_leaks(
         seed = random_state if isinstance(random_state, Integral) else type(random_state).__name__
         reasons.append(
             f"a fixed noise seed ({seed}) makes the DP noise reproducible by whoever knows it: the release "
-            "is NOT private (random_state / --noise-seed are for experiments only; leave them unset)"
+            "is NOT private (random_state / noise_seed are for experiments only; leave them unset)"
         )
     if delta is not None and n_samples is not None and n_samples > 0 and float(delta) >= 1.0 / n_samples:
         reasons.append(
@@ -361,6 +361,6 @@ def _different_columns(
     return InputValidationError(
         f"{owner} has different column names than {first}{counts}: {first} has "
         f"{list(reference)}, {owner} has {part} (missing {missing}, unexpected {extra}); if "
-        f"those columns are not wanted, give every provider --columns with the {len(common)} "
+        f"those columns are not wanted, give every provider columns=NAMES with the {len(common)} "
         f"names they share, which leaves out {missing + extra}"
     )

@@ -13,10 +13,10 @@ streaming
     A provider's table as a chunked part for PPPCA: its statistics in one
     pass of row chunks, on this host or on a Dask cluster.
 dask_client
-    The connection to a provider's Dask scheduler, bounded by ``--connect-timeout``.
+    The connection to a provider's Dask scheduler, bounded by ``connect_timeout``.
 inputs
-    Resolving ``--data`` (one file per provider, a directory, a glob, or one
-    data set split among ``--parties``) into one table per provider.
+    Resolving the data specs (one file per provider, a directory, a glob, or one
+    data set split among ``parties`` simulated providers) into one table per provider.
 columns
     Agreeing on the providers' ordered column names (alignment by name, the
     names' hash for the settings agreement).

@@ -58,11 +58,11 @@ def csv_format(path: Path, encoding: str | None, delimiter: str | None) -> tuple
     try:
         "".encode(encoding)
     except LookupError as exc:
-        raise InputValidationError(f"unknown encoding {encoding!r} (--encoding)") from exc
+        raise InputValidationError(f"unknown encoding {encoding!r} (encoding={encoding!r})") from exc
     if delimiter is None:
         delimiter = sniff_delimiter(path, encoding)
     elif len(delimiter) != 1:
-        raise InputValidationError(f"--delimiter must be one character, got {delimiter!r}")
+        raise InputValidationError(f"delimiter={delimiter!r} is invalid; it must be one character")
     return encoding, delimiter
 
 
@@ -111,10 +111,10 @@ def take_header(
         if header:
             notes.append(
                 f"{path}: first row taken as the header (no cell of it is a number; "
-                "--no-header to read it as data)"
+                "header=False to read it as data)"
             )
         else:
-            notes.append(f"{path}: no header (a cell of the first row is a number; --header to force)")
+            notes.append(f"{path}: no header (a cell of the first row is a number; header=True to force)")
     if header:
         return tuple(str(c).strip() for c in cells[0]), 2, notes
     return default_names(cells.shape[1]), 1, notes
@@ -169,11 +169,11 @@ def _decode_error(path: Path, encoding: str, exc: UnicodeError) -> InputValidati
     shown = "utf-8" if encoding == "utf-8-sig" else encoding
     if not isinstance(exc, UnicodeDecodeError):  # e.g. utf-16 on a file without a byte-order mark
         return InputValidationError(
-            f"{path}: cannot be read as {shown} ({exc}); pass the file's encoding, e.g. --encoding utf-8"
+            f"{path}: cannot be read as {shown} ({exc}); pass the file's encoding, e.g. encoding='utf-8'"
         )
     return InputValidationError(
         f"{path}: byte 0x{exc.object[exc.start]:02x} at position {exc.start} is not valid {shown}; "
-        "pass the file's encoding, e.g. --encoding latin-1"
+        "pass the file's encoding, e.g. encoding='latin-1'"
     )
 
 
@@ -246,7 +246,7 @@ def check_block(
             raise InputValidationError(
                 f"{path}: {where} {first_line + r}, column {c + 1} ({names[c]!r}) is missing "
                 f"({int(missing.sum())} missing cell(s) in {bad_rows.size} row(s){scope}); "
-                "pass --drop-na to drop such rows"
+                "pass drop_na=True to drop such rows"
             )
         dropped = (first_line + bad_rows).astype(np.int64)
         values = values[~missing.any(axis=1)]

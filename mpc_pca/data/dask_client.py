@@ -1,4 +1,4 @@
-"""Connect to a provider's Dask scheduler (``--dask-scheduler``) within ``--connect-timeout``.
+"""Connect to a provider's Dask scheduler (``dask_scheduler``) within ``connect_timeout``.
 
 ``distributed.Client(address, timeout=...)`` bounds the TCP connection but not
 the handshake after it: a listener that accepts and never answers held a
@@ -19,7 +19,7 @@ from mpc_pca.validation import check_positive
 from protocols.errors import InputValidationError
 from protocols.transport.rendezvous import parse_endpoint
 
-#: Seconds ``--connect-timeout`` defaults to (the party command's default).
+#: Seconds ``connect_timeout`` defaults to (the party command's default).
 DEFAULT_CONNECT_TIMEOUT = 60.0
 
 
@@ -33,12 +33,12 @@ def scheduler_address(scheduler: str) -> str:
     >>> scheduler_address("::::")
     Traceback (most recent call last):
     ...
-    protocols.errors.InputValidationError: --dask-scheduler '::::' has no port; give HOST:PORT (IPv6: [ADDR]:PORT)
+    protocols.errors.InputValidationError: dask_scheduler '::::' has no port; give HOST:PORT (IPv6: [ADDR]:PORT)
     """
     text = scheduler.strip()
     bare = text[len("tcp://") :] if text.startswith("tcp://") else text
     try:
-        host, port = parse_endpoint(bare, "--dask-scheduler", port_required=True)
+        host, port = parse_endpoint(bare, "dask_scheduler", port_required=True)
     except InputValidationError as exc:  # name the value as given, scheme included
         raise InputValidationError(str(exc).replace(repr(bare), repr(scheduler), 1)) from None
     return f"tcp://[{host}]:{port}" if ":" in host else f"tcp://{host}:{port}"
@@ -50,9 +50,9 @@ def connect_scheduler(scheduler: str, timeout: float | None = None) -> Any:
     Parameters
     ----------
     scheduler : str
-        ``--dask-scheduler``'s value.
+        The ``dask_scheduler`` setting's value.
     timeout : float, optional
-        ``--connect-timeout`` (default :data:`DEFAULT_CONNECT_TIMEOUT`).
+        ``connect_timeout`` (default :data:`DEFAULT_CONNECT_TIMEOUT`).
 
     Raises
     ------
@@ -60,7 +60,7 @@ def connect_scheduler(scheduler: str, timeout: float | None = None) -> Any:
         Naming the address: a malformed one, no answer within ``timeout``, or
         an answer that is not a Dask scheduler's.
     """
-    limit = DEFAULT_CONNECT_TIMEOUT if timeout is None else check_positive(timeout, "--connect-timeout")
+    limit = DEFAULT_CONNECT_TIMEOUT if timeout is None else check_positive(timeout, "connect_timeout")
     address = scheduler_address(scheduler)
     from distributed import Client
 
@@ -77,13 +77,13 @@ def connect_scheduler(scheduler: str, timeout: float | None = None) -> Any:
     thread.join(limit)
     if thread.is_alive():
         raise InputValidationError(
-            f"the Dask scheduler at --dask-scheduler {scheduler!r} did not answer within --connect-timeout "
+            f"the Dask scheduler at dask_scheduler {scheduler!r} did not answer within connect_timeout="
             f"{limit:g} s (the connection was accepted, no Dask handshake followed)"
         )
     if "error" in outcome:
         exc = outcome["error"]
         raise InputValidationError(
-            f"cannot use the Dask scheduler at --dask-scheduler {scheduler!r} within --connect-timeout {limit:g} s: "
+            f"cannot use the Dask scheduler at dask_scheduler {scheduler!r} within connect_timeout={limit:g} s: "
             f"{type(exc).__name__}: {str(exc)[:200]} (is a Dask scheduler listening there?)"
         )
     return outcome["client"]

@@ -1,15 +1,15 @@
-"""Resolve ``--data`` into one table per data provider.
+"""Resolve the data specs (``mpc-pca``'s ``data``) into one table per data provider.
 
-``--data`` takes either
+The specs are either
 
-* one file per provider: ``--data h0.csv h1.csv h2.csv``, a directory (its
+* one file per provider: ``["h0.csv", "h1.csv", "h2.csv"]``, a directory (its
   ``.csv``/``.tsv``/``.txt``/``.parquet`` files, optionally compressed, in name
   order) or a glob (``'site_*.csv'``, matches in name order); or
-* one file, ``builtin:NAME`` or ``synthetic:stm|mog[:N[:SEED]]`` whose rows are split among ``--parties``
-  simulated providers by ``--split`` (``even`` or ``random``).
+* one file, ``builtin:NAME`` or ``synthetic:stm|mog[:N[:SEED]]`` whose rows are split among ``parties``
+  simulated providers by ``split`` (``even`` or ``random``).
 
-``--parties`` and ``--split`` belong to the second form; with several files
-``--parties`` may only repeat their number.
+``parties`` and ``split`` belong to the second form; with several files
+``parties`` may only repeat their number.
 """
 
 from __future__ import annotations
@@ -28,14 +28,14 @@ from mpc_pca.data.partition import split_rows
 from mpc_pca.data.tables import Table, read_table, table_from_array
 from protocols.errors import InputValidationError
 
-#: File names a directory given to ``--data`` contributes (lower-case suffixes).
+#: File names a directory given as a data spec contributes (lower-case suffixes).
 DATA_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".pq")
 COMPRESSED = ("", ".gz", ".bz2", ".xz", ".zip")
 
 
 @dataclass(frozen=True)
 class ReadOptions:
-    """How to read every table (the ``--header``, ``--delimiter``, ... options)."""
+    """How to read every table (``header``, ``delimiter``, ... as :func:`~mpc_pca.data.tables.read_table` takes them)."""
 
     header: bool | None = None
     delimiter: str | None = None
@@ -122,7 +122,7 @@ def check_distinct_files(files: Sequence[str]) -> None:
     if repeated:
         listed = "; ".join(" = ".join(names) for names in repeated)
         raise InputValidationError(
-            f"--data names the same file more than once ({listed}): give each provider's file once"
+            f"the data given names the same file more than once ({listed}): give each provider's file once"
         )
 
 
@@ -162,13 +162,13 @@ def provider_data(
     split: str | None = None,
     seed: int | None = None,
 ) -> ProviderData:
-    """Resolve ``--data`` (and ``--parties``/``--split``) into one table per provider.
+    """Resolve the data ``specs`` (and ``parties``/``split``) into one table per provider.
 
     Raises
     ------
     InputValidationError
-        For unreadable tables, disagreeing column names, ``--split`` with one
-        file per provider, or a ``--parties`` that contradicts the number of files.
+        For unreadable tables, disagreeing column names, ``split`` with one
+        file per provider, or a ``parties`` that contradicts the number of files.
     """
     files = expand_specs(specs)
     if len(files) == 1:
@@ -179,11 +179,11 @@ def provider_data(
         return ProviderData(tables, [table.source], table.names, list(table.notes))
     if split is not None:
         raise InputValidationError(
-            f"--split applies to one file split among --parties; got {len(files)} files, one per provider"
+            f"split={split!r} applies to one file split among parties; got {len(files)} files, one per provider"
         )
     if parties is not None and parties != len(files):
         raise InputValidationError(
-            f"--parties {parties} but --data names {len(files)} files (one per provider): {files}"
+            f"parties={parties} but {len(files)} files are given (one per provider): {files}"
         )
     check_distinct_files(files)
     tables = [load_table(f, options) for f in files]

@@ -34,7 +34,7 @@ def split_rows(
     n = X.shape[0]
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
         raise InputValidationError(
-            f"seed={seed!r} is out of range; the seed of the random split must be an integer >= 0 (--seed)"
+            f"seed={seed!r} is out of range; the seed of the random split must be an integer >= 0"
         )
     if isinstance(n_parties, bool) or not isinstance(n_parties, (int, np.integer)) or not 1 <= n_parties <= n:
         raise InputValidationError(

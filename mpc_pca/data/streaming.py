@@ -1,11 +1,11 @@
 """A provider's table as a :class:`~mpc_pca.pppca.chunked.ChunkedPart`: read in row chunks, never held whole.
 
-``mpc-pca party --data FILE`` of a PPPCA provider (``pppca-ss``,
+A PPPCA provider given a data file (``mpc-pca party``) (``pppca-ss``,
 ``pppca-he``) never holds its table: :class:`TablePart` reads a CSV
 (optionally compressed) or Parquet file ``chunk_rows`` rows at a time
 through the one reader of a file, :class:`mpc_pca.data.tables.TableFile`,
 which checks every block exactly as a table read whole is checked (the same
-header guess, delimiter, encoding, ``--columns`` selection and order, and
+header guess, delimiter, encoding, ``columns`` selection and order, and
 the same refusal of a missing, non-numeric or non-finite cell naming its
 line (row) and column; only the counts in a missing cell's message are
 those of the block it was found in, and the message says so).
@@ -41,7 +41,7 @@ from mpc_pca.pppca.chunked import ChunkedPart, DaskPart
 from mpc_pca.pppca.local_stats import LocalStatistics
 from protocols.errors import InputValidationError, RingOverflowError
 
-#: Rows per block of ``mpc-pca party --data`` (``--chunk-rows``): 64 MiB of text cells at D = 16.
+#: Rows per block of a provider's file (``chunk_rows``): 64 MiB of text cells at D = 16.
 DEFAULT_STREAM_ROWS = 65_536
 #: Bytes per Dask task of a CSV file read on a cluster.
 DASK_CSV_BLOCK = 64 << 20
@@ -55,7 +55,7 @@ class TablePart(ChunkedPart):
     path : str or Path
         A CSV (optionally ``.gz``, ``.bz2``, ``.xz``, ``.zip``) or Parquet file.
     options : ReadOptions
-        Header, delimiter, encoding, ``--columns`` and ``--drop-na``, as for
+        Header, delimiter, encoding, ``columns`` and ``drop_na``, as for
         :func:`~mpc_pca.data.inputs.load_table`.
     chunk_rows : int, optional
         Rows per block (default :data:`DEFAULT_STREAM_ROWS`).
@@ -77,7 +77,7 @@ class TablePart(ChunkedPart):
     def __init__(self, path: str | Path, options: ReadOptions, chunk_rows: int | None = None) -> None:
         rows = DEFAULT_STREAM_ROWS if chunk_rows is None else chunk_rows
         if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
-            raise InputValidationError(f"--chunk-rows must be a positive integer, got {chunk_rows!r}")
+            raise InputValidationError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
         self.file = TableFile(
             path, header=options.header, delimiter=options.delimiter, encoding=options.encoding,
             columns=options.columns, drop_na=options.drop_na, chunk_rows=rows,
@@ -210,7 +210,7 @@ def dask_table_part(
     chunk_rows : int, optional
         Unused by the cluster's tasks (kept for the party's local checks).
     timeout : float, optional
-        ``--connect-timeout``: the most seconds the scheduler may take to
+        ``connect_timeout``: the most seconds the scheduler may take to
         answer (:func:`mpc_pca.data.dask_client.connect_scheduler`).
 
     Raises

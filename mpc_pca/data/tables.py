@@ -58,7 +58,7 @@ class Table:
 
 
 def column_index(source: str, names: Sequence[str], columns: Sequence[str]) -> list[int]:
-    """The positions of ``columns`` (``--columns``) among a table's ``names``.
+    """The positions of ``columns`` (the ``columns`` setting) among a table's ``names``.
 
     Raises
     ------
@@ -68,10 +68,10 @@ def column_index(source: str, names: Sequence[str], columns: Sequence[str]) -> l
     missing = [c for c in columns if c not in names]
     if missing:
         raise InputValidationError(
-            f"{source}: --columns names {missing} that it does not have; its columns are {list(names)}"
+            f"{source}: columns={list(columns)} names {missing} that it does not have; its columns are {list(names)}"
         )
     if len(set(columns)) != len(columns):
-        raise InputValidationError(f"--columns repeats a name: {list(columns)}")
+        raise InputValidationError(f"columns={list(columns)} repeats a name")
     return [list(names).index(c) for c in columns]
 
 
@@ -116,7 +116,7 @@ def read_table(
     ...     _ = open(p, "w").write("age;bmi\\n50;22.5\\n61;30.1\\n")
     ...     t = read_table(p)
     >>> t.names, t.values.tolist(), t.notes
-    (('age', 'bmi'), [[50.0, 22.5], [61.0, 30.1]], ['...h.csv: first row taken as the header (no cell of it is a number; --no-header to read it as data)'])
+    (('age', 'bmi'), [[50.0, 22.5], [61.0, 30.1]], ['...h.csv: first row taken as the header (no cell of it is a number; header=False to read it as data)'])
     """
     return TableFile(path, header=header, delimiter=delimiter, encoding=encoding, drop_na=drop_na).read()
 
@@ -143,7 +143,7 @@ class TableFile:
     header, delimiter, encoding, drop_na
         As for :func:`read_table`.
     columns : sequence of str, optional
-        The columns :meth:`rows` yields, in this order (``--columns``); every
+        The columns :meth:`rows` yields, in this order; every
         column of the file is checked.
     chunk_rows : int, optional
         Rows per block; ``None`` reads the whole file as one block.
@@ -169,7 +169,7 @@ class TableFile:
     InputValidationError
         For a missing file, an unknown encoding, a malformed delimiter, what
         the file (read whole) or its first row or schema (read in chunks)
-        shows, or a ``--columns`` name the file does not have.
+        shows, or a ``columns`` name the file does not have.
     """
 
     def __init__(

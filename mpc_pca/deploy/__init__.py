@@ -14,7 +14,7 @@ run_threads
     Every party as a thread of this process, through the same Deployment steps.
 launch_local
     Every party as a local process over TLS with throw-away credentials
-    (``mpc-pca run --transport processes``); each child is handed its
+    (``mpc-pca run`` with ``transport='processes'``); each child is handed its
     PartySpec, in-memory rows included.
 phase_lines
     A child party's phase and iteration records forwarded to its launcher

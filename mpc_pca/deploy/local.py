@@ -97,7 +97,7 @@ def host_rendezvous(
         if link_profile is not None:
             raise InputValidationError(
                 f"link_profile={link_profile!r} cannot be used over gloo: the emulated WAN links are the "
-                "TLS transport's (gloo's own traffic, which --insecure runs use, would not go through them)"
+                "TLS transport's (gloo's own traffic, which insecure=True runs use, would not go through them)"
             )
         from protocols.runtime.launcher import host_store
 
@@ -298,7 +298,7 @@ def launch_local(
     With ``static_peers``, no rendezvous: this process binds every party's
     listening socket on ``127.0.0.1`` (port 0), hands each party its own
     socket and writes a static address table of them
-    (:mod:`protocols.transport.peers`, as ``mpc-pca party --peers``); with a
+    (:mod:`protocols.transport.peers`, as a party's ``peers`` setting); with a
     ``link_profile`` the table holds the addresses of the forwarders in
     front of those sockets. Not over gloo.
 
@@ -331,7 +331,7 @@ def launch_local(
         start_party_server()  # its imports overlap the checks and the credentials below
     elif not insecure:
         raise InputValidationError(
-            "the crypten backend's own traffic runs over gloo, which cannot be wrapped in TLS; add --insecure"
+            "the crypten backend's own traffic runs over gloo, which cannot be wrapped in TLS; add insecure=True"
         )
     arrays = [np.asarray(p, dtype=np.float64) for p in parts]
     # The launcher holds every part, so before any process starts it refuses whatever

@@ -144,7 +144,7 @@ def prepare(
     data_source = spec.data
     if isinstance(data_source, FileSource) and not stream and data_source.chunk_rows:
         log.warning(
-            "%s: %s reads its whole table into memory (--chunk-rows applies to the providers of "
+            "%s: %s reads its whole table into memory (chunk_rows applies to the providers of "
             "pppca-ss and pppca-he)", spec.party, spec.protocol,
         )  # fmt: skip
     try:
@@ -152,7 +152,7 @@ def prepare(
         for note in () if rows is None else rows.notes:
             log.warning("%s: %s", spec.party, note)
         if rows is not None and not holder:
-            raise InputValidationError(f"the {spec.party} holds no data; do not pass --data to it")
+            raise InputValidationError(f"the {spec.party} holds no data; give it no data")
         # an array, or a ChunkedPart only for a deployment that streams_rows
         data: Any = None if rows is None else rows.values
         public = {
@@ -161,7 +161,7 @@ def prepare(
         }
     except MemoryError as exc:  # numpy's, and pyarrow's ArrowMemoryError
         hint = (
-            "read it in chunks (--chunk-rows N, not 0)"
+            "read it in chunks (chunk_rows=N, not 0)"
             if stream
             else f"{spec.protocol} needs its whole table in memory"
         )
@@ -219,7 +219,7 @@ def run_party(spec: PartySpec, *, deployment: Deployment | None = None) -> dict[
     if gloo and not spec.links.insecure:
         raise InputValidationError(
             "the crypten backend's own traffic runs over gloo, which cannot be wrapped in TLS; "
-            "it needs --insecure (see the README's trust model)"
+            "it needs insecure=True (see the README's trust model)"
         )
     if gloo:
         _refuse_tls_only_link_options(spec.links)
@@ -311,13 +311,13 @@ class SetupReport:
 def _refuse_tls_only_link_options(links: Any) -> None:
     """The gloo path has its own TCPStore rendezvous and links: refuse options it would silently ignore."""
     given = [
-        option
-        for option, value in (
-            ("--listen", links.listen),
-            ("--advertise", links.advertise),
-            ("--join-window", links.join_window),
-            ("--relay", links.relay),
-            ("--peers", links.peers),
+        f"{name}={_shown(value)}"
+        for name, value in (
+            ("listen", links.listen),
+            ("advertise", links.advertise),
+            ("join_window", links.join_window),
+            ("relay", links.relay),
+            ("peers", links.peers),
         )
         if value is not None
     ]
@@ -326,6 +326,18 @@ def _refuse_tls_only_link_options(links: Any) -> None:
             f"{', '.join(given)} apply to the TLS links, not to the crypten backend's gloo links "
             "(torch.distributed picks its own ports and start-up deadline); drop them or use another backend"
         )
+
+
+def _shown(value: Any) -> str:
+    """A link setting's value as ``name=VALUE`` shows it: ``HOST:PORT``, seconds, or the table's size."""
+    if isinstance(value, tuple) and len(value) == 2:
+        host, port = value
+        return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if hasattr(value, "parties"):
+        return f"<a table of {len(value.parties)} parties>"
+    return str(value)
 
 
 def _run_over_gloo(

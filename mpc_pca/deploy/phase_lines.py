@@ -1,6 +1,6 @@
 """A party process's phases and iterations, forwarded to its launcher as text lines.
 
-``mpc-pca run --transport processes`` starts every party as a child process
+``mpc-pca run`` with ``transport='processes'`` starts every party as a child process
 (:func:`mpc_pca.deploy.launch_local`). Each child announces its phases and
 the steps of its iterative phases on the ``mpc_pca.protocol`` logger
 (:meth:`protocols.party.Party.phase`, :meth:`~protocols.party.Party.iteration`);

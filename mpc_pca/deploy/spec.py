@@ -38,8 +38,8 @@ class FileSource:
     dask_scheduler : str, optional
         ``HOST:PORT`` of a Dask scheduler whose workers read ``path``.
     connect_timeout : float, optional
-        Seconds the Dask scheduler may take to answer (``--connect-timeout``;
-        :func:`mpc_pca.data.dask_client.connect_scheduler`).
+        Seconds the Dask scheduler may take to answer
+        (:func:`mpc_pca.data.dask_client.connect_scheduler`).
     """
 
     path: str
@@ -55,9 +55,9 @@ class FileSource:
             scheduler_address(self.dask_scheduler)  # refused before any party starts
         rows = self.chunk_rows
         if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 0):
-            raise InputValidationError(f"--chunk-rows must be a non-negative integer, got {rows!r}")
+            raise InputValidationError(f"chunk_rows must be a non-negative integer, got {rows!r}")
         if self.dask_scheduler is not None and rows == 0:
-            raise InputValidationError("--dask-scheduler reads the file on the cluster; drop --chunk-rows 0")
+            raise InputValidationError("dask_scheduler reads the file on the cluster; drop chunk_rows=0")
 
     @property
     def streams(self) -> bool:
@@ -150,7 +150,7 @@ def load_rows(
     if isinstance(data, FileSource) and data.dask_scheduler is not None:
         if not (stream and data.streams):
             raise InputValidationError(
-                "--dask-scheduler applies to the providers of pppca-ss and pppca-he reading a CSV or "
+                "dask_scheduler applies to the providers of pppca-ss and pppca-he reading a CSV or "
                 f"Parquet file; this party reads {data.path!r} whole in its own memory"
             )
         from mpc_pca.data.streaming import dask_table_part

@@ -7,6 +7,7 @@ import os
 import pytest
 
 from mpc_pca.cli import build_parser, main
+from mpc_pca.cli.errors import errors_in_flag_terms
 from mpc_pca.cli.party import party_command, resolve_layout
 from protocols.errors import InputValidationError
 
@@ -50,13 +51,22 @@ def test_crypten_requires_insecure(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "option", [("--advertise", "10.0.0.2:7000"), ("--listen", "127.0.0.1:7000"), ("--join-window", "2h")]
+    ("option", "shown"),
+    [
+        (("--advertise", "10.0.0.2:7000"), "10.0.0.2:7000"),
+        (("--listen", "127.0.0.1:7000"), "127.0.0.1:7000"),
+        (("--join-window", "2h"), "7200"),
+    ],
 )
-def test_crypten_refuses_the_tls_only_link_options(monkeypatch, option):
+def test_crypten_refuses_the_tls_only_link_options(monkeypatch, option, shown):
     """gloo picks its own ports and start-up deadline: a fixed address or a join window is refused, not ignored."""
     monkeypatch.setattr("mpc_pca.cli.options.installed", lambda module: True)
     env = {"RANK": "3", "WORLD_SIZE": "5", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}
-    with pytest.raises(InputValidationError, match=f"{option[0]} apply to the TLS links"):
+    # party_command is called below the command line's errors_in_flag_terms (cli/party.py's _party_guarded)
+    with (
+        pytest.raises(InputValidationError, match=f"{option[0]} {shown} apply to the TLS links"),
+        errors_in_flag_terms(),
+    ):
         party_command(parse("--backend", "crypten", "--insecure", *option), env)
 
 

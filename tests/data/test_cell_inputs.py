@@ -47,4 +47,4 @@ def test_a_negative_split_seed_is_refused_naming_value_and_limit(capsys):
     argv = ["run", "--protocol", "pppca-ss", "--data", "builtin:iris", "--split", "random", "--seed", "-1"]
     assert main(argv) == 3
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "seed=-1" in err and ">= 0" in err
+    assert err.count("\n") == 1 and "--seed -1 is out of range" in err and ">= 0" in err

@@ -42,8 +42,8 @@ def test_one_file_is_split_among_parties(three_files):
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"split": "random"}, "--split applies to one file split among --parties; got 3 files"),
-        ({"parties": 2}, "--parties 2 but --data names 3 files"),
+        ({"split": "random"}, "split='random' applies to one file split among parties; got 3 files"),
+        ({"parties": 2}, "parties=2 but 3 files are given"),
     ],
 )
 def test_parties_and_split_contradicting_the_files_are_refused(three_files, kwargs, match):

@@ -66,7 +66,7 @@ def test_gzip_and_semicolons_and_tabs(tmp_path):
 def test_latin1_needs_the_encoding_and_is_never_misread(tmp_path):
     path = write(tmp_path, "l.csv", "âge,poids,taille\n" + TEXT, encoding="latin-1")
     with pytest.raises(
-        InputValidationError, match=r"byte 0xe2 at position 0 is not valid utf-8.*--encoding latin-1"
+        InputValidationError, match=r"byte 0xe2 at position 0 is not valid utf-8.*encoding='latin-1'"
     ):
         read_table(path)
     table = read_table(path, encoding="latin-1")
@@ -92,7 +92,7 @@ def test_missing_cells_error_or_drop_na(tmp_path):
     path = write(tmp_path, "m.csv", "a,b\n1,2\n3,\n5,NaN\n7,8\n")
     with pytest.raises(
         InputValidationError,
-        match=r"line 3, column 2 \('b'\) is missing \(2 missing cell\(s\) in 2 row\(s\)\); pass --drop-na",
+        match=r"line 3, column 2 \('b'\) is missing \(2 missing cell\(s\) in 2 row\(s\)\); pass drop_na=True",
     ):
         read_table(path)
     table = read_table(path, drop_na=True)

@@ -95,12 +95,17 @@ def test_the_tutorials_refusal_is_the_message_the_providers_give():
     views = {"provider0": {"columns": names}, "provider1": {"columns": names[:-1]}}
     with pytest.raises(InputValidationError) as info:
         agree_columns(views, ("provider0", "provider1"))
+    from mpc_pca.cli.errors import _command_line_flags, in_flag_terms
+
     shown = page_of("hospitals-party-refusal").text
     for fragment in (
         "has different column names than provider0 (29 columns vs 30)",
-        "give every provider --columns",
+        "give every provider columns=NAMES",
     ):
-        assert fragment in shown and fragment in str(info.value), fragment
+        # the page shows the command line's spelling of the library's message
+        assert fragment in str(info.value) and in_flag_terms(fragment, _command_line_flags()) in shown, (
+            fragment
+        )
 
 
 def test_names_from_some_providers_only_are_refused():
@@ -168,7 +173,7 @@ def test_run_names_the_column_counts_and_what_columns_would_leave_out(tmp_path, 
     err = capsys.readouterr().err
     assert "b.csv has different column names than" in err and "(2 columns vs 3)" in err
     assert "missing ['y'], unexpected []" in err
-    assert "--columns with the 2 names they share, which leaves out ['y']" in err
+    assert "--columns NAMES with the 2 names they share, which leaves out ['y']" in err
 
 
 def test_a_dp_protocols_holder_with_permuted_columns_is_reordered_too(wine):

@@ -77,7 +77,7 @@ def test_clipping_more_than_the_share_says_so_in_its_one_warning(clipped, hint):
     message = str(caught[0].message)
     assert f"site 0: {clipped} of 100 rows had norm > 1" in message
     assert (f"more than {100 * CLIP_SHARE_LIMIT:.0f}%" in message) is hint
-    assert ("--row-norm error" in message) is hint
+    assert ("row_norm='error'" in message) is hint
 
 
 def write_unit_csv(path, seed: int = 0):

@@ -245,6 +245,7 @@ def test_a_provider_computes_its_statistics_on_a_dask_cluster(tmp_path):
 def test_dask_scheduler_needs_dask_and_a_streaming_protocol(tmp_path, monkeypatch):
     """No link is opened in either case (no master listens at port 1)."""
     from mpc_pca.cli import build_parser
+    from mpc_pca.cli.errors import errors_in_flag_terms as spelled
     from mpc_pca.cli.party import party_command
     from protocols.errors import InputValidationError
 
@@ -255,11 +256,15 @@ def test_dask_scheduler_needs_dask_and_a_streaming_protocol(tmp_path, monkeypatc
         argv = ["party", "--protocol", protocol, "--insecure", "--data", str(data), *more]
         return build_parser().parse_args(argv)
 
-    with pytest.raises(InputValidationError, match=r"--dask-scheduler applies to the providers of pppca-ss"):
+    # party_command runs below the command line's errors_in_flag_terms (cli/party.py's _party_guarded)
+    with (
+        pytest.raises(InputValidationError, match=r"--dask-scheduler applies to the providers of pppca-ss"),
+        spelled(),
+    ):
         party_command(args("ag", "--dask-scheduler", "127.0.0.1:1"), env)
-    with pytest.raises(InputValidationError, match=r"drop --chunk-rows 0"):
+    with pytest.raises(InputValidationError, match=r"drop --chunk-rows 0"), spelled():
         party_command(args("pppca-ss", "--chunk-rows", "0", "--dask-scheduler", "127.0.0.1:1"), env)
-    with pytest.raises(InputValidationError, match=r"--chunk-rows must be a non-negative integer"):
+    with pytest.raises(InputValidationError, match=r"--chunk-rows must be a non-negative integer"), spelled():
         party_command(args("pppca-ss", "--chunk-rows", "-1"), env)
     monkeypatch.setattr("mpc_pca.cli.options.installed", lambda module: module not in ("dask", "distributed"))
     with pytest.raises(
