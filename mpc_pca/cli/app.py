@@ -18,7 +18,7 @@ import numpy as np
 
 from mpc_pca.cli.certs import add_certs_parser, certs_main
 from mpc_pca.cli.dp import add_dp_arguments, summarize_variance
-from mpc_pca.cli.errors import errors_in_flag_terms
+from mpc_pca.cli.errors import command_line_flags, errors_in_flag_terms, in_flag_terms
 from mpc_pca.cli.options import (
     EXIT_CODES_HELP,
     EXIT_INPUT,
@@ -213,7 +213,7 @@ def run_command(args: argparse.Namespace) -> dict[str, Any]:
         args.data, read_options(args), parties=args.parties, split=args.split, seed=args.seed
     )
     for note in data.notes:
-        print(f"mpc-pca: {note}", file=sys.stderr)
+        print(f"mpc-pca: {in_flag_terms(note, command_line_flags())}", file=sys.stderr)
     parts = [divide_rows(part, row_bound) for part in data.parts]  # a public constant: as each site would
     result = {
         "protocol": args.protocol,

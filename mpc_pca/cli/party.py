@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from mpc_pca.cli.errors import errors_in_flag_terms
+from mpc_pca.cli.errors import command_line_flags, errors_in_flag_terms, in_flag_terms
 from mpc_pca.cli.options import (
     add_paillier_arguments,
     add_read_arguments,
@@ -42,14 +42,18 @@ def add_verbosity(parser: argparse.ArgumentParser) -> None:
 
 
 def configure_logging(args: argparse.Namespace) -> None:
-    """Log to stderr at WARNING, INFO with -v, DEBUG with -vv, ERROR with -q."""
+    """Log to stderr at WARNING, INFO with -v, DEBUG with -vv, ERROR with -q; settings named as flags."""
     level = logging.WARNING - 10 * getattr(args, "verbose", 0) + 10 * getattr(args, "quiet", 0)
-    logging.basicConfig(
-        level=max(logging.DEBUG, min(logging.ERROR, level)),
-        format="%(asctime)s %(levelname)s %(message)s",
-        datefmt="%H:%M:%S",
-        stream=sys.stderr,
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_FlagTermsFormatter("%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S"))
+    logging.basicConfig(level=max(logging.DEBUG, min(logging.ERROR, level)), handlers=[handler])
+
+
+class _FlagTermsFormatter(logging.Formatter):
+    """A log line with the settings it names spelled as flags (:func:`mpc_pca.cli.errors.in_flag_terms`)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return in_flag_terms(super().format(record), command_line_flags())
 
 
 def add_party_parser(sub: Any) -> None:
