@@ -145,8 +145,8 @@ class LinkOptions:
             self._check_peers(name)
         if self.credentials is None and not self.insecure:
             raise InputValidationError(
-                f"{name} has no TLS credentials: pass credentials (e.g. Credentials.from_dir(DIR, {name!r})), or "
-                "insecure=True to run with links that are neither encrypted nor authenticated"
+                f"{name} has no TLS credentials: pass credentials (a CA, certificate and key, e.g. read from a "
+                "tls_dir), or insecure=True to run with links that are neither encrypted nor authenticated"
             )
 
     def _check_peers(self, name: str) -> None:
