@@ -5,7 +5,7 @@ verification key of every other party, learnt over a path that does *not*
 go through any relay: the in-process runtime hands them out itself, and the
 networked transports exchange them once over the direct link between each
 pair of parties (authenticated by TLS and bound to the certified party name,
-unless ``--insecure``). A party signs what a relay passes on (e.g. its X25519
+unless ``insecure=True``). A party signs what a relay passes on (e.g. its X25519
 public key in the ``masks`` mode of :mod:`protocols.backends.additive`), so
 the relay cannot substitute it.
 """

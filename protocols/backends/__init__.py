@@ -54,7 +54,7 @@ _BACKENDS: dict[str, tuple[str, str, dict[str, Any]]] = {
 #: Every name :func:`make_backend` accepts.
 BACKEND_NAMES: tuple[str, ...] = tuple(_BACKENDS)
 
-#: How an encrypting party of the ``paillier`` backend makes its obfuscators (``--paillier-randomness``):
+#: How an encrypting party of the ``paillier`` backend makes its obfuscators (the ``paillier_randomness`` setting):
 #:
 #: ``fixed-base`` (:data:`DEFAULT_PAILLIER_RANDOMNESS`: the command line's and the protocols' settings' default)
 #:     ``h_s^a`` from a table of powers of one ``n``-th residue per party
@@ -77,14 +77,14 @@ PAILLIER_RANDOMNESS: tuple[str, ...] = ("fixed-base", "fixed-base-short", "offli
 DEFAULT_PAILLIER_RANDOMNESS = "fixed-base"
 #: Bits beyond ``log2(n)`` of a ``fixed-base`` exponent (statistical distance ``2^-128``).
 FULL_EXPONENT_SLACK = 128
-#: Most ``--paillier-workers`` accepted.
+#: Most ``paillier_workers`` accepted.
 MAX_PAILLIER_WORKERS = 1024
 
 
 def paillier_options(
     randomness: str | None = None, workers: int | None = None, key_bits: int | None = None
 ) -> dict[str, Any]:
-    """The ``PaillierBackend`` constructor options of ``--paillier-randomness`` and ``--paillier-workers``.
+    """The ``PaillierBackend`` constructor options of the ``paillier_randomness`` and ``paillier_workers`` settings.
 
     Parameters
     ----------
@@ -111,13 +111,13 @@ def paillier_options(
     mode = DEFAULT_PAILLIER_RANDOMNESS if randomness is None else randomness
     if mode not in PAILLIER_RANDOMNESS:
         raise InputValidationError(
-            f"--paillier-randomness {randomness!r} is not one of {list(PAILLIER_RANDOMNESS)}"
+            f"paillier_randomness={randomness!r} is not one of {list(PAILLIER_RANDOMNESS)}"
         )
     if workers is not None and (
         isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_PAILLIER_WORKERS
     ):
         raise InputValidationError(
-            f"--paillier-workers must be an integer from 1 to {MAX_PAILLIER_WORKERS}, got {workers!r}"
+            f"paillier_workers must be an integer from 1 to {MAX_PAILLIER_WORKERS}, got {workers!r}"
         )
     options: dict[str, Any] = {
         "precompute": mode.startswith("fixed-base"),

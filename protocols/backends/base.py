@@ -64,7 +64,7 @@ class SecureSumBackend(ABC):
     #: Capabilities, asked by attribute, never by name:
     #: the parties must be separate processes (it cannot run in-process as threads);
     needs_processes: bool = False
-    #: its own traffic is gloo collectives over ``torch.distributed`` (no TLS: ``--insecure`` only);
+    #: its own traffic is gloo collectives over ``torch.distributed`` (no TLS: ``insecure=True`` only);
     runs_over_gloo: bool = False
     #: sums in the 64-bit fixed-point ring of :mod:`protocols.encoding` (integer noise can be added there);
     fixed_point_ring: bool = True

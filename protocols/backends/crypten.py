@@ -90,8 +90,9 @@ class CrypTenBackend(SecureSumBackend):
 
     Notes
     -----
-    Needs parties that are processes over torch.distributed (``--transport
-    torch`` / :func:`~protocols.runtime.gloo.run_torch_party`); it
+    Needs parties that are processes over torch.distributed
+    (:func:`~protocols.runtime.gloo.run_torch_party`, as ``mpc-pca run`` starts
+    them for its ``processes`` transport); it
     raises :class:`~protocols.errors.ProtocolError` on any other channel.
     The decoded sum differs from the float sum by at most ``M * 2^-(f+1)`` per
     entry (rounding at encoding; the ring sum is exact).
@@ -121,8 +122,8 @@ class CrypTenBackend(SecureSumBackend):
         if not isinstance(channel, TorchChannel):
             raise ProtocolError(
                 f"the crypten backend needs parties that are processes over torch.distributed, but "
-                f"{party.name!r} runs on a {type(channel).__name__}; use --transport processes (alias --transport torch) "
-                "(or protocols.runtime.gloo.run_torch_party)"
+                f"{party.name!r} runs on a {type(channel).__name__}; run each party in its own process "
+                "(protocols.runtime.gloo.run_torch_party; mpc_pca.deploy.launch_local does so with insecure=True)"
             )
         members = contributors if receiver in contributors else (*contributors, receiver)
         session = _session(party, channel, members)

@@ -15,8 +15,8 @@ Security note
 -------------
 What it assumes depends on the exponent length:
 
-* **Full length** (``exponent_bits >= log2(n) + 128``, the command line's
-  ``--paillier-randomness fixed-base``): ``a`` is uniform on a range at least
+* **Full length** (``exponent_bits >= log2(n) + 128``, the setting
+  ``paillier_randomness='fixed-base'``): ``a`` is uniform on a range at least
   ``2^128`` times the order of ``h_s``, so ``h_s^a`` is within ``2^-128`` of a
   uniform element of the subgroup ``h_s`` generates, and semantic security
   rests on the decisional composite residuosity (DCR) assumption alone.

@@ -24,7 +24,7 @@ exits
     How a party process ends: the exit codes of ``mpc-pca`` and
     :func:`~protocols.runtime.exits.run_or_exit`, the one body of every party process.
 gloo
-    One party over ``torch.distributed`` (the CrypTen backend, ``--insecure``).
+    One party over ``torch.distributed`` (the CrypTen backend, ``insecure=True``).
 
 The runtime sits above :mod:`protocols.transport` (bytes, frames, TLS,
 rendezvous, mesh), which never imports it.

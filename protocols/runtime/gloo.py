@@ -1,6 +1,6 @@
 """Run one party over ``torch.distributed`` (gloo) after the TCPStore rendezvous.
 
-Only ``--backend crypten --insecure`` runs this way; the rendezvous, the
+Only runs of the ``crypten`` backend (``insecure=True``) go this way; the rendezvous, the
 failure records and what they are believed for are in
 :mod:`protocols.transport.torch_store`.
 """

@@ -3,11 +3,11 @@
 The launcher hosts the run's rendezvous store itself on a port the kernel
 picks (port 0), so no fixed port is used and the store outlives any party: a
 party that dies can not take the failure record down with it. Each party is a
-command line (typically ``python -m mpc_pca.cli party ... --external-store``)
-that connects to ``127.0.0.1:<port>``, or a :class:`PythonEntry`: the same
-entry point called in a child of a fork server that imported the given modules
-once, so the parties of a run do not each pay the interpreter's and the
-packages' start-up (issue 15). The fork server (:mod:`multiprocessing`'s
+command line (typically ``python -m mpc_pca.cli party ...``, told that the
+rendezvous is hosted outside it) that connects to ``127.0.0.1:<port>``, or a
+:class:`PythonEntry`: the same entry point called in a child of a fork server
+that imported the given modules once, so the parties of a run do not each
+pay the interpreter's and the packages' start-up (issue 15). The fork server (:mod:`multiprocessing`'s
 ``forkserver``: a clean single-threaded process started on first use, never
 this launcher forking itself with its threads) lives as long as the launcher
 process and serves later launches too.
@@ -183,7 +183,7 @@ class _ForkedParty:
 def host_store(world_size: int, timeout: float) -> tuple[Any, int]:
     """Start a TCPStore server on 127.0.0.1 (only) at a free port; return it and its port.
 
-    Only the ``--backend crypten --insecure`` runs use it.
+    Only runs of the ``crypten`` backend (``insecure=True``) use it.
     """
     from protocols.transport.torch_store import store_server
 

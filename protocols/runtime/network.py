@@ -83,7 +83,7 @@ def open_links(
         ``HOST:PORT`` of the rendezvous. Rank 0 listens there (on that
         interface only) unless ``host_rendezvous=False``.
     credentials : Credentials or None
-        This party's CA, certificate and key; ``None`` means ``--insecure``
+        This party's CA, certificate and key; ``None`` means ``insecure=True``
         (plain TCP, nothing authenticated).
     listen_host : str, optional
         Interface for this party's own listening socket (port 0); defaults to
@@ -96,12 +96,11 @@ def open_links(
     host_rendezvous : bool, optional
         Host the rendezvous here; defaults to ``True`` at rank 0.
     listen_at : (str, int), optional
-        ``(host, port)`` of this party's listening socket (``--listen``; port
-        0: the kernel picks). A wildcard host (``0.0.0.0``, ``::``) listens on
-        every interface. Overrides ``listen_host``.
+        ``(host, port)`` of this party's listening socket (the ``listen``
+        setting; port 0: the kernel picks). A wildcard host (``0.0.0.0``,
+        ``::``) listens on every interface. Overrides ``listen_host``.
     advertise : (str, int), optional
-        The address the rendezvous gives the others to dial (``--advertise``):
-        a NAT port forward or a firewall's public address. Default: the
+        The address the rendezvous gives the others to dial: a NAT port forward or a firewall's public address. Default: the
         listening address (with a wildcard host, the local address that
         routes to the master). Without ``listen_at``, the party listens on
         the advertised port of the interface that routes to the master.
@@ -120,8 +119,8 @@ def open_links(
         as its identity key, so that :func:`agree` costs no round of its
         own (it then only receives); give :func:`agree` the same mapping.
     peers : PeerTable, optional
-        A static address table (``--peers FILE``,
-        :mod:`protocols.transport.peers`): no rendezvous (``master`` is
+        A static address table (a peers file,
+        :func:`protocols.transport.peers.read_peers`): no rendezvous (``master`` is
         unused); this party listens on its own entry's address (or on
         ``listen_at``; port 0 there means the entry's port) and dials every
         higher rank, retrying while a peer is not listening yet, until
@@ -141,7 +140,7 @@ def open_links(
     master_host, master_port = parse_address(master)
     hosting = rank == 0 if host_rendezvous is None else bool(host_rendezvous)
     if hosting and master_port == 0:
-        raise InputValidationError(f"the rendezvous host needs an explicit port in --master, got {master!r}")
+        raise InputValidationError(f"the rendezvous host needs an explicit port, got master={master!r}")
     client_ctx, server_ctx = _contexts(credentials)
     window = connect_timeout if join_window is None else join_window
     start = now()
@@ -305,7 +304,7 @@ def _open_relayed(
     if credentials is None:
         raise InputValidationError(
             f"{name!r}: a relay needs TLS credentials: the pairs' sessions through it are what keeps the relay "
-            "from reading or altering the frames (no --insecure with --relay)"
+            "from reading or altering the frames (insecure=True cannot be used with a relay)"
         )
     start = now()
     streams = connect_relay(

@@ -73,14 +73,12 @@ class LinkOptions:
     message_cap : int
         Largest data message (bytes) this party accepts from a peer.
     listen : (str, int), optional
-        ``(host, port)`` of this party's listening socket (``--listen
-        HOST:PORT``): a fixed port to open in a firewall (0: the kernel
-        picks; a wildcard host listens on every interface). Give it or
-        ``listen_host``, not both.
+        ``(host, port)`` of this party's listening socket: a fixed port to
+        open in a firewall (0: the kernel picks; a wildcard host listens on
+        every interface). Give it or ``listen_host``, not both.
     advertise : (str, int), optional
-        The address the rendezvous gives the other parties to dial
-        (``--advertise HOST:PORT``), e.g. a NAT port forward; default: the
-        listening address. Without ``listen`` the party listens on the
+        The address the rendezvous gives the other parties to dial, e.g. a
+        NAT port forward; default: the listening address. Without ``listen`` the party listens on the
         advertised port of the interface that routes to the master.
     join_window : float, optional
         Seconds the rendezvous (and this party) wait for every party to join
@@ -88,14 +86,14 @@ class LinkOptions:
     waiting_log_interval : float
         Seconds between two waiting-room lines of the rendezvous.
     relay : str, optional
-        ``HOST:PORT`` of a relay (``--relay``): the party only dials out, to
-        the relay, which hosts the rendezvous (``master`` is unused). Needs
+        ``HOST:PORT`` of a relay: the party only dials out, to the relay,
+        which hosts the rendezvous (``master`` is unused). Needs
         TLS credentials; ``listen``, ``listen_host``, ``advertise`` and
         ``host_rendezvous`` do not apply.
     peers : PeerTable, optional
-        A static address table (``--peers FILE``,
-        :mod:`protocols.transport.peers`): no rendezvous, ``master`` is
-        unused; ``listen`` may override this party's own entry (e.g.
+        A static address table (a peers file,
+        :func:`protocols.transport.peers.read_peers`): no rendezvous,
+        ``master`` is unused; ``listen`` may override this party's own entry (e.g.
         ``0.0.0.0`` behind NAT). ``relay``, ``advertise``, ``listen_host``,
         ``host_rendezvous`` and ``join_window`` do not apply.
     listener : socket.socket, optional
@@ -147,8 +145,8 @@ class LinkOptions:
             self._check_peers(name)
         if self.credentials is None and not self.insecure:
             raise InputValidationError(
-                f"{name} has no TLS credentials: pass --tls-dir DIR (or --ca/--cert/--key), or --insecure to "
-                "run with links that are neither encrypted nor authenticated"
+                f"{name} has no TLS credentials: pass credentials (a CA, certificate and key, e.g. read from a "
+                "tls_dir), or insecure=True to run with links that are neither encrypted nor authenticated"
             )
 
     def _check_peers(self, name: str) -> None:
@@ -178,7 +176,7 @@ class LinkOptions:
         if self.insecure:
             raise InputValidationError(
                 f"{name}: a relay needs TLS (the pairs' end-to-end sessions are what keep the relay from reading "
-                "or altering frames); --insecure cannot be used with --relay"
+                f"or altering frames); insecure=True cannot be used with relay={self.relay!r}"
             )
         given = [
             option

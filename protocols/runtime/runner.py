@@ -84,13 +84,20 @@ def check_timeout(timeout: object) -> float:
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
-def parse_duration(text: str, flag: str) -> float:
+def parse_duration(text: str, name: str) -> float:
     """Seconds from ``90``, ``90s``, ``30m``, ``2h``, ``1.5h`` or ``1h30m`` (units s, m, h, d).
+
+    Parameters
+    ----------
+    text : str
+        The duration.
+    name : str
+        The setting it is for (e.g. ``join_window``), for messages.
 
     Raises
     ------
     InputValidationError
-        Naming ``flag`` and the value, unless it is a positive, finite duration.
+        Naming ``name`` and the value, unless it is a positive, finite duration.
     """
     import re
 
@@ -102,11 +109,11 @@ def parse_duration(text: str, flag: str) -> float:
         or (len(parts) > 1 and not all(unit for _, unit in parts))
     ):
         raise InputValidationError(
-            f"{flag} {text!r} is not a duration; give seconds (90) or a number with a unit: 90s, 30m, 2h, 1h30m"
+            f"{name} {text!r} is not a duration; give seconds (90) or a number with a unit: 90s, 30m, 2h, 1h30m"
         )
     seconds = sum(float(number) * _UNITS[unit or "s"] for number, unit in parts)
     if not 0 < seconds < float("inf"):
-        raise InputValidationError(f"{flag} {text!r} is not a positive duration")
+        raise InputValidationError(f"{name} {text!r} is not a positive duration")
     return seconds
 
 

@@ -75,7 +75,7 @@ Traffic accounting
 
 Security (honest-but-curious, as the native engine): the holders' links of
 the CrypTen sub-group are plain gloo TCP, neither encrypted nor authenticated
-(as for the ``crypten`` secure-sum backend; ``--insecure`` only); the dealer
+(as for the ``crypten`` secure-sum backend; ``insecure=True`` only); the dealer
 sees no data; the dealer colluding with any one holder learns every opened
 value's mask and so the shared matrix.
 """
@@ -206,8 +206,8 @@ class CrypTenEngine:
         if not isinstance(channel, TorchChannel):
             raise ProtocolError(
                 f"the CrypTen tensor engine needs parties that are processes over torch.distributed, but "
-                f"{session.party.name!r} runs on a {type(channel).__name__}; use --transport processes (alias --transport torch) "
-                "--backend crypten --insecure (or mpc_pca.deploy.launch_local(..., {'backend': 'crypten'}))"
+                f"{session.party.name!r} runs on a {type(channel).__name__}; run each party in its own process "
+                "(mpc_pca.deploy.launch_local(..., {'backend': 'crypten'}, insecure=True))"
             )
         ranks = [channel.rank_of(h) for h in session.holders]
         try:

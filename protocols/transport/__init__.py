@@ -22,7 +22,7 @@ confirmation
     The final confirmation round of a socket run: a party keeps its output
     only once every party confirmed that it finished (all-or-nothing outputs).
 peers
-    A static address table (``--peers FILE``): every party's address known
+    A static address table (``peers``, read from a file): every party's address known
     beforehand, so the run needs no rendezvous.
 relay, relay_session, relay_frames, relay_rendezvous, relay_server
     Parties that only dial out: a relay that hosts the rendezvous and forwards

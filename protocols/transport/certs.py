@@ -220,7 +220,7 @@ def write_credentials(
     if present:
         verb = "already exists" if len(present) == 1 else "already exist"
         raise InputValidationError(
-            f"{', '.join(present)} {verb}; choose an empty --out directory (nothing was written)"
+            f"{', '.join(present)} {verb}; choose an empty directory for out (nothing was written)"
         )
     prepare_directory(root)
     ca_key, ca_cert = make_ca(ca_name, days)

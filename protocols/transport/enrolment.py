@@ -298,7 +298,7 @@ def _load_ca(ca_dir: Path) -> tuple[ec.EllipticCurvePrivateKey | rsa.RSAPrivateK
     for path in (cert_path, key_path):
         if not path.is_file():
             raise InputValidationError(
-                f"{path} does not exist; make the CA with `mpc-pca certs init-ca --out {ca_dir}`"
+                f"{path} does not exist; make the CA in {ca_dir} first (init_ca, or `mpc-pca certs init-ca`)"
             )
     try:
         cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
@@ -364,8 +364,8 @@ def sign_request(
     ca_key, ca_cert = _load_ca(Path(ca_dir))
     if dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=days) > ca_cert.not_valid_after_utc:
         raise InputValidationError(
-            f"a certificate for {days} days would outlive the CA certificate (valid until "
-            f"{ca_cert.not_valid_after_utc:%Y-%m-%d %H:%M} UTC); choose a smaller --days"
+            f"days={days}: a certificate for {days} days would outlive the CA certificate (valid until "
+            f"{ca_cert.not_valid_after_utc:%Y-%m-%d %H:%M} UTC); choose fewer days"
         )
     if confirm is not None and not confirm(request):
         raise InputValidationError(f"not confirmed; no certificate was issued for {request.name!r}")

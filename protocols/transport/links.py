@@ -46,7 +46,7 @@ class UnansweredError(ProtocolError):
 
 
 class Stream:
-    """A plain TCP stream (``--insecure``): nothing is encrypted or authenticated."""
+    """A plain TCP stream (``insecure=True``): nothing is encrypted or authenticated."""
 
     secure = False
 
@@ -192,7 +192,7 @@ def handshake(
 ) -> tuple[Stream, str | None]:
     """Run the TLS handshake on a connected socket; return the stream and the peer's names.
 
-    With ``ctx=None`` (``--insecure``) the socket is returned as a plain
+    With ``ctx=None`` (``insecure=True``) the socket is returned as a plain
     :class:`Stream`. With ``expected`` the peer's certificate must name that
     party; otherwise (an accepting end that learns who dialled) the first
     certificate name is returned for the caller to check. On failure the

@@ -1,4 +1,4 @@
-"""A static address table (``--peers FILE``): every party's name and address, known before the run.
+"""A static address table (``peers``, read from a file): every party's name and address, known before the run.
 
 Organisations behind firewalls usually know each other's addresses in
 advance (their IT staff open the ports), so the run needs no rendezvous:
@@ -157,17 +157,17 @@ def read_peers(path: str | Path) -> PeerTable:
         with open(path, "rb") as handle:
             data = handle.read(MAX_PEERS_FILE_BYTES + 1)
     except OSError as exc:
-        raise InputValidationError(f"--peers {str(path)!r} cannot be read: {exc.strerror or exc}") from None
+        raise InputValidationError(f"peers={str(path)!r} cannot be read: {exc.strerror or exc}") from None
     if len(data) > MAX_PEERS_FILE_BYTES:
         raise InputValidationError(
-            f"--peers {str(path)!r} is larger than {MAX_PEERS_FILE_BYTES:,} bytes; a peers file lists names "
+            f"peers={str(path)!r} is larger than {MAX_PEERS_FILE_BYTES:,} bytes; a peers file lists names "
             "and addresses only"
         )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputValidationError(f"--peers {str(path)!r} is not UTF-8: {exc}") from None
-    return parse_peers(text, f"--peers {str(path)!r}")
+        raise InputValidationError(f"peers={str(path)!r} is not UTF-8: {exc}") from None
+    return parse_peers(text, f"peers={str(path)!r}")
 
 
 def _shown(value: Any) -> str:

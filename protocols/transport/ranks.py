@@ -13,15 +13,22 @@ from protocols.errors import InputValidationError
 MAX_WORLD_SIZE = 4096
 
 
-def check_world_size(world_size: object, flag: str = "world size") -> int:
+def check_world_size(world_size: object, name: str = "world size") -> int:
     """Validate a world size before any party starts: an integer from 1 to :data:`MAX_WORLD_SIZE`.
+
+    Parameters
+    ----------
+    world_size : object
+        The value to check.
+    name : str
+        What it is, for the message (the setting ``world_size``, or a description).
 
     Examples
     --------
-    >>> check_world_size(1_000_000, "--world-size")
+    >>> check_world_size(1_000_000, "world_size")
     Traceback (most recent call last):
     ...
-    protocols.errors.InputValidationError: --world-size 1000000 is out of range; it must be between 1 and 4096 (MAX_WORLD_SIZE: the most parties the relay and the rendezvous accept)
+    protocols.errors.InputValidationError: world_size 1000000 is out of range; it must be between 1 and 4096 (MAX_WORLD_SIZE: the most parties the relay and the rendezvous accept)
     """
     if (
         isinstance(world_size, bool)
@@ -29,7 +36,7 @@ def check_world_size(world_size: object, flag: str = "world size") -> int:
         or not 1 <= world_size <= MAX_WORLD_SIZE
     ):
         raise InputValidationError(
-            f"{flag} {world_size!r} is out of range; it must be between 1 and {MAX_WORLD_SIZE} "
+            f"{name} {world_size!r} is out of range; it must be between 1 and {MAX_WORLD_SIZE} "
             "(MAX_WORLD_SIZE: the most parties the relay and the rendezvous accept)"
         )
     return world_size

@@ -2,8 +2,8 @@
 
 The relay (:mod:`protocols.transport.relay`) hosts the waiting room of one
 run. Which parties make up that run (names and ranks: the *layout*) is fixed
-when the relay starts, by its operator (``mpc-pca relay --parties
-NAME,...``). A registration is accepted only if its certificate names a party
+when the relay starts, by its operator (the ``parties`` of ``mpc-pca
+relay``). A registration is accepted only if its certificate names a party
 of that layout at the rank it claims (the checks of
 :class:`~protocols.transport.rendezvous.Introducer`) and the layout it sends
 is the operator's. Any other registration is refused, naming the certified

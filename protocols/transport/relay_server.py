@@ -148,7 +148,7 @@ class RelayServer:
         Seconds the rendezvous waits for every party.
     layout : mapping of str to int
         The run's parties and their ranks, fixed by the relay's operator
-        (``--parties``): a registration with any other layout is refused and
+        (the ``parties`` of ``mpc-pca relay``): a registration with any other layout is refused and
         named (:class:`~protocols.transport.relay_rendezvous.RelayRendezvous`).
     log_interval : float
         Seconds between two waiting-room lines.
@@ -178,7 +178,9 @@ class RelayServer:
         stall_seconds: float = STALL_SECONDS,
     ) -> None:
         if context is None:
-            raise InputValidationError("the relay needs TLS credentials (no --insecure relay)")
+            raise InputValidationError(
+                "the relay needs TLS credentials (context=None): a relay has no insecure mode"
+            )
         self.queue_bytes = int(queue_bytes)
         self.stall_seconds = float(stall_seconds)
         if self.queue_bytes < MAX_FRAME_BYTES + OUTER.size:

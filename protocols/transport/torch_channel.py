@@ -1,6 +1,6 @@
 """The gloo channel: messages between parties over ``torch.distributed`` point-to-point sends.
 
-Used only with ``--backend crypten`` (which requires ``--insecure``): CrypTen's
+Used only with the ``crypten`` backend (which requires ``insecure=True``): CrypTen's
 own traffic runs on the same gloo process group and cannot be wrapped in TLS,
 and gloo aborts a receiving process in C++ when a message is larger than the
 posted receive, so a hostile peer can always crash it. Every other run uses

@@ -1,6 +1,6 @@
 """Parties over ``torch.distributed`` (gloo): the TCPStore rendezvous (:mod:`protocols.runtime.gloo` runs a party on it).
 
-Only ``--backend crypten`` runs this way, and only with ``--insecure``
+Only the ``crypten`` backend runs this way, and only with ``insecure=True``
 (see :mod:`protocols.transport.torch_channel`); nothing here is
 authenticated, so nothing read from the store is believed beyond "the run
 failed": failure records only decorate error messages.
@@ -198,7 +198,7 @@ def _wait_for_keys(rdv: Rendezvous, keys: Mapping[str, str], timeout: float, wha
             described = ", ".join(f"{name!r} (rank {rdv.ranks[name]})" for name in missing)
             raise PeerTimeoutError(
                 f"{rdv.name!r} waited {timeout:g} s at the rendezvous, but {described} did not "
-                f"{what}; check that every party was started with the same --master and world size"
+                f"{what}; check that every party was started with the same rendezvous address (master) and world size"
             )
         threading.Event().wait(_STORE_POLL_SECONDS)
 
@@ -207,7 +207,7 @@ def store_server(host: str, port: int, world_size: int, timeout: float) -> Any:
     """A TCPStore server listening on ``host:port`` only (``port`` 0: the kernel picks).
 
     TCPStore on its own binds every interface; handing it a socket bound to
-    the ``--master`` interface keeps the store off the others.
+    the ``master`` interface keeps the store off the others.
     """
     from protocols.transport.rendezvous import listen
 

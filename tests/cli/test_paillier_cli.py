@@ -46,8 +46,8 @@ def test_the_default_is_fixed_base_with_full_length_exponents():
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"paillier_randomness": "fast"}, "--paillier-randomness 'fast' is not one of"),
-        ({"paillier_workers": 0}, "--paillier-workers must be an integer from 1 to 1024, got 0"),
+        ({"paillier_randomness": "fast"}, "paillier_randomness='fast' is not one of"),
+        ({"paillier_workers": 0}, "paillier_workers must be an integer from 1 to 1024, got 0"),
         ({"paillier_workers": True}, "got True"),
     ],
 )

@@ -2,7 +2,7 @@
 
 Introduction
     One process (rank 0, or the local launcher) runs an :class:`Introducer`
-    listening on the ``--master`` address (that interface only, never all of
+    listening on the ``master`` address (that interface only, never all of
     them). Every party opens a listening socket on port 0 of its own
     interface, connects to the introducer over mutually authenticated TLS and
     registers ``(name, rank, host, port)``; the introducer checks that the
@@ -12,9 +12,9 @@ Introduction
     fail, and nothing else it says is believed.
 
 Addresses
-    A party listens on a fixed ``HOST:PORT`` when given one (``--listen``;
+    A party listens on a fixed ``HOST:PORT`` when given one (``listen``;
     port 0 still lets the kernel pick) and registers the address the others
-    must dial: its ``--advertise`` address when given (a NAT port forward, a
+    must dial: its ``advertise`` address when given (a NAT port forward, a
     firewall's public address), else the one it listens on. The advertised
     address is peer-supplied like everything in a registration: a host of at
     most :data:`MAX_NAME_CHARS` characters and a port in 1 .. 65535, else a
@@ -40,7 +40,7 @@ Links
     one, both ends check that the peer's certificate names the party expected
     at that rank (:func:`protocols.transport.tls.check_peer_name`), and the
     dialler then sends a ``HELLO`` frame with its name (which is all an
-    ``--insecure`` link has to go by). Failed handshakes from anyone else are
+    insecure link, ``insecure=True``, has to go by). Failed handshakes from anyone else are
     refused and reported if the run does not come together in time.
 
 Schemas

@@ -1,8 +1,8 @@
 """Addresses of the socket transport: ``HOST:PORT`` options, the local interface, listening sockets.
 
-A party listens on a fixed ``HOST:PORT`` when given one (``--listen``; port 0
+A party listens on a fixed ``HOST:PORT`` when given one (``listen``; port 0
 still lets the kernel pick) and registers the address the others must dial:
-its ``--advertise`` address when given (a NAT port forward, a firewall's
+its ``advertise`` address when given (a NAT port forward, a firewall's
 public address), else the one it listens on (:func:`parse_endpoint`,
 :func:`local_address_towards`, :func:`listen`).
 """
@@ -30,16 +30,17 @@ def parse_address(address: str) -> tuple[str, int]:
     return host, port
 
 
-def parse_endpoint(text: str, flag: str, *, port_required: bool) -> tuple[str, int]:
-    """``HOST``, ``HOST:PORT`` or ``[v6addr]:PORT`` of an option such as ``--listen`` or ``--advertise``.
+def parse_endpoint(text: str, name: str, *, port_required: bool) -> tuple[str, int]:
+    """``HOST``, ``HOST:PORT`` or ``[v6addr]:PORT`` of a setting such as ``listen`` or ``advertise``.
 
     Parameters
     ----------
     text : str
-        The option's value. A bare IPv6 address (more than one ``:``, no
+        The setting's value. A bare IPv6 address (more than one ``:``, no
         brackets) is a host without a port.
-    flag : str
-        The option, for messages.
+    name : str
+        The setting (``advertise``, ``dask_scheduler``) or what the value is,
+        for messages: ``"{name} {text!r} has no port"``.
     port_required : bool
         Require a port in 1 .. 65535 (an advertised address); otherwise a
         missing port is 0 (the kernel picks) and 0 is allowed.
@@ -47,7 +48,7 @@ def parse_endpoint(text: str, flag: str, *, port_required: bool) -> tuple[str, i
     Raises
     ------
     InputValidationError
-        Naming the option and its value.
+        Naming the setting and its value.
     """
     value = text.strip()
     bracketed = value.startswith("[")
@@ -59,18 +60,18 @@ def parse_endpoint(text: str, flag: str, *, port_required: bool) -> tuple[str, i
         try:
             host, port = parse_address(value)
         except InputValidationError as exc:
-            raise InputValidationError(f"{flag} {text!r}: {exc}") from None
+            raise InputValidationError(f"{name} {text!r}: {exc}") from None
     if not host or any(c.isspace() for c in host) or len(host) > MAX_NAME_CHARS:
         raise InputValidationError(
-            f"{flag} {text!r} is not HOST:PORT (the host is empty, too long or has spaces)"
+            f"{name} {text!r} is not HOST:PORT (the host is empty, too long or has spaces)"
         )
     if port is None:
         if port_required:
-            raise InputValidationError(f"{flag} {text!r} has no port; give HOST:PORT (IPv6: [ADDR]:PORT)")
+            raise InputValidationError(f"{name} {text!r} has no port; give HOST:PORT (IPv6: [ADDR]:PORT)")
         port = 0
     if port_required and port == 0:
         raise InputValidationError(
-            f"{flag} {text!r}: port 0 cannot be dialled; give the port the others reach"
+            f"{name} {text!r}: port 0 cannot be dialled; give the port the others reach"
         )
     return host, port
 

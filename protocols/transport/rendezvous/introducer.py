@@ -1,7 +1,7 @@
 """The rendezvous' server side: the :class:`Introducer` and its waiting room.
 
 One process (rank 0, or the local launcher) runs an :class:`Introducer`
-listening on the ``--master`` address. Every party registers ``(name, rank,
+listening on the ``master`` address. Every party registers ``(name, rank,
 host, port)`` over mutually authenticated TLS; the introducer checks that
 the certificate names the party the protocol has at that rank and, once all
 parties are in, returns the address table. While parties are missing it is
@@ -72,7 +72,7 @@ class Introducer:
     ranks : mapping of str to int
         Every party's rank.
     context : ssl.SSLContext or None
-        Server context (``None``: ``--insecure``, names are taken on trust).
+        Server context (``None``: ``insecure=True``, names are taken on trust).
     timeout : float
         The join window: seconds to wait for every party.
     log_interval : float

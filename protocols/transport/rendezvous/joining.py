@@ -128,13 +128,11 @@ def register(
     if hosted_by is not None:
         where += f" (hosted by {hosted_by!r}, rank 0)"
         down = (
-            f"the rendezvous host {hosted_by!r} (rank 0, --master {master}) is unreachable: its process is down "
-            "or has not started, or --master names the wrong address"
+            f"the rendezvous host {hosted_by!r} (rank 0, master={master}) is unreachable: its process is down "
+            "or has not started, or that address is the wrong one"
         )
     else:
-        down = (
-            f"the rendezvous at {master} (--master) is unreachable: it is not running or the address is wrong"
-        )
+        down = f"the rendezvous at master={master} is unreachable: it is not running or the address is wrong"
     stream = dial(
         (host, port), context, expected=introducer_name, me=name, where=where, deadline=deadline,
         retry_unreachable=True, what=f"{name!r} (rank {rank})", unreachable=down,

@@ -301,7 +301,7 @@ def raw_party_async(tls_dir, name, ranks, relay) -> threading.Thread:
 
 def test_relay_link_options_refuse_insecure_and_direct_only_options(tls_dir):
     creds = Credentials.from_dir(tls_dir, "a0")
-    with pytest.raises(InputValidationError, match="--insecure cannot be used with --relay"):
+    with pytest.raises(InputValidationError, match="insecure=True cannot be used with relay="):
         LinkOptions("unused:1", None, True, relay="127.0.0.1:9").check("a0")
     with pytest.raises(InputValidationError, match="listen, advertise do not apply with a relay"):
         LinkOptions(

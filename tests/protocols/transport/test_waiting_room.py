@@ -129,23 +129,23 @@ def wait_for(condition, seconds: float = 10.0) -> None:
     ],
 )
 def test_endpoints_parse(text, required, expected):
-    assert parse_endpoint(text, "--x", port_required=required) == expected
+    assert parse_endpoint(text, "x", port_required=required) == expected
 
 
 @pytest.mark.parametrize(
     ("text", "required", "message"),
     [
-        ("10.0.0.2:http", True, r"--advertise '10\.0\.0\.2:http': port 'http' .* is not an integer"),
-        ("10.0.0.2:70000", True, r"--advertise '10\.0\.0\.2:70000': port 70000 .* out of range"),
-        ("10.0.0.2", True, r"--advertise '10\.0\.0\.2' has no port"),
-        ("10.0.0.2:0", True, r"--advertise '10\.0\.0\.2:0': port 0 cannot be dialled"),
-        (":5000", True, r"--advertise ':5000'"),
-        ("a b:5000", True, r"--advertise 'a b:5000' is not HOST:PORT"),
+        ("10.0.0.2:http", True, r"advertise '10\.0\.0\.2:http': port 'http' .* is not an integer"),
+        ("10.0.0.2:70000", True, r"advertise '10\.0\.0\.2:70000': port 70000 .* out of range"),
+        ("10.0.0.2", True, r"advertise '10\.0\.0\.2' has no port"),
+        ("10.0.0.2:0", True, r"advertise '10\.0\.0\.2:0': port 0 cannot be dialled"),
+        (":5000", True, r"advertise ':5000'"),
+        ("a b:5000", True, r"advertise 'a b:5000' is not HOST:PORT"),
     ],
 )
 def test_bad_endpoints_name_the_option_and_value(text, required, message):
     with pytest.raises(InputValidationError, match=message):
-        parse_endpoint(text, "--advertise", port_required=required)
+        parse_endpoint(text, "advertise", port_required=required)
 
 
 @pytest.mark.parametrize(
@@ -153,13 +153,13 @@ def test_bad_endpoints_name_the_option_and_value(text, required, message):
     [("90", 90), ("90s", 90), ("30m", 1800), ("2h", 7200), ("1h30m", 5400), ("1.5h", 5400)],
 )
 def test_join_windows_parse(text, seconds):
-    assert parse_duration(text, "--join-window") == seconds
+    assert parse_duration(text, "join_window") == seconds
 
 
 @pytest.mark.parametrize("text", ["", "2x", "1h30", "-5", "h", "0"])
 def test_bad_join_windows_name_the_value(text):
-    with pytest.raises(InputValidationError, match=f"--join-window {text!r}"):
-        parse_duration(text, "--join-window")
+    with pytest.raises(InputValidationError, match=f"join_window {text!r}"):
+        parse_duration(text, "join_window")
 
 
 def test_the_party_command_parses_its_link_options():
