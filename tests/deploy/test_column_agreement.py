@@ -95,7 +95,7 @@ def test_the_tutorials_refusal_is_the_message_the_providers_give():
     views = {"provider0": {"columns": names}, "provider1": {"columns": names[:-1]}}
     with pytest.raises(InputValidationError) as info:
         agree_columns(views, ("provider0", "provider1"))
-    from mpc_pca.cli.errors import _command_line_flags, in_flag_terms
+    from mpc_pca.cli.errors import command_line_flags, in_flag_terms
 
     shown = page_of("hospitals-party-refusal").text
     for fragment in (
@@ -103,7 +103,7 @@ def test_the_tutorials_refusal_is_the_message_the_providers_give():
         "give every provider columns=NAMES",
     ):
         # the page shows the command line's spelling of the library's message
-        assert fragment in str(info.value) and in_flag_terms(fragment, _command_line_flags()) in shown, (
+        assert fragment in str(info.value) and in_flag_terms(fragment, command_line_flags()) in shown, (
             fragment
         )
 
