@@ -59,17 +59,7 @@ def _lines(stream) -> queue.Queue:
 def test_progress_lines_arrive_while_the_first_phase_is_still_running(tmp_path: Path) -> None:
     gate = tmp_path / "gate"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    argv = [
-        "run",
-        "--protocol",
-        "pppca-ss",
-        "--data",
-        "builtin:wine",
-        "--parties",
-        "3",
-        "--n-components",
-        "2",
-    ]
+    argv = "run --protocol pppca-ss --data builtin:wine --parties 3 --n-components 2".split()
     child = subprocess.Popen(
         [sys.executable, "-c", HOLD_PHASES, str(gate), *argv],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
