@@ -59,7 +59,17 @@ def _lines(stream) -> queue.Queue:
 def test_progress_lines_arrive_while_the_first_phase_is_still_running(tmp_path: Path) -> None:
     gate = tmp_path / "gate"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    argv = "run --protocol pppca-ss --data builtin:wine --parties 3 --n-components 2".split()
+    argv = [
+        "run",
+        "--protocol",
+        "pppca-ss",
+        "--data",
+        "builtin:wine",
+        "--parties",
+        "3",
+        "--n-components",
+        "2",
+    ]
     child = subprocess.Popen(
         [sys.executable, "-c", HOLD_PHASES, str(gate), *argv],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
@@ -118,10 +128,13 @@ def test_a_party_says_where_it_joins_before_it_waits_and_names_a_dead_rendezvous
     )  # fmt: skip
     lines = done.stderr.splitlines()
     assert done.returncode == 4
-    first = LINE.match(lines[0])
-    assert first is not None and float(first.group(1)) <= 1.0, lines
+    progress = [(index, LINE.match(line)) for index, line in enumerate(lines) if LINE.match(line)]
+    assert progress, lines
+    index, first = progress[0]
+    assert float(first.group(1)) <= 1.0, lines
     assert (
         first.group(2)
         == f"provider1 of pppca-ss: joining the run at the rendezvous hosted by rank 0 ({master})"
     )
+    assert index < len(lines) - 1  # shown before the run ended
     assert "the rendezvous host 'provider0' (rank 0" in lines[-1] and "unreachable" in lines[-1]

@@ -244,7 +244,7 @@ def test_cli_runs_each_dp_protocol(tmp_path, protocol, capsys):
     # --row-norm scale (the papers' preprocessing) and a noise seed: the run says it is not private
     assert result["private"] is False
     assert err.count("mpc-pca: warning: row norms scaled by the pooled data") == 1
-    assert any("row_norm='scale'" in reason for reason in result["privacy_leaks"])
+    assert any("--row-norm scale" in reason for reason in result["privacy_leaks"])
     if protocol == "sn":  # the retracted mechanism's warning is one of the causes, printed once
         assert err.count("mpc-pca: warning: SN (Wishart noise") == 1
         assert any("retracted" in reason for reason in result["privacy_leaks"])

@@ -414,4 +414,4 @@ def test_cli_runs_pppca_he(tmp_path, capsys):
     result = json.loads(out.read_text())
     assert result["backend"] == "paillier" and len(result["components"]) == 2
     assert main(["run", "--protocol", "pppca-he", "--data", "builtin:iris", "--key-bits", "1024"]) == 3
-    assert "key_bits=1024" in capsys.readouterr().err
+    assert "--key-bits 1024 is not allowed" in capsys.readouterr().err

@@ -130,7 +130,7 @@ def test_cli_refuses_a_bad_delta(tmp_path, capsys, protocol, delta):
     out = tmp_path / "r.json"
     argv = ["run", "--protocol", protocol, "--data", "builtin:wine", "--parties", "2", "--n-components", "2"]
     assert main([*argv, "--delta", delta, "--output", str(out)]) == 3
-    assert f"delta={float(delta)!r}" in capsys.readouterr().err
+    assert f"--delta {float(delta)!r} is invalid" in capsys.readouterr().err
     assert not out.exists()
 
 
