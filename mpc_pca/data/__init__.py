@@ -17,6 +17,10 @@ dask_client
 inputs
     Resolving ``--data`` (one file per provider, a directory, a glob, or one
     data set split among ``--parties``) into one table per provider.
+plink_files, plink, snp_alignment
+    PLINK 1 genotypes (``.bed``/``.bim``/``.fam``): the fileset found and
+    checked, the dosages read in row chunks with missing calls imputed, and
+    the sites' SNPs aligned by identifier (``pip install 'mpc-pca[genotype]'``).
 columns
     Agreeing on the providers' ordered column names (alignment by name, the
     names' hash for the settings agreement).
