@@ -34,6 +34,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from mpc_pca.data.plink_files import Fileset, Snps, listed, open_fileset
+from mpc_pca.data.tables import Table
 from protocols.errors import InputValidationError
 
 #: The ``pip install`` line of the optional dependency that decodes ``.bed`` files.
@@ -245,4 +246,28 @@ class BedFile:
         return values
 
 
-__all__ = ["DEFAULT_CHUNK_BYTES", "GENOTYPE_INSTALL", "BedFile", "open_bed_reader", "rows_per_chunk"]
+def is_bed(spec: str) -> bool:
+    """Whether ``--data`` names a PLINK 1 ``.bed`` file (by its suffix, any case)."""
+    return spec.lower().endswith(".bed")
+
+
+def bed_table(path: str | Path) -> Table:
+    """A ``.bed`` file read whole as a :class:`~mpc_pca.data.tables.Table` (``--data site.bed``).
+
+    The columns are the SNPs in ``.bim`` order, named by their identifiers;
+    missing calls are imputed with the site's own SNP means (the note says so).
+    """
+    site = BedFile(path)
+    values = site.read()
+    return Table(str(site.path), site.snps.ids, values, list(site.notes))
+
+
+__all__ = [
+    "DEFAULT_CHUNK_BYTES",
+    "GENOTYPE_INSTALL",
+    "BedFile",
+    "bed_table",
+    "is_bed",
+    "open_bed_reader",
+    "rows_per_chunk",
+]

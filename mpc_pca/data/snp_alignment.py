@@ -15,12 +15,13 @@ other allele), is refused with both records.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from mpc_pca.data.plink_files import Snps, listed
+from mpc_pca.data.plink_files import Snps, listed, read_bim
 from protocols.errors import InputValidationError
 
 
@@ -139,4 +140,21 @@ def align_snps(sites: Sequence[Snps]) -> tuple[tuple[str, ...], list[list[int] |
     return reference.ids, orders
 
 
-__all__ = ["align_snps"]
+def align_bed_files(paths: Sequence[str | Path]) -> tuple[tuple[str, ...], list[list[int] | None]]:
+    """:func:`align_snps` of the ``.bim`` beside each ``.bed`` in ``paths`` (read, not the genotypes).
+
+    Raises
+    ------
+    InputValidationError
+        For a missing or malformed ``.bim``, or as :func:`align_snps` does.
+    """
+    sites = []
+    for path in paths:
+        bim = Path(path).with_suffix(".bim")
+        if not bim.is_file():
+            raise InputValidationError(f"{bim} does not exist: the SNP list of {Path(path).name}")
+        sites.append(read_bim(bim))
+    return align_snps(sites)
+
+
+__all__ = ["align_bed_files", "align_snps"]

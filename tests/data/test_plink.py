@@ -311,3 +311,36 @@ def test_without_the_extra_the_error_names_pip_install_and_the_extra(written, mo
         str(error.value)
         == f"reading {path} needs bed-reader, which is not installed: pip install 'mpc-pca[genotype]'"
     )
+
+
+# `--data site.bed`: the data-input dispatch (mpc_pca.data.inputs).
+
+
+def test_data_bed_files_are_aligned_sites_with_their_notes(tmp_path):
+    from mpc_pca.data.inputs import ReadOptions, provider_data
+
+    d = 6
+    pooled = genotypes(20, d, seed=5)
+    ids = [f"rs{j}" for j in range(d)]
+    order = [3, 0, 5, 1, 4, 2]
+    a = write(tmp_path / "a.bed", pooled[:8], ids=ids)
+    b = write(tmp_path / "b.bed", pooled[8:][:, order], ids=[ids[j] for j in order])
+    data = provider_data([str(a), str(b)], ReadOptions())
+    assert data.names == tuple(ids) and [t.values.shape for t in data.tables] == [(8, d), (12, d)]
+    expected = np.vstack([site_mean_imputed(pooled[:8]), site_mean_imputed(pooled[8:])])
+    np.testing.assert_allclose(np.vstack(data.parts), expected, rtol=0, atol=1e-15)
+    assert sum("this site's own mean" in note for note in data.notes) == 2
+
+
+def test_data_bed_files_with_different_alleles_are_refused_before_any_genotype_is_read(tmp_path, monkeypatch):
+    import mpc_pca.data.plink as plink
+    from mpc_pca.data.inputs import ReadOptions, provider_data
+
+    values = genotypes(5, 3)
+    a = write(tmp_path / "a.bed", values)
+    b = write(tmp_path / "b.bed", values, alleles=("G", "A"))
+    monkeypatch.setattr(plink, "BedFile", None)  # reading a genotype now fails loudly
+    with pytest.raises(
+        InputValidationError, match=r"b\.bim and .*a\.bim describe 3 SNP\(s\) differently.*alleles swapped"
+    ):
+        provider_data([str(a), str(b)], ReadOptions())
