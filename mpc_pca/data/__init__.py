@@ -21,6 +21,9 @@ plink_files, plink, snp_alignment
     PLINK 1 genotypes (``.bed``/``.bim``/``.fam``): the fileset found and
     checked, the dosages read in row chunks with missing calls imputed, and
     the sites' SNPs aligned by identifier (``pip install 'mpc-pca[genotype]'``).
+genotype_part
+    A ``.bed`` file as a chunked part for PPPCA, streamed ``--chunk-rows``
+    individuals at a time (``mpc-pca party --data site.bed``).
 columns
     Agreeing on the providers' ordered column names (alignment by name, the
     names' hash for the settings agreement).

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,40 +12,9 @@ from mpc_pca.data.plink import GENOTYPE_INSTALL, BedFile
 from mpc_pca.data.plink_files import Snps, read_bim
 from mpc_pca.data.snp_alignment import align_snps
 from protocols.errors import InputValidationError
+from tests.helpers.genotypes import genotypes, write
 
-bed_reader = pytest.importorskip(
-    "bed_reader", reason=f"the genotype extra is not installed: {GENOTYPE_INSTALL}"
-)
-
-
-def genotypes(n: int, d: int, seed: int = 0, missing: float = 0.1) -> np.ndarray:
-    """``n x d`` dosages 0/1/2 with about ``missing`` of the calls missing (NaN), every SNP called at least once."""
-    rng = np.random.default_rng(seed)
-    frequency = rng.uniform(0.05, 0.95, size=d)
-    values = rng.binomial(2, frequency, size=(n, d)).astype(np.float64)
-    values[rng.random((n, d)) < missing] = np.nan
-    values[0, np.isnan(values).all(axis=0)] = 1.0
-    return values
-
-
-def write(path: Path, values: np.ndarray, ids=None, alleles=("A", "G"), positions=None) -> Path:
-    n, d = values.shape
-    ids = [f"rs{j}" for j in range(d)] if ids is None else list(ids)
-    bed_reader.to_bed(
-        path,
-        values,
-        properties={
-            "iid": [f"person{i}" for i in range(n)],
-            "sid": ids,
-            "chromosome": ["1"] * d,
-            "bp_position": [1000 + 10 * int(s.removeprefix("rs")) for s in ids]
-            if positions is None
-            else positions,
-            "allele_1": [alleles[0]] * d,
-            "allele_2": [alleles[1]] * d,
-        },
-    )
-    return path
+pytest.importorskip("bed_reader", reason=f"the genotype extra is not installed: {GENOTYPE_INSTALL}")
 
 
 def site_mean_imputed(values: np.ndarray) -> np.ndarray:
