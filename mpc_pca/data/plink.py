@@ -189,9 +189,11 @@ class BedFile:
             return self._fill
         sums, calls = np.zeros(self.n_snps), np.zeros(self.n_snps, dtype=np.int64)
         for chunk in self.raw_chunks():
-            present = ~np.isnan(chunk)
-            sums += np.where(present, chunk, 0.0).sum(axis=0)
-            calls += present.sum(axis=0)
+            missing = np.isnan(chunk)
+            calls += chunk.shape[0] - missing.sum(axis=0)
+            chunk[missing] = 0.0  # the block is this pass's own: zeroed in place, no second copy
+            sums += chunk.sum(axis=0)
+            del chunk, missing  # freed before the next block is read: one block at a time
         empty = [self.snps.ids[j] for j in np.flatnonzero(calls == 0)]
         if empty:
             raise InputValidationError(
@@ -199,11 +201,11 @@ class BedFile:
                 f"{listed(empty)}; remove them at every site (plink --geno) or pass fill= (e.g. pooled 2p)"
             )
         self._fill = sums / calls
-        missing = self.n_samples * self.n_snps - int(calls.sum())
-        if missing:
+        n_missing = self.n_samples * self.n_snps - int(calls.sum())
+        if n_missing:
             affected = int(np.count_nonzero(calls < self.n_samples))
             self.notes.append(
-                f"{self.path}: {missing:,} missing call(s) in {affected:,} of {self.n_snps:,} SNPs imputed with "
+                f"{self.path}: {n_missing:,} missing call(s) in {affected:,} of {self.n_snps:,} SNPs imputed with "
                 "this site's own mean of each SNP's non-missing calls (not the pooled allele frequency)"
             )
         return self._fill
