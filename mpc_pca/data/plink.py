@@ -16,8 +16,9 @@ site's own** (its non-missing calls of the SNP, over all its individuals),
 which needs no other site; PLINK run on the pooled cohort would use the
 pooled allele frequency (``2 p``) instead. A caller who has the pooled
 frequencies (e.g. from a secure sum of every site's allele counts and call
-counts) passes ``fill=2 p`` to impute with them. What was imputed is one line
-of :attr:`BedFile.notes`, for the user's terminal.
+counts) passes ``fill=2 p`` to impute with them. With the site's own means,
+what was imputed (how many calls, in how many SNPs, with which mean) is one
+line of :attr:`BedFile.notes`, for the user's terminal.
 
 Reading needs ``bed-reader``, an optional dependency
 (``pip install 'mpc-pca[genotype]'``); without it opening a ``.bed`` is
@@ -101,7 +102,7 @@ class BedFile:
     samples : tuple of str
         The individual ids of the ``.fam``, one per row.
     notes : list of str
-        What was imputed (after the first pass that meets a missing call).
+        What was imputed with the site's own means (after their pass, if a call was missing).
 
     Raises
     ------
