@@ -56,7 +56,10 @@ def _fields(snps: Snps, order: list[int] | None) -> list[NDArray[Any]]:
     """Chromosome, position and both alleles of every SNP, in ``order`` (default the site's own)."""
     columns = [snps.chromosome, snps.position, snps.allele_1, snps.allele_2]
     arrays = [np.asarray(c, dtype=object) for c in columns]
-    return arrays if order is None else [a[order] for a in arrays]
+    if order is None:
+        return arrays
+    index = np.asarray(order, dtype=np.intp)
+    return [a[index] for a in arrays]
 
 
 def _shown(fields: list[NDArray[Any]], j: int) -> str:
@@ -130,9 +133,12 @@ def align_snps(sites: Sequence[Snps]) -> tuple[tuple[str, ...], list[list[int] |
     orders: list[list[int] | None] = []
     for site in sites:
         order = None
-        if site.ids != reference.ids:
-            positions = {snp: j for j, snp in enumerate(site.ids)}
-            order = [positions[snp] for snp in reference.ids]
+        if site.ids != reference.ids:  # the same set (checked above), in another order
+            mine = np.asarray(site.ids, dtype=str)
+            sorter = np.argsort(mine, kind="stable")
+            order = sorter[
+                np.searchsorted(mine, np.asarray(reference.ids, dtype=str), sorter=sorter)
+            ].tolist()
         problem = None if site is reference else _record_differences(reference, site, order)
         if problem is not None:
             raise InputValidationError(problem)
