@@ -93,12 +93,17 @@ class Fileset:
     samples: tuple[str, ...]
 
 
-def _columns(path: Path, what: str) -> list[list[str]]:
-    """The six whitespace-separated columns of a ``.bim`` or ``.fam`` file, checked line by line."""
+def _columns(path: Path, what: str, shared: tuple[int, ...]) -> list[list[str]]:
+    """The six whitespace-separated columns of a ``.bim`` or ``.fam`` file, checked line by line.
+
+    The ``shared`` columns (few distinct values: chromosomes, alleles) are read
+    as categories, so a million lines hold a handful of strings, not a million.
+    """
     import pandas as pd
 
+    dtype = {c: "category" if c in shared else str for c in range(6)}
     try:
-        frame = pd.read_csv(path, sep=r"\s+", header=None, dtype=str, na_filter=False)
+        frame = pd.read_csv(path, sep=r"\s+", header=None, dtype=dtype, na_filter=False)
     except pd.errors.EmptyDataError:
         raise InputValidationError(f"{path}: the file is empty; it must list at least one {what}") from None
     except (pd.errors.ParserError, UnicodeDecodeError, OSError) as exc:
@@ -107,7 +112,7 @@ def _columns(path: Path, what: str) -> list[list[str]]:
         raise InputValidationError(
             f"{path}: lines have {frame.shape[1]} fields; a PLINK {path.suffix} line has exactly 6"
         )
-    short = np.flatnonzero((frame == "").to_numpy().any(axis=1))
+    short = np.flatnonzero((frame[5] == "").to_numpy())  # a short line leaves its last fields empty
     if short.size:
         raise InputValidationError(
             f"{path}: line {int(short[0]) + 1} has fewer than 6 fields; a PLINK {path.suffix} line has exactly 6"
@@ -130,7 +135,7 @@ def read_bim(path: str | Path) -> Snps:
         is not a non-negative integer, or a SNP id given twice (named).
     """
     path = Path(path)
-    chromosome, ids, _cm, position, allele_1, allele_2 = _columns(path, "SNP")
+    chromosome, ids, _cm, position, allele_1, allele_2 = _columns(path, "SNP", shared=(0, 2, 4, 5))
     repeated = _repeated(ids)
     if repeated:
         raise InputValidationError(
@@ -162,7 +167,7 @@ def read_fam(path: str | Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
         individual (family and individual id) listed twice.
     """
     path = Path(path)
-    families, samples, *_ = _columns(path, "individual")
+    families, samples, *_ = _columns(path, "individual", shared=(2, 3, 4, 5))
     repeated = _repeated([f"{f} {s}" for f, s in zip(families, samples, strict=True)])
     if repeated:
         raise InputValidationError(
