@@ -17,6 +17,13 @@ dask_client
 inputs
     Resolving the data specs (one file per provider, a directory, a glob, or one
     data set split among ``parties`` simulated providers) into one table per provider.
+plink_files, plink, snp_alignment
+    PLINK 1 genotypes (``.bed``/``.bim``/``.fam``): the fileset found and
+    checked, the dosages read in row chunks with missing calls imputed, and
+    the sites' SNPs aligned by identifier (``pip install 'mpc-pca[genotype]'``).
+genotype_part
+    A ``.bed`` file as a chunked part for PPPCA, streamed ``--chunk-rows``
+    individuals at a time (``mpc-pca party --data site.bed``).
 columns
     Agreeing on the providers' ordered column names (alignment by name, the
     names' hash for the settings agreement).

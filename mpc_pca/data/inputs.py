@@ -143,6 +143,10 @@ def load_table(spec: str, options: ReadOptions) -> Table:
 
         bunch = getattr(datasets, f"load_{name}")()
         table = table_from_array(spec, np.asarray(bunch.data, dtype=np.float64), bunch.feature_names)
+    elif spec.lower().endswith(".bed"):  # PLINK 1 genotypes, the genotype extra
+        from mpc_pca.data.plink import bed_table
+
+        table = bed_table(spec)
     else:
         table = read_table(
             spec,
@@ -186,6 +190,10 @@ def provider_data(
             f"parties={parties} but {len(files)} files are given (one per provider): {files}"
         )
     check_distinct_files(files)
+    if all(f.lower().endswith(".bed") for f in files):  # SNP sets, ids, positions, alleles: before any read
+        from mpc_pca.data.snp_alignment import align_bed_files
+
+        align_bed_files(files)
     tables = [load_table(f, options) for f in files]
     notes = [note for t in tables for note in t.notes]
     aligned, align_notes = agree_tables(tables)

@@ -148,6 +148,11 @@ def load_rows(
     if data is None:
         return None
     if isinstance(data, FileSource) and data.dask_scheduler is not None:
+        if data.path.lower().endswith(".bed"):
+            raise InputValidationError(
+                f"--dask-scheduler reads CSV or Parquet files; {data.path} is a PLINK .bed file, which this "
+                "party streams itself: drop --dask-scheduler"
+            )
         if not (stream and data.streams):
             raise InputValidationError(
                 "dask_scheduler applies to the providers of pppca-ss and pppca-he reading a CSV or "
@@ -161,9 +166,11 @@ def load_rows(
         cluster.statistics()  # every block checked, on the cluster, before anything is announced
         return Rows(cluster, cluster.names, tuple(cluster.notes))
     if isinstance(data, FileSource) and stream and data.streams:
+        from mpc_pca.data.genotype_part import BedPart
         from mpc_pca.data.streaming import TablePart
 
-        part = TablePart(data.path, data.options, data.chunk_rows)
+        is_bed = data.path.lower().endswith(".bed")  # PLINK 1 genotypes (the genotype extra)
+        part = (BedPart if is_bed else TablePart)(data.path, data.options, data.chunk_rows)
         part.scan()
         return Rows(part, part.names, tuple(part.notes))
     if isinstance(data, FileSource):

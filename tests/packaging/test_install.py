@@ -92,15 +92,18 @@ def test_readme_install_resolves_without_torch_or_cuda(extra, tmp_path):
     assert TOOLS.isdisjoint(names), f"lint tools in a user's install: {sorted(TOOLS & set(names))}"
     if extra:
         assert {"pytest", "hypothesis"} <= set(names), names
+    else:
+        assert "bed-reader" not in names, names  # the genotype extra's, never the base install's
     print(f"pip install {ROOT.name}{extra}: {len(names)} distributions: {' '.join(names)}")
 
 
 def test_ci_installs_the_pinned_torch_and_every_extra_it_uses():
-    """``.ci/run`` installs the ``test``, ``lint``, ``torch`` and ``docs`` extras, and the CPU torch it names is the pin."""
+    """``.ci/run`` installs the ``test``, ``lint``, ``torch``, ``docs`` and ``genotype`` extras; its CPU torch is the pin."""
     pyproject = (ROOT / "pyproject.toml").read_text()
     pin = re.search(r'^torch = \["(torch==[^"]+)"', pyproject, re.M).group(1)
     ci = (ROOT / ".ci" / "run").read_text()
-    assert 'pip install -q -e ".[test,lint,torch,docs]"' in ci
+    assert 'pip install -q -e ".[test,lint,torch,docs,genotype]"' in ci
+    assert re.search(r'^genotype = \["bed-reader==', pyproject, re.M)
     # The docs site is built by tests/docs/test_site.py, which CI runs (it may not skip under CI).
     assert re.search(r'^CI="\$\{CI:-1\}" (\S+=\S+ )*pytest -q$', ci, re.M), (
         "CI does not run the suite with CI set"

@@ -1,0 +1,86 @@
+"""A site's ``.bed`` file as a :class:`~mpc_pca.pppca.chunked.ChunkedPart`: streamed, never held whole.
+
+``mpc-pca party --data site.bed`` of a PPPCA provider (``pppca-ss``,
+``pppca-he``) reads its genotypes as :class:`BedPart`: the imputed dosages
+of :class:`mpc_pca.data.plink.BedFile`, ``chunk_rows`` individuals at a
+time, the SNPs (``--columns``: SNP ids) in the order it announces. The
+fileset is checked when the part is made; the site's SNP means take one pass,
+its statistics one more, and the projection for the consumer a third.
+Memory: one block of ``chunk_rows x SNPs`` float64 plus the ``d x d``
+statistics PPPCA keeps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from mpc_pca.data.inputs import ReadOptions
+from mpc_pca.data.plink import BedFile, rows_per_chunk
+from mpc_pca.data.tables import column_index
+from mpc_pca.pppca.chunked import ChunkedPart
+from mpc_pca.pppca.local_stats import LocalStatistics
+
+
+class BedPart(ChunkedPart):
+    """A PLINK 1 ``.bed`` file's imputed dosages, ``chunk_rows`` individuals at a time.
+
+    Parameters
+    ----------
+    path : str or Path
+        The ``.bed``; its ``.bim`` and ``.fam`` beside it.
+    options : ReadOptions
+        Only ``columns`` applies (SNP ids, in order); the rest are for text tables.
+    chunk_rows : int, optional
+        Individuals per block; default as many as fit
+        :data:`~mpc_pca.data.plink.DEFAULT_CHUNK_BYTES` of float64.
+
+    Attributes
+    ----------
+    names : tuple of str
+        The selected SNP ids, in order.
+    notes : list of str
+        What was imputed (after the first pass).
+
+    Raises
+    ------
+    InputValidationError
+        As :class:`~mpc_pca.data.plink.BedFile` does, or for a ``--columns``
+        SNP id the ``.bim`` does not list.
+    """
+
+    def __init__(self, path: str | Path, options: ReadOptions, chunk_rows: int | None = None) -> None:
+        self.file = BedFile(path)
+        self.path = self.file.path
+        ids = self.file.snps.ids
+        self.columns = None if options.columns is None else column_index(str(self.path), ids, options.columns)
+        self.names = ids if options.columns is None else tuple(options.columns)
+        self.n_features = len(self.names)
+        self.chunk_rows = rows_per_chunk(self.n_features, chunk_rows)
+        self.notes = self.file.notes  # the same list: the means' pass adds the imputation's note
+        self._stats: LocalStatistics | None = None
+
+    def __repr__(self) -> str:
+        return f"BedPart({str(self.path)!r}, d={self.n_features}, chunk_rows={self.chunk_rows})"
+
+    def chunks(self) -> Iterator[NDArray[np.float64]]:
+        return self.file.chunks(self.chunk_rows, self.columns)
+
+    def scan(self) -> LocalStatistics:
+        """Read the file: the site's SNP means, then the row count, column sums and scatter."""
+        self._stats = super().statistics()
+        return self._stats
+
+    def statistics(self) -> LocalStatistics:
+        return self.scan() if self._stats is None else self._stats
+
+    def column_peaks(self) -> NDArray[np.float64]:
+        """``max |x_j|`` per SNP, from the statistics' own pass."""
+        peaks = self.statistics().column_peaks
+        return super().column_peaks() if peaks is None else peaks
+
+
+__all__ = ["BedPart"]

@@ -1,0 +1,314 @@
+"""PLINK 1 genotype input: values, imputation, chunking, SNP alignment, and every bad fileset refused by name."""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import numpy as np
+import pytest
+
+from mpc_pca.data.plink import GENOTYPE_INSTALL, BedFile
+from mpc_pca.data.plink_files import Snps, read_bim
+from mpc_pca.data.snp_alignment import align_snps
+from protocols.errors import InputValidationError
+from tests.helpers.genotypes import genotypes, write
+
+pytest.importorskip("bed_reader", reason=f"the genotype extra is not installed: {GENOTYPE_INSTALL}")
+
+
+def site_mean_imputed(values: np.ndarray) -> np.ndarray:
+    out = values.copy()
+    means = np.nanmean(values, axis=0)
+    rows, cols = np.nonzero(np.isnan(out))
+    out[rows, cols] = means[cols]
+    return out
+
+
+@pytest.fixture
+def written(tmp_path):
+    values = genotypes(37, 11)
+    return write(tmp_path / "site.bed", values), values
+
+
+def test_whole_read_is_what_was_written_with_missing_calls_at_the_sites_snp_mean(written):
+    path, values = written
+    site = BedFile(path)
+    assert site.snps.ids == tuple(f"rs{j}" for j in range(11))
+    assert site.samples == tuple(f"person{i}" for i in range(37))
+    assert site.snps.allele_1 == ("A",) * 11 and site.snps.position.tolist() == [
+        1000 + 10 * j for j in range(11)
+    ]
+    read = site.read()
+    called = ~np.isnan(values)
+    assert called.sum() < values.size  # the file really has missing calls
+    np.testing.assert_array_equal(read[called], values[called])
+    np.testing.assert_allclose(read, site_mean_imputed(values), rtol=0, atol=1e-15)
+    assert read.dtype == np.float64 and read.flags.c_contiguous
+    (note,) = site.notes
+    assert f"{(~called).sum():,} missing call(s)" in note and "this site's own mean" in note
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 5, 8, 36, 37, 100])
+def test_chunks_concatenate_to_the_whole_read_and_never_exceed_the_chunk(written, chunk_rows):
+    path, values = written
+    site = BedFile(path)
+    chunks = list(site.chunks(chunk_rows))
+    assert all(1 <= c.shape[0] <= chunk_rows and c.shape[1] == 11 for c in chunks)
+    assert len(chunks) == -(-37 // chunk_rows)
+    np.testing.assert_array_equal(np.vstack(chunks), site.read())
+    raw = np.vstack(list(site.raw_chunks(chunk_rows)))
+    np.testing.assert_array_equal(np.isnan(raw), np.isnan(values))
+
+
+def test_chunk_bound_holds_for_many_shapes(tmp_path):
+    """A property over sizes: every chunk has at most ``chunk_rows`` rows and together they are the file."""
+    rng = np.random.default_rng(7)
+    for case in range(6):
+        n, d = int(rng.integers(1, 30)), int(rng.integers(1, 9))
+        values = genotypes(n, d, seed=case)
+        site = BedFile(write(tmp_path / f"s{case}.bed", values))
+        whole = site.read()
+        for chunk_rows in {1, 2, 3, max(1, n - 1), n, n + 4}:
+            chunks = list(site.chunks(chunk_rows))
+            assert max(c.shape[0] for c in chunks) <= chunk_rows, (n, d, chunk_rows)
+            np.testing.assert_array_equal(np.vstack(chunks), whole)
+
+
+def test_default_chunk_is_bounded_in_bytes(monkeypatch, written):
+    import mpc_pca.data.plink as plink
+
+    path, _ = written
+    monkeypatch.setattr(plink, "DEFAULT_CHUNK_BYTES", 8 * 11 * 4)  # four rows of 11 SNPs
+    assert {c.shape[0] for c in BedFile(path).chunks()} == {4, 1}  # 9 chunks of 4, then 1
+
+
+def test_a_given_fill_replaces_the_sites_mean(written):
+    path, values = written
+    fill = np.linspace(0.1, 1.9, 11)
+    read = BedFile(path, fill=fill).read()
+    rows, cols = np.nonzero(np.isnan(values))
+    np.testing.assert_array_equal(read[rows, cols], fill[cols])
+    with pytest.raises(InputValidationError, match=r"fill of SNP 'rs0' is 3\.0; a dosage is in \[0, 2\]"):
+        BedFile(path, fill=np.full(11, 3.0))
+    with pytest.raises(InputValidationError, match=r"fill has shape \(10,\), expected \(11,\)"):
+        BedFile(path, fill=np.ones(10))
+
+
+def test_a_snp_without_any_call_at_the_site_is_refused_by_name(tmp_path):
+    values = genotypes(6, 3)
+    values[:, 1] = np.nan
+    site = BedFile(write(tmp_path / "site.bed", values))
+    with pytest.raises(
+        InputValidationError, match=r"site\.bed: 1 SNP\(s\) have no call at this site.*\['rs1'\]"
+    ):
+        site.read()
+    assert BedFile(tmp_path / "site.bed", fill=[1.0, 1.0, 1.0]).read()[:, 1].tolist() == [1.0] * 6
+
+
+def test_a_site_with_fewer_samples_than_k_is_a_valid_file(tmp_path):
+    values = genotypes(2, 12, missing=0.0)
+    site = BedFile(write(tmp_path / "tiny.bed", values))
+    assert site.n_samples == 2 < 10  # fewer than a k = 10 the solver would refuse; the reader does not
+    np.testing.assert_array_equal(site.read(), values)
+    assert site.notes == []
+
+
+def test_shuffled_snp_orders_align_to_the_same_matrix(tmp_path):
+    """Three sites, each with its own .bim order: aligned by id they give the first site's columns."""
+    d = 9
+    pooled = genotypes(30, d, seed=3)
+    ids = [f"rs{j}" for j in range(d)]
+    rng = np.random.default_rng(4)
+    sites, parts = [], [(0, 10), (10, 17), (17, 30)]
+    for s, (a, b) in enumerate(parts):
+        order = rng.permutation(d) if s else np.arange(d)
+        path = write(tmp_path / f"site{s}.bed", pooled[a:b][:, order], ids=[ids[j] for j in order])
+        sites.append(BedFile(path, fill=np.ones(d)))
+    reference, orders = align_snps([site.snps for site in sites])
+    assert reference == tuple(ids) and orders[0] is None and all(o is not None for o in orders[1:])
+    aligned = np.vstack(
+        [np.vstack(list(site.chunks(4, order))) for site, order in zip(sites, orders, strict=True)]
+    )
+    np.testing.assert_array_equal(aligned, np.where(np.isnan(pooled), 1.0, pooled))
+    np.testing.assert_array_equal(
+        np.vstack([site.read(order) for site, order in zip(sites, orders, strict=True)]), aligned
+    )
+
+
+def snps(source, ids, alleles=None, positions=None, chromosome="1"):
+    d = len(ids)
+    a1, a2 = zip(*(alleles or [("A", "G")] * d), strict=True)
+    position = np.array(positions or [100 * (j + 1) for j in range(d)], dtype=np.int64)
+    return Snps(source, tuple(ids), (chromosome,) * d, position, tuple(a1), tuple(a2))
+
+
+def test_different_snp_sets_are_refused_with_what_each_site_lacks():
+    a = snps("a.bim", ["rs1", "rs2", "rs3", "rs4"])
+    b = snps("b.bim", ["rs1", "rs2", "rs3"])
+    c = snps("c.bim", ["rs2", "rs1", "rs3", "rs4", "rs9"])
+    with pytest.raises(InputValidationError) as error:
+        align_snps([a, b, c])
+    message = str(error.value)
+    assert "3 SNPs common to every site, 5 in all" in message
+    assert "a.bim (4 SNPs) lacks 1: ['rs9']" in message
+    assert "b.bim (3 SNPs) lacks 2: ['rs4', 'rs9']" in message
+    assert "c.bim" not in message  # it has every SNP
+    assert "plink --extract" in message
+
+
+def test_the_same_id_with_other_alleles_or_position_is_refused_with_both_records():
+    a = snps("a.bim", ["rs1", "rs2", "rs3"])
+    swapped = snps(
+        "b.bim",
+        ["rs3", "rs2", "rs1"],
+        alleles=[("A", "G"), ("G", "A"), ("A", "G")],
+        positions=[300, 200, 100],
+    )
+    with pytest.raises(
+        InputValidationError,
+        match=r"b\.bim and a\.bim describe 1 SNP.*rs2: 1:200 A/G vs 1:200 G/A \(alleles swapped",
+    ):
+        align_snps([a, swapped])
+    moved = snps("c.bim", ["rs1", "rs2", "rs3"], positions=[100, 200, 999])
+    with pytest.raises(InputValidationError, match=r"rs3: 1:300 A/G vs 1:999 A/G"):
+        align_snps([a, moved])
+    other = snps("d.bim", ["rs1", "rs2", "rs3"], chromosome="2")
+    with pytest.raises(
+        InputValidationError, match=r"describe 3 SNP\(s\) differently.*rs1: 1:100 A/G vs 2:100 A/G"
+    ):
+        align_snps([a, other])
+
+
+def test_alignment_of_identical_lists_needs_no_reordering():
+    a = snps("a.bim", ["rs1", "rs2"])
+    assert align_snps([a, snps("b.bim", ["rs1", "rs2"])]) == (("rs1", "rs2"), [None, None])
+    with pytest.raises(InputValidationError, match=r"x\.bim: SNP id\(s\) repeated: \['rs1'\]"):
+        align_snps([a, snps("x.bim", ["rs1", "rs1"])])
+
+
+# Bad filesets: each refused before any genotype is decoded, naming the file, the value and the limit.
+
+
+def test_a_missing_bim_or_fam_is_named(written):
+    path, _ = written
+    for suffix, role in ((".bim", "SNP list"), (".fam", "individuals")):
+        companion = path.with_suffix(suffix)
+        kept = companion.read_bytes()
+        companion.unlink()
+        with pytest.raises(
+            InputValidationError, match=rf"{re.escape(str(companion))} does not exist: the {role}"
+        ):
+            BedFile(path)
+        companion.write_bytes(kept)
+    BedFile(path)  # restored: readable again
+
+
+def test_a_truncated_bed_is_refused_with_both_sizes(written):
+    path, _ = written
+    data = path.read_bytes()
+    assert len(data) == 3 + 11 * 10
+    path.write_bytes(data[:-7])
+    with pytest.raises(InputValidationError) as error:
+        BedFile(path)
+    assert str(error.value).startswith(f"{path}: 106 bytes, but its .bim lists 11 SNPs and its .fam 37")
+    assert "3 + 11 x 10 = 113 bytes: the file is truncated" in str(error.value)
+
+
+def test_a_fam_whose_count_disagrees_is_refused(written):
+    path, _ = written
+    fam = path.with_suffix(".fam")
+    lines = fam.read_text().splitlines()
+    fam.write_text("\n".join([*lines, *(f"extra p{i} 0 0 0 -9" for i in range(37, 41))]) + "\n")
+    with pytest.raises(
+        InputValidationError, match=r"its \.fam 41 individuals, which need 3 \+ 11 x 11 = 124 bytes"
+    ):
+        BedFile(path)
+    fam.write_text("\n".join(lines[:-1]) + "\n")  # 36 individuals: 9 bytes per SNP, not 10
+    with pytest.raises(
+        InputValidationError,
+        match=r"\.fam 36 individuals, which need 3 \+ 11 x 9 = 102 bytes: the file is longer",
+    ):
+        BedFile(path)
+
+
+def test_a_repeated_snp_id_is_refused_with_the_file_and_id(tmp_path):
+    path = write(tmp_path / "dup.bed", genotypes(5, 3), ids=["rs1", "rs2", "rs1"], positions=[1, 2, 3])
+    with pytest.raises(InputValidationError, match=r"dup\.bim: 1 SNP id\(s\) repeated: \['rs1'\]"):
+        BedFile(path)
+
+
+@pytest.mark.parametrize(
+    ("head", "message"),
+    [
+        (b"\x00\x00\x01", r"starts with bytes 00 00, not 6c 1b: not a PLINK 1 \.bed file"),
+        (b"\x6c\x1b\x00", r"mode byte 00, not 01: only SNP-major \.bed files are read"),
+    ],
+    ids=["bad-magic", "individual-major"],
+)
+def test_a_bed_that_is_not_snp_major_plink1_is_refused(written, head, message):
+    path, _ = written
+    path.write_bytes(head + path.read_bytes()[3:])
+    with pytest.raises(InputValidationError, match=rf"{re.escape(str(path))}: {message}"):
+        BedFile(path)
+
+
+def test_malformed_bim_lines_are_named(tmp_path):
+    bim = tmp_path / "x.bim"
+    bim.write_text("1 rs1 0 100 A G\n1 rs2 0 200 C\n")
+    with pytest.raises(InputValidationError, match=r"x\.bim: line 2 has fewer than 6 fields"):
+        read_bim(bim)
+    bim.write_text("1 rs1 0 100 A G\n1 rs2 0 2e5 C T\n")
+    with pytest.raises(
+        InputValidationError, match=r"x\.bim: line 2 has position '2e5'; column 4 must be an integer"
+    ):
+        read_bim(bim)
+    bim.write_text("")
+    with pytest.raises(
+        InputValidationError, match=r"x\.bim: the file is empty; it must list at least one SNP"
+    ):
+        read_bim(bim)
+
+
+def test_without_the_extra_the_error_names_pip_install_and_the_extra(written, monkeypatch):
+    path, _ = written
+    monkeypatch.setitem(sys.modules, "bed_reader", None)  # `import bed_reader` now raises ImportError
+    with pytest.raises(InputValidationError) as error:
+        BedFile(path)
+    assert (
+        str(error.value)
+        == f"reading {path} needs bed-reader, which is not installed: pip install 'mpc-pca[genotype]'"
+    )
+
+
+# `--data site.bed`: the data-input dispatch (mpc_pca.data.inputs).
+
+
+def test_data_bed_files_are_aligned_sites_with_their_notes(tmp_path):
+    from mpc_pca.data.inputs import ReadOptions, provider_data
+
+    d = 6
+    pooled = genotypes(20, d, seed=5)
+    ids = [f"rs{j}" for j in range(d)]
+    order = [3, 0, 5, 1, 4, 2]
+    a = write(tmp_path / "a.bed", pooled[:8], ids=ids)
+    b = write(tmp_path / "b.bed", pooled[8:][:, order], ids=[ids[j] for j in order])
+    data = provider_data([str(a), str(b)], ReadOptions())
+    assert data.names == tuple(ids) and [t.values.shape for t in data.tables] == [(8, d), (12, d)]
+    expected = np.vstack([site_mean_imputed(pooled[:8]), site_mean_imputed(pooled[8:])])
+    np.testing.assert_allclose(np.vstack(data.parts), expected, rtol=0, atol=1e-15)
+    assert sum("this site's own mean" in note for note in data.notes) == 2
+
+
+def test_data_bed_files_with_different_alleles_are_refused_before_any_genotype_is_read(tmp_path, monkeypatch):
+    import mpc_pca.data.plink as plink
+    from mpc_pca.data.inputs import ReadOptions, provider_data
+
+    values = genotypes(5, 3)
+    a = write(tmp_path / "a.bed", values)
+    b = write(tmp_path / "b.bed", values, alleles=("G", "A"))
+    monkeypatch.setattr(plink, "BedFile", None)  # reading a genotype now fails loudly
+    with pytest.raises(
+        InputValidationError, match=r"b\.bim and .*a\.bim describe 3 SNP\(s\) differently.*alleles swapped"
+    ):
+        provider_data([str(a), str(b)], ReadOptions())
