@@ -58,11 +58,11 @@ def reference(parts: Sequence[np.ndarray], k: int, **options: object) -> Subspac
     standardize = bool(options.pop("standardize", False))
     stats = [site_sums(p) for p in parts]
     result, _ = randomized_pca(
-        lambda block: sum(site_product(p, block) for p in parts),
-        sum(s.sums for s in stats),
+        lambda block: np.sum([site_product(p, block) for p in parts], axis=0),
+        np.sum([s.sums for s in stats], axis=0),
         sum(s.n_rows for s in stats),
         k,
-        column_squares=sum(s.squares for s in stats) if standardize else None,
+        column_squares=np.sum([s.squares for s in stats], axis=0) if standardize else None,
         **options,  # type: ignore[arg-type]
     )
     return result
