@@ -180,10 +180,12 @@ class WideDeployment(HoldersFirst):
         }
         if not party.startswith("provider"):
             if data is not None:
-                raise InputValidationError(f"the {party} holds no data; do not pass --data to it")
+                raise InputValidationError(
+                    f"the {party} holds no rows in this protocol, but rows were given to it"
+                )
             return public
         if data is None:
-            raise InputValidationError(f"{party} needs its data (--data FILE)")
+            raise InputValidationError(f"{party} holds rows in this protocol but was given none")
         sums = self._site_sums(party, data)
         check_rows(sums.n_rows, party)
         d = n_features_of(data) if isinstance(data, ChunkedPart) else int(np.shape(data)[1])
@@ -231,7 +233,7 @@ class WideDeployment(HoldersFirst):
         if party == SERVER:
             return lambda p: server_role(p, run, backend)
         if data is None:
-            raise InputValidationError(f"{party} needs its data (--data FILE)")
+            raise InputValidationError(f"{party} holds rows in this protocol but was given none")
         sums = self._site_sums(party, data)
         rows = data if isinstance(data, ChunkedPart) else np.asarray(data, dtype=np.float64)
         return lambda p: provider_role(p, rows, run, backend, sums)
