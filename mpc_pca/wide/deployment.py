@@ -73,7 +73,9 @@ OPTIONS: dict[str, Any] = {
     "start_seed": 0,
     "iterates": "server",
 }
-RESULT_FIELDS = (*MODEL_FIELDS, "backend", "standardize", "solver", "product_error_bound", "iterates")
+RESULT_FIELDS = (
+    *MODEL_FIELDS, "backend", "standardize", "solver", "product_error_bound", "sums_error_bound", "iterates",
+)  # fmt: skip
 VARIANT = Variant(
     "PPPCA by randomized subspace iteration for wide data (one secure sum of a d x b block per "
     "iteration; the server sees the iterates)",

@@ -49,7 +49,13 @@ from numpy.typing import NDArray
 
 from mpc_pca.pppca.config import PHASE_MEAN
 from mpc_pca.roles import SERVER, provider_names
-from mpc_pca.wide.encoding import product_error_bound, product_shift, product_units, sums_shift
+from mpc_pca.wide.encoding import (
+    product_error_bound,
+    product_shift,
+    product_units,
+    sums_error_bound,
+    sums_shift,
+)
 from mpc_pca.wide.site import Rows, SiteSums, site_product, site_scores
 from mpc_pca.wide.subspace import Moments, SubspaceResult, pooled_moments, start_block, subspace_iteration
 from protocols.backends import SecureSumBackend
@@ -106,6 +112,8 @@ class WideModel:
     solver: SubspaceResult
     #: Frobenius bound of the fixed-point error of each decoded product ``C Q`` (:mod:`mpc_pca.wide.encoding`).
     product_error_bound: float
+    #: Bound of the fixed-point error of each pooled column sum (:func:`~mpc_pca.wide.encoding.sums_error_bound`).
+    sums_error_bound: float
 
     def result_fields(self) -> dict[str, Any]:
         """The JSON fields of the server's result."""
@@ -117,6 +125,7 @@ class WideModel:
             **({} if self.scale is None else {"scale": self.scale.tolist()}),
             "solver": self.solver.report(),
             "product_error_bound": self.product_error_bound,
+            "sums_error_bound": self.sums_error_bound,
             "iterates": "server",
         }
 
@@ -233,7 +242,8 @@ def server_role(party: Party, config: WideConfig, backend: SecureSumBackend) -> 
         party.send(provider, answer)
     error = product_error_bound(config.n_sites, f, n, d, config.width, config.exponent, config.standardize)
     scale = moments.scale if config.standardize else None
-    return WideModel(result.components, result.eigenvalues, moments.mean, scale, n, result, error)
+    sums_error = sums_error_bound(config.n_sites, f, config.exponent)
+    return WideModel(result.components, result.eigenvalues, moments.mean, scale, n, result, error, sums_error)
 
 
 def _opened_moments(summed: NDArray[np.float64] | None, config: WideConfig, f: int) -> Moments:

@@ -49,6 +49,8 @@ def test_the_secure_run_equals_the_plaintext_reference_from_the_same_start(sizes
     assert np.max(np.abs(model.explained_variance - ref.eigenvalues) / ref.eigenvalues) <= 1e-8
     # the fixed-point error of each product it states is far below that
     assert model.product_error_bound <= 1e-10 * ref.eigenvalues[0]
+    assert model.sums_error_bound <= 1e-6 * np.max(np.abs(rows))
+    assert np.max(np.abs(model.mean - rows.mean(axis=0))) <= model.sums_error_bound / rows.shape[0] + 1e-12
     # and both are the exact decomposition of the pooled (standardized) covariance
     _, vectors = top_eigh(dense_covariance(rows, standardize), K)
     assert subspace_sine(model.components, vectors) <= 1e-8
