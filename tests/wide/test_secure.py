@@ -135,3 +135,35 @@ def test_the_product_scaling_keeps_the_worst_case_in_the_ring():
         codec.check_range(np.array([np.ldexp(worst, shift)]), m)
         with pytest.raises(InputValidationError, match="must stay below"):
             codec.check_range(np.array([np.ldexp(4 * worst, shift)]), m)
+
+
+def test_announcements_are_checked_against_the_schema_and_must_agree():
+    from mpc_pca.floor import floor_public
+
+    protocol = entry("pppca-randomized")
+    parts = split(gapped_rows(40, 6, seed=12), [15, 25])
+    settings = protocol.settings({"n_components": 2})
+    holders = protocol.data_holders(2)
+    data = dict(zip(holders, parts, strict=True))
+
+    def views():
+        return {
+            name: {
+                **floor_public(protocol.name, 2, name in data),
+                **protocol.public(name, data.get(name), settings),
+            }
+            for name in protocol.layout(2)
+        }
+
+    good = protocol.configure(views(), 2)
+    assert (good.config.n_samples, good.config.width, good.config.n_features) == (40, 6, 6)
+    for sender, key, value, match in [
+        ("provider1", "n_rows", -3, "provider1 announced n_rows=-3, which must be >= 1"),
+        ("server", "tol", 5.0, "server announced tol=5.0, which must be <= 1.0"),
+        ("provider0", "exponent", "big", "provider0 announced exponent='big', which must be an integer"),
+        ("provider0", "start_seed", 1, "the parties disagree on start_seed"),
+    ]:
+        bad = views()
+        bad[sender][key] = value
+        with pytest.raises(InputValidationError, match=match):
+            protocol.configure(bad, 2)
