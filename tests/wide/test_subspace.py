@@ -122,3 +122,35 @@ def test_a_constant_column_is_left_unscaled_when_standardizing():
     assert moments.scale[1] == pytest.approx(np.sqrt(5 / 3 - 1))
     with pytest.raises(InputValidationError, match="needs at least 2"):
         pooled_moments(np.zeros(2), 1)
+
+
+class GeneratedPart(BlocksPart):
+    """Rows made chunk by chunk from a seed and never stored: a file far larger than one chunk."""
+
+    def __init__(self, n: int, d: int, chunk: int) -> None:
+        self.n, self.chunk, self.n_features = n, chunk, d
+
+    def chunks(self):
+        for start in range(0, self.n, self.chunk):
+            rng = np.random.default_rng(start)
+            yield rng.normal(size=(min(self.chunk, self.n - start), self.n_features))
+
+
+def test_a_site_holds_one_chunk_and_o_of_d_b_numbers_whatever_its_row_count():
+    import tracemalloc
+
+    n, d, b, chunk = 40_000, 400, 12, 500  # 128 MB of rows, chunks of 1.6 MB
+    part = GeneratedPart(n, d, chunk)
+    block = np.linalg.qr(np.random.default_rng(0).normal(size=(d, b)))[0]
+    mean = np.full(d, 0.01)
+    chunk_bytes, block_bytes = 8 * chunk * d, 8 * d * b
+    tracemalloc.start()
+    try:
+        sums = site_sums(part)
+        product = site_product(part, block, mean)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert sums.n_rows == n and product.shape == (d, b)
+    assert peak <= 2 * chunk_bytes + 8 * block_bytes + 8 * 8 * d, (peak, chunk_bytes, block_bytes)
+    assert peak < 8 * n * d / 20  # far below the rows held whole
