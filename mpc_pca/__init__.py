@@ -13,6 +13,9 @@ data
 pppca
     PPPCA (Liu et al., AAAI 2020): roles, estimator, local statistics,
     its protocol object.
+wide
+    Wide-data PCA (``pppca-randomized``): randomized subspace iteration on the
+    pooled covariance with no ``d x d`` matrix; it reuses ``pppca``'s scaling and chunked parts.
 registry
     One line per protocol: its name and its protocol object.
 deployment, deploy

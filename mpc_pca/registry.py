@@ -29,6 +29,12 @@ def _pppca(name: str) -> Deployment:
     return PPPCADeployment(name)
 
 
+def _wide(name: str) -> Deployment:
+    from mpc_pca.wide.deployment import WideDeployment
+
+    return WideDeployment(name)
+
+
 def _pppca_dp(name: str) -> Deployment:
     from mpc_pca.pppca.dp_deploy import PPPCADPDeployment
 
@@ -76,6 +82,7 @@ def _table() -> dict[str, Callable[[str], Deployment]]:
     return {
         "pppca-ss": _pppca,
         "pppca-he": _pppca,
+        "pppca-randomized": _wide,
         "pppca-dp": _pppca_dp,
         "ag": _curator,
         "sn": _curator,

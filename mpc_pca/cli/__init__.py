@@ -17,6 +17,8 @@ runners, dp, flags
     ``run``'s runners of a protocol object (threads or local processes, and
     the fields only this harness can compute); the DP options; the one table
     of the protocols' flags.
+wide
+    The flags of ``pppca-randomized``'s solver settings (``run`` and ``party``).
 errors
     Every command's errors in flag terms: a library message's ``chunk_rows=0``
     printed as ``--chunk-rows 0``, from the parser's own table.

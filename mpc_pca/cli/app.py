@@ -38,6 +38,7 @@ from mpc_pca.cli.privacy import holds_dp_release, privacy_fields, privacy_summar
 from mpc_pca.cli.relay import add_relay_parser, relay_main
 from mpc_pca.cli.row_bound import check_row_bound, divide_rows
 from mpc_pca.cli.studies import add_study_parsers, report_command, study_command
+from mpc_pca.cli.wide import add_randomized_arguments
 from mpc_pca.data.datasets import builtin_names
 from mpc_pca.data.inputs import ProviderData, expand_specs, provider_data
 from mpc_pca.files import write_atomic
@@ -137,6 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="pppca-ss with --backend additive-masks: survive providers that drop before their masked "
         "input arrives, as long as T remain (Shamir-shared mask seeds, SecAgg-style)",
     )
+    add_randomized_arguments(run)
     _add_torch_arguments(run)
     add_dp_arguments(run)
     add_party_parser(sub)

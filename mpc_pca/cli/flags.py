@@ -35,6 +35,11 @@ FLAGS: Mapping[str, str] = MappingProxyType(
         "eigengap": "--eigengap",
         "min_ratio": "--min-ratio",
         "dropout_threshold": "--dropout-threshold",
+        "n_oversamples": "--n-oversamples",
+        "iterated_power": "--iterated-power",
+        "tol": "--tol",
+        "start_seed": "--start-seed",
+        "iterates": "--iterates",
     }
 )
 #: Privacy options every DP result records; protocols that do not use one record its default.

@@ -176,7 +176,9 @@ def add_party_parser(sub: Any) -> None:
     )  # fmt: skip
     party.add_argument("--seed", type=int, default=None, help="deprecated alias of --noise-seed")
     from mpc_pca.cli.dp import add_dp_arguments
+    from mpc_pca.cli.wide import add_randomized_arguments
 
+    add_randomized_arguments(party)
     add_dp_arguments(party)
     add_read_arguments(party)
     add_verbosity(party)

@@ -71,8 +71,13 @@ ESTIMATORS: dict[str, tuple[Callable[[], Any], bool]] = {
 }
 
 
+#: Registered protocols with no estimator yet, and why; run_threads must still run the registry's object.
+WITHOUT_ESTIMATOR = {"pppca-randomized": "PPPCA(svd_solver='randomized') is a later step of issue 37"}
+
+
 def test_every_registered_protocol_has_an_estimator_here():
-    assert sorted(ESTIMATORS) == sorted(names())
+    assert sorted([*ESTIMATORS, *WITHOUT_ESTIMATOR]) == sorted(names())
+    assert not set(ESTIMATORS) & set(WITHOUT_ESTIMATOR)
 
 
 @pytest.fixture
@@ -124,3 +129,11 @@ def test_the_estimator_and_run_threads_run_the_registry_protocol_object(name, pa
         result = run_threads(name, parts, estimator._settings(), noise_seed=SEED)
     assert [type(p) for p in runs] == [registered, registered] and runs[1].name == name
     assert np.array_equal(np.asarray(result["components"]), estimator.components_)
+
+
+@pytest.mark.parametrize("name", list(WITHOUT_ESTIMATOR))
+def test_run_threads_runs_the_registry_object_of_a_protocol_without_an_estimator(name, parts, runs):
+    result = run_threads(name, parts, {"n_components": 2})
+    assert [type(p) for p in runs] == [type(entry(name))] and runs[0].name == name
+    components = np.asarray(result["components"])
+    assert components.shape == (2, 5) and np.allclose(components @ components.T, np.eye(2), atol=1e-12)

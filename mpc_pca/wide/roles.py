@@ -1,0 +1,282 @@
+"""``pppca-randomized``'s roles, mode ``iterates="server"``: the server sees every product ``C Q_i``.
+
+Roles: sites ``provider0 .. provider{M-1}`` (rows, horizontally partitioned:
+the same ``d`` columns) and a ``server`` (no rows). Messages:
+
+1. **Mean phase**, one secure sum of ``2^A [sum y, (sum y^2,) n_s]`` with
+   ``y = x 2^-E`` (:mod:`mpc_pca.wide.encoding`; the squares only with
+   ``standardize``). The server learns ``N``, the pooled mean and (with
+   ``standardize``) the pooled standard deviations, checks ``N`` against the
+   row counts the sites announced, and sends ``[mu, D, N]`` to every site.
+2. **Iterations** (:func:`mpc_pca.wide.subspace.subspace_iteration`, at most
+   ``iterated_power + 1`` of them): the server sends the orthonormal block
+   ``Q_{i-1}`` (``d x b``) to every site; each site computes
+   ``D^-1 (X_s - mu)^T (X_s - mu) D^-1 Q_{i-1}`` from its rows, a chunk at a
+   time (:func:`mpc_pca.wide.site.site_product`), and the sites run ONE secure
+   sum of that ``d x b`` block, scaled by ``2^(B - 2E)`` (``2^B``
+   standardized), to the server, which decodes ``C Q_{i-1}`` times
+   ``N - 1``, takes its Ritz pairs and residuals and orthonormalises.
+3. **Answer**: the server sends the top ``k`` eigenvalues and components
+   (one 1-D array, which ends the iterations) to every site; each site
+   computes the PC scores of its own rows locally
+   (:func:`mpc_pca.wide.site.site_scores`); they are not sent.
+
+What each role learns (the trust model's "pppca-randomized, iterates seen
+by the server" section says the same): honest-but-curious parties, the server
+colluding with no site. The **server** learns ``N``, the pooled mean, the
+pooled standard deviations (``standardize`` only), the agreed exponent ``E``
+(the binary order of magnitude of the largest value), and every product
+``C Q_i`` of the pooled (standardized) covariance with a block it chose,
+``iterated_power + 1`` at most: ``b`` columns each, from which it also knows
+``Q_i^T C Q_i`` and, after ``t`` products, ``C`` restricted to a Krylov space
+of dimension up to ``t b`` (with ``t b >= d`` that can be all of ``C``: the
+mode reveals no more than the covariance, and may reveal that much). The
+iterates and everything computed from them are what federated power
+iteration reveals. Each **site** learns ``N``, the pooled mean and standard
+deviations, every block ``Q_i`` the server sends (the iterates are public to
+the sites too: ``Q_i`` spans ``C Q_{i-1}``), the components and the top
+``k`` eigenvalues; never another site's rows, sums or products, which only
+appear inside secure sums. Nobody holds a ``d x d`` array.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from mpc_pca.pppca.config import PHASE_MEAN
+from mpc_pca.roles import SERVER, provider_names
+from mpc_pca.wide.encoding import (
+    product_error_bound,
+    product_shift,
+    product_units,
+    sums_error_bound,
+    sums_shift,
+)
+from mpc_pca.wide.site import Rows, SiteSums, site_product, site_scores
+from mpc_pca.wide.subspace import Moments, SubspaceResult, pooled_moments, start_block, subspace_iteration
+from protocols.backends import SecureSumBackend
+from protocols.errors import ProtocolError
+from protocols.messages import expect_real_array
+from protocols.party import Party
+
+#: The iterations' phase, as the parties log and announce it.
+PHASE_ITERATE = "block products"
+#: Names of the secure sums (in error messages).
+SUMS_NAME = "column sums (and squares) and row count"
+PRODUCT_NAME = "block product X_s^T (X_s Q)"
+
+
+@dataclass(frozen=True)
+class WideConfig:
+    """What every party of a ``pppca-randomized`` run agreed on."""
+
+    n_sites: int
+    n_features: int
+    n_components: int
+    #: ``b = min(k + n_oversamples, d)``.
+    width: int
+    #: Power iterations before the Rayleigh-Ritz product (``auto`` resolved from the announced rows).
+    iterated_power: int
+    tol: float | None
+    standardize: bool
+    start_seed: int
+    #: The agreed binary exponent ``E`` (:mod:`mpc_pca.wide.encoding`).
+    exponent: int
+    #: Each site's announced row count, in site order.
+    announced_rows: tuple[int, ...]
+    #: Rows per chunk of a site's array (a local choice; a file keeps its own chunks).
+    chunk_rows: int | None = None
+
+    @property
+    def providers(self) -> tuple[str, ...]:
+        return provider_names(self.n_sites)
+
+    @property
+    def n_samples(self) -> int:
+        return sum(self.announced_rows)
+
+
+@dataclass
+class WideModel:
+    """The server's result: the components, their eigenvalues and how far they can be from exact."""
+
+    components: NDArray[np.float64]
+    explained_variance: NDArray[np.float64]
+    mean: NDArray[np.float64]
+    scale: NDArray[np.float64] | None
+    n_samples: int
+    solver: SubspaceResult
+    #: Frobenius bound of the fixed-point error of each decoded product ``C Q`` (:mod:`mpc_pca.wide.encoding`).
+    product_error_bound: float
+    #: Bound of the fixed-point error of each pooled column sum (:func:`~mpc_pca.wide.encoding.sums_error_bound`).
+    sums_error_bound: float
+
+    def result_fields(self) -> dict[str, Any]:
+        """The JSON fields of the server's result."""
+        return {
+            "components": self.components.tolist(),
+            "explained_variance": self.explained_variance.tolist(),
+            "mean": self.mean.tolist(),
+            "n_samples": self.n_samples,
+            **({} if self.scale is None else {"scale": self.scale.tolist()}),
+            "solver": self.solver.report(),
+            "product_error_bound": self.product_error_bound,
+            "sums_error_bound": self.sums_error_bound,
+            "iterates": "server",
+        }
+
+
+def mean_payload(sums: SiteSums, config: WideConfig, frac_bits: int) -> NDArray[np.float64]:
+    """``2^A [sum y, (sum y^2,) n_s]`` (exact: powers of two)."""
+    parts = [np.ldexp(sums.sums, -config.exponent)]
+    if config.standardize:
+        parts.append(np.ldexp(sums.squares, -2 * config.exponent))
+    parts.append(np.array([float(sums.n_rows)]))
+    return np.ldexp(np.concatenate(parts), sums_shift(config.n_sites, frac_bits))
+
+
+def provider_role(
+    party: Party, rows: Rows, config: WideConfig, backend: SecureSumBackend, sums: SiteSums
+) -> dict[str, Any]:
+    """A site: the mean phase, one block product per request, then its own scores."""
+    d, f = config.n_features, backend.codec.frac_bits
+    with party.phase(PHASE_MEAN):
+        backend.secure_sum(
+            party,
+            mean_payload(sums, config, f),
+            contributors=config.providers,
+            receiver=SERVER,
+            name=SUMS_NAME,
+        )
+        header = expect_real_array(party.recv(SERVER), SERVER, (2 * d + 1,), "the mean, scale and N")
+    moments = _moments(header, config)
+    shift = product_shift(config.n_sites, f, moments.n_samples, d, config.standardize)
+    shift -= product_units(config.exponent, config.standardize)
+    bound = float(np.ldexp(1.0, config.exponent))  # every site's values are below 2^E
+    with party.phase(PHASE_ITERATE):
+        for _ in range(config.iterated_power + 2):
+            message = party.recv(SERVER)
+            if isinstance(message, np.ndarray) and message.ndim == 1:
+                break
+            block = _block(message, config)
+            scaled = site_product(
+                rows, block / moments.scale[:, None], moments.mean, config.chunk_rows, bound
+            )
+            scaled /= moments.scale[:, None]
+            backend.secure_sum(
+                party, np.ldexp(scaled, shift, out=scaled), contributors=config.providers, receiver=SERVER,
+                name=PRODUCT_NAME,
+            )  # fmt: skip
+        else:
+            raise ProtocolError(f"{SERVER!r} asked for more than {config.iterated_power + 1} block products")
+    k = config.n_components
+    answer = expect_real_array(message, SERVER, (k + k * d,), "the eigenvalues and components")
+    values, components = answer[:k], answer[k:].reshape(k, d)
+    scores = site_scores(rows, moments.mean, moments.scale, components, config.chunk_rows)
+    return {"n_rows": sums.n_rows, "scores": scores, "explained_variance": values, "components": components}
+
+
+def _moments(header: NDArray[np.float64], config: WideConfig) -> Moments:
+    """The server's ``[mu, D, N]``, checked: ``N`` the announced total, ``D`` positive."""
+    d = config.n_features
+    n = float(header[-1])
+    if n != config.n_samples:
+        raise ProtocolError(
+            f"{SERVER!r} sent N={n!r}, but the sites announced {config.n_samples} rows in total"
+        )
+    scale = header[d : 2 * d]
+    if np.any(scale <= 0) or (not config.standardize and np.any(scale != 1.0)):
+        raise ProtocolError(f"{SERVER!r} sent column scales that are not positive (or not ones unscaled)")
+    return Moments(int(n), header[:d], scale)
+
+
+def _block(message: object, config: WideConfig) -> NDArray[np.float64]:
+    """A block the server asks a product of: ``d x b`` with columns of norm at most 1 (the ring bound's premise)."""
+    block = expect_real_array(message, SERVER, (config.n_features, config.width), "the block Q")
+    norms = np.linalg.norm(block, axis=0)
+    if np.any(norms > 1.0 + 1e-9):
+        raise ProtocolError(
+            f"{SERVER!r} sent a block whose columns have norms up to {float(np.max(norms)):.6g}; "
+            "they must be orthonormal"
+        )
+    return block
+
+
+def server_role(party: Party, config: WideConfig, backend: SecureSumBackend) -> WideModel:
+    """The server: open the mean phase, run the iterations on secure sums of block products, send the answer."""
+    d, f = config.n_features, backend.codec.frac_bits
+    with party.phase(PHASE_MEAN):
+        summed = backend.secure_sum(
+            party, None, contributors=config.providers, receiver=SERVER, name=SUMS_NAME
+        )
+    moments = _opened_moments(summed, config, f)
+    header = np.concatenate([moments.mean, moments.scale, [float(moments.n_samples)]])
+    for provider in config.providers:
+        party.send(provider, header)
+    n = moments.n_samples
+    shift = product_shift(config.n_sites, f, n, d, config.standardize)
+    units = product_units(config.exponent, config.standardize)
+
+    def secure_product(block: NDArray[np.float64]) -> NDArray[np.float64]:
+        block = np.ascontiguousarray(block)
+        for provider in config.providers:
+            party.send(provider, block)
+        total = backend.secure_sum(
+            party, None, contributors=config.providers, receiver=SERVER, name=PRODUCT_NAME
+        )
+        if total is None or total.shape != block.shape:
+            raise ProtocolError(f"the summed {PRODUCT_NAME} has shape {getattr(total, 'shape', None)}")
+        return np.ldexp(total, units - shift) / (n - 1)
+
+    start = start_block(d, config.width, config.start_seed)
+    with party.phase(PHASE_ITERATE):
+        result = subspace_iteration(
+            secure_product, start, config.n_components, config.iterated_power, config.tol
+        )
+    answer = np.concatenate([result.eigenvalues, result.components.ravel()])
+    for provider in config.providers:
+        party.send(provider, answer)
+    error = product_error_bound(config.n_sites, f, n, d, config.width, config.exponent, config.standardize)
+    scale = moments.scale if config.standardize else None
+    sums_error = sums_error_bound(config.n_sites, f, config.exponent)
+    return WideModel(result.components, result.eigenvalues, moments.mean, scale, n, result, error, sums_error)
+
+
+def _opened_moments(summed: NDArray[np.float64] | None, config: WideConfig, f: int) -> Moments:
+    """``N``, ``mu`` and ``D`` from the mean phase's sum, ``N`` checked against the announcements."""
+    d = config.n_features
+    width = 2 * d + 1 if config.standardize else d + 1
+    if summed is None or summed.shape != (width,):
+        raise ProtocolError(
+            f"the summed {SUMS_NAME} have shape {getattr(summed, 'shape', None)}, expected ({width},)"
+        )
+    stats = np.ldexp(summed, -sums_shift(config.n_sites, f))
+    n = round(float(stats[-1]))
+    if abs(float(stats[-1]) - n) > 1e-3 or n != config.n_samples:
+        raise ProtocolError(
+            f"the secure sum of the row counts is {float(stats[-1])!r}, but the sites announced "
+            f"{list(config.announced_rows)} ({config.n_samples} in total); refusing the run"
+        )
+    sums = np.ldexp(stats[:d], config.exponent)
+    squares = np.ldexp(stats[d : 2 * d], 2 * config.exponent) if config.standardize else None
+    # sum y^2 - (sum y)^2 / N is off by at most 3 e (e: the sum's rounding bound); a variance within
+    # 2^10 of that is a constant column, so a scale is never off by more than 2^-11 (encoding's factor 2)
+    rounding = config.n_sites * 2.0 ** -(f + 1 + sums_shift(config.n_sites, f))
+    floor = float(np.ldexp(2.0**10 * 3 * rounding / n, 2 * config.exponent))
+    return pooled_moments(sums, n, squares, floor)
+
+
+__all__ = [
+    "PHASE_ITERATE",
+    "PRODUCT_NAME",
+    "SUMS_NAME",
+    "WideConfig",
+    "WideModel",
+    "mean_payload",
+    "provider_role",
+    "server_role",
+]

@@ -1,0 +1,69 @@
+"""pppca-randomized with every party its own process over TLS gives the threads run's answer exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mpc_pca.deploy import launch_local
+from mpc_pca.registry import entry
+from mpc_pca.threads import run_protocol
+from tests.wide.helpers import gapped_rows, split
+
+
+def test_processes_over_tls_equal_the_threads_run():
+    parts = split(gapped_rows(500, 40, seed=3), [100, 2, 398])
+    settings = {"n_components": 3, "iterated_power": 30, "tol": 1e-10, "start_seed": 4, "standardize": True}
+    result = launch_local("pppca-randomized", parts, settings, timeout=120)
+    threads = run_protocol(entry("pppca-randomized"), parts, settings).output
+    assert np.array_equal(np.asarray(result["components"]), threads.components)
+    assert np.array_equal(np.asarray(result["explained_variance"]), threads.explained_variance)
+    assert result["solver"] == threads.solver.report() and result["solver"]["stop"] == "tol"
+
+
+def test_party_processes_stream_their_csv_files_in_chunks_and_equal_the_threads_run(tmp_path):
+    import json
+    import os
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import pandas as pd
+
+    from mpc_pca.cli import main as cli
+
+    root = Path(__file__).resolve().parents[2]
+    parts = split(gapped_rows(300, 30, seed=5), [120, 180])
+    files = []
+    for i, part in enumerate(parts):
+        path = tmp_path / f"site{i}.csv"
+        pd.DataFrame(part, columns=[f"c{j}" for j in range(30)]).to_csv(
+            path, index=False, float_format="%.17g"
+        )
+        files.append(path)
+    assert cli(["certs", "--parties", "provider0,provider1,server", "--out", str(tmp_path / "tls")]) == 0
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        master = f"127.0.0.1:{sock.getsockname()[1]}"
+    solver = ["--n-components", "3", "--iterated-power", "30", "--tol", "1e-10", "--start-seed", "8"]
+    processes = []
+    for rank in range(3):
+        argv = [sys.executable, "-m", "mpc_pca", "party", "--protocol", "pppca-randomized", "--rank", str(rank),
+                "--world-size", "3", "--master", master, "--tls-dir", str(tmp_path / "tls"), "-q", *solver,
+                "--output", str(tmp_path / f"out{rank}.json")]  # fmt: skip
+        if rank < 2:
+            argv += ["--data", str(files[rank]), "--chunk-rows", "37"]
+        env = {**os.environ, "PYTHONPATH": str(root), "OPENBLAS_NUM_THREADS": "1"}
+        processes.append(
+            subprocess.Popen(argv, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        )
+    for process in processes:
+        _, stderr = process.communicate(timeout=180)
+        assert process.returncode == 0, stderr.decode()
+    server = json.loads((tmp_path / "out2.json").read_text())
+    settings = {"n_components": 3, "iterated_power": 30, "tol": 1e-10, "start_seed": 8}
+    threads = run_protocol(entry("pppca-randomized"), parts, settings)
+    assert np.max(np.abs(np.asarray(server["components"]) - threads.output.components)) <= 1e-12
+    for rank in range(2):
+        scores = np.asarray(json.loads((tmp_path / f"out{rank}.json").read_text())["scores"])
+        assert np.allclose(scores, threads.run.outputs[f"provider{rank}"]["scores"], atol=1e-10)
