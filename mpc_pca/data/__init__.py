@@ -22,8 +22,8 @@ plink_files, plink, snp_alignment
     checked, the dosages read in row chunks with missing calls imputed, and
     the sites' SNPs aligned by identifier (``pip install 'mpc-pca[genotype]'``).
 genotype_part
-    A ``.bed`` file as a chunked part for PPPCA, streamed ``--chunk-rows``
-    individuals at a time (``mpc-pca party --data site.bed``).
+    A ``.bed`` file as a chunked part for PPPCA, streamed ``chunk_rows``
+    individuals at a time (a party whose data is ``site.bed``).
 columns
     Agreeing on the providers' ordered column names (alignment by name, the
     names' hash for the settings agreement).

@@ -1,9 +1,9 @@
 """A site's ``.bed`` file as a :class:`~mpc_pca.pppca.chunked.ChunkedPart`: streamed, never held whole.
 
-``mpc-pca party --data site.bed`` of a PPPCA provider (``pppca-ss``,
-``pppca-he``) reads its genotypes as :class:`BedPart`: the imputed dosages
+A PPPCA provider (``pppca-ss``, ``pppca-he``) whose data is ``site.bed``
+reads its genotypes as :class:`BedPart`: the imputed dosages
 of :class:`mpc_pca.data.plink.BedFile`, ``chunk_rows`` individuals at a
-time, the SNPs (``--columns``: SNP ids) in the order it announces. The
+time, the SNPs (``columns``: SNP ids) in the order it announces. The
 fileset is checked when the part is made; the site's SNP means take one pass,
 its statistics one more, and the projection for the consumer a third.
 Memory: one block of ``chunk_rows x SNPs`` float64 plus the ``d x d``

@@ -250,12 +250,12 @@ class BedFile:
 
 
 def is_bed(spec: str) -> bool:
-    """Whether ``--data`` names a PLINK 1 ``.bed`` file (by its suffix, any case)."""
+    """Whether a data spec names a PLINK 1 ``.bed`` file (by its suffix, any case)."""
     return spec.lower().endswith(".bed")
 
 
 def bed_table(path: str | Path) -> Table:
-    """A ``.bed`` file read whole as a :class:`~mpc_pca.data.tables.Table` (``--data site.bed``).
+    """A ``.bed`` file read whole as a :class:`~mpc_pca.data.tables.Table` (a data spec ``site.bed``).
 
     The columns are the SNPs in ``.bim`` order, named by their identifiers;
     missing calls are imputed with the site's own SNP means (the note says so).

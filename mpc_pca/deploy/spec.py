@@ -150,8 +150,8 @@ def load_rows(
     if isinstance(data, FileSource) and data.dask_scheduler is not None:
         if data.path.lower().endswith(".bed"):
             raise InputValidationError(
-                f"--dask-scheduler reads CSV or Parquet files; {data.path} is a PLINK .bed file, which this "
-                "party streams itself: drop --dask-scheduler"
+                f"dask_scheduler reads CSV or Parquet files; {data.path} is a PLINK .bed file, which this "
+                "party streams itself: give no dask_scheduler"
             )
         if not (stream and data.streams):
             raise InputValidationError(
