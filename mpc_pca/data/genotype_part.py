@@ -48,7 +48,7 @@ class BedPart(ChunkedPart):
     Raises
     ------
     InputValidationError
-        As :class:`~mpc_pca.data.plink.BedFile` does, or for a ``--columns``
+        As :class:`~mpc_pca.data.plink.BedFile` does, or for a ``columns``
         SNP id the ``.bim`` does not list.
     """
 
