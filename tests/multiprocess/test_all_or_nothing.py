@@ -125,7 +125,7 @@ def test_provider_killed_during_the_projection_leaves_no_output(tmp_path, wine, 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_provider_killed_right_before_the_confirmation_round_leaves_no_output(tmp_path, wine, backend):
-    """Everything it had to send was sent (the consumer has its rows), but it never confirmed it finished."""
+    """Everything it had to send was sent and every other party confirmed, but it never confirmed it finished."""
     outcomes, outputs, _ = run_five(tmp_path, wine, {"provider1": "die-before-confirming"}, backend)
     check_nothing_written(tmp_path, outcomes, outputs, "provider1")
     for name in ("provider0", "provider2", "server", "consumer"):
