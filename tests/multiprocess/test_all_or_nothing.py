@@ -32,6 +32,9 @@ QUITTING_PARTY = Path(__file__).resolve().parents[1] / "helpers" / "quitting_par
 TIMEOUT = 8.0
 #: The launcher's grace after the first failure before it kills a party that did not end by itself.
 GRACE = 5.0
+#: Join window of the rendezvous and of every party: it starts before the five interpreters do and
+#: must outlast their start-up at a load of 18 (33 s did not); a run whose parties all join ends no later.
+JOIN = 120.0
 
 
 def run_five(
@@ -43,9 +46,9 @@ def run_five(
     """
     parts = np.array_split(wine, 3)
     gloo = backend == "crypten"
-    _keep, port = host_rendezvous(pppca_ranks(3), tmp_path, insecure=gloo, gloo=gloo, timeout=33.0)
+    _keep, port = host_rendezvous(pppca_ranks(3), tmp_path, insecure=gloo, gloo=gloo, timeout=JOIN)
     commands, outputs = party_commands(
-        tmp_path, parts, f"127.0.0.1:{port}", backend=backend, timeout=TIMEOUT, connect_timeout=30.0,
+        tmp_path, parts, f"127.0.0.1:{port}", backend=backend, timeout=TIMEOUT, connect_timeout=JOIN - 3,
         tls_dir=None if gloo else tmp_path / "tls",
     )  # fmt: skip
     started: dict[str, list[str] | PythonEntry] = {}
