@@ -165,3 +165,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.processes)
         if item.nodeid in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Name a failing test the moment it fails (``-q`` prints only a dot or an ``F`` until the end).
+
+    The line ``FAILED <nodeid> (setup|call|teardown)`` goes to the terminal on a line of its own;
+    the final summary with the tracebacks is unchanged.
+    """
+    reporter = _terminal_reporter
+    if not report.failed or reporter is None:
+        return
+    reporter.write("\n")  # after the progress letters (-q keeps no file name that ensure_newline would see)
+    reporter.write_line(f"FAILED {report.nodeid} ({report.when})", red=True, bold=True)
+
+
+_terminal_reporter: pytest.TerminalReporter | None = None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Keep the terminal reporter for :func:`pytest_runtest_logreport` (none under ``-p no:terminal``)."""
+    global _terminal_reporter
+    _terminal_reporter = session.config.pluginmanager.get_plugin("terminalreporter")

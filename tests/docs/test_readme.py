@@ -36,18 +36,24 @@ def _tests() -> str:
     return block(README, "readme-tests").text.strip()
 
 
+def _fast_lane() -> str:
+    return block(README, "readme-fast-lane").text.strip()
+
+
 def _torch() -> str:
     return block(README, "readme-torch").text.strip()
 
 
 def test_readme_has_exactly_the_two_setup_commands():
-    """Install + main job, then tests, each one line; torch/CrypTen is a third, optional line."""
+    """Install + main job, then tests, each one line; the fast lane beside the tests as their variant
+    (no install of its own); torch/CrypTen is a third, optional set-up line."""
     text = README.read_text()
     setup = text[text.index("## Set up and run\n") :]
     setup = setup[: setup.index("\n## ", 1)]
     assert re.findall(r"```bash\n(.*?)```", setup, flags=re.S) == [
         _install() + "\n",
         _tests() + "\n",
+        _fast_lane() + "\n",
         _torch() + "\n",
     ]
     install, tests, optional = _install(), _tests(), _torch()
@@ -67,6 +73,23 @@ def test_readme_torch_line_installs_the_pinned_cpu_build_first():
     ]
 
 
+def test_readme_shows_the_full_suite_and_the_fast_lane_with_their_times():
+    """Both test commands, side by side, each with its measured time; the fast lane is the whole suite minus markers."""
+    text = README.read_text()
+    tests, fast = _tests(), _fast_lane()
+    full = tests.split(" && ", 1)[1]
+    assert fast == f'{full} -m "not slow and not processes"', fast  # the README's command, narrowed
+    between = text[text.index(tests) : text.index(fast)]
+    assert "```bash" in between and between.count("```bash") == 1  # right beside: no other block between
+    before_full = text[: text.index(tests)].rsplit("```", 2)[-2]  # from the install block's end
+    before_fast = between.rsplit("```", 1)[0]
+    for what, prose in (("full suite", before_full), ("fast lane", before_fast)):
+        assert re.search(r"\d+ min \d+ s measured", prose), f"README gives no measured time of the {what}"
+    assert "CI runs" in before_full
+    contributing = (ROOT / "CONTRIBUTING.md").read_text()
+    assert 'pytest -m "not slow and not processes"' in contributing or fast in contributing
+
+
 def test_ci_runs_the_readme_main_job_and_test_command():
     ci = (ROOT / ".ci" / "run").read_text()
     main_job = _install().split(" && ", 1)[1]
@@ -75,6 +98,7 @@ def test_ci_runs_the_readme_main_job_and_test_command():
     assert re.search(rf"^(\S+=\S+ )*{re.escape(test_command)}$", ci, re.M), (
         "CI does not run the README's tests"
     )
+    assert "not slow" not in ci, "CI must run the whole suite, not the fast lane"
 
 
 def test_the_site_home_repeats_the_readme_setup_commands():

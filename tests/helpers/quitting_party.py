@@ -12,7 +12,11 @@ with SIGKILL
 * ``die-before-confirming``: once its role has returned, just before the
   final confirmation round (``SocketChannel.close`` sends the ``BYE``
   frames; over gloo, ``TorchChannel.close``): everything it was to send has
-  been sent.
+  been sent. Over sockets it first waits (up to its phase deadline) for the
+  ``BYE`` of every peer, so that it dies only once every other party's role
+  is over: without that wait, a party still in its role on a loaded machine
+  sees the closed link there and fails in its role ("closed the
+  connection"), not in the confirmation round the test is about.
 """
 
 from __future__ import annotations
@@ -56,6 +60,11 @@ def install(mode: str, gloo: bool = False) -> None:
     else:
 
         def close_or_die(self: Any, *args: Any) -> None:
+            if not gloo:  # wait until every peer has confirmed (its role is over), then never confirm
+                deadline = time.monotonic() + self.timeout
+                with self._cond:
+                    while not set(self.peers) <= self._bye and time.monotonic() < deadline:
+                        self._cond.wait(0.1)
             _die()
 
         Channel.close = close_or_die  # type: ignore[method-assign]

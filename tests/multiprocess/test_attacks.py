@@ -17,6 +17,8 @@ import logging
 import socket
 import ssl
 import sys
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +35,9 @@ from tests.helpers.torch_helpers import party_commands
 
 TIMEOUT = 4.0
 CONNECT = 8.0
+#: Join windows of the tests that close the rendezvous themselves (:func:`close_when_refused`): long
+#: enough for five interpreters to start on a loaded 2-core machine; the run ends as soon as it may.
+WINDOW = 60.0
 HONEST = ("provider0", "provider1", "provider2", "server")
 
 OUTSIDER = """
@@ -57,6 +62,43 @@ def start_run(tmp_path: Path, wine: np.ndarray, **kwargs):
     return keep, port, commands, outputs
 
 
+def close_when_refused(introducer) -> threading.Thread:
+    """Close the rendezvous once the four honest parties joined and the attacker was refused.
+
+    Instead of racing a fixed join window against the start-up of five processes (on a loaded
+    machine the window ended before the attacker had connected, which then found the port closed),
+    wait for both events; the honest parties are then told the rendezvous was closed, with the
+    refusal. Bounded by :data:`WINDOW` (the rendezvous' own window ends the run anyway).
+    """
+
+    def watch() -> None:
+        deadline = time.monotonic() + WINDOW
+        while time.monotonic() < deadline:
+            status = introducer._status()
+            if status is None:
+                return
+            if introducer.refused and set(HONEST) <= set(status[0]):
+                introducer.close()
+                return
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=watch, name="close-when-refused", daemon=True)
+    thread.start()
+    return thread
+
+
+def start_attacked_run(tmp_path: Path, wine: np.ndarray):
+    """:func:`start_run` with a :data:`WINDOW`-long rendezvous closed by :func:`close_when_refused`."""
+    ranks = pppca_ranks(3)
+    keep, port = host_rendezvous(ranks, tmp_path, insecure=False, gloo=False, timeout=WINDOW)
+    commands, outputs = party_commands(
+        tmp_path, np.array_split(wine, 3), f"127.0.0.1:{port}", timeout=TIMEOUT,
+        connect_timeout=WINDOW, tls_dir=tmp_path / "tls",
+    )  # fmt: skip
+    close_when_refused(keep)
+    return keep, port, commands, outputs
+
+
 def check_honest_failed(outcomes: dict[str, ProcessOutcome], outputs: dict[str, Path], *needles: str) -> None:
     for name in HONEST:
         outcome = outcomes[name]
@@ -78,10 +120,10 @@ def _impostor(commands: dict[str, list[str]], ca: Path, cert: Path, key: Path) -
 
 
 def test_outsider_without_a_certificate_cannot_join(tmp_path, wine):
-    _keep, port, commands, outputs = start_run(tmp_path, wine)
+    _keep, port, commands, outputs = start_attacked_run(tmp_path, wine)
     commands["consumer"] = [sys.executable, "-c", OUTSIDER, "127.0.0.1", str(port)]
     # The outsider fails at once; the others must stop by themselves when the rendezvous gives up.
-    outcomes = launch(commands, timeout=TIMEOUT, env=child_environment(), grace=CONNECT + 5)
+    outcomes = launch(commands, timeout=TIMEOUT, env=child_environment(), grace=WINDOW + 5)
     assert outcomes["consumer"].returncode != 0  # the outsider got nothing
     check_honest_failed(
         outcomes, outputs, "'consumer' (rank 4) did not join", "authentication failed", "CERTIFICATE"
@@ -89,12 +131,12 @@ def test_outsider_without_a_certificate_cannot_join(tmp_path, wine):
 
 
 def test_holder_of_another_partys_certificate_cannot_impersonate(tmp_path, wine):
-    _keep, _port, commands, outputs = start_run(tmp_path, wine)
+    _keep, _port, commands, outputs = start_attacked_run(tmp_path, wine)
     tls = tmp_path / "tls"
     commands["consumer"] = _impostor(commands, tls / "ca.pem", tls / "provider0.pem", tls / "provider0.key")
     # A refused connection does not end the run (the real consumer may still join): the honest
     # parties stop by themselves when the rendezvous gives up, and name the refusal.
-    outcomes = launch(commands, timeout=TIMEOUT, env=child_environment(), grace=CONNECT + 5)
+    outcomes = launch(commands, timeout=TIMEOUT, env=child_environment(), grace=WINDOW + 5)
     assert outcomes["consumer"].returncode == EXIT_PROTOCOL
     check_honest_failed(
         outcomes, outputs, "authentication failed", "claiming to be 'consumer' (rank 4)",
@@ -103,13 +145,13 @@ def test_holder_of_another_partys_certificate_cannot_impersonate(tmp_path, wine)
 
 
 def test_certificate_from_another_ca_is_refused(tmp_path, wine):
-    _keep, _port, commands, outputs = start_run(tmp_path, wine)
+    _keep, _port, commands, outputs = start_attacked_run(tmp_path, wine)
     other = tmp_path / "other-ca"
     write_credentials(["consumer"], other)
     commands["consumer"] = _impostor(
         commands, other / "ca.pem", other / "consumer.pem", other / "consumer.key"
     )
-    outcomes = launch(commands, timeout=TIMEOUT, env=child_environment(), grace=CONNECT + 5)
+    outcomes = launch(commands, timeout=TIMEOUT, env=child_environment(), grace=WINDOW + 5)
     assert outcomes["consumer"].returncode == EXIT_PROTOCOL
     assert "authentication failed" in outcomes["consumer"].error_line()
     check_honest_failed(outcomes, outputs, "'consumer' (rank 4) did not join", "authentication failed")
