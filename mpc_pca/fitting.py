@@ -59,9 +59,13 @@ class ProtocolEstimator(PartiesEstimator):
             self._protocol(),
             parts,
             self._settings(),
-            random_state=getattr(self, "random_state", None),
+            random_state=self._noise_seed(),
             timeout=self.timeout,
         )
+
+    def _noise_seed(self) -> Any:
+        """The seed of the run's noise: ``random_state`` if the estimator has one."""
+        return getattr(self, "random_state", None)
 
     def _prepare(self, parts: list[Any]) -> list[Any]:
         """The parts the run takes, after the estimator's own checks (none by default)."""

@@ -6,6 +6,8 @@ import warnings
 from functools import partial
 from typing import Any, ClassVar
 
+import numpy as np
+
 from mpc_pca.base import ParamCheck, integer, real, validated_by
 from mpc_pca.dp.agn_core import PowerMethodOptions
 from mpc_pca.dp.agn_privacy import check_budget_split
@@ -19,6 +21,7 @@ from mpc_pca.fitting import ProtocolEstimator
 from mpc_pca.threads import ThreadsRun
 from mpc_pca.validation import RowsClippedWarning, warn_privacy_leaks
 from protocols.dp.accounting import PrivacyAccountant, fit_accountant, gaussian_rho
+from protocols.errors import InputValidationError
 
 
 class CapeAGN(ProtocolEstimator):
@@ -193,7 +196,15 @@ class CapeAGN(ProtocolEstimator):
             "row_norm": self.row_norm,
         }
 
+    def __sklearn_tags__(self) -> Any:
+        """scikit-learn's tags: a single topic model (``model="stm"``) takes word counts, so non-negative rows only."""
+        tags = super().__sklearn_tags__()
+        tags.input_tags.positive_only = self.model == "stm"
+        return tags
+
     def _prepare(self, parts: list[Any]) -> list[Any]:
+        if self.model == "stm":
+            _refuse_negative(parts)
         accountant = fit_accountant(self)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RowsClippedWarning)
@@ -248,6 +259,17 @@ class CapeAGN(ProtocolEstimator):
             rho += gaussian_rho(unit)
         spent = effective_epsilon(budget.epsilon, config.n_parties, config.calibration)
         accountant.charge(spent, budget.delta, rho=rho, label="CapeAGN")
+
+
+def _refuse_negative(parts: list[Any]) -> None:
+    """Word counts are non-negative: a negative entry is refused in scikit-learn's wording (``positive_only`` tag)."""
+    for index, part in enumerate(parts):
+        rows = np.asarray(part, dtype=float)
+        if rows.size and float(np.min(rows)) < 0:
+            raise InputValidationError(
+                f"Negative values in data passed to CapeAGN (part {index}, minimum {float(np.min(rows)):g}); "
+                "model='stm' takes word counts"
+            )
 
 
 __all__ = ["CapeAGN"]

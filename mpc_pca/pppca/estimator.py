@@ -28,6 +28,7 @@ from mpc_pca.fitting import ProtocolEstimator
 from mpc_pca.pppca.components import MAX_EIGENGAP, MIN_EIGENGAP, ComponentsSettings, check_reveal
 from mpc_pca.pppca.deployment import PPPCADeployment
 from mpc_pca.pppca.protocol import PPPCAModel
+from mpc_pca.pppca.sklearn_params import as_pca
 from mpc_pca.threads import ThreadsRun
 from protocols.backends import SecureSumBackend, make_backend
 from protocols.errors import InputValidationError, ProtocolError
@@ -92,7 +93,9 @@ class PPPCA(SubspaceMixin, ProtocolEstimator):
     tol : float, default=1e-6
         ``reveal="components"``: target tangent of the angle between the
         computed and the true top-k subspace (the bound reached is
-        ``model_.secure_eigensolve["achieved_tol"]``).
+        ``model_.secure_eigensolve["achieved_tol"]``); must be > 0 there.
+        Validated as scikit-learn's ``tol`` (a float >= 0); the other modes
+        do not use it (see Notes).
     standardize : bool, default=False
         Divide every column by its pooled standard deviation before the
         eigendecomposition: scikit-learn's ``StandardScaler`` followed by
@@ -112,6 +115,18 @@ class PPPCA(SubspaceMixin, ProtocolEstimator):
         that drop before their masked input arrives, as long as ``T`` remain.
         In-process no provider drops; the protocol, its extra round and its
         traffic are the same.
+    copy : bool, default=True
+        Accepted as scikit-learn's ``PCA`` accepts it; ``fit``,
+        ``fit_transform`` and ``transform`` never change the rows given,
+        whatever its value.
+    svd_solver : {"auto", "full", "covariance_eigh", "arpack", "randomized"}, default="auto"
+    iterated_power : int >= 0 or "auto", default="auto"
+    n_oversamples : int >= 1, default=10
+    power_iteration_normalizer : {"auto", "QR", "LU", "none"}, default="auto"
+    random_state : int, RandomState instance or None, default=None
+        scikit-learn's ``PCA`` solver parameters: accepted and validated as
+        scikit-learn validates them (its wording), without effect (see
+        Notes: the result is the same for every value).
 
     Attributes
     ----------
@@ -197,14 +212,17 @@ class PPPCA(SubspaceMixin, ProtocolEstimator):
     those of the standardized rows (``StandardScaler`` then ``PCA``).
 
     scikit-learn's ``PCA`` parameters ``svd_solver``, ``iterated_power``,
-    ``n_oversamples``, ``power_iteration_normalizer`` and ``random_state`` do
-    not apply: no party holds the pooled rows those SVD solvers work on; the
-    server eigendecomposes the covariance it reconstructs from the aggregated
-    statistics (step 8; one exact symmetric eigensolver, deterministic, so
-    nothing to seed), or with ``reveal="components"`` a secret-shared
-    eigensolver runs on shares of it. ``tol`` here is that secure
-    eigensolver's tolerance, not ARPACK's. ``copy`` does not apply either:
-    ``fit`` never changes the rows.
+    ``n_oversamples``, ``power_iteration_normalizer`` and ``random_state`` are
+    accepted and validated, but do not apply: no party holds the pooled rows
+    those SVD solvers work on; the secure protocol computes one exact
+    eigendecomposition of the pooled covariance the server reconstructs from
+    the aggregated statistics (step 8; a symmetric eigensolver,
+    deterministic, so nothing to seed), or with ``reveal="components"`` a
+    secret-shared eigensolver runs on shares of it. Every value gives the same
+    model (scikit-learn's ``svd_solver="full"`` or ``"covariance_eigh"``
+    result). ``tol`` here is that secure eigensolver's tolerance, not
+    ARPACK's. ``copy`` does not apply either: ``fit`` never changes the rows,
+    so both values behave as scikit-learn's ``copy=True``.
     """
 
     _parameter_constraints: ClassVar[dict[str, ParamCheck]] = {
@@ -214,10 +232,12 @@ class PPPCA(SubspaceMixin, ProtocolEstimator):
         "reveal": validated_by(check_reveal),
         "eigengap": real(MIN_EIGENGAP, MAX_EIGENGAP),
         "min_ratio": real(0.0, 1.0, low_open=True),
-        "tol": real(0.0, low_open=True),
+        "tol": as_pca(),
         "standardize": boolean(),
         "whiten": boolean(),
         "dropout_threshold": integer(2, none=True),
+        **{name: as_pca() for name in ("copy", "svd_solver", "iterated_power", "n_oversamples")},
+        **{name: as_pca() for name in ("power_iteration_normalizer", "random_state")},
     }
     _accepts_sparse: ClassVar[bool] = True
 
@@ -234,6 +254,12 @@ class PPPCA(SubspaceMixin, ProtocolEstimator):
         standardize: bool = False,
         whiten: bool = False,
         dropout_threshold: int | None = None,
+        copy: bool = True,
+        svd_solver: str = "auto",
+        iterated_power: int | str = "auto",
+        n_oversamples: int = 10,
+        power_iteration_normalizer: str = "auto",
+        random_state: Any = None,
     ) -> None:
         self.n_components = n_components
         self.backend = backend
@@ -245,6 +271,12 @@ class PPPCA(SubspaceMixin, ProtocolEstimator):
         self.standardize = standardize
         self.whiten = whiten
         self.dropout_threshold = dropout_threshold
+        self.copy = copy
+        self.svd_solver = svd_solver
+        self.iterated_power = iterated_power
+        self.n_oversamples = n_oversamples
+        self.power_iteration_normalizer = power_iteration_normalizer
+        self.random_state = random_state
 
     def fit_transform(self, X: Any, y: None = None, groups: ArrayLike | None = None) -> NDArray[np.float64]:
         """Run the whole protocol (steps 1-10); return the data consumer's ``X T``.
@@ -282,7 +314,15 @@ class PPPCA(SubspaceMixin, ProtocolEstimator):
             self._group_order = np.concatenate([np.flatnonzero(labels == g) for g in np.unique(labels)])
         return parts
 
+    def _noise_seed(self) -> None:
+        """None: PPPCA draws no noise, and ``random_state`` (scikit-learn's solver seed) seeds nothing."""
+        return None
+
     def _protocol(self) -> PPPCADeployment:
+        if self.tol == 0 and check_reveal(self.reveal) != "covariance":
+            raise InputValidationError(
+                f"tol=0 is invalid with reveal={self.reveal!r}: the secure eigensolver needs a tolerance > 0"
+            )
         backend = resolve_backend(self.backend)
         name = "pppca-he" if backend.name == "paillier" else "pppca-ss"
         components = ComponentsSettings(eigengap=self.eigengap, min_ratio=self.min_ratio, tol=self.tol)

@@ -220,6 +220,13 @@ def test_estimator_params_follow_sklearn_conventions():
         "standardize": False,
         "whiten": False,
         "dropout_threshold": None,
+        # scikit-learn PCA's own parameters, accepted without effect (issue 38)
+        "copy": True,
+        "svd_solver": "auto",
+        "iterated_power": "auto",
+        "n_oversamples": 10,
+        "power_iteration_normalizer": "auto",
+        "random_state": None,
     }
     assert model.set_params(n_components=2) is model and model.n_components == 2
     assert not hasattr(model, "components_")

@@ -349,3 +349,64 @@ def test_a_server_chosen_k_reaches_providers_and_consumer_through_chunks(monkeyp
     # provider1 and provider2 differ only by their chunks (provider0 also leads the answer check)
     sent = model.report_["provider2"]["messages_sent"] - model.report_["provider1"]["messages_sent"]
     assert sent == 72 // 5 - 41 // 5  # the chunks, as with an agreed k
+
+
+#: scikit-learn ``PCA`` solver arguments (issue 38): accepted, validated as scikit-learn does, no effect.
+SOLVER_ARGUMENTS = [
+    {"svd_solver": "randomized", "random_state": 0, "iterated_power": 3, "n_oversamples": 5},
+    {"svd_solver": "arpack", "tol": 0.0, "random_state": np.random.RandomState(1)},
+    {"svd_solver": "full", "power_iteration_normalizer": "QR", "copy": False},
+]
+
+
+@pytest.mark.parametrize("params", SOLVER_ARGUMENTS, ids=lambda p: p["svd_solver"])
+def test_solver_arguments_are_accepted_and_change_nothing(params):
+    X = _data()
+    reference = PPPCA(n_components=3, timeout=TIMEOUT).fit(_split(X))
+    ours = PPPCA(n_components=3, timeout=TIMEOUT, **params).fit(_split(X))
+    for name in ("components_", "explained_variance_", "mean_", "noise_variance_"):
+        np.testing.assert_array_equal(getattr(ours, name), getattr(reference, name))
+    _close(ours.transform(X), PCA(n_components=3, svd_solver="full").fit(X).transform(X), 1e-6)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("svd_solver", "lapack"),
+        ("tol", -1.0),
+        ("iterated_power", -1),
+        ("n_oversamples", 0),
+        ("power_iteration_normalizer", "SVD"),
+        ("random_state", "seed"),
+        ("copy", "yes"),
+    ],
+)
+def test_an_invalid_solver_argument_is_refused_with_scikit_learns_wording(name, value):
+    X = _data(n=30, d=4)
+    with pytest.raises(ValueError) as theirs:
+        PCA(n_components=2, **{name: value}).fit(X)
+    with pytest.raises(InputValidationError) as ours:
+        PPPCA(n_components=2, timeout=TIMEOUT, **{name: value}).fit(_split(X))
+    expected = str(theirs.value).replace(" parameter of PCA ", " parameter of PPPCA ")
+    assert str(ours.value) == expected
+
+
+def test_tol_zero_is_refused_where_the_secure_eigensolver_needs_a_tolerance():
+    with pytest.raises(InputValidationError, match=r"tol=0.* reveal='components'"):
+        PPPCA(n_components=2, reveal="components", tol=0.0, timeout=TIMEOUT).fit(_split(_data()))
+
+
+@pytest.mark.parametrize("copy", [True, False])
+def test_the_rows_are_never_changed_whatever_copy(copy):
+    X = _data()
+    parts = _split(X)
+    before = [p.copy() for p in parts]
+    model = PPPCA(n_components=2, whiten=True, copy=copy, timeout=TIMEOUT)
+    model.fit(parts)
+    model.fit_transform(parts)
+    model.transform(X)
+    model.score(X)
+    model.fit(X, groups=np.arange(X.shape[0]) % 3)
+    for part, original in zip(parts, before, strict=True):
+        np.testing.assert_array_equal(part, original)
+    np.testing.assert_array_equal(X, np.vstack(before))
