@@ -42,7 +42,9 @@ def test_columns_select_snps_by_id_in_the_given_order(tmp_path):
     np.testing.assert_array_equal(
         np.vstack(list(rows.values.chunks())), load_table(str(path), options).values
     )
-    with pytest.raises(InputValidationError, match=r"columns=\['rs9'\] names \['rs9'\] that it does not have"):
+    with pytest.raises(
+        InputValidationError, match=r"columns=\['rs9'\] names \['rs9'\] that it does not have"
+    ):
         load_rows(FileSource(str(path), ReadOptions(columns=("rs9",))), stream=True)
 
 
