@@ -24,6 +24,9 @@ preflight
     Every check before anything is sent (:func:`~mpc_pca.pppca.preflight.preflight`);
     the protocol object (:class:`~mpc_pca.pppca.deployment.PPPCADeployment`) runs it
     in every runner (threads: :func:`mpc_pca.threads.run_protocol`).
+sklearn_params
+    scikit-learn ``PCA``'s solver parameters and ``copy`` on :class:`~mpc_pca.PPPCA`:
+    accepted, validated in scikit-learn's wording, documented as not applying.
 estimator
     :class:`PPPCA`, the scikit-learn-style estimator.
 answer_check
