@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 
-from protocols.errors import InputValidationError, ProtocolError
+from protocols.errors import InputValidationError
 
 
 @dataclass(frozen=True)
@@ -147,10 +147,16 @@ def spell_as_flags(exc: BaseException) -> BaseException:
 
 @contextmanager
 def errors_in_flag_terms() -> Iterator[None]:
-    """Re-raise a project error from the block with its message in flag terms (:func:`spell_as_flags`)."""
+    """Re-raise an input error from the block with its message in flag terms (:func:`spell_as_flags`).
+
+    Only :class:`~protocols.errors.InputValidationError`: what this user gave. A
+    :class:`~protocols.errors.ProtocolError` may quote what a peer announced
+    (``provider1 announced backend=b'additive'``), which no flag of this
+    command set, so its text is printed as the protocol wrote it.
+    """
     try:
         yield
-    except (InputValidationError, ProtocolError) as exc:
+    except InputValidationError as exc:
         spell_as_flags(exc)
         raise
 

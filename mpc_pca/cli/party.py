@@ -49,11 +49,20 @@ def configure_logging(args: argparse.Namespace) -> None:
     logging.basicConfig(level=max(logging.DEBUG, min(logging.ERROR, level)), handlers=[handler])
 
 
+#: The logger of a party's own set-up (:mod:`mpc_pca.deploy.party`): its data notes and settings.
+PARTY_LOGGER = "mpc_pca.party"
+
+
 class _FlagTermsFormatter(logging.Formatter):
-    """A log line with the settings it names spelled as flags (:func:`mpc_pca.cli.errors.in_flag_terms`)."""
+    """A log line of this party's own set-up (logger ``mpc_pca.party``) with its settings spelled as flags.
+
+    Other loggers' lines (links, peers, the protocol) may quote what a peer
+    sent, which no flag of this command set: they are printed as written.
+    """
 
     def format(self, record: logging.LogRecord) -> str:
-        return in_flag_terms(super().format(record), command_line_flags())
+        line = super().format(record)
+        return in_flag_terms(line, command_line_flags()) if record.name == PARTY_LOGGER else line
 
 
 def add_party_parser(sub: Any) -> None:
