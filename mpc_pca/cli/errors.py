@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 
-from protocols.errors import InputValidationError
+from protocols.errors import InputValidationError, ProtocolError
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,8 @@ def _actions(parser: argparse.ArgumentParser) -> Iterator[argparse.Action]:
             yield action
 
 
+#: Where a protocol error starts quoting another party's report (:class:`protocols.runtime` aborts).
+PEER_REPORT = " reported: "
 _VALUE = r"'[^']*'|\"[^\"]*\"|\[[^\]]*\]|\([^)]*\)|[^\s,;)\]]+"
 _BEFORE = r"(?<![\w.'\"-])"
 
@@ -110,7 +112,7 @@ def in_flag_terms(text: str, table: Mapping[str, Flag]) -> str:
     names = "|".join(sorted(map(re.escape, table), key=len, reverse=True))
     if not names:
         return text
-    assigned = re.compile(rf"{_BEFORE}\b({names})=({_VALUE})")
+    assigned = re.compile(rf"{_BEFORE}(?<!announced )\b({names})=({_VALUE})")
     text = assigned.sub(lambda match: _assignment(table[match.group(1)], match.group(2)), text)
     bare = "|".join(sorted((re.escape(name) for name in table if "_" in name), key=len, reverse=True))
     if bare:
@@ -139,24 +141,36 @@ def command_line_flags() -> Mapping[str, Flag]:
 
 
 def spell_as_flags(exc: BaseException) -> BaseException:
-    """Rewrite ``exc``'s message in flag terms, in place, and return it (its type and fields stay)."""
-    if exc.args and isinstance(exc.args[0], str):
-        exc.args = (in_flag_terms(exc.args[0], command_line_flags()), *exc.args[1:])
+    """Rewrite ``exc``'s message in flag terms, in place, and return it (its type and fields stay).
+
+    What a peer said is left as it said it: a protocol error's text from its
+    first ``reported:`` on is another party's report, and ``X announced
+    name=value`` is a party's announcement, not a flag of this command.
+    """
+    if not exc.args or not isinstance(exc.args[0], str):
+        return exc
+    text: str = exc.args[0]
+    spelled = (
+        own_words_as_flags(text)
+        if isinstance(exc, ProtocolError)
+        else in_flag_terms(text, command_line_flags())
+    )
+    exc.args = (spelled, *exc.args[1:])
     return exc
+
+
+def own_words_as_flags(text: str) -> str:
+    """``text`` in flag terms up to its first ``reported:`` (what follows is another party's report, as it said it)."""
+    own, peer, rest = text.partition(PEER_REPORT)
+    return in_flag_terms(own, command_line_flags()) + peer + rest
 
 
 @contextmanager
 def errors_in_flag_terms() -> Iterator[None]:
-    """Re-raise an input error from the block with its message in flag terms (:func:`spell_as_flags`).
-
-    Only :class:`~protocols.errors.InputValidationError`: what this user gave. A
-    :class:`~protocols.errors.ProtocolError` may quote what a peer announced
-    (``provider1 announced backend=b'additive'``), which no flag of this
-    command set, so its text is printed as the protocol wrote it.
-    """
+    """Re-raise a project error from the block with its message in flag terms (:func:`spell_as_flags`)."""
     try:
         yield
-    except InputValidationError as exc:
+    except (InputValidationError, ProtocolError) as exc:
         spell_as_flags(exc)
         raise
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from mpc_pca.cli.errors import command_line_flags, errors_in_flag_terms, in_flag_terms
+from mpc_pca.cli.errors import errors_in_flag_terms, own_words_as_flags
 from mpc_pca.cli.options import (
     add_paillier_arguments,
     add_read_arguments,
@@ -49,20 +49,11 @@ def configure_logging(args: argparse.Namespace) -> None:
     logging.basicConfig(level=max(logging.DEBUG, min(logging.ERROR, level)), handlers=[handler])
 
 
-#: The logger of a party's own set-up (:mod:`mpc_pca.deploy.party`): its data notes and settings.
-PARTY_LOGGER = "mpc_pca.party"
-
-
 class _FlagTermsFormatter(logging.Formatter):
-    """A log line of this party's own set-up (logger ``mpc_pca.party``) with its settings spelled as flags.
-
-    Other loggers' lines (links, peers, the protocol) may quote what a peer
-    sent, which no flag of this command set: they are printed as written.
-    """
+    """A log line with this party's settings spelled as flags; a peer's report it quotes stays as said."""
 
     def format(self, record: logging.LogRecord) -> str:
-        line = super().format(record)
-        return in_flag_terms(line, command_line_flags()) if record.name == PARTY_LOGGER else line
+        return own_words_as_flags(super().format(record))
 
 
 def add_party_parser(sub: Any) -> None:

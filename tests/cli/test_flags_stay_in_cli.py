@@ -104,3 +104,17 @@ def test_a_library_error_reaches_the_command_line_in_flag_terms(capsys: pytest.C
     assert code == 3
     assert "--dropout-threshold 2" in err and "--backend paillier" in err
     assert "dropout_threshold" not in err and "backend=" not in err
+
+
+def test_what_a_peer_said_is_not_rewritten() -> None:
+    from mpc_pca.cli.errors import spell_as_flags
+    from protocols.errors import PeerFailureError, PeerTimeoutError
+
+    claim = "provider1 announced backend=b'additive', which must be a str"
+    relayed = spell_as_flags(PeerFailureError(f"'provider0' stopped: 'consumer' (rank 4) reported: {claim}"))
+    assert str(relayed).endswith(claim)
+    own = spell_as_flags(
+        PeerTimeoutError("the rendezvous host 'provider0' (rank 0, master=127.0.0.1:5) is unreachable")
+    )
+    assert "(rank 0, --master 127.0.0.1:5)" in str(own)
+    assert "announced --backend" not in in_flag_terms(claim, flag_table(build_parser()))
