@@ -199,7 +199,9 @@ def test_components_with_crypten_in_process_is_refused_naming_the_option():
     from mpc_pca import PPPCA
 
     parts = np.array_split(np.random.default_rng(0).normal(size=(60, 4)), 2)
-    with pytest.raises(InputValidationError, match=r"backend='crypten'.*processes.*transport='torch' is an alias"):
+    with pytest.raises(
+        InputValidationError, match=r"backend='crypten'.*processes.*transport='torch' is an alias"
+    ):
         PPPCA(n_components=2, reveal="components", backend="crypten").fit(parts)
 
 
