@@ -1,4 +1,4 @@
-"""Run scikit-learn's own ``test_pca.py`` against PPPCA (issue 38; not run in CI: about ten minutes).
+"""Run scikit-learn's own ``test_pca.py`` against PPPCA (issue 38; not in CI: 3 to 4 minutes).
 
 The installed ``sklearn/decomposition/tests/test_pca.py`` is imported as it is
 and run by pytest with its module-level name ``PCA`` bound to
