@@ -109,15 +109,25 @@ def in_flag_terms(text: str, table: Mapping[str, Flag]) -> str:
     >>> in_flag_terms("read it in chunks (chunk_rows) or pass the header; 'chunk_rows' stays", table)
     "read it in chunks (--chunk-rows) or pass the header; 'chunk_rows' stays"
     """
-    names = "|".join(sorted(map(re.escape, table), key=len, reverse=True))
-    if not names:
+    assigned, bare = _patterns(tuple(table))
+    if assigned is None:
         return text
-    assigned = re.compile(rf"{_BEFORE}(?<!announced )\b({names})=({_VALUE})")
     text = assigned.sub(lambda match: _assignment(table[match.group(1)], match.group(2)), text)
-    bare = "|".join(sorted((re.escape(name) for name in table if "_" in name), key=len, reverse=True))
-    if bare:
-        text = re.sub(rf"{_BEFORE}\b({bare})\b(?![=\w-])", lambda match: table[match.group(1)].spelling, text)
+    if bare is not None:
+        text = bare.sub(lambda match: table[match.group(1)].spelling, text)
     return text
+
+
+@cache
+def _patterns(names: tuple[str, ...]) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+    """The ``name=VALUE`` and bare-name patterns of a table's names, compiled once per table."""
+    longest_first = sorted(map(re.escape, names), key=len, reverse=True)
+    if not longest_first:
+        return None, None
+    assigned = re.compile(rf"{_BEFORE}(?<!announced )\b({'|'.join(longest_first)})=({_VALUE})")
+    underscored = [name for name in longest_first if "_" in name]
+    bare = re.compile(rf"{_BEFORE}\b({'|'.join(underscored)})\b(?![=\w-])") if underscored else None
+    return assigned, bare
 
 
 def _assignment(flag: Flag, value: str) -> str:
