@@ -18,7 +18,14 @@ Deadlines and blame
     evidence); a "waiting for" report from that party is quoted as its claim
     and buys it one more deadline to report its own failure, never a shift
     of the blame. So a party ends at most ``timeout`` (``2 * timeout`` if the
-    awaited peer claims to wait for another) after its last progress. Every
+    awaited peer claims to wait for another) after its last progress. A
+    receive from an excused peer (:meth:`~protocols.transport.base.Channel.tolerating`)
+    is the exception: its ``timeout`` is the caller's dropout deadline, kept
+    as given, because a protocol that bounds how long it waits for a party it
+    may lose adds its waits up, and the parties outside that protocol step
+    (the consumer waiting for the server's result) wait one phase deadline:
+    a wait that others' progress stretches made the dropout-tolerant sum as
+    long as that deadline. Every
     failure is broadcast to all peers over the authenticated links; a
     received ``ABORT`` is quoted as its sender's report (``'p' (rank 1)
     reported: ... ['p''s claim, not checked by 'me']``), never as this
@@ -197,9 +204,11 @@ class SocketChannel(FrameReceiver):
                             f"{self.me!r} expected a message from {self.where(frm)}, which has finished"
                         )
                     t = now()
-                    deadline = max(started, self._progress) + limit
+                    deadline = (
+                        started + limit if frm in self.excused else max(started, self._progress) + limit
+                    )
                     if t >= deadline:
-                        if grace is None and self._claims_to_wait(frm):
+                        if grace is None and frm not in self.excused and self._claims_to_wait(frm):
                             # ``frm`` says it waits for someone else: give it one more deadline to
                             # report its own failure (quoted as its claim when it comes).
                             grace = t + limit
@@ -263,8 +272,9 @@ class SocketChannel(FrameReceiver):
             claim += f"; {frm!r} says it waits for {status['waiting']!r} (its claim, not checked)"
             if extended:
                 claim += f", but reported no failure within {limit:g} s more"
+        how = "the deadline for a party it may lose" if frm in self.excused else "with no progress of the run"
         return (
-            f"{self.me!r} waited {limit:g} s in phase {phase!r} for {frm!r} with no progress of the run"
+            f"{self.me!r} waited {limit:g} s in phase {phase!r} for {frm!r} {how}"
             f"; {self._relay_report()}{self.where(frm)} did not send within the deadline{claim}"
         )
 

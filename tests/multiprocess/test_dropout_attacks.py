@@ -132,12 +132,14 @@ def test_a_provider_stopped_while_dealing_and_resumed_does_not_fail_the_run(
     """SIGSTOP after its keys reached provider0-1, SIGCONT later (issue 35's stall-and-resume failure).
 
     provider3-4 give up on its keys after a quarter of the phase deadline (5 s of 20 s); the server
-    waits half of it for masked inputs (extended while other parties make progress, as every wait
-    of the socket transport). Resumed at 7 s it is counted (its masks with provider3-4 are opened
-    as one-sided). Left out: the phase deadline is 40 s (the consumer waits for the server through
-    the whole sum, 10 + 20 s, and a STATUS restarts no deadline: at 20 s the margin was about 5 s,
-    and one loaded run of the whole suite ran out of it), and it resumes at 60 s, when the others
-    are done with the sum.
+    waits half of it for masked inputs, a deadline others' progress does not stretch (a wait for an
+    excused party, protocols.transport.socket_channel). Resumed at 7 s it is counted (its masks with
+    provider3-4 are opened as one-sided). Left out: the sum lasts three quarters of the phase
+    deadline (the server's half, then the providers' quarter waiting for the outsider's
+    confirmation), while the consumer waits for the server through all of it, and a STATUS restarts
+    no deadline. With the server's wait stretched by provider3-4's late inputs the sum lasted the
+    whole deadline and a loaded CI run lost the race (stop 43). The phase deadline is 40 s, a 10 s
+    margin, and provider2 resumes at 60 s, when the others are done with the sum.
     """
     import json
 

@@ -442,11 +442,16 @@ def test_frames_for_a_party_that_hung_up_are_discarded_and_the_relay_ends(tls_di
     chunk = OUTER.pack(DATA, 1, MAX_FRAME_BYTES) + bytes(MAX_FRAME_BYTES)
     for _ in range(3 * 4):  # three times what the relay may queue for a1
         conns["a0"].send_parts([chunk])
+    # Every frame is read (before: a0's reader waited 600 s for room in a1's full queue). Wait for
+    # that before a0 hangs up: once all three have ended, the relay may stop reading a0's last frames.
+    deadline = time.monotonic() + TIMEOUT
+    while relay.forwarded[("a0", "a1")] < 12 * MAX_FRAME_BYTES and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert relay.forwarded[("a0", "a1")] == 12 * MAX_FRAME_BYTES  # more than a1's queue could hold
     conns["a0"].close()
     conns["a2"].close()
-    assert relay.wait(TIMEOUT), relay._ended  # before: a0's reader waited 600 s for a1's full queue
+    assert relay.wait(TIMEOUT), relay._ended
     assert relay.outboxes["a1"].queued == 0
-    assert relay.forwarded[("a0", "a1")] > 4 * MAX_FRAME_BYTES  # more than a1's queue could hold was read
 
 
 @pytest.mark.parametrize(

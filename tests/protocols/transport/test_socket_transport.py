@@ -137,3 +137,39 @@ def test_deadline_blames_the_end_of_the_waiting_chain(tls_dir):
 def test_tls_material_errors_are_clear(tmp_path):
     with pytest.raises(InputValidationError, match="does not exist"):
         Credentials.from_dir(tmp_path, "nobody").check()
+
+
+def test_a_wait_for_a_party_the_protocol_may_lose_ends_at_its_own_deadline(tls_dir):
+    """Others' progress stretches an ordinary wait, never a dropout deadline (tolerating).
+
+    a0 keeps delivering to r for 8 s while a1 stays silent. r's wait for the
+    excused a1 ends at its 2 s deadline; its wait for a0 in the same run is
+    restarted by each delivery (issue 35's stall test: stretched dropout
+    waits added up to the whole phase deadline, and the consumer gave up).
+    """
+    import threading
+    import time
+
+    release = threading.Event()
+
+    def a1(party):
+        release.wait(30)
+
+    def a0(party):
+        for i in range(16):
+            party.send("r", i)
+            time.sleep(0.5)
+
+    def r(party):
+        started = time.monotonic()
+        with party.channel.tolerating(["a1"]), pytest.raises(PeerTimeoutError) as raised:
+            party.recv("a1", 2.0)
+        waited = time.monotonic() - started
+        release.set()
+        return waited, str(raised.value), [party.recv("a0") for _ in range(16)]
+
+    results = run_socket_world({"a0": a0, "a1": a1, "r": r}, tls_dir, timeout=5)
+    waited, message, received = results["r"][0]
+    assert 2.0 <= waited < 6.0, waited  # stretched by a0's deliveries it would be about 10 s
+    assert "waited 2 s in phase 'protocol' for 'a1' the deadline for a party it may lose" in message
+    assert received == list(range(16))
