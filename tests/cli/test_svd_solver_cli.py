@@ -66,7 +66,8 @@ def test_the_protocol_each_solver_runs(protocol, solver, expected):
 )
 def test_a_solver_the_protocol_cannot_run_is_refused_naming_both(protocol, solver, message, capsys):
     assert main(["run", "--protocol", protocol, "--svd-solver", solver, "--data", "builtin:iris"]) == 3
-    assert pytest.raises(InputValidationError, solver_protocol, protocol, solver).match(message)
+    with pytest.raises(InputValidationError, match=message):
+        solver_protocol(protocol, solver)
     assert "--svd-solver" in capsys.readouterr().err
 
 
@@ -74,7 +75,7 @@ def test_a_consumer_party_of_the_randomized_solver_is_refused_before_any_link():
     args = build_parser().parse_args(
         ["party", "--protocol", "pppca-ss", "--svd-solver", "randomized", "--role", "consumer"]
     )
-    with pytest.raises(InputValidationError, match="pppca-randomized has no consumer.*own rows' PC scores"):
+    with pytest.raises(InputValidationError, match=r"pppca-randomized has no consumer.*own rows' PC scores"):
         party_command(args, {"RANK": "4", "WORLD_SIZE": "5"})
 
 
