@@ -60,7 +60,11 @@ def test_the_protocol_each_solver_runs(protocol, solver, expected):
     [
         ("pppca-he", "randomized", "--svd-solver randomized runs pppca-randomized.*not --protocol pppca-he"),
         ("ag", "randomized", "not --protocol ag"),
-        ("pppca-randomized", "full", "--svd-solver full is the exact covariance path.*--svd-solver randomized"),
+        (
+            "pppca-randomized",
+            "full",
+            "--svd-solver full is the exact covariance path.*--svd-solver randomized",
+        ),
         ("capepca", "covariance_eigh", "not --protocol capepca"),
     ],
 )
