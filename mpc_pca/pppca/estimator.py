@@ -301,6 +301,12 @@ class PPPCA(SubspaceMixin, ProbabilisticPCAMixin, ProtocolEstimator):
         self.power_iteration_normalizer = power_iteration_normalizer
         self.random_state = random_state
 
+    def __sklearn_tags__(self) -> Any:
+        """As :class:`~mpc_pca.base.SubspaceMixin`'s, but no sparse rows with ``svd_solver="randomized"``."""
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = self.svd_solver != RANDOMIZED
+        return tags
+
     def fit_transform(self, X: Any, y: None = None, groups: ArrayLike | None = None) -> NDArray[np.float64]:
         """Run the whole protocol (steps 1-10); return the data consumer's ``X T``.
 
