@@ -30,6 +30,7 @@ from mpc_pca.pppca.probabilistic import ProbabilisticPCAMixin
 from mpc_pca.pppca.protocol import PPPCAModel
 from mpc_pca.pppca.randomized import (
     RANDOMIZED,
+    components_for,
     randomized_settings,
     resolve_solver,
     start_seed,
@@ -356,6 +357,7 @@ class PPPCA(SubspaceMixin, ProbabilisticPCAMixin, ProtocolEstimator):
         """Choose the solver from the settings and the rows (refusing what cannot run) and the start seed."""
         self._fit_solver = resolve_solver(self, parts, resolve_backend(self.backend).name)
         self._start_seed = start_seed(self.random_state) if self._fit_solver == RANDOMIZED else None
+        self._fit_components = components_for(self.n_components, parts)
         return parts
 
     def _protocol(self) -> Deployment:
@@ -380,7 +382,8 @@ class PPPCA(SubspaceMixin, ProbabilisticPCAMixin, ProtocolEstimator):
 
     def _settings(self) -> dict[str, Any]:
         if getattr(self, "_fit_solver", None) == RANDOMIZED:
-            return randomized_settings(self, int(self._start_seed or 0), resolve_backend(self.backend))
+            backend = resolve_backend(self.backend)
+            return randomized_settings(self, int(self._start_seed or 0), backend, self._fit_components)
         return {
             "n_components": self.n_components,
             "backend": resolve_backend(self.backend).name,

@@ -98,12 +98,12 @@ def randomized_conflicts(estimator: Any, parts: list[Any], backend: str) -> list
     n, d = shape_of(parts)
     k = estimator.n_components
     found = []
-    if isinstance(k, str) or k is None or isinstance(k, float):
+    if isinstance(k, (str, float)):
         found.append(
             f"n_components={k!r}: svd_solver='randomized' needs an integer number of components k "
-            "(a float ratio, None and 'mle' need the whole spectrum: svd_solver='full')"
+            "(a float ratio and 'mle' choose k from the whole spectrum: svd_solver='full')"
         )
-    elif not 1 <= int(k) <= min(n, d):
+    elif k is not None and not 1 <= int(k) <= min(n, d):
         found.append(f"n_components={k} with svd_solver='randomized' must be in [1, min(N={n}, d={d})]")
     if estimator.reveal != "covariance":
         found.append(
@@ -145,7 +145,7 @@ def resolve_solver(estimator: Any, parts: list[Any], backend: str) -> str:
         return RANDOMIZED
     n, d = shape_of(parts)
     k = estimator.n_components
-    if conflicts or d < AUTO_MIN_FEATURES or not int(k) < 0.8 * min(n, d):
+    if conflicts or k is None or d < AUTO_MIN_FEATURES or not int(k) < 0.8 * min(n, d):
         return EXACT
     warnings.warn(
         f"svd_solver='auto' chose 'randomized' ({PROTOCOL}: randomized subspace iteration, the server sees "
@@ -157,6 +157,11 @@ def resolve_solver(estimator: Any, parts: list[Any], backend: str) -> str:
     return RANDOMIZED
 
 
+def components_for(n_components: Any, parts: list[Any]) -> int:
+    """``k``: ``n_components``, or ``min(N, d)`` for ``None`` (scikit-learn's randomized solver)."""
+    return min(shape_of(parts)) if n_components is None else int(n_components)
+
+
 def start_seed(random_state: Any) -> int:
     """The public start seed: an int ``random_state`` itself, else one drawn from it (``None``: numpy's global state)."""
     if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
@@ -164,11 +169,11 @@ def start_seed(random_state: Any) -> int:
     return int(check_random_state(random_state).randint(0, 2**62, dtype=np.int64))
 
 
-def randomized_settings(estimator: Any, seed: int, backend: SecureSumBackend) -> dict[str, Any]:
-    """``pppca-randomized``'s settings from the estimator's parameters (module notes)."""
+def randomized_settings(estimator: Any, seed: int, backend: SecureSumBackend, k: int) -> dict[str, Any]:
+    """``pppca-randomized``'s settings from the estimator's parameters (module notes); ``k`` resolved."""
     power = estimator.iterated_power
     return {
-        "n_components": int(estimator.n_components),
+        "n_components": int(k),
         "backend": backend.name,
         "frac_bits": backend.codec.frac_bits,
         "standardize": bool(estimator.standardize),
@@ -206,6 +211,7 @@ __all__ = [
     "RANDOMIZED",
     "RANDOMIZED_BACKENDS",
     "SolverChoiceWarning",
+    "components_for",
     "randomized_conflicts",
     "randomized_settings",
     "resolve_solver",

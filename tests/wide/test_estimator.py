@@ -119,7 +119,6 @@ def nothing_runs(monkeypatch):
         ({"reveal": "components"}, "reveal='components'"),
         ({"n_components": 0.9}, "n_components=0.9"),
         ({"n_components": "mle"}, "n_components='mle'"),
-        ({"n_components": None}, "n_components=None"),
         ({"n_components": 41}, r"n_components=41 .*min\(N=40, d=50\)"),
         ({"backend": "paillier"}, "backend='paillier'"),
         ({"backend": "additive-masks", "dropout_threshold": 2}, "dropout_threshold=2"),
@@ -133,6 +132,15 @@ def test_refused_combinations_name_both_values_before_anything_runs(params, name
         model.fit(parts)
     assert "svd_solver='randomized'" in str(refused.value)
     assert not hasattr(model, "components_")
+
+
+def test_n_components_none_is_min_n_d_as_scikit_learns_randomized_solver():
+    rows = np.random.default_rng(4).normal(size=(12, 30))
+    fitted = PPPCA(svd_solver="randomized", tol=0.0, iterated_power=3).fit([rows[:5], rows[5:]])
+    assert fitted.n_components_ == 12
+    assert np.allclose(
+        fitted.explained_variance_[:11], PCA(svd_solver="full").fit(rows).explained_variance_[:11]
+    )
 
 
 def test_sparse_rows_are_refused_by_randomized_and_fitted_exactly_by_auto(monkeypatch):
