@@ -356,8 +356,9 @@ class PPPCA(SubspaceMixin, ProbabilisticPCAMixin, ProtocolEstimator):
     def _prepare(self, parts: list[Any]) -> list[Any]:
         """Choose the solver from the settings and the rows (refusing what cannot run) and the start seed."""
         self._fit_solver = resolve_solver(self, parts, resolve_backend(self.backend).name)
-        self._start_seed = start_seed(self.random_state) if self._fit_solver == RANDOMIZED else None
-        self._fit_components = components_for(self.n_components, parts)
+        randomized = self._fit_solver == RANDOMIZED
+        self._start_seed = start_seed(self.random_state) if randomized else None
+        self._fit_components = components_for(self.n_components, parts) if randomized else None
         return parts
 
     def _protocol(self) -> Deployment:
@@ -383,7 +384,9 @@ class PPPCA(SubspaceMixin, ProbabilisticPCAMixin, ProtocolEstimator):
     def _settings(self) -> dict[str, Any]:
         if getattr(self, "_fit_solver", None) == RANDOMIZED:
             backend = resolve_backend(self.backend)
-            return randomized_settings(self, int(self._start_seed or 0), backend, self._fit_components)
+            return randomized_settings(
+                self, int(self._start_seed or 0), backend, int(self._fit_components or 0)
+            )
         return {
             "n_components": self.n_components,
             "backend": resolve_backend(self.backend).name,

@@ -143,6 +143,14 @@ def test_n_components_none_is_min_n_d_as_scikit_learns_randomized_solver():
     )
 
 
+def test_the_exact_path_keeps_mle_and_ratio_choices():
+    rows = np.random.default_rng(6).normal(size=(80, 6)) * np.arange(1, 7)
+    for n_components in ("mle", 0.8):
+        ours = PPPCA(n_components).fit([rows[:30], rows[30:]])
+        assert ours.svd_solver_ == "covariance_eigh"
+        assert ours.n_components_ == PCA(n_components, svd_solver="full").fit(rows).n_components_
+
+
 def test_sparse_rows_are_refused_by_randomized_and_fitted_exactly_by_auto(monkeypatch):
     rows = sp.random(80, 30, density=0.3, random_state=1, format="csr")
     with pytest.raises(InputValidationError, match="sparse rows: svd_solver='randomized'"):
