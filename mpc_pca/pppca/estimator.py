@@ -68,7 +68,8 @@ class PPPCA(SubspaceMixin, ProbabilisticPCAMixin, ProtocolEstimator):
         spectrum, so ``reveal="covariance"`` only: that server holds the whole
         covariance matrix anyway, so it learns nothing new; the providers learn
         ``k`` from the shape of ``T``. ``reveal="components"`` and
-        ``"spectrum"`` refuse them (``k`` is fixed before the secure eigensolve).
+        ``"spectrum"`` refuse them (``k`` is fixed before the secure eigensolve),
+        and so does ``svd_solver="randomized"`` (``None`` there is ``min(N, d)``).
     backend : str or SecureSumBackend, default="additive"
         ``"additive"`` (Alg. 2, share distribution), ``"additive-masks"``,
         ``"paillier"`` (Alg. 1) or ``"crypten"``, or a backend object.
