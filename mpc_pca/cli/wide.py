@@ -67,7 +67,7 @@ def solver_protocol(protocol: str, svd_solver: str | None, role: str | None = No
     """
     name = protocol.lower()
     if svd_solver in (None, "auto"):
-        chosen = name
+        chosen = protocol
     elif svd_solver == "randomized":
         if name not in RANDOMIZED_FROM:
             raise InputValidationError(
@@ -82,8 +82,8 @@ def solver_protocol(protocol: str, svd_solver: str | None, role: str | None = No
             + (" (pppca-randomized is --svd-solver randomized)" if name == "pppca-randomized" else "")
         )
     else:
-        chosen = name
-    if chosen == "pppca-randomized" and role == "consumer":
+        chosen = protocol
+    if chosen.lower() == "pppca-randomized" and role == "consumer":
         raise InputValidationError(
             "pppca-randomized has no consumer: each site computes its own rows' PC scores (in its result); "
             "run the providers and the server only (world size M + 1)"

@@ -87,15 +87,20 @@ class SolverChoiceWarning(UserWarning):
     """``svd_solver="auto"`` chose ``"randomized"`` (``pppca-randomized``) for wide rows."""
 
 
-def shape_of(parts: list[Any]) -> tuple[int, int]:
-    """``(N, d)`` of the parts: total rows and the common width."""
-    shapes = [np.shape(p) if not issparse(p) else p.shape for p in parts]
-    return sum(int(s[0]) for s in shapes), int(shapes[0][1]) if shapes else 0
+def shape_of(parts: list[Any]) -> tuple[int, int] | None:
+    """``(N, d)`` of the parts (total rows, the first part's width); ``None`` unless every part is 2-D.
+
+    The protocols refuse parts of other shapes, or of different widths, in their own words.
+    """
+    shapes = [p.shape if issparse(p) else np.shape(p) for p in parts]
+    if not shapes or any(len(s) != 2 for s in shapes):
+        return None
+    return sum(int(s[0]) for s in shapes), int(shapes[0][1])
 
 
 def randomized_conflicts(estimator: Any, parts: list[Any], backend: str) -> list[str]:
     """Every setting of ``estimator`` (and its rows) that ``svd_solver="randomized"`` cannot run with."""
-    n, d = shape_of(parts)
+    shape = shape_of(parts)
     k = estimator.n_components
     found = []
     if isinstance(k, (str, float)):
@@ -103,8 +108,10 @@ def randomized_conflicts(estimator: Any, parts: list[Any], backend: str) -> list
             f"n_components={k!r}: svd_solver='randomized' needs an integer number of components k "
             "(a float ratio and 'mle' choose k from the whole spectrum: svd_solver='full')"
         )
-    elif k is not None and not 1 <= int(k) <= min(n, d):
-        found.append(f"n_components={k} with svd_solver='randomized' must be in [1, min(N={n}, d={d})]")
+    elif k is not None and shape is not None and not 1 <= int(k) <= min(shape):
+        found.append(
+            f"n_components={k} with svd_solver='randomized' must be in [1, min(N={shape[0]}, d={shape[1]})]"
+        )
     if estimator.reveal != "covariance":
         found.append(
             f"reveal={estimator.reveal!r}: svd_solver='randomized' runs with the server seeing the iterates "
@@ -143,9 +150,12 @@ def resolve_solver(estimator: Any, parts: list[Any], backend: str) -> str:
         if conflicts:
             raise InputValidationError("; ".join(conflicts))
         return RANDOMIZED
-    n, d = shape_of(parts)
+    shape = shape_of(parts)
     k = estimator.n_components
-    if conflicts or k is None or d < AUTO_MIN_FEATURES or not int(k) < 0.8 * min(n, d):
+    if conflicts or k is None or shape is None:
+        return EXACT
+    n, d = shape
+    if d < AUTO_MIN_FEATURES or not int(k) < 0.8 * min(n, d):
         return EXACT
     warnings.warn(
         f"svd_solver='auto' chose 'randomized' ({PROTOCOL}: randomized subspace iteration, the server sees "
@@ -159,7 +169,12 @@ def resolve_solver(estimator: Any, parts: list[Any], backend: str) -> str:
 
 def components_for(n_components: Any, parts: list[Any]) -> int:
     """``k``: ``n_components``, or ``min(N, d)`` for ``None`` (scikit-learn's randomized solver)."""
-    return min(shape_of(parts)) if n_components is None else int(n_components)
+    if n_components is not None:
+        return int(n_components)
+    shape = shape_of(parts)
+    if shape is None:
+        raise InputValidationError("every part must be a 2-D array of rows")
+    return min(shape)
 
 
 def start_seed(random_state: Any) -> int:
