@@ -162,7 +162,7 @@ def resolve_solver(estimator: Any, parts: list[Any], backend: str) -> str:
         f"the products C Q) for d={d} >= {AUTO_MIN_FEATURES} columns and n_components={k}; pass "
         "svd_solver='covariance_eigh' for the exact covariance path",
         SolverChoiceWarning,
-        stacklevel=4,
+        stacklevel=5,  # resolve_solver, _prepare, _run, fit: the caller of fit
     )
     return RANDOMIZED
 
