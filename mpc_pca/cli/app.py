@@ -38,7 +38,7 @@ from mpc_pca.cli.privacy import holds_dp_release, privacy_fields, privacy_summar
 from mpc_pca.cli.relay import add_relay_parser, relay_main
 from mpc_pca.cli.row_bound import check_row_bound, divide_rows
 from mpc_pca.cli.studies import add_study_parsers, report_command, study_command
-from mpc_pca.cli.wide import add_randomized_arguments
+from mpc_pca.cli.wide import add_randomized_arguments, solver_protocol
 from mpc_pca.data.datasets import builtin_names
 from mpc_pca.data.inputs import ProviderData, expand_specs, provider_data
 from mpc_pca.files import write_atomic
@@ -181,7 +181,7 @@ def run_command(args: argparse.Namespace) -> dict[str, Any]:
     under the private key ``_projection`` and the providers' tables under
     ``_data`` (neither is part of the JSON).
     """
-    protocol = entry(args.protocol)
+    protocol = entry(solver_protocol(args.protocol, getattr(args, "svd_solver", None)))
     args.protocol = protocol.name  # the registry's spelling from here on (PPPCA-SS -> pppca-ss)
     check_protocol_options(args, protocol)
     row_bound = check_row_bound(args, protocol)

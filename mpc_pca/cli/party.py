@@ -352,12 +352,14 @@ def party_command(
     """
     from mpc_pca.cli.options import DASK_INSTALL, check_protocol_options, require_backend, require_installed
     from mpc_pca.cli.runners import settings_of
+    from mpc_pca.cli.wide import solver_protocol
     from mpc_pca.deploy import FileSource, LinkOptions, PartySpec, run_party
     from mpc_pca.deploy.party import resolve_party
     from mpc_pca.registry import deployment as deployable
     from mpc_pca.validation import warn_privacy_leaks
 
-    protocol = deployable(args.protocol)  # refuses a protocol that runs in one process only
+    # --svd-solver picks the PPPCA protocol; deployable refuses a protocol that runs in one process only
+    protocol = deployable(solver_protocol(args.protocol, args.svd_solver, args.role))
     args.protocol = protocol.name  # the registry's spelling from here on (PPPCA-SS -> pppca-ss)
     if args.seed is not None:
         print(

@@ -26,9 +26,13 @@ preflight
     in every runner (threads: :func:`mpc_pca.threads.run_protocol`).
 sklearn_params
     scikit-learn ``PCA``'s solver parameters and ``copy`` on :class:`~mpc_pca.PPPCA`:
-    accepted, validated in scikit-learn's wording, documented as not applying.
-estimator
-    :class:`PPPCA`, the scikit-learn-style estimator.
+    validated in scikit-learn's wording.
+randomized
+    ``svd_solver``: the exact covariance path or ``pppca-randomized`` (``"auto"``
+    by width), its refusals, settings and fitted attributes.
+estimator, probabilistic
+    :class:`PPPCA`, the scikit-learn-style estimator; its probabilistic-PCA
+    methods (``score``, ``get_covariance``, ``get_precision``).
 answer_check
     The providers' check of the server's answer (``T``, its eigenvalues, ``N``,
     the total variance, the scales and the mean) before they use it.

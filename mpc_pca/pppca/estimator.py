@@ -7,7 +7,6 @@ Algorithms 1 (Paillier) and 2 (secret sharing): ``fit`` runs steps 1-8,
 
 from __future__ import annotations
 
-from math import log, pi
 from typing import Any, ClassVar
 
 import numpy as np
@@ -21,13 +20,22 @@ from mpc_pca.base import (
     integer,
     n_components_check,
     real,
-    transform_rows,
     validated_by,
 )
+from mpc_pca.deployment import Deployment
 from mpc_pca.fitting import ProtocolEstimator
 from mpc_pca.pppca.components import MAX_EIGENGAP, MIN_EIGENGAP, ComponentsSettings, check_reveal
 from mpc_pca.pppca.deployment import PPPCADeployment
+from mpc_pca.pppca.probabilistic import ProbabilisticPCAMixin
 from mpc_pca.pppca.protocol import PPPCAModel
+from mpc_pca.pppca.randomized import (
+    RANDOMIZED,
+    components_for,
+    randomized_settings,
+    resolve_solver,
+    start_seed,
+    store_randomized,
+)
 from mpc_pca.pppca.sklearn_params import as_pca
 from mpc_pca.threads import ThreadsRun
 from protocols.backends import SecureSumBackend, make_backend
@@ -46,7 +54,7 @@ def resolve_backend(backend: str | SecureSumBackend) -> SecureSumBackend:
     )
 
 
-class PPPCA(SubspaceMixin, ProtocolEstimator):
+class PPPCA(SubspaceMixin, ProbabilisticPCAMixin, ProtocolEstimator):
     """Privacy-preserving PCA over horizontally partitioned data (Liu et al., AAAI 2020).
 
     Parameters
@@ -60,7 +68,8 @@ class PPPCA(SubspaceMixin, ProtocolEstimator):
         spectrum, so ``reveal="covariance"`` only: that server holds the whole
         covariance matrix anyway, so it learns nothing new; the providers learn
         ``k`` from the shape of ``T``. ``reveal="components"`` and
-        ``"spectrum"`` refuse them (``k`` is fixed before the secure eigensolve).
+        ``"spectrum"`` refuse them (``k`` is fixed before the secure eigensolve),
+        and so does ``svd_solver="randomized"`` (``None`` there is ``min(N, d)``).
     backend : str or SecureSumBackend, default="additive"
         ``"additive"`` (Alg. 2, share distribution), ``"additive-masks"``,
         ``"paillier"`` (Alg. 1) or ``"crypten"``, or a backend object.
@@ -120,18 +129,36 @@ class PPPCA(SubspaceMixin, ProtocolEstimator):
         ``fit_transform`` and ``transform`` never change the rows given,
         whatever its value.
     svd_solver : {"auto", "full", "covariance_eigh", "arpack", "randomized"}, default="auto"
+        ``"randomized"`` runs ``pppca-randomized`` (wide data: randomized
+        subspace iteration, one secure sum of a ``d x (k + n_oversamples)``
+        block per product, no ``d x d`` matrix; the server sees those products
+        ``C Q``); ``"full"``, ``"covariance_eigh"`` and ``"arpack"`` the exact
+        covariance path; ``"auto"`` randomized from
+        :data:`~mpc_pca.pppca.randomized.AUTO_MIN_FEATURES` columns on when the
+        other settings allow it, with a
+        :class:`~mpc_pca.pppca.randomized.SolverChoiceWarning`
+        (:mod:`mpc_pca.pppca.randomized`; ``svd_solver_`` says which ran).
     iterated_power : int >= 0 or "auto", default="auto"
+        Randomized: at most ``iterated_power + 1`` products (``"auto"``: 7 if
+        ``k < 0.1 min(N, d)``, else 4, scikit-learn's); ``tol > 0`` may stop earlier.
     n_oversamples : int >= 1, default=10
-    power_iteration_normalizer : {"auto", "QR", "LU", "none"}, default="auto"
+        Randomized: columns of the block beyond ``k``.
     random_state : int, RandomState instance or None, default=None
-        scikit-learn's ``PCA`` solver parameters: accepted and validated as
-        scikit-learn validates them (its wording), without effect (see
-        Notes: the result is the same for every value).
+        Randomized: the **public** seed of the start block (an int is used as
+        is; else a seed is drawn from it). Not a secret: every party derives
+        the block from it.
+    power_iteration_normalizer : {"auto", "QR", "LU", "none"}, default="auto"
+        Accepted as scikit-learn validates it, without effect: the randomized
+        solver re-orthonormalises by QR at every product.
 
     Attributes
     ----------
     dropped_providers_ : list of str
         With ``dropout_threshold``: the providers whose rows are not in the model.
+    svd_solver_ : {"covariance_eigh", "randomized"}
+        The solver that ran (``"auto"`` resolved).
+    solver_report_ : dict
+        Randomized only: its stop rule (``stop``, ``n_products``, ``residual_bound``, ...).
     components_ : ndarray of shape (k, d)
         Principal axes, largest-magnitude entry of each positive
         (scikit-learn's ``svd_flip`` convention for ``PCA``).
@@ -163,9 +190,9 @@ class PPPCA(SubspaceMixin, ProtocolEstimator):
     n_components_ : int
         Number of components kept.
     variance_error_bound_ : float
-        Largest change fixed-point rounding can cause in any eigenvalue.
+        Largest change fixed-point rounding can cause in any eigenvalue (exact path).
     component_error_bounds_ : ndarray of shape (k,)
-        Largest change rounding can cause in any entry of each component
+        Exact path: largest change rounding can cause in any entry of each component
         (Davis-Kahan; large when eigenvalues are close: see
         :func:`~mpc_pca.pppca.bounds.rounding_error_bounds`).
     report_ : dict
@@ -211,18 +238,16 @@ class PPPCA(SubspaceMixin, ProtocolEstimator):
     ``score``, ``score_samples``, ``get_covariance`` and ``get_precision`` are
     those of the standardized rows (``StandardScaler`` then ``PCA``).
 
-    scikit-learn's ``PCA`` parameters ``svd_solver``, ``iterated_power``,
-    ``n_oversamples``, ``power_iteration_normalizer`` and ``random_state`` are
-    accepted and validated, but do not apply: no party holds the pooled rows
-    those SVD solvers work on; the secure protocol computes one exact
-    eigendecomposition of the pooled covariance the server reconstructs from
-    the aggregated statistics (step 8; a symmetric eigensolver,
-    deterministic, so nothing to seed), or with ``reveal="components"`` a
-    secret-shared eigensolver runs on shares of it. Every value gives the same
-    model (scikit-learn's ``svd_solver="full"`` or ``"covariance_eigh"``
-    result). ``tol`` here is that secure eigensolver's tolerance, not
-    ARPACK's. ``copy`` does not apply either: ``fit`` never changes the rows,
-    so both values behave as scikit-learn's ``copy=True``.
+    With the exact path, scikit-learn's ``iterated_power``, ``n_oversamples``,
+    ``power_iteration_normalizer`` and ``random_state`` do not apply: the
+    pooled covariance is eigendecomposed exactly (deterministic, nothing to
+    seed). ``tol`` is the ``reveal="components"`` eigensolver's tolerance, and
+    with ``svd_solver="randomized"`` its stop rule (``tol=0``: no early stop),
+    not ARPACK's. ``copy`` does not apply: ``fit`` never changes the rows.
+    With ``svd_solver="randomized"``, ``fit_transform`` returns the PC scores
+    each site computed of its own rows (there is no consumer), and
+    ``explained_variance_ratio_`` divides by the total variance the server
+    learns in the mean phase (:mod:`mpc_pca.wide.roles`).
     """
 
     _parameter_constraints: ClassVar[dict[str, ParamCheck]] = {
@@ -278,6 +303,12 @@ class PPPCA(SubspaceMixin, ProtocolEstimator):
         self.power_iteration_normalizer = power_iteration_normalizer
         self.random_state = random_state
 
+    def __sklearn_tags__(self) -> Any:
+        """As :class:`~mpc_pca.base.SubspaceMixin`'s, but no sparse rows with ``svd_solver="randomized"``."""
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = self.svd_solver != RANDOMIZED
+        return tags
+
     def fit_transform(self, X: Any, y: None = None, groups: ArrayLike | None = None) -> NDArray[np.float64]:
         """Run the whole protocol (steps 1-10); return the data consumer's ``X T``.
 
@@ -290,7 +321,12 @@ class PPPCA(SubspaceMixin, ProtocolEstimator):
         finally:
             self._with_consumer = False
         self._store(run)
-        projection = run.protocol.projection(run.layout, run.run.outputs)
+        projection: NDArray[np.float64] | None
+        if self._fit_solver == RANDOMIZED:  # each site computed its own rows' scores
+            holders = run.protocol.data_holders(len(run.layout) - 1)
+            projection = np.vstack([np.asarray(run.run.outputs[name]["scores"]) for name in holders])
+        else:
+            projection = run.protocol.projection(run.layout, run.run.outputs)
         if projection is None:  # pragma: no cover - a run with a consumer always has its rows
             raise ProtocolError("the consumer returned no projected rows")
         divisor = self._output_scale()
@@ -318,7 +354,20 @@ class PPPCA(SubspaceMixin, ProtocolEstimator):
         """None: PPPCA draws no noise, and ``random_state`` (scikit-learn's solver seed) seeds nothing."""
         return None
 
-    def _protocol(self) -> PPPCADeployment:
+    def _prepare(self, parts: list[Any]) -> list[Any]:
+        """Choose the solver from the settings and the rows (refusing what cannot run) and the start seed."""
+        self._fit_solver = resolve_solver(self, parts, resolve_backend(self.backend).name)
+        randomized = self._fit_solver == RANDOMIZED
+        self._start_seed = start_seed(self.random_state) if randomized else None
+        self._fit_components = components_for(self.n_components, parts) if randomized else None
+        return parts
+
+    def _protocol(self) -> Deployment:
+        if getattr(self, "_fit_solver", None) == RANDOMIZED:
+            # wide sits above pppca; pyproject's layers contract allows this one import
+            from mpc_pca.wide.deployment import WideDeployment
+
+            return WideDeployment()
         if self.tol == 0 and check_reveal(self.reveal) != "covariance":
             raise InputValidationError(
                 f"tol=0 is invalid with reveal={self.reveal!r}: the secure eigensolver needs a tolerance > 0"
@@ -334,6 +383,11 @@ class PPPCA(SubspaceMixin, ProtocolEstimator):
         )
 
     def _settings(self) -> dict[str, Any]:
+        if getattr(self, "_fit_solver", None) == RANDOMIZED:
+            backend = resolve_backend(self.backend)
+            return randomized_settings(
+                self, int(self._start_seed or 0), backend, int(self._fit_components or 0)
+            )
         return {
             "n_components": self.n_components,
             "backend": resolve_backend(self.backend).name,
@@ -343,8 +397,31 @@ class PPPCA(SubspaceMixin, ProtocolEstimator):
         }
 
     def _store(self, run: ThreadsRun) -> None:
-        """PPPCA steps 1-8's model: the fitted attributes of scikit-learn's ``PCA``, and the error bounds."""
-        model: PPPCAModel = run.output
+        """The fitted attributes of scikit-learn's ``PCA`` from the run's model, and its error bounds."""
+        self.svd_solver_ = self._fit_solver
+        if self._fit_solver == RANDOMIZED:
+            store_randomized(self, run.output)
+        else:
+            self._store_exact(run.output)
+        self.singular_values_ = np.sqrt(self.explained_variance_ * (self.n_samples_ - 1))
+        rank = min(self.n_samples_, self.n_features_in_)
+        discarded = float(run.output.total_variance) - float(np.sum(self.explained_variance_))
+        self.noise_variance_ = (
+            max(discarded, 0.0) / (rank - self.n_components_) if self.n_components_ < rank else 0.0
+        )
+        if self._fit_float32:  # scikit-learn keeps float32 fits float32; the protocol ran in float64
+            for name in ("mean_", "components_", "explained_variance_", "explained_variance_ratio_"):
+                setattr(self, name, getattr(self, name).astype(np.float32))
+            self.singular_values_ = self.singular_values_.astype(np.float32)
+            if self.scale_ is not None:
+                self.scale_ = self.scale_.astype(np.float32)
+        self.report_ = run.run.report_dict()
+        self.model_ = run.output
+
+    def _store_exact(self, model: PPPCAModel) -> None:
+        """PPPCA steps 1-8's model (the exact path)."""
+        for stale in ("total_variance_", "solver_report_", "product_error_bound_"):
+            self.__dict__.pop(stale, None)
         self.mean_ = model.mean
         if self.dropout_threshold is not None:
             self.dropped_providers_ = list(model.dropped_providers or ())
@@ -355,119 +432,14 @@ class PPPCA(SubspaceMixin, ProtocolEstimator):
         self.n_features_in_ = model.components.shape[1]
         self.explained_variance_ = model.explained_variance
         self.explained_variance_ratio_ = model.explained_variance_ratio
-        self.singular_values_ = np.sqrt(model.explained_variance * (model.n_samples - 1))
-        rank = min(model.n_samples, self.n_features_in_)
-        discarded = model.total_variance - float(np.sum(model.explained_variance))
-        self.noise_variance_ = (
-            max(discarded, 0.0) / (rank - self.n_components_) if self.n_components_ < rank else 0.0
-        )
         self.variance_error_bound_ = model.variance_error_bound
         self.component_error_bounds_ = model.component_error_bounds
-        if self._fit_float32:  # scikit-learn keeps float32 fits float32; the protocol ran in float64
-            for name in ("mean_", "components_", "explained_variance_", "explained_variance_ratio_"):
-                setattr(self, name, getattr(self, name).astype(np.float32))
-            self.singular_values_ = self.singular_values_.astype(np.float32)
-            if self.scale_ is not None:
-                self.scale_ = self.scale_.astype(np.float32)
-        self.report_ = run.run.report_dict()
-        self.model_ = model
 
     def _output_scale(self) -> NDArray[np.float64] | None:
         """With ``whiten``: ``sqrt(explained_variance_)``, at least float64 epsilon (as scikit-learn)."""
         if not self.whiten:
             return None
         return np.maximum(np.sqrt(self.explained_variance_), np.finfo(self.explained_variance_.dtype).eps)
-
-    def get_covariance(self) -> NDArray[np.float64]:
-        """Covariance of the probabilistic PCA model, as scikit-learn's ``PCA.get_covariance``.
-
-        ``components_.T @ diag(max(explained_variance_ - noise_variance_, 0))
-        @ components_ + noise_variance_ * I`` (with ``whiten``, scikit-learn
-        first multiplies each component by ``sqrt(explained_variance_)``; so
-        does this).
-
-        Returns
-        -------
-        ndarray of shape (n_features, n_features)
-        """
-        self._check_fitted()
-        components = self._generative_components()
-        excess = np.maximum(self.explained_variance_ - self.noise_variance_, 0.0)
-        cov: NDArray[np.float64] = (components.T * excess) @ components
-        cov[np.diag_indices_from(cov)] += self.noise_variance_
-        return cov
-
-    def get_precision(self) -> NDArray[np.float64]:
-        """Inverse of :meth:`get_covariance` by the matrix inversion lemma (scikit-learn's ``get_precision``).
-
-        Returns
-        -------
-        ndarray of shape (n_features, n_features)
-        """
-        from scipy.linalg import inv
-
-        self._check_fitted()
-        if self.noise_variance_ == 0.0:
-            inverse: NDArray[np.float64] = inv(self.get_covariance())
-            return inverse
-        components = self._generative_components()
-        excess = self.explained_variance_ - self.noise_variance_
-        with np.errstate(divide="ignore"):
-            inner = components @ components.T / self.noise_variance_
-            inner[np.diag_indices_from(inner)] += 1.0 / np.where(excess > 0, excess, 0.0)
-        precision: NDArray[np.float64] = components.T @ inv(inner) @ components
-        precision /= -(self.noise_variance_**2)
-        precision[np.diag_indices_from(precision)] += 1.0 / self.noise_variance_
-        return precision
-
-    def score_samples(self, X: Any) -> NDArray[np.float64]:
-        """Log-likelihood of each row under the probabilistic PCA model (scikit-learn's ``score_samples``).
-
-        Bishop, "Pattern Recognition and Machine Learning", 12.2.1. With
-        ``standardize`` the rows are standardized first.
-
-        Parameters
-        ----------
-        X : array_like of shape (n, d), or list of array_like or DataFrame
-            Rows, or parts stacked in part order (as :meth:`transform`).
-
-        Returns
-        -------
-        ndarray of shape (n,)
-        """
-        self._check_fitted()
-        rows = transform_rows(self, X).astype(np.float64, copy=False) - self.mean_
-        if self.scale_ is not None:
-            rows = rows / self.scale_
-        precision = self.get_precision()
-        sign, logdet = np.linalg.slogdet(precision)
-        logdet = logdet if sign > 0 else -np.inf
-        log_like: NDArray[np.float64] = -0.5 * np.sum(rows * (rows @ precision), axis=1)
-        log_like -= 0.5 * (rows.shape[1] * log(2.0 * pi) - logdet)
-        return log_like
-
-    def score(self, X: Any, y: None = None) -> float:
-        """Average log-likelihood of the rows (scikit-learn's ``PCA.score``).
-
-        Parameters
-        ----------
-        X : array_like of shape (n, d), or list of array_like or DataFrame
-            Rows, or parts.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        float
-        """
-        return float(np.mean(self.score_samples(X)))
-
-    def _generative_components(self) -> NDArray[np.float64]:
-        """``components_``, times ``sqrt(explained_variance_)`` with ``whiten`` (scikit-learn's convention)."""
-        if self.whiten:
-            scaled: NDArray[np.float64] = self.components_ * np.sqrt(self.explained_variance_[:, np.newaxis])
-            return scaled
-        return np.asarray(self.components_, dtype=np.float64)
 
 
 def _all_float32(X: Any) -> bool:

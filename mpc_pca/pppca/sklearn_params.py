@@ -1,12 +1,15 @@
-"""scikit-learn ``PCA``'s solver parameters on :class:`~mpc_pca.PPPCA`: accepted, validated as scikit-learn does.
+"""scikit-learn ``PCA``'s solver parameters on :class:`~mpc_pca.PPPCA`: validated as scikit-learn does.
 
 ``svd_solver``, ``iterated_power``, ``n_oversamples``,
 ``power_iteration_normalizer``, ``random_state`` and ``copy`` choose how
-scikit-learn computes a PCA of rows one process holds. PPPCA's server
-eigendecomposes the pooled covariance it reconstructs (one exact symmetric
-eigensolver), so none of them changes a result; PPPCA takes them so that code
-written for ``PCA`` runs unchanged, and refuses an invalid value with
-scikit-learn's own wording (its ``PCA._parameter_constraints``, checked by its
+scikit-learn computes a PCA of rows one process holds. On PPPCA,
+``svd_solver`` chooses the protocol (:mod:`mpc_pca.pppca.randomized`:
+``"randomized"`` runs ``pppca-randomized``, which uses ``iterated_power``,
+``n_oversamples`` and ``random_state``); the exact path uses none of them,
+and ``power_iteration_normalizer`` and ``copy`` change no result. PPPCA takes
+them all so that code written for ``PCA`` runs unchanged, and refuses an
+invalid value with scikit-learn's own wording (its
+``PCA._parameter_constraints``, checked by its
 ``validate_parameter_constraints``).
 """
 
@@ -20,7 +23,7 @@ from sklearn.utils._param_validation import InvalidParameterError, validate_para
 from mpc_pca.params import ParamCheck
 from protocols.errors import InputValidationError
 
-#: scikit-learn ``PCA`` parameters PPPCA accepts without effect, and their ``PCA`` defaults.
+#: scikit-learn ``PCA``'s solver parameters PPPCA takes, and their ``PCA`` defaults.
 SOLVER_DEFAULTS: dict[str, Any] = {
     "copy": True,
     "svd_solver": "auto",

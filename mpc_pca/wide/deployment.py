@@ -74,7 +74,8 @@ OPTIONS: dict[str, Any] = {
     "iterates": "server",
 }
 RESULT_FIELDS = (
-    *MODEL_FIELDS, "backend", "standardize", "solver", "product_error_bound", "sums_error_bound", "iterates",
+    *MODEL_FIELDS, "backend", "standardize", "solver", "product_error_bound", "sums_error_bound", "total_variance",
+    "iterates",
 )  # fmt: skip
 VARIANT = Variant(
     "PPPCA by randomized subspace iteration for wide data (one secure sum of a d x b block per "

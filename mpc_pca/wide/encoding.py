@@ -15,7 +15,10 @@ float64), chosen from public values only, so that no sum can leave the ring:
 2. **The mean phase**: ``2^A [sum y, (sum y^2,) n_s]`` with PPPCA's
    ``A = 62 - f - ceil(log2 M) - ROW_BITS``
    (:func:`mpc_pca.pppca.scaling.sums_scale_exponent`): ``|sum y| <= n_s``
-   and ``sum y^2 <= n_s < 2^ROW_BITS``.
+   and ``sum y^2 <= n_s < 2^ROW_BITS``. Unstandardized, the sum of squares is
+   one number, the site's total ``sum y^2`` over all ``d`` columns times
+   ``2^-T`` (:func:`total_shift`, ``T = ceil(log2 d)``), so it too is at most ``n_s``:
+   it gives the server the trace of the covariance (the total variance), no more.
 3. **Each product** ``Z_s^T (Z_s Q)`` (``Q`` orthonormal, ``d x b``; ``z`` the
    site's rows centred at the pooled mean, in ``y`` units, or standardized)
    is scaled by ``2^B`` with ``B = 62 - f - ceil(log2 M) - ceil(log2 L)``:
@@ -109,6 +112,11 @@ def sums_error_bound(n_sites: int, frac_bits: int, exponent: int) -> float:
     return n_sites * 2.0 ** -(int(frac_bits) + 1 + sums_shift(n_sites, frac_bits)) * 2.0 ** int(exponent)
 
 
+def total_shift(n_features: int) -> int:
+    """``T = ceil(log2 d)``: a site's total ``sum y^2`` over all ``d`` columns times ``2^-T`` is at most ``n_s``."""
+    return _bits(n_features)
+
+
 def product_magnitude(n_samples: int, n_features: int, standardize: bool) -> float:
     """``L``: every entry of a site's scaled product, and of their sum, is below it (module notes)."""
     return (2.0 if standardize else 4.0) * n_samples * math.sqrt(n_features)
@@ -155,4 +163,5 @@ __all__ = [
     "site_exponent",
     "sums_error_bound",
     "sums_shift",
+    "total_shift",
 ]

@@ -3,11 +3,13 @@
 Roles: sites ``provider0 .. provider{M-1}`` (rows, horizontally partitioned:
 the same ``d`` columns) and a ``server`` (no rows). Messages:
 
-1. **Mean phase**, one secure sum of ``2^A [sum y, (sum y^2,) n_s]`` with
-   ``y = x 2^-E`` (:mod:`mpc_pca.wide.encoding`; the squares only with
-   ``standardize``). The server learns ``N``, the pooled mean and (with
-   ``standardize``) the pooled standard deviations, checks ``N`` against the
-   row counts the sites announced, and sends ``[mu, D, N]`` to every site.
+1. **Mean phase**, one secure sum of ``2^A [sum y, sum y^2, n_s]`` with
+   ``y = x 2^-E`` (:mod:`mpc_pca.wide.encoding`; ``sum y^2`` per column with
+   ``standardize``, else one number: the total over every entry, times
+   ``2^-T``). The server learns ``N``, the pooled mean, the total variance
+   (the trace of the covariance) and (with ``standardize``) the pooled
+   standard deviations, checks ``N`` against the row counts the sites
+   announced, and sends ``[mu, D, N]`` to every site.
 2. **Iterations** (:func:`mpc_pca.wide.subspace.subspace_iteration`, at most
    ``iterated_power + 1`` of them): the server sends the orthonormal block
    ``Q_{i-1}`` (``d x b``) to every site; each site computes
@@ -24,7 +26,8 @@ the same ``d`` columns) and a ``server`` (no rows). Messages:
 What each role learns (the trust model's "pppca-randomized, iterates seen
 by the server" section says the same): honest-but-curious parties, the server
 colluding with no site. The **server** learns ``N``, the pooled mean, the
-pooled standard deviations (``standardize`` only), the agreed exponent ``E``
+total variance ``trace(C)`` (one number; it gives the explained variance
+ratios), the pooled standard deviations (``standardize`` only), the agreed exponent ``E``
 (the binary order of magnitude of the largest value), and every product
 ``C Q_i`` of the pooled (standardized) covariance with a block it chose,
 ``iterated_power + 1`` at most: ``b`` columns each, from which it also knows
@@ -55,6 +58,7 @@ from mpc_pca.wide.encoding import (
     product_units,
     sums_error_bound,
     sums_shift,
+    total_shift,
 )
 from mpc_pca.wide.site import Rows, SiteSums, site_product, site_scores
 from mpc_pca.wide.subspace import Moments, SubspaceResult, pooled_moments, start_block, subspace_iteration
@@ -114,6 +118,8 @@ class WideModel:
     product_error_bound: float
     #: Bound of the fixed-point error of each pooled column sum (:func:`~mpc_pca.wide.encoding.sums_error_bound`).
     sums_error_bound: float
+    #: The trace of the pooled (standardized) covariance, from the mean phase (up to its rounding).
+    total_variance: float
 
     def result_fields(self) -> dict[str, Any]:
         """The JSON fields of the server's result."""
@@ -126,15 +132,19 @@ class WideModel:
             "solver": self.solver.report(),
             "product_error_bound": self.product_error_bound,
             "sums_error_bound": self.sums_error_bound,
+            "total_variance": self.total_variance,
             "iterates": "server",
         }
 
 
 def mean_payload(sums: SiteSums, config: WideConfig, frac_bits: int) -> NDArray[np.float64]:
-    """``2^A [sum y, (sum y^2,) n_s]`` (exact: powers of two)."""
+    """``2^A [sum y, sum y^2, n_s]`` (per-column squares standardized, else their total times ``2^-T``)."""
     parts = [np.ldexp(sums.sums, -config.exponent)]
     if config.standardize:
         parts.append(np.ldexp(sums.squares, -2 * config.exponent))
+    else:
+        total = float(np.sum(np.ldexp(sums.squares, -2 * config.exponent)))
+        parts.append(np.array([np.ldexp(total, -total_shift(config.n_features))]))
     parts.append(np.array([float(sums.n_rows)]))
     return np.ldexp(np.concatenate(parts), sums_shift(config.n_sites, frac_bits))
 
@@ -213,7 +223,7 @@ def server_role(party: Party, config: WideConfig, backend: SecureSumBackend) -> 
         summed = backend.secure_sum(
             party, None, contributors=config.providers, receiver=SERVER, name=SUMS_NAME
         )
-    moments = _opened_moments(summed, config, f)
+    moments, total_variance = _opened_moments(summed, config, f)
     header = np.concatenate([moments.mean, moments.scale, [float(moments.n_samples)]])
     for provider in config.providers:
         party.send(provider, header)
@@ -243,13 +253,16 @@ def server_role(party: Party, config: WideConfig, backend: SecureSumBackend) -> 
     error = product_error_bound(config.n_sites, f, n, d, config.width, config.exponent, config.standardize)
     scale = moments.scale if config.standardize else None
     sums_error = sums_error_bound(config.n_sites, f, config.exponent)
-    return WideModel(result.components, result.eigenvalues, moments.mean, scale, n, result, error, sums_error)
+    return WideModel(
+        result.components, result.eigenvalues, moments.mean, scale, n, result, error, sums_error,
+        total_variance,
+    )  # fmt: skip
 
 
-def _opened_moments(summed: NDArray[np.float64] | None, config: WideConfig, f: int) -> Moments:
-    """``N``, ``mu`` and ``D`` from the mean phase's sum, ``N`` checked against the announcements."""
+def _opened_moments(summed: NDArray[np.float64] | None, config: WideConfig, f: int) -> tuple[Moments, float]:
+    """``N``, ``mu``, ``D`` and the total variance from the mean phase's sum, ``N`` checked against the announcements."""
     d = config.n_features
-    width = 2 * d + 1 if config.standardize else d + 1
+    width = 2 * d + 1 if config.standardize else d + 2
     if summed is None or summed.shape != (width,):
         raise ProtocolError(
             f"the summed {SUMS_NAME} have shape {getattr(summed, 'shape', None)}, expected ({width},)"
@@ -267,7 +280,12 @@ def _opened_moments(summed: NDArray[np.float64] | None, config: WideConfig, f: i
     # 2^10 of that is a constant column, so a scale is never off by more than 2^-11 (encoding's factor 2)
     rounding = config.n_sites * 2.0 ** -(f + 1 + sums_shift(config.n_sites, f))
     floor = float(np.ldexp(2.0**10 * 3 * rounding / n, 2 * config.exponent))
-    return pooled_moments(sums, n, squares, floor)
+    moments = pooled_moments(sums, n, squares, floor)
+    if squares is not None:  # standardized: each column's variance over its divisor squared
+        variance = np.maximum(squares / n - moments.mean**2, 0.0) / moments.scale**2
+        return moments, float(np.sum(variance)) * n / (n - 1)
+    total = float(np.ldexp(stats[d], 2 * config.exponent + total_shift(d)))
+    return moments, max(total - n * float(moments.mean @ moments.mean), 0.0) / (n - 1)
 
 
 __all__ = [

@@ -220,7 +220,7 @@ def test_estimator_params_follow_sklearn_conventions():
         "standardize": False,
         "whiten": False,
         "dropout_threshold": None,
-        # scikit-learn PCA's own parameters, accepted without effect (issue 38)
+        # scikit-learn PCA's own parameters (issue 38); svd_solver chooses the protocol (issue 37)
         "copy": True,
         "svd_solver": "auto",
         "iterated_power": "auto",
