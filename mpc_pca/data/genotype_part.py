@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 
 from mpc_pca.data.inputs import ReadOptions
 from mpc_pca.data.plink import BedFile, rows_per_chunk
+from mpc_pca.data.snp_alignment import snp_digests
 from mpc_pca.data.tables import column_index
 from mpc_pca.pppca.chunked import ChunkedPart
 from mpc_pca.pppca.local_stats import LocalStatistics
@@ -44,6 +45,11 @@ class BedPart(ChunkedPart):
         The selected SNP ids, in order.
     notes : list of str
         What was imputed (after the first pass).
+    snp_digests : list of str
+        The two digests of the selected SNPs' ``.bim`` records
+        (:func:`~mpc_pca.data.snp_alignment.snp_digests`), which a protocol
+        announces so that every site can refuse a SNP described differently
+        (swapped alleles included) before anything is sent.
 
     Raises
     ------
@@ -59,6 +65,7 @@ class BedPart(ChunkedPart):
         self.columns = None if options.columns is None else column_index(str(self.path), ids, options.columns)
         self.names = ids if options.columns is None else tuple(options.columns)
         self.n_features = len(self.names)
+        self.snp_digests = snp_digests(self.file.snps, self.columns)
         self.chunk_rows = rows_per_chunk(self.n_features, chunk_rows)
         self.notes = self.file.notes  # the same list: the means' pass adds the imputation's note
         self._stats: LocalStatistics | None = None

@@ -39,7 +39,12 @@ def _free_port() -> str:
 
 def _run(text: str, work: Path, env: dict[str, str]) -> None:
     done = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", text], cwd=work, env=env, capture_output=True, text=True, timeout=600
+        ["bash", "-euo", "pipefail", "-c", text],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, (text, done.stdout[-2000:], done.stderr[-3000:])
 
