@@ -454,3 +454,17 @@ def test_a_party_with_a_truncated_bed_or_a_bim_of_other_snps_stops_before_it_ann
         InputValidationError, match=r"site\.bed: 26 bytes, .* = 27 bytes: the file is truncated"
     ):
         prepare(spec, registered("pppca-randomized"))
+
+
+def test_a_pppca_randomized_party_on_a_bed_never_reads_d_by_d_statistics(tmp_path, monkeypatch):
+    """A site of d SNPs keeps O(d) sums: the d x d scatter PPPCA's providers read is never computed."""
+    from mpc_pca.pppca.chunked import ChunkedPart
+
+    def refused(self):
+        raise AssertionError("a pppca-randomized site computed d x d statistics")
+
+    values = genotypes(20, 30, seed=9)
+    paths = [write(tmp_path / "a.bed", values[:8]), write(tmp_path / "b.bed", values[8:])]
+    monkeypatch.setattr(ChunkedPart, "statistics", refused)
+    _views, results = _party_run(paths, WIDE)
+    assert np.shape(results["server"]["components"]) == (3, 30)
