@@ -248,6 +248,54 @@ FLOOR_HOLDER_SCHEMA: dict[str, Key] = {"columns": Key("texts", nullable=True)}
 HOLDER_WIDTH_SCHEMA: dict[str, Key] = {**FLOOR_HOLDER_SCHEMA, "n_features": Key("int", 1, MAX_FEATURES)}
 
 
+#: A ``.bed`` site's two digests of its SNP records (``mpc_pca.data.snp_alignment.snp_digests``).
+SNP_DIGESTS_KEY = Key("texts", nullable=True, required=False)
+
+
+def check_snp_digests(views: Mapping[str, Mapping[str, Any]], holders: Sequence[str]) -> None:
+    """Refuse sites whose ``.bim`` records differ, from their announced ``snp_digests`` (before any sum).
+
+    Every holder announced ``None`` (no ``.bed``) or two digests of its SNPs'
+    ``(id, chromosome, position, allele_1, allele_2)``: the first with the
+    alleles in order, the second unordered. The first holder's are the reference.
+
+    Raises
+    ------
+    InputValidationError
+        If some holders read a ``.bed`` and others not (their alleles cannot
+        be compared), or a holder's digests differ from the first holder's:
+        the message names both and says whether the alleles are swapped
+        (the second digests agree) or a position, chromosome or allele pair differs.
+    """
+    digests = {h: views[h].get("snp_digests") for h in holders if h in views}
+    if all(value is None for value in digests.values()):
+        return
+    without = [h for h, value in digests.items() if value is None]
+    if without:
+        raise InputValidationError(
+            f"{', '.join(without)} announced no SNP records (its data is not a .bed file) but the other sites "
+            "read .bed files, whose alleles cannot be compared with it; give every site a .bed file"
+        )
+    first, *others = digests
+    for holder in others:
+        mine, theirs = digests[first], digests[holder]
+        if list(theirs or []) == list(mine or []):
+            continue
+        swapped = len(theirs or []) == 2 and theirs[1] == mine[1]  # type: ignore[index]
+        what = (
+            "the same SNP ids, chromosomes, positions and allele pairs, but at least one SNP with its alleles "
+            "swapped (allele_1 and allele_2 exchanged): its dosages would count the other allele"
+            if swapped
+            else "at least one SNP with another chromosome, position or allele pair"
+        )
+        raise InputValidationError(
+            f"{holder}'s .bim and {first}'s describe the agreed SNPs differently (digests of every SNP's "
+            f"id, chromosome, position, allele_1 and allele_2 differ): {what}. Refused before any sum is sent. Compare the "
+            ".bim files, which are public (mpc_pca.data.snp_alignment.align_bed_files names each SNP with "
+            "both records), and make every site count the same allele on the same build (plink --a1-allele)"
+        )
+
+
 def subspace_schema(protocol: str) -> dict[str, Key]:
     """Every party's keys of a subspace protocol that announces no privacy parameter.
 

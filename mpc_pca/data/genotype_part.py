@@ -4,10 +4,12 @@ A PPPCA provider (``pppca-ss``, ``pppca-he``) whose data is ``site.bed``
 reads its genotypes as :class:`BedPart`: the imputed dosages
 of :class:`mpc_pca.data.plink.BedFile`, ``chunk_rows`` individuals at a
 time, the SNPs (``columns``: SNP ids) in the order it announces. The
-fileset is checked when the part is made; the site's SNP means take one pass,
-its statistics one more, and the projection for the consumer a third.
-Memory: one block of ``chunk_rows x SNPs`` float64 plus the ``d x d``
-statistics PPPCA keeps.
+fileset is checked when the part is made; the site's SNP means take one pass
+before the party announces anything. A ``pppca-ss`` or ``pppca-he`` provider
+reads its ``d x d`` statistics in one more pass and its projection for the
+consumer in a third; a ``pppca-randomized`` site reads ``O(d)`` sums and its
+block products instead, and never makes a ``d x d`` array. Memory: one block
+of ``chunk_rows x SNPs`` float64 plus what the protocol keeps.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from numpy.typing import NDArray
 
 from mpc_pca.data.inputs import ReadOptions
 from mpc_pca.data.plink import BedFile, rows_per_chunk
+from mpc_pca.data.snp_alignment import snp_digests
 from mpc_pca.data.tables import column_index
 from mpc_pca.pppca.chunked import ChunkedPart
 from mpc_pca.pppca.local_stats import LocalStatistics
@@ -44,6 +47,11 @@ class BedPart(ChunkedPart):
         The selected SNP ids, in order.
     notes : list of str
         What was imputed (after the first pass).
+    snp_digests : list of str
+        The two digests of the selected SNPs' ``.bim`` records
+        (:func:`~mpc_pca.data.snp_alignment.snp_digests`), which a protocol
+        announces so that every site can refuse a SNP described differently
+        (swapped alleles included) before anything is sent.
 
     Raises
     ------
@@ -59,6 +67,7 @@ class BedPart(ChunkedPart):
         self.columns = None if options.columns is None else column_index(str(self.path), ids, options.columns)
         self.names = ids if options.columns is None else tuple(options.columns)
         self.n_features = len(self.names)
+        self.snp_digests = snp_digests(self.file.snps, self.columns)
         self.chunk_rows = rows_per_chunk(self.n_features, chunk_rows)
         self.notes = self.file.notes  # the same list: the means' pass adds the imputation's note
         self._stats: LocalStatistics | None = None
@@ -69,13 +78,22 @@ class BedPart(ChunkedPart):
     def chunks(self) -> Iterator[NDArray[np.float64]]:
         return self.file.chunks(self.chunk_rows, self.columns)
 
-    def scan(self) -> LocalStatistics:
-        """Read the file: the site's SNP means, then the row count, column sums and scatter."""
-        self._stats = super().statistics()
-        return self._stats
+    def scan(self) -> None:
+        """Read the file once before anything is announced: the site's SNP means (every SNP called once).
+
+        The ``d x d`` statistics are not read here: only a protocol that
+        needs them (``pppca-ss``, ``pppca-he``) asks, with :meth:`statistics`.
+        ``pppca-randomized`` never does: it keeps ``O(d)`` sums of its own
+        (:func:`mpc_pca.wide.site.site_sums`), so a site of 100,000 SNPs
+        holds no ``d x d`` array.
+        """
+        self.file.fill_values()
 
     def statistics(self) -> LocalStatistics:
-        return self.scan() if self._stats is None else self._stats
+        """The row count, column sums and scatter (``d x d``), in one pass after the means' (kept)."""
+        if self._stats is None:
+            self._stats = super().statistics()
+        return self._stats
 
     def column_peaks(self) -> NDArray[np.float64]:
         """``max |x_j|`` per SNP, from the statistics' own pass."""

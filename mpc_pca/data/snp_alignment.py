@@ -14,6 +14,7 @@ other allele), is refused with both records.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -146,6 +147,40 @@ def align_snps(sites: Sequence[Snps]) -> tuple[tuple[str, ...], list[list[int] |
     return reference.ids, orders
 
 
+def snp_digests(snps: Snps, columns: Sequence[int] | None = None) -> list[str]:
+    """What a site announces between hosts about its SNP records: two SHA-256 digests, naming no SNP.
+
+    The records of the SNPs (``columns``, ``.bim`` positions; default every
+    SNP), sorted by identifier so that the sites' orders do not matter. The
+    first digest covers ``(id, chromosome, position, allele_1, allele_2)``;
+    the second the same with the two alleles unordered. Equal first digests:
+    every SNP is described the same and counts the same allele. Equal second
+    digests but different first ones: some SNP's alleles are swapped
+    (:func:`mpc_pca.deployment_kit.check_snp_digests` says which it is).
+
+    Examples
+    --------
+    >>> def site(a1, a2):
+    ...     return Snps("x.bim", ("rs1", "rs2"), ("1", "1"), np.array([10, 20]), a1, a2)
+    >>> same = snp_digests(site(("A", "C"), ("G", "T")))
+    >>> reordered = snp_digests(Snps("y.bim", ("rs2", "rs1"), ("1", "1"), np.array([20, 10]), ("C", "A"), ("T", "G")))
+    >>> swapped = snp_digests(site(("A", "T"), ("G", "C")))
+    >>> same == reordered, same[0] == swapped[0], same[1] == swapped[1]
+    (True, False, True)
+    """
+    picked = range(len(snps)) if columns is None else columns
+    records = sorted(
+        (snps.ids[j], snps.chromosome[j], int(snps.position[j]), snps.allele_1[j], snps.allele_2[j])
+        for j in picked
+    )
+    oriented, unoriented = hashlib.sha256(), hashlib.sha256()
+    for snp, chromosome, position, a1, a2 in records:
+        place = f"{snp}\t{chromosome}\t{position}\t"
+        oriented.update(f"{place}{a1}\t{a2}\n".encode())
+        unoriented.update(f"{place}{min(a1, a2)}\t{max(a1, a2)}\n".encode())
+    return [oriented.hexdigest(), unoriented.hexdigest()]
+
+
 def align_bed_files(paths: Sequence[str | Path]) -> tuple[tuple[str, ...], list[list[int] | None]]:
     """:func:`align_snps` of the ``.bim`` beside each ``.bed`` in ``paths`` (read, not the genotypes).
 
@@ -163,4 +198,4 @@ def align_bed_files(paths: Sequence[str | Path]) -> tuple[tuple[str, ...], list[
     return align_snps(sites)
 
 
-__all__ = ["align_bed_files", "align_snps"]
+__all__ = ["align_bed_files", "align_snps", "snp_digests"]

@@ -39,11 +39,13 @@ from mpc_pca.deployment_kit import (
     CAP_SLACK,
     FLOOR_HOLDER_SCHEMA,
     FLOOR_SCHEMA,
+    SNP_DIGESTS_KEY,
     HoldersFirst,
     Key,
     agree,
     agree_width,
     check_announcements,
+    check_snp_digests,
 )
 from mpc_pca.pppca.chunked import ChunkedPart
 from mpc_pca.roles import SERVER
@@ -104,6 +106,7 @@ HOLDER_SCHEMA: dict[str, Key] = {
     "n_features": Key("int", 1, MAX_WIDE_FEATURES),
     "n_rows": Key("int", 1, MAX_ROWS),
     "exponent": Key("int", ZERO_EXPONENT, MAX_EXPONENT),
+    "snp_digests": SNP_DIGESTS_KEY,  # a .bed site's (mpc_pca.data.genotype_part.BedPart)
 }
 
 
@@ -197,11 +200,15 @@ class WideDeployment(HoldersFirst):
                 f"n_components={settings['n_components']} exceeds {party}'s {d} columns"
             )
         public.update(n_features=d, n_rows=sums.n_rows, exponent=site_exponent(sums.peak, party))
+        digests = getattr(data, "snp_digests", None)  # a .bed site's SNP records, compared in configure
+        if digests is not None:
+            public["snp_digests"] = list(digests)
         return public
 
     def configure(self, views: Mapping[str, PublicSettings], n_providers: int) -> WideRun:
         holders = self.check_views(views, n_providers)
         check_announcements(views, SCHEMA, holders, HOLDER_SCHEMA)
+        check_snp_digests(views, holders)
         agreed = agree(views, SHARED)
         d = agree_width(views, holders)
         rows = tuple(int(views[name]["n_rows"]) for name in holders)

@@ -312,3 +312,159 @@ def test_data_bed_files_with_different_alleles_are_refused_before_any_genotype_i
         InputValidationError, match=r"b\.bim and .*a\.bim describe 3 SNP\(s\) differently.*alleles swapped"
     ):
         provider_data([str(a), str(b)], ReadOptions())
+
+
+# Between hosts: each `mpc-pca party` announces its SNP list's digests; pppca-randomized refuses a site whose
+# .bim describes a SNP differently (swapped alleles named as such) before any sum is sent.
+
+
+def _party_run(paths, settings, chunk_rows=7):
+    """Every party's ``prepare`` and ``build``, as its process runs them, on its own ``.bed``; the roles as threads."""
+    from mpc_pca.deploy import FileSource, LinkOptions, PartySpec
+    from mpc_pca.deploy.party import prepare
+    from mpc_pca.registry import deployment as registered
+    from protocols.runtime import run_inprocess
+
+    deployment = registered("pppca-randomized")
+    links = LinkOptions("127.0.0.1:1", insecure=True)
+    layout = deployment.layout(len(paths))
+    sources = [FileSource(str(p), chunk_rows=chunk_rows) for p in paths]
+    specs = {
+        name: PartySpec(
+            "pppca-randomized", name, len(paths), links, sources[i] if i < len(paths) else None, settings
+        )
+        for i, name in enumerate(layout)
+    }
+    prepared = {name: prepare(spec, deployment) for name, spec in specs.items()}
+    views = {name: p[2] for name, p in prepared.items()}
+    built = {name: p[3](views) for name, p in prepared.items()}  # refusals raise here, before any role runs
+    run = run_inprocess({name: role for name, (_config, role) in built.items()}, timeout=60)
+    return views, {name: deployment.result(name, built[name][0], run.outputs[name]) for name in layout}
+
+
+WIDE = {"n_components": 3, "iterated_power": 20, "tol": 1e-12, "start_seed": 5, "standardize": True}
+
+
+def test_uneven_party_sites_in_their_own_snp_orders_equal_the_in_process_run(tmp_path):
+    """Sites of 1, 2 (fewer than k = 3) and 40 individuals, one in another .bim order, with missing calls."""
+    from mpc_pca.registry import entry
+    from mpc_pca.threads import run_protocol
+
+    d = 12
+    pooled = genotypes(43, d, seed=8)
+    pooled[0, :] = np.where(np.isnan(pooled[0, :]), 1.0, pooled[0, :])  # the one-row site calls every SNP
+    ids = [f"rs{j}" for j in range(d)]
+    order = [5, 2, 11, 0, 9, 1, 7, 3, 10, 4, 8, 6]
+    paths = [
+        write(tmp_path / "one.bed", pooled[:1], ids=ids),
+        write(tmp_path / "two.bed", pooled[1:3][:, order], ids=[ids[j] for j in order]),
+        write(tmp_path / "forty.bed", pooled[3:], ids=ids),
+    ]
+    views, results = _party_run(paths, WIDE)
+    assert (
+        views["provider0"]["snp_digests"]
+        == views["provider1"]["snp_digests"]
+        == views["provider2"]["snp_digests"]
+    )
+    assert "snp_digests" not in views["server"]
+    parts = [site_mean_imputed(pooled[:1]), site_mean_imputed(pooled[1:3]), site_mean_imputed(pooled[3:])]
+    threads = run_protocol(entry("pppca-randomized"), parts, WIDE)
+    np.testing.assert_allclose(results["server"]["components"], threads.output.components, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(
+        results["server"]["explained_variance"], threads.output.explained_variance, rtol=1e-10
+    )
+    for i in range(3):
+        np.testing.assert_allclose(
+            results[f"provider{i}"]["scores"],
+            threads.run.outputs[f"provider{i}"]["scores"],
+            rtol=0,
+            atol=1e-10,
+        )
+    assert np.shape(results["provider0"]["scores"]) == (1, 3) and np.shape(
+        results["provider1"]["scores"]
+    ) == (2, 3)
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (
+            {"alleles": ("G", "A")},
+            "swapped (allele_1 and allele_2 exchanged): its dosages would count the other",
+        ),
+        ({"alleles": ("A", "T")}, "at least one SNP with another chromosome, position or allele pair"),
+        (
+            {"positions": [1000, 1010, 1021]},
+            "at least one SNP with another chromosome, position or allele pair",
+        ),
+    ],
+)
+def test_party_sites_whose_bim_records_differ_are_refused_from_their_digests(tmp_path, change, said):
+    values = genotypes(9, 3, seed=4)
+    a = write(tmp_path / "a.bed", values[:5])
+    b = write(tmp_path / "b.bed", values[5:], **change)
+    with pytest.raises(InputValidationError) as caught:
+        _party_run([a, b], WIDE)
+    message = str(caught.value)
+    assert message.startswith("provider1's .bim and provider0's describe the agreed SNPs differently")
+    assert said in message and "before any sum is sent" in message and "align_bed_files" in message
+    # in process, the same files are refused by the .bim comparison with the SNP and both records named
+    with pytest.raises(InputValidationError, match=r"rs\d: 1:10\d0 A/G vs 1:10\d\d [AGT]/[AGT]"):
+        align_snps([read_bim(a.with_suffix(".bim")), read_bim(b.with_suffix(".bim"))])
+
+
+def test_swapped_alleles_are_refused_before_anything_is_sent(tmp_path):
+    from mpc_pca.data.genotype_part import BedPart
+    from mpc_pca.data.inputs import ReadOptions
+    from mpc_pca.registry import entry
+    from mpc_pca.threads import run_protocol
+    from protocols.testing.recording import Recorder
+
+    values = genotypes(12, 4, seed=6)
+    parts = [
+        BedPart(write(tmp_path / "a.bed", values[:6]), ReadOptions(), 4),
+        BedPart(write(tmp_path / "b.bed", values[6:], alleles=("G", "A")), ReadOptions(), 4),
+    ]
+    recorder = Recorder()
+    with pytest.raises(InputValidationError, match=r"provider1.s \.bim and provider0.s .*alleles swapped"):
+        run_protocol(entry("pppca-randomized"), parts, WIDE, wrap_channel=recorder.wrap)
+    assert recorder.deliveries == []  # refused before anything is sent
+
+
+def test_a_party_with_a_truncated_bed_or_a_bim_of_other_snps_stops_before_it_announces(tmp_path):
+    from mpc_pca.deploy import FileSource, LinkOptions, PartySpec
+    from mpc_pca.deploy.party import prepare
+    from mpc_pca.registry import deployment as registered
+
+    values = genotypes(10, 8, seed=2)
+    path = write(tmp_path / "site.bed", values)
+    spec = PartySpec("pppca-randomized", "provider0", 2, LinkOptions("127.0.0.1:1", insecure=True),
+                     FileSource(str(path), chunk_rows=4), WIDE)  # fmt: skip
+    bim = path.with_suffix(".bim")
+    lines = bim.read_text().splitlines()
+    bim.write_text("\n".join(lines[:-1]) + "\n")  # a .bim not written with this .bed: one SNP fewer
+    with pytest.raises(
+        InputValidationError,
+        match=r"its \.bim lists 7 SNPs and its \.fam 10 .* = 24 bytes: the file is longer",
+    ):
+        prepare(spec, registered("pppca-randomized"))  # prepare: everything a party does before it sends
+    bim.write_text("\n".join(lines) + "\n")
+    path.write_bytes(path.read_bytes()[:-1])
+    with pytest.raises(
+        InputValidationError, match=r"site\.bed: 26 bytes, .* = 27 bytes: the file is truncated"
+    ):
+        prepare(spec, registered("pppca-randomized"))
+
+
+def test_a_pppca_randomized_party_on_a_bed_never_reads_d_by_d_statistics(tmp_path, monkeypatch):
+    """A site of d SNPs keeps O(d) sums: the d x d scatter PPPCA's providers read is never computed."""
+    from mpc_pca.pppca.chunked import ChunkedPart
+
+    def refused(self):
+        raise AssertionError("a pppca-randomized site computed d x d statistics")
+
+    values = genotypes(20, 30, seed=9)
+    paths = [write(tmp_path / "a.bed", values[:8]), write(tmp_path / "b.bed", values[8:])]
+    monkeypatch.setattr(ChunkedPart, "statistics", refused)
+    _views, results = _party_run(paths, WIDE)
+    assert np.shape(results["server"]["components"]) == (3, 30)

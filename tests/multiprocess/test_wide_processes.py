@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from mpc_pca.deploy import launch_local
 from mpc_pca.registry import entry
@@ -67,3 +68,46 @@ def test_party_processes_stream_their_csv_files_in_chunks_and_equal_the_threads_
     for rank in range(2):
         scores = np.asarray(json.loads((tmp_path / f"out{rank}.json").read_text())["scores"])
         assert np.allclose(scores, threads.run.outputs[f"provider{rank}"]["scores"], atol=1e-10)
+
+
+def test_party_processes_on_bed_files_with_swapped_alleles_all_stop_before_any_sum(tmp_path):
+    """Over TLS, provider1's .bim counts the other allele: every party stops naming it, none writes a result."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("bed_reader", reason="the genotype extra is not installed")
+    from mpc_pca.cli import main as cli
+    from tests.helpers.genotypes import genotypes, write
+
+    root = Path(__file__).resolve().parents[2]
+    values = genotypes(30, 12, seed=7)
+    files = [
+        write(tmp_path / "a.bed", values[:20]),
+        write(tmp_path / "b.bed", values[20:], alleles=("G", "A")),
+    ]
+    assert cli(["certs", "--parties", "provider0,provider1,server", "--out", str(tmp_path / "tls")]) == 0
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        master = f"127.0.0.1:{sock.getsockname()[1]}"
+    processes = []
+    for rank in range(3):
+        argv = [sys.executable, "-m", "mpc_pca", "party", "--protocol", "pppca-randomized", "--rank", str(rank),
+                "--world-size", "3", "--master", master, "--tls-dir", str(tmp_path / "tls"), "-q",
+                "--n-components", "2", "--output", str(tmp_path / f"out{rank}.json")]  # fmt: skip
+        if rank < 2:
+            argv += ["--data", str(files[rank]), "--chunk-rows", "8"]
+        env = {**os.environ, "PYTHONPATH": str(root), "OPENBLAS_NUM_THREADS": "1"}
+        processes.append(
+            subprocess.Popen(argv, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        )
+    codes = []
+    for process in processes:
+        _, stderr = process.communicate(timeout=180)
+        codes.append(process.returncode)  # 3: refused it itself; 4: a peer's refusal reached it first
+        assert process.returncode in (3, 4), stderr.decode()
+        assert "provider1's .bim and provider0's describe the agreed SNPs differently" in stderr.decode()
+        assert "alleles swapped" in stderr.decode() and "before any sum is sent" in stderr.decode()
+    assert 3 in codes and not any((tmp_path / f"out{rank}.json").exists() for rank in range(3))
