@@ -88,7 +88,9 @@ def test_deployment_settings_name_the_eigensolver():
 
 def test_the_crypten_engine_refuses_krylov_with_a_clear_message():
     with pytest.raises(InputValidationError, match="native tensor engine only; with the CrypTen engine"):
-        _session(None, ("provider0", "provider1"), ComponentsSettings(method="krylov"), "crypten", "components")  # type: ignore[arg-type]
+        _session(
+            None, ("provider0", "provider1"), ComponentsSettings(method="krylov"), "crypten", "components"
+        )
 
 
 def test_the_block_cap_follows_the_chebyshev_count():
