@@ -232,7 +232,7 @@ def _krylov_block(
         bound = float(min(state.bound, 1e300))
         b = u_j.shape[1]
         coeffs = next_block_coefficients(basis.s_gram, basis.h_gram[:, -b:], basis.q_gram[-b:, -b:], width)
-        done = _stop(plan, bound, j, coeffs is None or width == 0)
+        done = _stop(plan, bound, j, coeffs is None or width == 0, state.noise_bound)
     done, plan.achieved_tol, _ = _broadcast_decision(session, session.holders[0], done, bound, 0)
     session.party.iteration("Krylov block", j + 1, j + 1 if done else plan.max_iterations)
     if done:
@@ -245,15 +245,16 @@ def _krylov_block(
     return state, False
 
 
-def _stop(plan: FastPlan, bound: float, j: int, exhausted: bool) -> bool:
+def _stop(plan: FastPlan, bound: float, j: int, exhausted: bool, noise_bound: bool) -> bool:
     """Stop at ``tol``, when the space is exhausted or invariant, at the cap, or when progress stalls.
 
-    Stalled: the bound fell by less than half since the previous block while already within
-    the ladder's accepted range (``max(64 tol, 1e-4)``): the truncation noise dominates.
+    Stalled: within the ladder's accepted range (``max(64 tol, 1e-4)``), the bound fell by less
+    than half since the previous block or the truncation noise estimate is at least the opened
+    residual: fixed point dominates and more blocks would not lower the bound.
     """
     previous = plan.achieved_tol if j else np.inf
     plan.achieved_tol = bound
-    stalled = bound <= max(64.0 * plan.tol, 1e-4) and bound > previous / 2.0
+    stalled = bound <= max(64.0 * plan.tol, 1e-4) and (noise_bound or bound > previous / 2.0)
     return bool(bound <= plan.tol or exhausted or stalled or j == plan.max_iterations - 1)
 
 

@@ -57,6 +57,8 @@ class RitzState:
     residuals: NDArray[np.float64]
     #: Bound on ``tan`` of the largest angle between ``span(K Y)`` and the top-k eigenspace.
     bound: float
+    #: Whether the truncation noise estimate is at least the opened residual (more blocks cannot help).
+    noise_bound: bool = False
 
 
 def ritz_pairs(
@@ -123,8 +125,8 @@ def ritz_state(
     """The holders' Ritz pairs and angle bound from the opened ``(S, H, Q)``."""
     s_gram, h_gram, q_gram = grams
     theta, y, residuals = ritz_pairs(s_gram, h_gram, q_gram, k)
-    norm = float(np.linalg.norm(residuals)) + krylov_noise(d, y, frac_bits)
-    return RitzState(theta, y, residuals, angle_bound(theta, norm, eigengap))
+    measured, noise = float(np.linalg.norm(residuals)), krylov_noise(d, y, frac_bits)
+    return RitzState(theta, y, residuals, angle_bound(theta, measured + noise, eigengap), noise >= measured)
 
 
 def next_block_coefficients(
