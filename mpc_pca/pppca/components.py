@@ -209,7 +209,7 @@ def default_max_blocks(eigengap: float) -> int:
     The Chebyshev bound (:func:`protocols.tensor.krylov_math.predicted_blocks`) reaches a
     relative angle ``1e-8`` of the start's in about ``ln(1e8) / (2 sqrt(gamma))`` blocks,
     ``gamma >= eigengap``; the stop rule ends the solve as soon as the measured residual allows
-    (six blocks on the 0.75 %-gap case of ``bench_reveal``), so the cap binds only when the
+    (five blocks on the 0.75 %-gap case of ``bench_reveal``), so the cap binds only when the
     assumed gap is false.
     """
     return int(min(100, max(10, math.ceil(math.log(1e8) / (2.0 * math.sqrt(eigengap))))))

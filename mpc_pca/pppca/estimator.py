@@ -99,7 +99,7 @@ class PPPCA(SubspaceMixin, ProtocolEstimator):
     eigensolver : {"subspace", "krylov"}, default="subspace"
         ``reveal="components"``, native engine: the ladder's subspace iteration or block
         Krylov (:mod:`protocols.tensor.krylov_eig`: about ``1 / sqrt(gap)`` blocks of five
-        rounds; 42 rounds where the ladder needs over 300 at a 0.75 % gap, benchmarks/bench_reveal.py).
+        rounds; 42 rounds where the ladder needs 334 at a 0.75 % gap, benchmarks/bench_reveal.py).
     tol : float, default=1e-6
         ``reveal="components"``: target tangent of the angle between the
         computed and the true top-k subspace (the bound reached is
