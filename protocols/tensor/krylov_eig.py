@@ -184,7 +184,7 @@ def krylov_eigenvectors(
     rot = share_input(session, _haar(k) if session.party.name == leader else None, owner=leader, shape=(k, k))
     (square,) = open_products([(c_lo, c_lo)])
     exponent = _reveal_trace_exponent(square)
-    shift = min(scale_exponent(exponent), F_HI - 1)
+    shift = min(scale_exponent(exponent), F + F_HI - F_KX - 1)  # the truncation drops at least one bit
     plan.normaliser_exponents.append(exponent)
     plan.secret_products += 1
     q0, _ = np.linalg.qr(np.random.default_rng(start_seed).standard_normal((d, b)))
