@@ -37,6 +37,7 @@ SHARED = (
     "reveal",
     "eigengap",
     "min_ratio",
+    "eigensolver",
     "standardize",
     "dropout_threshold",
 )
@@ -60,6 +61,7 @@ SCHEMA: dict[str, Key] = {
     "reveal": Key("text", choices=("covariance", "components", "spectrum")),
     "eigengap": Key("real", 0.0, 1.0, nullable=True, required=False),
     "min_ratio": Key("real", 0.0, 1.0, nullable=True, required=False),
+    "eigensolver": Key("text", choices=("subspace", "krylov"), nullable=True, required=False),
     "standardize": Key("flag"),
     "dropout_threshold": Key("int", 2, MAX_PROVIDERS, nullable=True, required=False),
 }

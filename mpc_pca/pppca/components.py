@@ -14,8 +14,13 @@ only its result, which it sends on as ``T`` as in step 8:
     of rounds): the top-k components, their eigenvalues and the total
     variance, plus the public quantities of docs/secure_tensor.md section 8
     (normaliser exponents of the squarings, the powers and the stop decision,
-    the convergence bound). With the CrypTen engine the older subspace
-    iteration of :func:`protocols.tensor.eig.top_eigenvectors` runs instead.
+    the convergence bound). With ``eigensolver="krylov"``,
+    :func:`protocols.tensor.krylov_eig.krylov_eigenvectors` instead: block
+    Krylov with Rayleigh-Ritz on the whole basis, about ``1 / sqrt(gap)``
+    blocks where the ladder needs ``1 / gap`` iterations; the holders also see
+    the Krylov-space Grams of its docstring. With the CrypTen engine the older subspace
+    iteration of :func:`protocols.tensor.eig.top_eigenvectors` runs instead
+    (``eigensolver="krylov"`` is refused there).
 ``reveal="spectrum"``
     :func:`protocols.tensor.spectrum_eig.spectrum_eigenvectors` (O(1) rounds): the
     server sees ``Q C Q^T`` for a Haar-random ``Q`` it does not know, i.e.
@@ -45,6 +50,7 @@ from protocols.tensor import SharedTensor, TensorSession, share_sum
 from protocols.tensor.eig import EigResult, IterationPlan, plan_iterations, top_eigenvectors
 from protocols.tensor.fast_eig import FastEigResult, ladder_eigenvectors
 from protocols.tensor.fast_eig_math import F as FAST_FRAC_BITS
+from protocols.tensor.krylov_eig import krylov_eigenvectors
 from protocols.tensor.spectrum_eig import spectrum_eigenvectors
 
 REVEAL_MODES = ("covariance", "components", "spectrum")
@@ -65,12 +71,19 @@ class ComponentsSettings:
     min_ratio: float = 0.01
     tol: float = 1e-6
     frac_bits: int = 24
-    #: Iteration cap of the ladder solver (``reveal="components"``, native engine);
-    #: ``None``: :func:`default_max_iterations` of ``eigengap``.
+    #: Iteration cap of the ladder solver (``reveal="components"``, native engine), or block cap of
+    #: the Krylov solver; ``None``: :func:`default_max_iterations` / :func:`default_max_blocks` of ``eigengap``.
     max_iterations: int | None = None
+    #: The secure eigensolver of ``reveal="components"``: ``"subspace"`` (the ladder's subspace
+    #: iteration) or ``"krylov"`` (block Krylov, :mod:`protocols.tensor.krylov_eig`).
+    method: str = "subspace"
 
     def iteration_cap(self) -> int:
-        return default_max_iterations(self.eigengap) if self.max_iterations is None else self.max_iterations
+        if self.max_iterations is not None:
+            return self.max_iterations
+        if self.method == "krylov":
+            return default_max_blocks(self.eigengap)
+        return default_max_iterations(self.eigengap)
 
     def plan(self, n_features: int, n_components: int) -> IterationPlan:
         return plan_iterations(
@@ -171,6 +184,37 @@ def default_max_iterations(eigengap: float) -> int:
     return int(min(100, max(20, math.ceil(2.0 / eigengap))))
 
 
+#: The secure eigensolvers of ``reveal="components"`` (``eigensolver=``).
+EIGENSOLVERS = ("subspace", "krylov")
+
+
+def check_eigensolver(method: object) -> str:
+    """Validate the ``eigensolver`` setting: one of :data:`EIGENSOLVERS`.
+
+    Examples
+    --------
+    >>> check_eigensolver("lanczos")
+    Traceback (most recent call last):
+    ...
+    protocols.errors.InputValidationError: eigensolver='lanczos' is not one of ('subspace', 'krylov')
+    """
+    if method not in EIGENSOLVERS:
+        raise InputValidationError(f"eigensolver={method!r} is not one of {EIGENSOLVERS}")
+    return str(method)
+
+
+def default_max_blocks(eigengap: float) -> int:
+    """Block cap of the Krylov solver: ``ceil(ln(1e8) / (2 sqrt(eigengap)))`` between 10 and 100.
+
+    The Chebyshev bound (:func:`protocols.tensor.krylov_math.predicted_blocks`) reaches a
+    relative angle ``1e-8`` of the start's in about ``ln(1e8) / (2 sqrt(gamma))`` blocks,
+    ``gamma >= eigengap``; the stop rule ends the solve as soon as the measured residual allows
+    (five blocks on the 0.75 %-gap case of ``bench_reveal``), so the cap binds only when the
+    assumed gap is false.
+    """
+    return int(min(100, max(10, math.ceil(math.log(1e8) / (2.0 * math.sqrt(eigengap))))))
+
+
 def components_settings(settings: Mapping[str, Any], reveal: str) -> ComponentsSettings:
     """The secure eigensolve's agreed ``eigengap`` and ``min_ratio`` (defaults where unset), checked.
 
@@ -181,21 +225,28 @@ def components_settings(settings: Mapping[str, Any], reveal: str) -> ComponentsS
         given without ``reveal="components"`` (the only mode that uses them).
     """
     given: dict[str, Any] = {
-        key: settings[key] for key in ("eigengap", "min_ratio") if settings.get(key) is not None
+        key: settings[key]
+        for key in ("eigengap", "min_ratio", "eigensolver")
+        if settings.get(key) is not None
     }
+    method = check_eigensolver(given.pop("eigensolver", ComponentsSettings.method))
+    if method != ComponentsSettings.method:
+        given["eigensolver"] = method
     if given and reveal != "components":
         raise InputValidationError(
             f"the secure eigensolve's settings ({', '.join(f'{key}={value!r}' for key, value in given.items())}) "
             f"apply only with reveal='components', not reveal={reveal!r}"
         )
     for key, value in given.items():
+        if key == "eigensolver":
+            continue
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise InputValidationError(f"{key}={value!r} must be a number")
     eigengap = check_eigengap(given.get("eigengap", ComponentsSettings.eigengap))
     min_ratio = given.get("min_ratio", ComponentsSettings.min_ratio)
     if not 0.0 < min_ratio <= 1.0:
         raise InputValidationError(f"min_ratio={min_ratio!r} is out of range; it must lie in (0, 1]")
-    return ComponentsSettings(eigengap=float(eigengap), min_ratio=float(min_ratio))
+    return ComponentsSettings(eigengap=float(eigengap), min_ratio=float(min_ratio), method=method)
 
 
 def hides_covariance(reveal: str) -> bool:
@@ -238,6 +289,11 @@ def _session(
     if engine == "crypten":
         if reveal == "spectrum":
             raise InputValidationError("reveal='spectrum' runs on the native tensor engine only")
+        if settings.method != "subspace":
+            raise InputValidationError(
+                f"eigensolver={settings.method!r} runs on the native tensor engine only; with the CrypTen "
+                "engine use eigensolver='subspace'"
+            )
         from protocols.tensor.crypten_engine import CrypTenTensorSession
 
         return CrypTenTensorSession(party, holders=providers, dealer=SERVER, frac_bits=settings.frac_bits)
@@ -256,6 +312,16 @@ def _solve(
         return spectrum_eigenvectors(shared, n_components, to=SERVER)
     if engine == "crypten":
         return top_eigenvectors(shared, n_components, to=SERVER, plan=settings.plan(d, n_components))
+    if settings.method == "krylov":
+        return krylov_eigenvectors(
+            shared,
+            n_components,
+            to=SERVER,
+            eigengap=settings.eigengap,
+            tol=settings.tol,
+            max_blocks=settings.iteration_cap(),
+            accept_tol=accepted_angle_bound(settings.tol),
+        )
     return ladder_eigenvectors(
         shared,
         n_components,

@@ -83,6 +83,7 @@ PPPCA_OPTIONS: dict[str, Any] = {
     "reveal": "covariance",
     "eigengap": None,
     "min_ratio": None,
+    "eigensolver": None,
 }
 #: The fields of a PPPCA result.
 RESULT_FIELDS = (
@@ -318,6 +319,7 @@ class PPPCADeployment(Deployment):
             "reveal": check_reveal(settings.get("reveal", "covariance")),
             "eigengap": settings.get("eigengap"),
             "min_ratio": settings.get("min_ratio"),
+            "eigensolver": settings.get("eigensolver"),
             "standardize": bool(settings.get("standardize")),
             "dropout_threshold": settings.get("dropout_threshold"),
         }

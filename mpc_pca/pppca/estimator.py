@@ -24,7 +24,13 @@ from mpc_pca.base import (
 )
 from mpc_pca.deployment import Deployment
 from mpc_pca.fitting import ProtocolEstimator
-from mpc_pca.pppca.components import MAX_EIGENGAP, MIN_EIGENGAP, ComponentsSettings, check_reveal
+from mpc_pca.pppca.components import (
+    MAX_EIGENGAP,
+    MIN_EIGENGAP,
+    ComponentsSettings,
+    check_eigensolver,
+    check_reveal,
+)
 from mpc_pca.pppca.deployment import PPPCADeployment
 from mpc_pca.pppca.probabilistic import ProbabilisticPCAMixin
 from mpc_pca.pppca.protocol import PPPCAModel
@@ -99,6 +105,10 @@ class PPPCA(SubspaceMixin, ProbabilisticPCAMixin, ProtocolEstimator):
         ``reveal="components"`` with the CrypTen engine (the older subspace
         iteration): assumed lower bound on the share of the total variance the
         k-th component explains; sets the orthonormalization steps.
+    eigensolver : {"subspace", "krylov"}, default="subspace"
+        ``reveal="components"``, native engine: the ladder's subspace iteration or block
+        Krylov (:mod:`protocols.tensor.krylov_eig`: about ``1 / sqrt(gap)`` blocks of five
+        rounds; 42 rounds where the ladder needs 334 at a 0.75 % gap, benchmarks/bench_reveal.py).
     tol : float, default=1e-6
         ``reveal="components"``: target tangent of the angle between the
         computed and the true top-k subspace (the bound reached is
@@ -257,6 +267,7 @@ class PPPCA(SubspaceMixin, ProbabilisticPCAMixin, ProtocolEstimator):
         "reveal": validated_by(check_reveal),
         "eigengap": real(MIN_EIGENGAP, MAX_EIGENGAP),
         "min_ratio": real(0.0, 1.0, low_open=True),
+        "eigensolver": validated_by(check_eigensolver),
         "tol": as_pca(),
         "standardize": boolean(),
         "whiten": boolean(),
@@ -275,6 +286,7 @@ class PPPCA(SubspaceMixin, ProbabilisticPCAMixin, ProtocolEstimator):
         reveal: str = "covariance",
         eigengap: float = 0.1,
         min_ratio: float = 0.01,
+        eigensolver: str = "subspace",
         tol: float = 1e-6,
         standardize: bool = False,
         whiten: bool = False,
@@ -292,6 +304,7 @@ class PPPCA(SubspaceMixin, ProbabilisticPCAMixin, ProtocolEstimator):
         self.reveal = reveal
         self.eigengap = eigengap
         self.min_ratio = min_ratio
+        self.eigensolver = eigensolver
         self.tol = tol
         self.standardize = standardize
         self.whiten = whiten
@@ -374,7 +387,9 @@ class PPPCA(SubspaceMixin, ProbabilisticPCAMixin, ProtocolEstimator):
             )
         backend = resolve_backend(self.backend)
         name = "pppca-he" if backend.name == "paillier" else "pppca-ss"
-        components = ComponentsSettings(eigengap=self.eigengap, min_ratio=self.min_ratio, tol=self.tol)
+        components = ComponentsSettings(
+            eigengap=self.eigengap, min_ratio=self.min_ratio, tol=self.tol, method=self.eigensolver
+        )
         return PPPCADeployment(
             name,
             lambda settings: backend,

@@ -24,6 +24,10 @@ fast_eig_math
     The fast solvers' fixed-point parameters and their public float arithmetic.
 spectrum_eig
     The rotated-spectrum solver (every eigenvalue, nothing else).
+krylov_eig, krylov_math
+    Block Krylov (block Lanczos with Rayleigh-Ritz on the whole basis): about
+    ``1 / sqrt(gap)`` blocks where the ladder needs ``1 / gap`` iterations;
+    and the holders' float arithmetic on its opened Grams.
 """
 
 from protocols.tensor.ops import (

@@ -118,6 +118,8 @@ class FastPlan:
     #: Bound on ``tan`` of the largest angle between the final basis and the top-k space.
     achieved_tol: float = 0.0
     secret_products: int = 0
+    #: Columns per block of the block Krylov solver (``None`` for the ladder).
+    block_size: int | None = None
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -130,6 +132,7 @@ class FastPlan:
             "normaliser_exponents": list(self.normaliser_exponents),
             "achieved_tol": self.achieved_tol,
             "secret_products": self.secret_products,
+            **({} if self.block_size is None else {"block_size": self.block_size}),
         }
 
 

@@ -197,8 +197,8 @@ values = st.recursive(
 )
 PPPCA_KEYS = [
     "protocol", "n_providers", "columns", "n_components", "backend", "frac_bits", "key_bits",
-    "reveal", "eigengap", "min_ratio", "standardize", "n_features", "n_rows", "column_exponents", "n_parties",
-    "x",
+    "reveal", "eigengap", "min_ratio", "eigensolver", "standardize", "n_features", "n_rows", "column_exponents",
+    "n_parties", "x",
 ]  # fmt: skip
 
 
@@ -392,7 +392,9 @@ def test_capeagn_refuses_an_invalid_value_even_when_every_party_announced_it(key
         dep.configure(views, 2)
 
 
-@pytest.mark.parametrize(("key", "value"), [("eigengap", 0.05), ("min_ratio", 0.2)])
+@pytest.mark.parametrize(
+    ("key", "value"), [("eigengap", 0.05), ("min_ratio", 0.2), ("eigensolver", "krylov")]
+)
 def test_a_party_announcing_another_eigensolve_setting_is_refused_naming_the_key(pppca_views, key, value):
     views = apply(pppca_views, [("provider1", key, value, False)])
     with pytest.raises(InputValidationError, match=f"disagree on {key}"):

@@ -216,6 +216,7 @@ def test_estimator_params_follow_sklearn_conventions():
         "reveal": "covariance",
         "eigengap": 0.1,
         "min_ratio": 0.01,
+        "eigensolver": "subspace",
         "tol": 1e-6,
         "standardize": False,
         "whiten": False,
