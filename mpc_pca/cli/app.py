@@ -131,6 +131,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="--reveal components: assumed lower bound on lambda_k / total variance (default 0.01)",
     )
     run.add_argument(
+        "--eigensolver",
+        choices=("subspace", "krylov"),
+        default=None,
+        help="--reveal components: the eigensolve on shares, subspace iteration (default) or block Krylov "
+        "(fewer rounds at small gaps; the providers also see the Krylov basis' small summary matrices)",
+    )
+    run.add_argument(
         "--dropout-threshold",
         type=int,
         default=None,

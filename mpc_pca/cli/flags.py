@@ -34,6 +34,7 @@ FLAGS: Mapping[str, str] = MappingProxyType(
         "reveal": "--reveal",
         "eigengap": "--eigengap",
         "min_ratio": "--min-ratio",
+        "eigensolver": "--eigensolver",
         "dropout_threshold": "--dropout-threshold",
         "n_oversamples": "--n-oversamples",
         "iterated_power": "--iterated-power",

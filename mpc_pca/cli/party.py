@@ -168,6 +168,10 @@ def add_party_parser(sub: Any) -> None:
         help="--reveal components, crypten engine: assumed lower bound on lambda_k / total variance "
         "(default 0.01; all parties)",
     )  # fmt: skip
+    party.add_argument(
+        "--eigensolver", choices=("subspace", "krylov"), default=None,
+        help="--reveal components: subspace iteration (default) or block Krylov (all parties)",
+    )  # fmt: skip
     party.add_argument("--standardize", action="store_true", help="standardize the columns (all parties)")
     party.add_argument(
         "--dropout-threshold", type=int, default=None, metavar="T",
