@@ -14,8 +14,13 @@ Everything here is post-processing of DP releases. Two guards keep it defined
 when noise has destroyed the signal (the result is then poor, not an error):
 eigenvalues of ``M2`` below ``EIGENVALUE_FLOOR`` times the largest are raised
 to that floor (so ``||W||_2`` stays finite), and tensor eigenvalues are floored
-at the same relative level before ``1 / lambda^2``. A non-positive top
-eigenvalue of ``M2`` leaves nothing to whiten and raises :class:`ProtocolError`.
+at the same relative level before ``1 / lambda^2``. When no eigenvalue of
+``M2`` is positive (the noise swamped the signal, or a MOG ``sigma`` exceeds
+the data's spread), the floor is taken relative to the largest magnitude
+instead, and :class:`NoSignalWarning` says that the result carries no signal:
+the release is already made (and charged), so a result with that warning
+beats an error. Only an ``M2`` of zeros (nothing to scale by) raises
+:class:`ProtocolError`.
 
 For the single topic model the components are probability vectors; the noisy
 estimates are projected onto the simplex (Euclidean projection, Duchi et al.
@@ -24,6 +29,7 @@ estimates are projected onto the simplex (Euclidean projection, Duchi et al.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +40,10 @@ from protocols.errors import ProtocolError
 
 #: Relative floor on the eigenvalues used for whitening and un-whitening.
 EIGENVALUE_FLOOR = 1e-6
+
+
+class NoSignalWarning(UserWarning):
+    """The combined ``M2`` has no positive eigenvalue: the decomposition runs, its result carries no signal."""
 
 
 @dataclass(frozen=True)
@@ -58,20 +68,33 @@ class Whitening:
 def whitening_from_second_moment(m2: NDArray[np.float64], k: int) -> Whitening:
     """``W = U_K Lambda_K^(-1/2)`` from the top-``K`` eigenpairs of the symmetric ``M2``.
 
+    Eigenvalues below ``EIGENVALUE_FLOOR`` times the largest are raised to
+    that floor; with no positive eigenvalue, the floor is relative to the
+    largest magnitude and :class:`NoSignalWarning` is emitted (module docstring).
+
     Raises
     ------
     ProtocolError
-        If ``M2`` is not finite or its largest eigenvalue is not positive.
+        If ``M2`` is not finite or is zero.
     """
     sym = (np.asarray(m2, dtype=np.float64) + np.asarray(m2, dtype=np.float64).T) / 2.0
     if not np.all(np.isfinite(sym)):
         raise ProtocolError("the combined second moment M2 is not finite")
     values, vectors = np.linalg.eigh(sym)
+    scale = float(np.max(np.abs(values))) if values.size else 0.0
+    if scale == 0.0:
+        raise ProtocolError("the combined second moment M2 is zero; nothing to whiten")
     order = np.argsort(values)[::-1][:k]
     values, vectors = values[order], vectors[:, order]
     if values[0] <= 0:
-        raise ProtocolError(f"the largest eigenvalue of M2 is {values[0]:.3g} <= 0; nothing to whiten")
-    floor = EIGENVALUE_FLOOR * values[0]
+        warnings.warn(
+            f"the combined M2 has no positive eigenvalue (largest {values[0]:.3g}): the result carries no "
+            "signal; the DP noise swamped it (more rows or a larger epsilon) or, for model='mog', sigma "
+            "exceeds the data's spread",
+            NoSignalWarning,
+            stacklevel=2,
+        )
+    floor = EIGENVALUE_FLOOR * (values[0] if values[0] > 0 else scale)
     floored = bool(np.any(values < floor))
     values = np.maximum(values, floor)
     root = np.sqrt(values)

@@ -93,7 +93,9 @@ def prepare_agn_parts(
 ) -> tuple[list[NDArray[np.float64]], int]:
     """Validate the sites' data for ``model`` before anything is sent.
 
-    ``"stm"``: non-negative integer word counts, ``>= 3`` words per document.
+    ``"stm"``: non-negative integer word counts; a document of fewer than 3
+    words contributes nothing (:mod:`mpc_pca.dp.moments`), a site with no
+    longer one is refused.
     ``"mog"``: rows of norm ``<= 1``, enforced by ``row_norm`` (``"clip"`` or
     ``"error"``). Both: finite values, equal feature counts,
     ``1 <= n_components <= D``.

@@ -185,8 +185,11 @@ class CapeAGNDeployment(HoldersFirst):
         self.power = PowerMethodOptions() if power is None else power
 
     def _rows(self, party: str, data: Any, view: Mapping[str, Any], clip: bool) -> NDArray[np.float64]:
+        # clip: the site's own computation (bound the rows, warn); else the pre-flight check (no warning)
         if view["model"] == "stm":  # word counts: checked, never bounded
-            return check_documents(check_own_rows(party, data), int(party.removeprefix("provider")))
+            return check_documents(
+                check_own_rows(party, data), int(party.removeprefix("provider")), warn=clip
+            )
         return prepare_own_rows(party, data, view, self.name, clip=clip)
 
     def public(

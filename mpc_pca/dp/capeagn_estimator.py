@@ -42,8 +42,10 @@ class CapeAGN(ProtocolEstimator):
     n_components : int, default=2
         ``K``, the number of topics / mixture components, ``1 <= K <= D``.
     model : {"stm", "mog"}, default="stm"
-        ``"stm"``: rows are word counts (``>= 3`` words); ``"mog"``: rows are
-        points of norm ``<= 1``.
+        ``"stm"``: rows are word counts, non-negative integers (a document
+        of fewer than 3 words counts in ``N`` but contributes nothing to the
+        moments, with a :class:`~mpc_pca.dp.moments.ShortDocumentsWarning`);
+        ``"mog"``: rows are points of norm ``<= 1``.
     epsilon : float, default=1.0
         Privacy parameter of every site, split between ``M2`` and ``M3``
         (``inf`` disables the noise).
@@ -197,9 +199,20 @@ class CapeAGN(ProtocolEstimator):
         }
 
     def __sklearn_tags__(self) -> Any:
-        """scikit-learn's tags: a single topic model (``model="stm"``) takes word counts, so non-negative rows only."""
+        """scikit-learn's tags: a single topic model (``model="stm"``) takes word counts, non-negative integers.
+
+        ``positive_only`` and ``categorical`` are how scikit-learn's checks learn
+        that an estimator takes non-negative integers (``CategoricalNB`` declares
+        them for its category codes): with both, ``check_estimator`` hands the
+        estimator rounded, shifted rows. Word counts are such integers, so
+        ``model="stm"`` declares both; ``model="mog"`` takes real points and
+        declares neither. The tags only describe the input: a non-integer or
+        negative entry is refused (:meth:`fit`), never rounded.
+        """
         tags = super().__sklearn_tags__()
-        tags.input_tags.positive_only = self.model == "stm"
+        counts = self.model == "stm"
+        tags.input_tags.positive_only = counts
+        tags.input_tags.categorical = counts
         return tags
 
     def _prepare(self, parts: list[Any]) -> list[Any]:

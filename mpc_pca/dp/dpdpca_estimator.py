@@ -46,9 +46,12 @@ class DPDPCA(DPSubspaceMixin, ProtocolEstimator):
         fixed-size definition) or one added/removed row; sets the sensitivity,
         see :func:`centred_scatter_sensitivity`. The data user learns ``N``
         exactly, so ``"add-remove"`` protects the matrix with ``N`` public only.
-    row_norm : {"error", "clip"}, default="error"
-        Rows must have norm <= 1: raise on a longer row, or clip it locally
-        at its owner (:mod:`mpc_pca.dp.preprocessing`).
+    row_norm : {"clip", "error"}, default="clip"
+        Rows must have norm <= 1 (the DP sensitivities assume it): clip a
+        longer row locally at its owner, warning
+        :class:`~mpc_pca.validation.RowsClippedWarning` with how many rows
+        were clipped (:mod:`mpc_pca.dp.preprocessing`), as every DP estimator
+        here and the command line do; or raise on it (``"error"``).
     key_bits : int, default=2048
         Paillier modulus size (2048 or 3072).
     frac_bits : int, default=40
@@ -138,7 +141,7 @@ class DPDPCA(DPSubspaceMixin, ProtocolEstimator):
         epsilon: float = 1.0,
         delta: float = 1e-5,
         neighbour: Neighbour | str = "replace-one",
-        row_norm: str = "error",
+        row_norm: str = "clip",
         key_bits: int = 2048,
         frac_bits: int = 40,
         mask_bits: int = 128,

@@ -19,12 +19,26 @@ Single topic model (``model="stm"``)
     * triples: ``(c^(x)3 - sum over the 3 placements of diag(c) (x) c + 2 diag3(c)) / (L (L - 1) (L - 2))``
       (inclusion-exclusion over coinciding positions).
 
-    Every document needs ``L >= 3`` words. Both contributions are
-    entry-wise non-negative with entries summing to 1, so their Frobenius norm
-    is at most 1 and replacing one document moves ``M2`` or ``M3`` by at most
-    ``sqrt(2) / N`` in Frobenius norm (two non-negative tensors of norm <= 1):
-    **Delta2 = Delta3 = sqrt(2)/N**, the paper's values (replace-one). Under
-    add-remove (``N`` public) the change is one contribution: ``1/N``.
+    Both contributions are entry-wise non-negative with entries summing to
+    1, so their Frobenius norm is at most 1 and replacing one document moves
+    ``M2`` or ``M3`` by at most ``sqrt(2) / N`` in Frobenius norm (two
+    non-negative tensors of norm <= 1): **Delta2 = Delta3 = sqrt(2)/N**, the
+    paper's values (replace-one). Under add-remove (``N`` public) the change
+    is one contribution: ``1/N``.
+
+    Short documents. A document of ``L < 3`` words (a row of zeros included)
+    has no triple of distinct word positions: it contributes zero to both
+    ``M2`` and ``M3`` and still counts in ``N`` (a zero contribution keeps
+    the bounds above, so the sensitivities stand). With ``p`` the share of
+    documents of ``>= 3`` words (the model draws a document's length
+    independently of its topic), the moments are ``p M2`` and ``p M3``, and
+    ``p`` cancels exactly in the recovery (:mod:`mpc_pca.dp.agn_core`):
+    ``W`` becomes ``W / sqrt(p)``, ``lambda_k`` becomes ``lambda_k / sqrt(p)``,
+    ``B`` becomes ``sqrt(p) B``, so ``mu_k = lambda_k B v_k`` is unchanged and
+    the weights, normalised, too. Only the signal against the fixed DP noise
+    shrinks by ``p``; each site warns (:class:`ShortDocumentsWarning`) with its
+    count. Keeping ``L = 2`` documents in ``M2`` alone would scale the two
+    moments differently and bias the recovery.
 
 Mixture of spherical Gaussians (``model="mog"``), common known variance ``sigma^2``
     ``M2 = E[x x^T] - sigma^2 I`` and
@@ -50,6 +64,7 @@ output of the ``M2`` stage), so the bound is data-independent given ``W``.
 from __future__ import annotations
 
 import math
+import warnings
 from numbers import Real
 
 import numpy as np
@@ -60,8 +75,18 @@ from protocols.errors import InputValidationError
 
 MODELS = ("stm", "mog")
 
-#: Fewest words a document must have for the triple moment of the single topic model.
+#: Fewest words a document must have to contribute to the single topic model's moments (a triple).
 MIN_DOCUMENT_LENGTH = 3
+
+
+class ShortDocumentsWarning(UserWarning):
+    """Documents of fewer than three words contribute nothing to the single topic model's moments.
+
+    Emitted by the site that holds them, with the count (local information,
+    never sent). The documents are not changed or dropped: they count in
+    ``N`` and contribute zero (module docstring), so the estimate is
+    unchanged but the DP noise weighs more.
+    """
 
 
 def check_model(model: object) -> str:
@@ -95,16 +120,28 @@ def check_sigma(model: str, sigma: object) -> float | None:
     return float(sigma)
 
 
-def check_documents(counts: NDArray[np.float64], index: int) -> NDArray[np.float64]:
-    """Check that part ``index`` is a word-count matrix with at least 3 words per document.
+def check_documents(counts: NDArray[np.float64], index: int, *, warn: bool = False) -> NDArray[np.float64]:
+    """Check that part ``index`` is a word-count matrix with a document of at least 3 words.
+
+    Documents of fewer than ``MIN_DOCUMENT_LENGTH`` words are accepted as
+    they are: they contribute zero to the moments (module docstring). With
+    ``warn``, their count is reported as a :class:`ShortDocumentsWarning`
+    (sites warn once, when they compute; the pre-flight checks do not).
 
     Raises
     ------
     InputValidationError
-        Naming the first offending row and its value: a negative or
-        non-integer count, or a document shorter than ``MIN_DOCUMENT_LENGTH``.
+        For a vocabulary of one word (``n_features = 1``); naming the first
+        offending row and its value, for a negative or non-integer count; or, when no document of the part has
+        ``MIN_DOCUMENT_LENGTH`` words, the part's longest document (the site
+        would contribute noise only).
     """
     arr = np.asarray(counts, dtype=np.float64)
+    if arr.shape[1] < 2:
+        raise InputValidationError(
+            f"part {index} has n_features = {arr.shape[1]}: model='stm' needs a vocabulary of at least 2 "
+            "words (with one word, every topic is that word and there is nothing to learn)"
+        )
     bad = np.argwhere((arr < 0) | (arr != np.round(arr)))
     if bad.size:
         row, col = (int(v) for v in bad[0])
@@ -113,12 +150,19 @@ def check_documents(counts: NDArray[np.float64], index: int) -> NDArray[np.float
             "non-negative integer word counts"
         )
     lengths = arr.sum(axis=1)
-    short = np.flatnonzero(lengths < MIN_DOCUMENT_LENGTH)
-    if short.size:
-        row = int(short[0])
+    short = int(np.count_nonzero(lengths < MIN_DOCUMENT_LENGTH))
+    if short == arr.shape[0]:
+        longest = int(lengths.max()) if lengths.size else 0
         raise InputValidationError(
-            f"part {index} row {row} has {int(lengths[row])} words < {MIN_DOCUMENT_LENGTH}; the single "
-            "topic model's third moment needs three distinct word positions per document"
+            f"part {index}: none of its {arr.shape[0]} documents has {MIN_DOCUMENT_LENGTH} words (the longest "
+            f"has {longest}); the single topic model's moments need three distinct word positions per document"
+        )
+    if short and warn:
+        warnings.warn(
+            f"part {index}: {short} of {arr.shape[0]} documents have fewer than {MIN_DOCUMENT_LENGTH} words; "
+            "they count in N but contribute nothing to the moments (the DP noise weighs more)",
+            ShortDocumentsWarning,
+            stacklevel=2,
         )
     return arr
 
@@ -127,12 +171,13 @@ def check_documents(counts: NDArray[np.float64], index: int) -> NDArray[np.float
 
 
 def _stm_weights(counts: NDArray[np.float64], order: int) -> NDArray[np.float64]:
-    """``1 / (N L (L-1) ... (L-order+1))`` per document."""
+    """``1 / (N L (L-1) ... (L-order+1))`` per document, 0 for a document of fewer than 3 words."""
     lengths = counts.sum(axis=1)
     denom = np.ones_like(lengths)
     for j in range(order):
         denom = denom * (lengths - j)
-    return 1.0 / (counts.shape[0] * denom)
+    usable = lengths >= MIN_DOCUMENT_LENGTH
+    return np.divide(1.0, counts.shape[0] * denom, out=np.zeros_like(lengths), where=usable)
 
 
 def stm_second_moment(counts: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from mpc_pca.dp.moments import (
+    ShortDocumentsWarning,
     check_documents,
     check_sigma,
     mog_second_moment,
@@ -49,6 +50,28 @@ def test_stm_moments_equal_the_distinct_position_average():
     np.testing.assert_allclose(stm_whitened_third_moment(counts, np.eye(d)), m3, atol=1e-15)
     w = rng.normal(size=(d, 3))
     np.testing.assert_allclose(stm_whitened_third_moment(counts, w), multilinear(m3, w, w, w), atol=1e-13)
+
+
+def test_short_documents_are_kept_counted_in_n_and_contribute_zero():
+    """Documents of < 3 words stay (unchanged, counted in N) and add nothing: the moments scale by the usable share."""
+    rng = np.random.default_rng(2)
+    d = 5
+    usable = counts_of([rng.integers(0, d, size=n) for n in (3, 4, 6, 9)], d)
+    short = np.array([[0, 0, 0, 0, 0], [1, 0, 0, 0, 0], [0, 1, 0, 1, 0]], dtype=np.float64)
+    both = np.vstack([usable, short])
+    with pytest.warns(ShortDocumentsWarning, match=r"part 3: 3 of 7 documents have fewer than 3 words"):
+        checked = check_documents(both, 3, warn=True)
+    np.testing.assert_array_equal(checked, both)
+    share = usable.shape[0] / both.shape[0]
+    np.testing.assert_allclose(stm_second_moment(both), share * stm_second_moment(usable), atol=1e-15)
+    w = rng.normal(size=(d, 2))
+    np.testing.assert_allclose(
+        stm_whitened_third_moment(both, w), share * stm_whitened_third_moment(usable, w), atol=1e-14
+    )
+    # the sensitivity bound holds with a short document among the neighbours (its contribution is zero)
+    other = both.copy()
+    other[0] = [0, 0, 0, 0, 0]
+    assert np.linalg.norm(stm_second_moment(both) - stm_second_moment(other)) <= math.sqrt(2) / both.shape[0]
 
 
 def test_mog_moments_match_their_definition():
@@ -115,10 +138,14 @@ def test_replacing_one_row_moves_the_moments_by_at_most_the_sensitivity():
 
 
 def test_document_and_sigma_checks_name_the_value_and_limit():
-    with pytest.raises(InputValidationError, match=r"row 1 has 2 words < 3"):
-        check_documents(np.array([[1.0, 2.0], [1.0, 1.0]]), 0)
+    with pytest.raises(
+        InputValidationError, match=r"none of its 2 documents has 3 words \(the longest has 2\)"
+    ):
+        check_documents(np.array([[1.0, 1.0], [0.0, 1.0]]), 0)
     with pytest.raises(InputValidationError, match=r"row 0 column 1 holds 0.5"):
         check_documents(np.array([[3.0, 0.5]]), 0)
+    with pytest.raises(InputValidationError, match=r"part 2 has n_features = 1"):
+        check_documents(np.array([[3.0], [4.0]]), 2)
     with pytest.raises(InputValidationError, match="model='mog' needs sigma"):
         check_sigma("mog", None)
     with pytest.raises(InputValidationError, match=r"sigma=-1.0 must be a finite number >= 0"):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from mpc_pca.dp.agn_core import whitening_from_second_moment
+from mpc_pca.dp.agn_core import EIGENVALUE_FLOOR, NoSignalWarning, whitening_from_second_moment
 from mpc_pca.dp.tensor_power import robust_tensor_power_method
 from mpc_pca.dp.tensors import (
     multilinear,
@@ -19,7 +19,7 @@ from mpc_pca.dp.tensors import (
     unique_indices,
     unpack_symmetric3,
 )
-from protocols.errors import InputValidationError
+from protocols.errors import InputValidationError, ProtocolError
 
 
 def test_pack_unpack_round_trip_and_entry_count():
@@ -95,3 +95,14 @@ def test_whitening_gives_identity_without_noise():
     whitened = multilinear(m3, white.matrix, white.matrix, white.matrix)
     values, _ = robust_tensor_power_method(whitened, 3, rng)
     np.testing.assert_allclose(np.sort(values), np.sort(1 / np.sqrt(weights)), rtol=1e-9)
+
+
+def test_whitening_without_a_positive_eigenvalue_warns_and_stays_finite():
+    """Noise that swamps M2 gives a (signal-free) whitening and a NoSignalWarning, not an error after the release."""
+    m2 = -np.diag([0.5, 0.2, 0.1, 0.05])
+    with pytest.warns(NoSignalWarning, match=r"no positive eigenvalue \(largest -0.05\)"):
+        white = whitening_from_second_moment(m2, 2)
+    assert np.all(np.isfinite(white.matrix)) and white.floored
+    np.testing.assert_allclose(white.eigenvalues, [EIGENVALUE_FLOOR * 0.5] * 2)
+    with pytest.raises(ProtocolError, match="M2 is zero"):
+        whitening_from_second_moment(np.zeros((3, 3)), 2)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 import pytest
@@ -14,7 +15,12 @@ from mpc_pca.dp.agn_privacy import AGNBudget
 from mpc_pca.dp.cape import joint_view_factor
 from mpc_pca.dp.capeagn_deploy import CapeAGNDeployment
 from mpc_pca.dp.mechanisms import Neighbour
-from mpc_pca.dp.moments import mog_second_moment, stm_second_moment, stm_whitened_third_moment
+from mpc_pca.dp.moments import (
+    ShortDocumentsWarning,
+    mog_second_moment,
+    stm_second_moment,
+    stm_whitened_third_moment,
+)
 from mpc_pca.dp.recovery import recovery_error
 from mpc_pca.threads import ThreadsRun, run_protocol
 from protocols.dp.calibration import analytic_gaussian_sigma
@@ -204,10 +210,34 @@ def test_nan_and_bad_documents_are_refused():
     parts[0][2, 1] = np.nan
     with pytest.raises(InputValidationError, match=r"part 0.*(NaN|finite)"):
         CapeAGN(2, model="mog", sigma=0.1, random_state=0).fit(parts)
-    docs = [np.full((5, 4), 1.0), np.full((5, 4), 1.0)]
-    docs[1][4] = [1.0, 1.0, 0.0, 0.0]
-    with pytest.raises(InputValidationError, match="part 1 row 4 has 2 words < 3"):
+    docs = [np.full((5, 4), 1.0), np.full((2, 4), 0.0)]
+    docs[1][1] = [1.0, 1.0, 0.0, 0.0]
+    with pytest.raises(InputValidationError, match="part 1: none of its 2 documents has 3 words"):
         CapeAGN(2, model="stm", random_state=0).fit(docs)
+
+
+def test_short_documents_change_nothing_without_noise():
+    """Documents of < 3 words count in N and contribute zero: the moments scale by the usable share, which cancels.
+
+    With ``epsilon=inf`` the components and weights fitted with 30 % short
+    documents added (rows of zeros, one or two words) are those fitted without
+    them; a short document mis-weighted (or N not counting it) would move them.
+    """
+    sample = make_topic_model(3000, n_words=12, n_topics=3, n_sites=2, rng=np.random.default_rng(3))
+    rng = np.random.default_rng(4)
+    with_short = []
+    for part in sample.parts:
+        short = np.zeros((int(0.3 * part.shape[0]), part.shape[1]))
+        for row in short:
+            row[rng.integers(0, part.shape[1], size=rng.integers(0, 3))] += 1.0
+        with_short.append(np.vstack([part, short]))
+    fit = partial(CapeAGN, 3, model="stm", epsilon=math.inf, random_state=0)
+    plain = fit().fit(sample.parts)
+    with pytest.warns(ShortDocumentsWarning, match=r"part 0: \d+ of \d+ documents have fewer than 3 words"):
+        padded = fit().fit(with_short)
+    assert padded.n_samples_ == sum(p.shape[0] for p in with_short) > plain.n_samples_ == 3000
+    np.testing.assert_allclose(padded.components_, plain.components_, atol=1e-8)
+    np.testing.assert_allclose(padded.weights_, plain.weights_, atol=1e-8)
 
 
 def test_aggregate_noise_has_the_pooled_variance_in_both_stages():

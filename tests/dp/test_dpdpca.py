@@ -18,6 +18,7 @@ from mpc_pca.dp.dpdpca import (
 )
 from mpc_pca.dp.dpdpca_estimator import DPDPCA
 from mpc_pca.dp.mechanisms import Neighbour
+from mpc_pca.validation import RowsClippedWarning
 from protocols.dp.calibration import analytic_gaussian_epsilon, analytic_gaussian_sigma
 from protocols.errors import InputValidationError
 from protocols.runtime import run_inprocess
@@ -182,14 +183,14 @@ def test_bad_parameters_rejected_before_any_send(no_run, unit_wine, params, matc
 def test_rows_longer_than_one_are_an_error_or_clipped(no_run):
     X = np.ones((6, 3))
     with pytest.raises(InputValidationError, match=r"norm 1.73205 > 1"):
-        DPDPCA(**FAST_KEY).fit([X[:3], X[3:]])
+        DPDPCA(row_norm="error", **FAST_KEY).fit([X[:3], X[3:]])
 
 
 def test_clipping_rows_lets_the_protocol_run():
+    """The default, row_norm='clip' (as every DP estimator): each long row is clipped at its owner, with the count."""
     X = np.random.default_rng(3).normal(size=(40, 4)) * 5
-    model = DPDPCA(n_components=2, epsilon=math.inf, row_norm="clip", random_state=1, **FAST_KEY).fit(
-        np.array_split(X, 2)
-    )
+    with pytest.warns(RowsClippedWarning, match=r"site 0: \d+ of 20 rows had norm > 1"):
+        model = DPDPCA(n_components=2, epsilon=math.inf, random_state=1, **FAST_KEY).fit(np.array_split(X, 2))
     clipped = X / np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
     assert np.allclose(model.noisy_scatter_, centred_scatter(clipped), atol=1e-9)
 
