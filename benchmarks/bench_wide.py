@@ -50,9 +50,22 @@ from threadpoolctl import threadpool_info, threadpool_limits
 from benchmarks import bench_wide_cohort as cohort_module
 from benchmarks.bench_wide_memory import site_peak, write_random_bed
 from benchmarks.bench_wide_plot import plot
-from benchmarks.bench_wide_reference import accuracy, agreement, clusters, exact_top, sklearn_top, standardize_in_place
+from benchmarks.bench_wide_reference import (
+    accuracy,
+    agreement,
+    clusters,
+    exact_top,
+    sklearn_top,
+    standardize_in_place,
+)
 from benchmarks.bench_wide_runs import (
-    Clock, plaintext_run, secure_run, secure_scores, solver_settings, traffic, versus_plaintext,
+    Clock,
+    plaintext_run,
+    secure_run,
+    secure_scores,
+    solver_settings,
+    traffic,
+    versus_plaintext,
 )  # fmt: skip
 from benchmarks.output import add_out_argument, output_dir, write_json
 from mpc_pca.studies.machine import describe_machine as machine
@@ -63,7 +76,13 @@ STRUCTURE = 4
 SEED = 37
 FULL = {"individuals": 10_000, "snps": 100_000, "stream_individuals": 2_000, "stream_snps": 1_000_000,
         "stream_chunk_rows": 100}  # fmt: skip
-QUICK = {"individuals": 500, "snps": 2_000, "stream_individuals": 500, "stream_snps": 20_000, "stream_chunk_rows": 50}
+QUICK = {
+    "individuals": 500,
+    "snps": 2_000,
+    "stream_individuals": 500,
+    "stream_snps": 20_000,
+    "stream_chunk_rows": 50,
+}
 
 
 def parse_args() -> argparse.Namespace:
@@ -72,8 +91,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="500 x 2,000, a 20,000-SNP streamed site (CI)")
     for key, value in FULL.items():
         flag = "--" + key.replace("_", "-")
-        parser.add_argument(flag, type=int, default=None, help=f"default {value:,} ({QUICK[key]:,} with --quick)")
-    parser.add_argument("--workdir", type=Path, default=None, help="folder for the .bed files (default: a temp dir)")
+        parser.add_argument(
+            flag, type=int, default=None, help=f"default {value:,} ({QUICK[key]:,} with --quick)"
+        )
+    parser.add_argument(
+        "--workdir", type=Path, default=None, help="folder for the .bed files (default: a temp dir)"
+    )
     add_out_argument(parser)
     args = parser.parse_args()
     sizes = QUICK if args.quick else FULL
@@ -160,7 +183,9 @@ def references(pooled: np.ndarray, runs: dict[str, Any], settings: dict[str, Any
             "exact_eigenvalues": values.tolist(),
             "secure_eigenvalues": model.explained_variance.tolist(),
             "sklearn_eigenvalues": sk_values.tolist(),
-            "secure_vs_exact": accuracy(model.explained_variance, model.components, values, components, STRUCTURE),
+            "secure_vs_exact": accuracy(
+                model.explained_variance, model.components, values, components, STRUCTURE
+            ),
             "sklearn_vs_exact": accuracy(sk_values, sk_components, values, components, STRUCTURE),
             "plaintext_vs_exact": accuracy(
                 runs["reference"].eigenvalues, runs["reference"].components, values, components, STRUCTURE
@@ -185,7 +210,9 @@ def memory_report(paths: list[Path], args: argparse.Namespace, workdir: Path) ->
     width = solver_settings(K, SEED)["n_oversamples"] + K
     sites = {f"provider{i}": site_peak(path, width, K, seed=SEED) for i, path in enumerate(paths)}
     with Clock() as clock:
-        big = write_random_bed(workdir / "stream" / "wide_site.bed", args.stream_individuals, args.stream_snps, SEED)
+        big = write_random_bed(
+            workdir / "stream" / "wide_site.bed", args.stream_individuals, args.stream_snps, SEED
+        )
     stream = site_peak(big, width, K, args.stream_chunk_rows, SEED, with_scores=False)
     return {"per_provider": sites, "stream": {**stream, "write_seconds": clock.timed.wall}}
 
@@ -245,7 +272,9 @@ def summary(payload: dict[str, Any]) -> dict[str, Any]:
         "cluster_agreement_secure_vs_exact": payload["clusters"]["secure_vs_exact"],
         "target_cluster_agreement": 0.99,
         "stream_peak_within_bound": payload["memory"]["stream"]["within_bound"],
-        "providers_peak_within_bound": all(s["within_bound"] for s in payload["memory"]["per_provider"].values()),
+        "providers_peak_within_bound": all(
+            s["within_bound"] for s in payload["memory"]["per_provider"].values()
+        ),
     }
 
 
@@ -256,7 +285,10 @@ def main() -> None:
     for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BED_READER_NUM_THREADS"):
         os.environ[name] = "1"  # inherited by the memory children (spawned) and read by bed-reader
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp, threadpool_limits(1):
-        blas = [{k: v for k, v in i.items() if k in ("internal_api", "num_threads", "version")} for i in threadpool_info()]
+        blas = [
+            {k: v for k, v in i.items() if k in ("internal_api", "num_threads", "version")}
+            for i in threadpool_info()
+        ]
         payload = measure(args, Path(tmp))
     extra = payload.pop("_plot")
     payload = {

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -129,7 +130,7 @@ def simulate(n_individuals: int, n_snps: int, seed: int = 2026) -> Cohort:
 def site_slices(n_individuals: int) -> list[slice]:
     """The consecutive (shuffled) individuals of each site (:data:`SITE_SHARES`)."""
     bounds = np.cumsum([0, *uneven_counts(n_individuals, SITE_SHARES)])
-    return [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    return [slice(int(a), int(b)) for a, b in pairwise(bounds)]
 
 
 def write_sites(cohort: Cohort, folder: Path) -> list[Path]:

@@ -170,7 +170,9 @@ def write_random_bed(path: Path, n: int, d: int, seed: int = 0) -> Path:
     path.with_suffix(".fam").write_text("".join(f"fam{i} ind{i} 0 0 0 -9\n" for i in range(n)))
     with path.with_suffix(".bim").open("w") as bim:
         for start in range(0, d, WRITE_BLOCK):
-            bim.write("".join(f"1\trnd{j}\t0\t{j + 1}\tA\tG\n" for j in range(start, min(d, start + WRITE_BLOCK))))
+            bim.write(
+                "".join(f"1\trnd{j}\t0\t{j + 1}\tA\tG\n" for j in range(start, min(d, start + WRITE_BLOCK)))
+            )
     padded = -(-n // 4) * 4
     with path.open("wb") as bed:
         bed.write(bytes([0x6C, 0x1B, 0x01]))

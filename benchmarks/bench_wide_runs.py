@@ -70,9 +70,7 @@ def secure_run(parts: Sequence[Any], settings: dict[str, Any]) -> tuple[ThreadsR
     return done, clock.timed
 
 
-def plaintext_run(
-    parts: Sequence[Rows], settings: dict[str, Any]
-) -> tuple[SubspaceResult, Moments, Timed]:
+def plaintext_run(parts: Sequence[Rows], settings: dict[str, Any]) -> tuple[SubspaceResult, Moments, Timed]:
     """The same algorithm in plaintext over ``parts`` (their sums and products added in the clear), timed."""
     with Clock() as clock:
         stats = [site_sums(part) for part in parts]
@@ -119,8 +117,9 @@ def versus_plaintext(done: ThreadsRun, reference: SubspaceResult) -> dict[str, A
         "max_abs_component_difference_sign_aligned": float(
             np.max(np.abs(aligned(model.components, reference.components) - reference.components))
         ),
-        "sign_flipped_components": np.flatnonzero(np.sum(model.components * reference.components, axis=1) < 0)
-        .tolist(),
+        "sign_flipped_components": np.flatnonzero(
+            np.sum(model.components * reference.components, axis=1) < 0
+        ).tolist(),
         "max_eigenvalue_relative_difference": float(
             np.max(np.abs(model.explained_variance - reference.eigenvalues) / reference.eigenvalues)
         ),
