@@ -18,14 +18,15 @@ both recorded), with k = 10, 10 oversamples, scikit-learn's ``auto`` power
    (:func:`mpc_pca.wide.subspace.randomized_pca`), timed in turn;
 3. the secure run again with each site streaming its ``.bed`` file in chunks
    (:class:`mpc_pca.data.genotype_part.BedPart`, as ``mpc-pca party --data
-   site.bed``), beside the plaintext algorithm over the same streamed files;
+   site.bed``), beside the plaintext algorithm over the same streamed files
+   (``--skip-streamed-runs`` leaves this step out: ``"streamed": null``);
 4. scikit-learn's ``randomized_svd`` of the pooled standardized matrix and the
    exact top-k decomposition (the ``N x N`` Gram matrix's eigenpairs,
    :mod:`benchmarks.bench_wide_reference`); subspace angles and eigenvalue
    errors of the 4 structure components and of all k;
 5. k-means (5 clusters) on the first 4 PC scores: the secure scores (each site
    computed its own) against the exact ones and the true populations;
-6. each site's peak memory in a child process streaming its file
+6. each site's peak memory in a child process streaming its file (its sums and one product)
    (:mod:`benchmarks.bench_wide_memory`), and one site of a 1,000,000-SNP
    ``.bed`` file streamed under the bound stated there.
 
@@ -96,6 +97,11 @@ def parse_args() -> argparse.Namespace:
         )
     parser.add_argument(
         "--workdir", type=Path, default=None, help="folder for the .bed files (default: a temp dir)"
+    )
+    parser.add_argument(
+        "--skip-streamed-runs",
+        action="store_true",
+        help="leave out step 3 (the secure and plaintext runs over the streamed files: 22 passes over every file)",
     )
     add_out_argument(parser)
     args = parser.parse_args()
@@ -208,7 +214,10 @@ def cluster_report(secure: np.ndarray, exact: np.ndarray, truth: np.ndarray) -> 
 def memory_report(paths: list[Path], args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     """Step 6: each site's peak in a child process; then the streamed 1,000,000-SNP site."""
     width = solver_settings(K, SEED)["n_oversamples"] + K
-    sites = {f"provider{i}": site_peak(path, width, K, seed=SEED) for i, path in enumerate(paths)}
+    sites = {
+        f"provider{i}": site_peak(path, width, K, seed=SEED, with_scores=False)
+        for i, path in enumerate(paths)
+    }
     with Clock() as clock:
         big = write_random_bed(
             workdir / "stream" / "wide_site.bed", args.stream_individuals, args.stream_snps, SEED
@@ -232,12 +241,15 @@ def measure(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     pooled, parts, read_seconds = load_pooled(paths, args.individuals, args.snps)
     runs = in_memory_runs(parts, pooled, settings)
     print(f"in memory: {runs['report']['secure']} vs {runs['report']['plaintext_pooled']}", flush=True)
-    streamed_done, streamed = streamed_runs(paths, settings)
-    streamed["equal_to_in_memory_run"] = float(
-        np.max(np.abs(streamed_done.output.components - runs["done"].output.components))
-    )
-    print(f"streamed: {streamed['secure']} vs {streamed['plaintext_same_files']}", flush=True)
+    streamed: dict[str, Any] | None = None
+    if not args.skip_streamed_runs:
+        streamed_done, streamed = streamed_runs(paths, settings)
+        streamed["equal_to_in_memory_run"] = float(
+            np.max(np.abs(streamed_done.output.components - runs["done"].output.components))
+        )
+        print(f"streamed: {streamed['secure']} vs {streamed['plaintext_same_files']}", flush=True)
     refs = references(pooled, runs, settings)
+    print(f"references: {refs['report']['secure_vs_exact']}", flush=True)
     del pooled, parts
     scores = secure_scores(runs["done"])
     memory = memory_report(paths, args, workdir)

@@ -36,11 +36,12 @@ def plot(payload: dict[str, Any], scores: np.ndarray, populations: np.ndarray, p
     bars = {
         "secure\n(arrays)": runs["secure"]["wall_seconds"],
         "plaintext\n(pooled)": runs["plaintext_pooled"]["wall_seconds"],
-        "secure\n(.bed stream)": streamed["secure"]["wall_seconds"],
-        "plaintext\n(.bed stream)": streamed["plaintext_same_files"]["wall_seconds"],
-        "sklearn\nrandomized_svd": refs["sklearn_randomized_svd"]["wall_seconds"],
-        "exact\n(Gram eigh)": refs["exact_gram_eigh"]["wall_seconds"],
     }
+    if streamed is not None:
+        bars["secure\n(.bed stream)"] = streamed["secure"]["wall_seconds"]
+        bars["plaintext\n(.bed stream)"] = streamed["plaintext_same_files"]["wall_seconds"]
+    bars["sklearn\nrandomized_svd"] = refs["sklearn_randomized_svd"]["wall_seconds"]
+    bars["exact\n(Gram eigh)"] = refs["exact_gram_eigh"]["wall_seconds"]
     axes[2].bar(range(len(bars)), list(bars.values()), color="tab:blue")
     axes[2].set_xticks(range(len(bars)), list(bars), fontsize=7)
     axes[2].set_ylabel("wall seconds, one BLAS thread")
