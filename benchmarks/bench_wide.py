@@ -33,7 +33,9 @@ both recorded), with k = 10, 10 oversamples, scikit-learn's ``auto`` power
 Usage: ``python -m benchmarks.bench_wide [--quick]`` writes
 ``benchmarks/results/wide.json`` and ``wide.png`` (``--quick``: 500 x 2,000 and
 a 20,000-SNP streamed site, seconds). Needs the ``bench-genotype`` extra
-(``msprime``, ``bed-reader``).
+(``msprime``, ``bed-reader``). The published ``wide.json`` is the full size run with
+``--skip-streamed-runs --workdir /tmp/i37_work`` (34 min on a 2-core machine shared with other jobs;
+step 3 would have added 22 passes over every file); the quick run includes step 3.
 """
 
 from __future__ import annotations

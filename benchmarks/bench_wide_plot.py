@@ -43,7 +43,7 @@ def plot(payload: dict[str, Any], scores: np.ndarray, populations: np.ndarray, p
     bars["sklearn\nrandomized_svd"] = refs["sklearn_randomized_svd"]["wall_seconds"]
     bars["exact\n(Gram eigh)"] = refs["exact_gram_eigh"]["wall_seconds"]
     axes[2].bar(range(len(bars)), list(bars.values()), color="tab:blue")
-    axes[2].set_xticks(range(len(bars)), list(bars), fontsize=7)
+    axes[2].set_xticks(range(len(bars)), list(bars), fontsize=7, rotation=35, ha="right")
     axes[2].set_ylabel("wall seconds, one BLAS thread")
     axes[2].set_title("run times in one process")
     fig.suptitle(
