@@ -40,14 +40,16 @@ What each member learns beyond the ladder's (docs/secure_tensor.md section 8):
 the holders see ``S``, ``H`` and ``Q`` (the projections of ``Ĉ`` and ``Ĉ^2`` onto the
 Krylov space of the public start, ``j + 1`` blocks of ``b`` columns: their Ritz
 values are estimates of the top ``(j + 1) b`` eigenvalues of ``2^s Ĉ``), and every
-member the exponent ``e``; the dealer learns the stop decisions and the bound, the
+member the exponent ``e``; the dealer learns the stop decisions, the bound and each
+block's width (how many directions were deflated), the
 receiver only ``B`` and ``B^T Ĉ_hi B`` (as with the ladder).
 
-Stop rule bound (:func:`~protocols.tensor.krylov_math.angle_bound`): with the
-Ritz basis ``V`` and ``R = Ĉ V - V Theta``, ``tan`` of the largest angle between
-``V`` and the top-k eigenspace is at most ``rho / sqrt(1 - rho^2)``,
-``rho = |R|_F / (g theta_k - (1 - g) |R|_F)`` (Davis-Kahan sin-Theta with the
-assumed eigengap ``g``), ``|R|_F`` the opened residuals plus the truncation noise.
+Stop rule bound (:func:`~protocols.tensor.krylov_math.ritz_angle_bound`): with the
+Ritz basis ``V``, ``r_i = Ĉ v_i - theta_i v_i`` (opened residual plus truncation noise)
+and ``mu = (1 - g)(theta_k + |R|_F)`` bounding ``lambda_(k+1)`` under the assumed
+eigengap ``g``, ``sin`` of the largest angle between ``V`` and the top-k eigenspace is at
+most ``rho = sqrt(sum_i (|r_i| / (theta_i - mu))^2)`` and ``tan`` at most
+``rho / sqrt(1 - rho^2)`` (never above Davis-Kahan's ``|R|_F / (theta_k - mu)``).
 """
 
 from __future__ import annotations
