@@ -30,7 +30,8 @@ Steps (every member calls with the same public arguments; ``to`` is the dealer):
 3. Stop when the bound is at most ``tol``, when it no longer falls below twice the
    truncation noise, when the next block would exceed ``d`` columns or the new block
    vanishes (the space is invariant), or at ``max_blocks``; a last block narrower than ``b``
-   fills the basis up to ``d`` columns. Then ``V = K Y`` for the
+   fills the basis up to ``d`` columns, and a direction of the new block that vanished
+   within fixed point is deflated (the block is narrower; holder 0 tells the dealer its width). Then ``V = K Y`` for the
    top-k Ritz coefficients ``Y`` and the ladder's masked Rayleigh-Ritz step
    (holder 0's Haar rotation ``S``, ``B = V S``, the receiver gets ``B`` and
    ``B^T Ĉ_hi B``).
@@ -39,14 +40,16 @@ What each member learns beyond the ladder's (docs/secure_tensor.md section 8):
 the holders see ``S``, ``H`` and ``Q`` (the projections of ``Ĉ`` and ``Ĉ^2`` onto the
 Krylov space of the public start, ``j + 1`` blocks of ``b`` columns: their Ritz
 values are estimates of the top ``(j + 1) b`` eigenvalues of ``2^s Ĉ``), and every
-member the exponent ``e``; the dealer learns the stop decisions and the bound, the
+member the exponent ``e``; the dealer learns the stop decisions, the bound and each
+block's width (how many directions were deflated), the
 receiver only ``B`` and ``B^T Ĉ_hi B`` (as with the ladder).
 
-Stop rule bound (:func:`~protocols.tensor.krylov_math.angle_bound`): with the
-Ritz basis ``V`` and ``R = Ĉ V - V Theta``, ``tan`` of the largest angle between
-``V`` and the top-k eigenspace is at most ``rho / sqrt(1 - rho^2)``,
-``rho = |R|_F / (g theta_k - (1 - g) |R|_F)`` (Davis-Kahan sin-Theta with the
-assumed eigengap ``g``), ``|R|_F`` the opened residuals plus the truncation noise.
+Stop rule bound (:func:`~protocols.tensor.krylov_math.ritz_angle_bound`): with the
+Ritz basis ``V``, ``r_i = Ĉ v_i - theta_i v_i`` (opened residual plus truncation noise)
+and ``mu = (1 - g)(theta_k + |R|_F)`` bounding ``lambda_(k+1)`` under the assumed
+eigengap ``g``, ``sin`` of the largest angle between ``V`` and the top-k eigenspace is at
+most ``rho = sqrt(sum_i (|r_i| / (theta_i - mu))^2)`` and ``tan`` at most
+``rho / sqrt(1 - rho^2)`` (never above Davis-Kahan's ``|R|_F / (theta_k - mu)``).
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from protocols.errors import InputValidationError, ProtocolError
+from protocols.messages import expect_real_array
 from protocols.tensor.batched import open_products, reveal_many, times_public, truncate_many
 from protocols.tensor.eig import _check_symmetric
 from protocols.tensor.fast_eig import (
@@ -238,11 +242,29 @@ def _krylov_block(
     if done:
         return state, True
     rows = big_k.shape[1] + x_j.shape[1]
+    width = _tell_width(session, coeffs.shape[1] if coeffs is not None else width, width)
     matrix = coeffs if coeffs is not None else np.zeros((rows, width))
     widened = [_widened(u) for u in basis.u]
     (u_next,) = truncate_many([(times_public(_hstack([*widened, x_j]), matrix, G_K), F_KX + G_K - F)])
     basis.u.append(u_next)
     return state, False
+
+
+def _tell_width(session: TensorSession, width: int, limit: int) -> int:
+    """Holder 0 tells the dealer the next block's width (below ``limit`` when directions were deflated).
+
+    Every holder computes the same width from the same opened Grams; the dealer needs it to
+    deal the next truncation and learns how many directions vanished (docs section 8.6).
+    """
+    leader = session.holders[0]
+    if session.party.name == leader:
+        session.party.send(session.dealer, np.array([float(width)]))
+    elif session.is_dealer:
+        (got,) = expect_real_array(session.party.recv(leader), leader, (1,), "the block width")
+        if got not in range(1, limit + 1):
+            raise ProtocolError(f"{leader!r} sent block width {got}, outside 1..{limit}")
+        width = int(got)
+    return width
 
 
 def _stop(plan: FastPlan, bound: float, j: int, exhausted: bool, noise_bound: bool) -> bool:

@@ -115,6 +115,32 @@ def angle_bound(theta: NDArray[np.float64], residual_norm: float, eigengap: floa
     return sine / math.sqrt(1.0 - sine * sine)
 
 
+def ritz_angle_bound(theta: NDArray[np.float64], residuals: NDArray[np.float64], eigengap: float) -> float:
+    """``tan`` bound of the stop rule from each Ritz pair's own distance to the unwanted spectrum.
+
+    ``residuals[i]`` bounds ``|r_i| = |Ĉ v_i - theta_i v_i|`` (opened residual plus truncation
+    noise) for the orthonormal Ritz vectors ``v_i``. As in :func:`angle_bound`,
+    ``lambda_(k+1) <= mu = (1 - g)(theta_k + |R|_F)``. With ``P`` the projector on the
+    eigenvectors of ``lambda_(k+1) ..`` (it commutes with ``Ĉ``), ``P r_i = (Ĉ - theta_i) P v_i``
+    and ``Ĉ - theta_i`` is at least ``theta_i - mu`` in size on ``range P``, so
+    ``|P v_i| <= |r_i| / (theta_i - mu)`` and ``sin^2 Theta <= |P V|_F^2 <= sum_i (|r_i| / (theta_i - mu))^2``.
+    Never above :func:`angle_bound` (whose denominator is ``theta_k - mu`` for every pair), and
+    much below it when ``theta_1 >> theta_k``: the truncation noise of the top pairs, scaled by
+    ``lambda_1``, is weighed against their own gap, not against ``g theta_k``.
+    ``inf`` when ``theta_k <= mu`` or the sine bound reaches 1.
+    """
+    values = np.asarray(theta, dtype=np.float64)
+    r = np.asarray(residuals, dtype=np.float64)
+    mu = (1.0 - eigengap) * (float(values[-1]) + float(np.linalg.norm(r)))
+    gaps = values - mu
+    if float(gaps[-1]) <= 0.0:
+        return math.inf
+    sine = float(np.linalg.norm(r / gaps))
+    if sine >= 1.0:
+        return math.inf
+    return sine / math.sqrt(1.0 - sine * sine)
+
+
 def ritz_state(
     grams: tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]],
     k: int,
@@ -122,11 +148,17 @@ def ritz_state(
     eigengap: float,
     frac_bits: int,
 ) -> RitzState:
-    """The holders' Ritz pairs and angle bound from the opened ``(S, H, Q)``."""
+    """The holders' Ritz pairs and angle bound (:func:`ritz_angle_bound`) from the opened ``(S, H, Q)``.
+
+    Each pair's residual is its opened one plus its truncation noise ``2^-f sqrt(d) |y_i|``
+    (:func:`krylov_noise` of one coefficient vector).
+    """
     s_gram, h_gram, q_gram = grams
     theta, y, residuals = ritz_pairs(s_gram, h_gram, q_gram, k)
-    measured, noise = float(np.linalg.norm(residuals)), krylov_noise(d, y, frac_bits)
-    return RitzState(theta, y, residuals, angle_bound(theta, measured + noise, eigengap), noise >= measured)
+    noises = np.array([krylov_noise(d, y[:, i], frac_bits) for i in range(y.shape[1])])
+    bound = ritz_angle_bound(theta, residuals + noises, eigengap)
+    noise_bound = float(np.linalg.norm(noises)) >= float(np.linalg.norm(residuals))
+    return RitzState(theta, y, residuals, bound, noise_bound)
 
 
 def next_block_coefficients(
@@ -136,17 +168,21 @@ def next_block_coefficients(
 
     ``h_last = K^T X_j`` and ``q_last = X_j^T X_j``. With ``C = S^-1 K^T X_j`` the
     projection coefficients (full reorthogonalization against every block), ``X' = X_j - K C``
-    has Gram ``G' = q_last - h_last^T C = W diag(w) W^T``; its ``width`` leading directions give
-    ``U_(j+1) = X' W_w diag(w_w)^(-1/2)``, i.e. ``M = [-C; I] W_w diag(w_w)^(-1/2)`` (``width``
-    below the block size when the basis fills ``d`` columns). ``None`` when one of those
-    directions has (numerically) vanished, ``w <= 1e-12 tr(q_last)``: the Krylov space is
-    invariant within fixed point, and the current Ritz pairs are final.
+    has Gram ``G' = q_last - h_last^T C = W diag(w) W^T``; its leading directions give
+    ``U_(j+1) = X' W_w diag(w_w)^(-1/2)``, i.e. ``M = [-C; I] W_w diag(w_w)^(-1/2)``.
+    At most ``width`` columns (below the block size when the basis fills ``d`` columns), and
+    only the directions that have not (numerically) vanished, ``w > 1e-12 tr(q_last)``: a
+    vanished direction is deflated (the next block is narrower; block Lanczos deflation), not
+    a reason to stop, since where the eigenvalues span many orders of magnitude ``X'`` keeps
+    a resolved residual beside directions at ``lambda_d^2``. ``None`` when no direction is
+    left: the Krylov space is invariant within fixed point, and the current Ritz pairs are final.
     """
     coeffs = np.linalg.solve(_sym(s_gram), h_last)
     values, vectors = np.linalg.eigh(_sym(q_last - h_last.T @ coeffs))
     order = np.argsort(values)[::-1][:width]
     scale = float(np.trace(_sym(q_last)))
-    if width == 0 or scale <= 0.0 or float(values[order[-1]]) <= 1e-12 * scale:
+    order = order[values[order] > 1e-12 * scale] if scale > 0.0 else order[:0]
+    if order.size == 0:
         return None
     right = vectors[:, order] / np.sqrt(values[order])
     return np.vstack([-coeffs @ right, right])

@@ -8,7 +8,15 @@ from scipy.linalg import subspace_angles
 
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.tensor.krylov_eig import krylov_eigenvectors
-from protocols.tensor.krylov_math import angle_bound, next_block_coefficients, predicted_blocks, ritz_pairs
+from protocols.tensor.krylov_math import (
+    angle_bound,
+    krylov_noise,
+    next_block_coefficients,
+    predicted_blocks,
+    ritz_angle_bound,
+    ritz_pairs,
+    ritz_state,
+)
 from tests.protocols.tensor.test_tensor_fast_eig import HOLDERS, _reference, _run
 
 LEADING = (9.09, 9.04, 8.99, 8.89, 8.79, 8.70, 8.62, 8.615)
@@ -139,6 +147,93 @@ def test_the_next_block_is_orthonormal_and_orthogonal_to_every_previous_block():
     np.testing.assert_allclose(k_basis.T @ nxt, 0.0, atol=1e-10)
     # inside span K: breakdown, the space is invariant
     assert next_block_coefficients(np.eye(n), k_basis.T @ k_basis[:, :b], np.eye(b), b) is None
+
+
+def test_a_vanished_direction_is_deflated_not_a_breakdown():
+    """One column of the new block inside span K: the next block keeps the other three directions."""
+    rng = np.random.default_rng(5)
+    d, n, b = 40, 12, 4
+    k_basis, _ = np.linalg.qr(rng.standard_normal((d, n)))
+    x = rng.standard_normal((d, b))
+    x[:, 1] = k_basis @ rng.standard_normal(n)
+    m = next_block_coefficients(k_basis.T @ k_basis, k_basis.T @ x, x.T @ x, b)
+    assert m is not None and m.shape == (n + b, b - 1)
+    nxt = np.hstack([k_basis, x]) @ m
+    np.testing.assert_allclose(nxt.T @ nxt, np.eye(b - 1), atol=1e-8)
+    np.testing.assert_allclose(k_basis.T @ nxt, 0.0, atol=1e-8)
+
+
+def test_the_per_pair_bound_weighs_each_residual_against_its_own_gap():
+    theta = np.array([1.0, 1e-5])
+    residuals = np.array([1e-8, 1e-10])
+    r = float(np.linalg.norm(residuals))
+    mu = 0.9 * (1e-5 + r)
+    sine = float(np.hypot(1e-8 / (1.0 - mu), 1e-10 / (1e-5 - mu)))
+    assert ritz_angle_bound(theta, residuals, 0.1) == pytest.approx(sine / np.sqrt(1 - sine**2))
+    # the lambda_1 pair's residual no longer counts against g theta_k: 100 times below Davis-Kahan's
+    assert ritz_angle_bound(theta, residuals, 0.1) < angle_bound(theta, r, 0.1) / 100
+    # equal Ritz values: the same as Davis-Kahan
+    flat = np.array([2.0, 2.0])
+    assert ritz_angle_bound(flat, np.array([1e-3, 0.0]), 0.1) == pytest.approx(angle_bound(flat, 1e-3, 0.1))
+    assert ritz_angle_bound(theta, np.array([0.0, 1e-5]), 0.1) == np.inf
+
+
+def test_the_holders_bound_on_the_full_wine_space_is_the_per_pair_one():
+    """K = I (the basis spans R^13), X = the scaled wine Gram plus one 30-bit ulp of noise per entry."""
+    a = _wine_gram()
+    a /= np.linalg.eigvalsh(a)[-1] * 1.002
+    x = a + np.random.default_rng(0).uniform(-(2.0**-30), 2.0**-30, a.shape)
+    state = ritz_state((np.eye(13), x, x.T @ x), 5, 13, 0.1, 30)
+    noise = np.array([krylov_noise(13, state.vectors[:, i], 30) for i in range(5)])
+    assert state.bound == pytest.approx(ritz_angle_bound(state.values, state.residuals + noise, 0.1))
+    dk = angle_bound(state.values, float(np.linalg.norm(state.residuals + noise)), 0.1)
+    assert state.bound < dk / 2  # measured: 3.8e-3 against Davis-Kahan's 8.1e-3
+    top = np.linalg.eigh(a)[1][:, ::-1][:, :5]
+    assert np.tan(np.max(subspace_angles(state.vectors, top))) <= state.bound
+
+
+def _wine_gram() -> np.ndarray:
+    from sklearn.datasets import load_wine
+
+    x = load_wine().data
+    x = x - x.mean(axis=0)
+    return x.T @ x
+
+
+@pytest.mark.parametrize(("k", "accept"), [(2, 1e-4), (5, 1e-2)])
+def test_wine_fills_r13_and_matches_numpy_within_its_bound(k, accept):
+    """d = 13 with eigenvalues over 7 decades: the blocks fill R^13 (deflating vanished directions).
+
+    Before the fix a direction of the third block that vanished within fixed point stopped the
+    solve as if the space were invariant (k = 2: bound 0.31 after 2 blocks), and the residual
+    of the lambda_1 pair, set against g theta_k, swamped the bound (k = 5: 0.021). k = 5 is
+    limited by the 30-bit images (lambda_5 / lambda_1 = 1.2e-5): its bound is 3e-3 to 6e-3.
+    """
+    matrix = _wine_gram()
+    result, _ = _run(
+        matrix, lambda c: krylov_eigenvectors(c, k, to="dealer", tol=1e-4, accept_tol=accept), gram_bits=10
+    )
+    plan = result.plan
+    assert len(plan.powers) * plan.block_size > 13  # blocks x block size exceed d: the last ones are narrower
+    values, vectors = _reference(matrix, k)
+    t = plan.achieved_tol
+    angle = np.max(subspace_angles(result.components.T, vectors.T))
+    assert np.tan(angle) <= t <= accept
+    # eigenvalues: lambda_1 t^2 plus the stated fixed-point error of the Ritz matrix (in units of C)
+    slack = values[0] * t * t + result.fixed_point_error / result.scale
+    assert np.all(np.abs(result.eigenvalues - values[:k]) <= slack)
+
+
+def test_a_spectrum_over_decades_with_more_block_columns_than_d():
+    """d = 20, eigenvalues 10^0 .. 10^-7, k = 3, b = 6: four blocks (24 columns) would overfill R^20."""
+    d = 20
+    basis, _ = np.linalg.qr(np.random.default_rng(6).standard_normal((d, d)))
+    matrix = (basis * np.logspace(0.0, -7.0, d)) @ basis.T * 1e6
+    result, _ = _run(matrix, lambda c: krylov_eigenvectors(c, 3, to="dealer", tol=1e-4), gram_bits=10)
+    values, vectors = _reference(matrix, 3)
+    t = result.plan.achieved_tol
+    assert np.tan(np.max(subspace_angles(result.components.T, vectors.T))) <= t <= 1e-4
+    np.testing.assert_allclose(result.eigenvalues, values[:3], rtol=1e-5)
 
 
 def _plain_block_krylov(matrix: np.ndarray, k: int, b: int, blocks: int) -> tuple[np.ndarray, np.ndarray]:
