@@ -118,6 +118,8 @@ class WideRun:
     backend: str
     frac_bits: int
     cap: int
+    #: The ``.bed`` sites' agreed digests (their SNPs' records, in id order), else ``None``.
+    snp_digests: tuple[str, ...] | None = None
 
 
 def check_settings(settings: Mapping[str, Any]) -> None:
@@ -142,6 +144,17 @@ def check_settings(settings: Mapping[str, Any]) -> None:
         raise InputValidationError(f"start_seed must be an integer in [0, 2^63), got {seed!r}")
 
 
+def bed_fields(digests: tuple[str, ...] | None) -> dict[str, Any]:
+    """What the server's result says of a run on ``.bed`` sites: it knows no SNP id, only the digests.
+
+    The components' columns are the SNPs sorted by id (code point order); the
+    server, which reads no ``.bim``, reports ``feature_names=None``,
+    ``feature_order="snp_id"`` and the agreed ``snp_digests``; every site's
+    result carries the ids themselves as ``feature_names``.
+    """
+    return {} if digests is None else {"feature_order": "snp_id", "snp_digests": list(digests)}
+
+
 class WideDeployment(HoldersFirst):
     """``pppca-randomized``: sites ``provider0 ..`` and a ``server``; :mod:`mpc_pca.wide.roles`."""
 
@@ -153,6 +166,19 @@ class WideDeployment(HoldersFirst):
         super().__init__(name)
         self.chunk_rows = chunk_rows
         self._sums: dict[int, tuple[Any, SiteSums]] = {}
+        self._ordered: dict[int, tuple[Any, Any]] = {}
+        self._snp_ids: dict[str, tuple[str, ...]] = {}  # per .bed site: its SNP ids in id order
+
+    def _in_id_order(self, data: Any) -> Any:
+        """A ``.bed`` site's part with its SNPs sorted by id (kept per data object); other data unchanged."""
+        reorder = getattr(data, "in_id_order", None)  # mpc_pca.data.genotype_part.BedPart
+        if reorder is None:
+            return data
+        cached = self._ordered.get(id(data))
+        if cached is None or cached[0] is not data:
+            cached = (data, reorder())
+            self._ordered[id(data)] = cached
+        return cached[1]
 
     def backend(self, backend: str, frac_bits: int | None) -> SecureSumBackend:
         """This party's backend for the agreed name and ``frac_bits``."""
@@ -192,6 +218,7 @@ class WideDeployment(HoldersFirst):
             return public
         if data is None:
             raise InputValidationError(f"{party} holds rows in this protocol but was given none")
+        data = self._in_id_order(data)
         sums = self._site_sums(party, data)
         check_rows(sums.n_rows, party)
         d = n_features_of(data) if isinstance(data, ChunkedPart) else int(np.shape(data)[1])
@@ -201,8 +228,9 @@ class WideDeployment(HoldersFirst):
             )
         public.update(n_features=d, n_rows=sums.n_rows, exponent=site_exponent(sums.peak, party))
         digests = getattr(data, "snp_digests", None)  # a .bed site's SNP records, compared in configure
-        if digests is not None:
-            public["snp_digests"] = list(digests)
+        if digests is not None:  # SNPs in id order, proven by the digests: no name list (any width)
+            public.update(columns=None, snp_digests=list(digests))
+            self._snp_ids[party] = tuple(data.names)
         return public
 
     def configure(self, views: Mapping[str, PublicSettings], n_providers: int) -> WideRun:
@@ -228,9 +256,11 @@ class WideDeployment(HoldersFirst):
         )  # fmt: skip
         per_entry = backend_class(str(agreed["backend"])).max_bytes_per_entry(None)
         largest = max(d * config.width, k + k * d, 2 * d + 1)
+        digests = views[holders[0]].get("snp_digests")
         return WideRun(
-            config, str(agreed["backend"]), int(agreed["frac_bits"]), 2 * per_entry * largest + CAP_SLACK
-        )
+            config, str(agreed["backend"]), int(agreed["frac_bits"]), 2 * per_entry * largest + CAP_SLACK,
+            None if digests is None else tuple(digests),
+        )  # fmt: skip
 
     def message_cap(self, config: WideRun) -> int:
         return config.cap
@@ -244,6 +274,7 @@ class WideDeployment(HoldersFirst):
             return lambda p: server_role(p, run, backend)
         if data is None:
             raise InputValidationError(f"{party} holds rows in this protocol but was given none")
+        data = self._in_id_order(data)
         sums = self._site_sums(party, data)
         rows = data if isinstance(data, ChunkedPart) else np.asarray(data, dtype=np.float64)
         return lambda p: provider_role(p, rows, run, backend, sums)
@@ -254,11 +285,15 @@ class WideDeployment(HoldersFirst):
                 "backend": config.backend,
                 "standardize": config.config.standardize,
                 **output.result_fields(),
+                **bed_fields(config.snp_digests),
             }
-        return {"n_rows": int(output["n_rows"]), "scores": np.asarray(output["scores"]).tolist()}
+        fields = {"n_rows": int(output["n_rows"]), "scores": np.asarray(output["scores"]).tolist()}
+        if party in self._snp_ids:  # a .bed site names the model's columns: its SNP ids, sorted
+            fields["feature_names"] = list(self._snp_ids[party])
+        return fields
 
     def result_party(self, layout: Mapping[str, int]) -> str:
         return SERVER
 
 
-__all__ = ["BACKENDS", "HOLDER_SCHEMA", "NAME", "SCHEMA", "WideDeployment", "WideRun", "check_settings"]
+__all__ = ["BACKENDS", "HOLDER_SCHEMA", "NAME", "SCHEMA", "WideDeployment", "WideRun", "bed_fields", "check_settings"]
