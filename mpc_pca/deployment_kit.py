@@ -288,7 +288,7 @@ def check_snp_digests(views: Mapping[str, Mapping[str, Any]], holders: Sequence[
             "the same SNP ids, chromosomes, positions and allele pairs, but at least one SNP with its alleles "
             "swapped (allele_1 and allele_2 exchanged): its dosages would count the other allele"
             if swapped
-            else "at least one SNP with another chromosome, position or allele pair"
+            else "at least one SNP with another chromosome, position or allele pair, or another SNP set"
         )
         raise InputValidationError(
             f"{holder}'s .bim and {first}'s describe the agreed SNPs differently (digests of every SNP's "

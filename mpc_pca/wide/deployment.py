@@ -230,7 +230,7 @@ class WideDeployment(HoldersFirst):
         digests = getattr(data, "snp_digests", None)  # a .bed site's SNP records, compared in configure
         if digests is not None:  # SNPs in id order, proven by the digests: no name list (any width)
             public.update(columns=None, snp_digests=list(digests))
-            self._snp_ids[party] = tuple(data.names)
+            self._snp_ids[party] = tuple(getattr(data, "names", ()))
         return public
 
     def configure(self, views: Mapping[str, PublicSettings], n_providers: int) -> WideRun:
@@ -296,4 +296,13 @@ class WideDeployment(HoldersFirst):
         return SERVER
 
 
-__all__ = ["BACKENDS", "HOLDER_SCHEMA", "NAME", "SCHEMA", "WideDeployment", "WideRun", "bed_fields", "check_settings"]
+__all__ = [
+    "BACKENDS",
+    "HOLDER_SCHEMA",
+    "NAME",
+    "SCHEMA",
+    "WideDeployment",
+    "WideRun",
+    "bed_fields",
+    "check_settings",
+]

@@ -368,7 +368,7 @@ def test_uneven_party_sites_in_their_own_snp_orders_equal_the_in_process_run(tmp
     )
     assert "snp_digests" not in views["server"]
     assert all(views[f"provider{i}"]["columns"] is None for i in range(3))  # no SNP id is announced
-    canonical = sorted(range(d), key=ids.__getitem__)  # every site reads its SNPs in id order: rs0, rs1, rs10, ..
+    canonical = sorted(range(d), key=ids.__getitem__)  # each site reads its SNPs by id: rs0, rs1, rs10
     parts = [site_mean_imputed(p)[:, canonical] for p in (pooled[:1], pooled[1:3], pooled[3:])]
     threads = run_protocol(entry("pppca-randomized"), parts, WIDE)
     np.testing.assert_allclose(results["server"]["components"], threads.output.components, rtol=0, atol=1e-10)
