@@ -22,6 +22,16 @@ with no rows, a NaN or infinite value (naming its row), a value of magnitude
 one site; and, from every announcement, in :meth:`configure`: widths that
 differ (naming each site's), ``k > min(d, N)`` and disagreeing settings.
 A site may hold fewer rows than ``k`` (even one): only pooled sums leave it.
+
+A ``.bed`` site (:class:`~mpc_pca.data.genotype_part.BedPart`) reads its SNPs
+sorted by id (:meth:`~mpc_pca.data.genotype_part.BedPart.in_id_order`), an
+order every site computes alone, and announces ``columns=None`` with the
+``snp_digests`` of its records in that order, never its SNP ids: equal
+digests (checked in :meth:`configure`) are what proves that column ``j`` is
+the same SNP at every site, so the width is bounded by
+:data:`MAX_WIDE_FEATURES` only, not by the names a first message can carry.
+The server's result says ``feature_order="snp_id"`` with the digests; each
+site's names the columns (``feature_names``, its ids in that order).
 """
 
 from __future__ import annotations
@@ -61,7 +71,8 @@ NAME = "pppca-randomized"
 BACKENDS = ("additive", "additive-masks", "additive-sparse-masks")
 #: The modes of ``iterates`` built so far.
 ITERATES = ("server",)
-#: Widest rows a site may announce (no ``d x d`` array is made; ``d b`` floats per message).
+#: Widest rows a site may announce: the largest genotype panels hold about 10^7 SNPs; no ``d x d``
+#: array is made, and each product is one ``d x b`` block per site (``8 d b`` bytes, additive backend).
 MAX_WIDE_FEATURES = 1 << 24
 #: Largest row count a site may announce (``encoding.check_rows`` refuses more than 2^32 at one site).
 MAX_ROWS = 1 << 40
