@@ -163,7 +163,9 @@ def bed_fields(digests: tuple[str, ...] | None) -> dict[str, Any]:
     ``feature_order="snp_id"`` and the agreed ``snp_digests``; every site's
     result carries the ids themselves as ``feature_names``.
     """
-    return {} if digests is None else {"feature_order": "snp_id", "snp_digests": list(digests)}
+    if digests is None:
+        return {}
+    return {"feature_names": None, "feature_order": "snp_id", "snp_digests": list(digests)}
 
 
 class WideDeployment(HoldersFirst):

@@ -82,3 +82,33 @@ def test_a_named_table_too_wide_for_the_first_message_is_refused_before_it_is_se
         r"party's first message is at most 1,044,480 bytes.*as PLINK \.bed files with pppca-randomized",
     ):
         _prepared([ArraySource(values, names), ArraySource(values, names)])
+
+
+def test_threads_on_bed_parts_in_other_orders_read_both_in_id_order_and_name_no_column(tmp_path):
+    """run_protocol on BedParts: the server's model is labelled by the id order, never by a caller's names."""
+    pytest.importorskip("bed_reader", reason="the genotype extra is not installed")
+    from mpc_pca.data.genotype_part import BedPart
+    from mpc_pca.registry import entry
+    from mpc_pca.threads import run_protocol
+    from tests.helpers.genotypes import genotypes, write
+
+    values = np.nan_to_num(genotypes(14, 12, seed=5, missing=0.0), nan=1.0)
+    ids = [f"rs{j}" for j in range(12)]
+    order = [7, 3, 11, 0, 9, 1, 5, 2, 10, 4, 8, 6]
+    parts = [
+        BedPart(write(tmp_path / "a.bed", values[:6], ids=ids), ReadOptions(), 4),
+        BedPart(
+            write(tmp_path / "b.bed", values[6:][:, order], ids=[ids[j] for j in order]), ReadOptions(), 4
+        ),
+    ]
+    for part in parts:
+        part.scan()
+    run = run_protocol(entry("pppca-randomized"), parts, SETTINGS, feature_names=ids)
+    canonical = sorted(range(12), key=ids.__getitem__)
+    arrays = run_protocol(
+        entry("pppca-randomized"), [values[:6][:, canonical], values[6:][:, canonical]], SETTINGS
+    )
+    # the same columns (chunks of 4 rows sum in another order than whole arrays: rounding only)
+    np.testing.assert_allclose(run.output.components, arrays.output.components, rtol=0, atol=1e-12)
+    result = run.result(ids)
+    assert result["feature_names"] is None and result["feature_order"] == "snp_id"
