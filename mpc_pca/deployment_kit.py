@@ -74,9 +74,9 @@ class Key:
         (not a ``bool``; ``inf`` allowed, ``nan`` never); ``text``: a ``str`` of
         at most :data:`MAX_TEXT` characters; ``flag``: a ``bool``; ``ints``: a
         list of at most :data:`MAX_LIST` integers; ``texts``: a list of at most
-        :data:`MAX_FEATURES` such strings (e.g. column names).
+        ``high`` (default :data:`MAX_FEATURES`) such strings (e.g. column names).
     low, high : float, optional
-        Inclusive range of the value (of every element for ``ints``).
+        Inclusive range of the value (of every element for ``ints``; ``high``: most elements of ``texts``).
     choices : tuple, optional
         The only values allowed (``text``).
     nullable : bool
@@ -112,11 +112,12 @@ def _ints_problem(key: Key, value: object) -> str | None:
 
 
 def _texts_problem(key: Key, value: object) -> str | None:
-    """``texts``: a list of at most :data:`MAX_FEATURES` texts."""
+    """``texts``: a list of at most ``key.high`` (default :data:`MAX_FEATURES`) texts."""
     if not isinstance(value, list):
         return f"must be a list of strings, not {type(value).__name__}"
-    if len(value) > MAX_FEATURES:
-        return f"has {len(value)} elements, more than {MAX_FEATURES}"
+    most = MAX_FEATURES if key.high is None else int(key.high)
+    if len(value) > most:
+        return f"has {len(value)} elements, more than {most}"
     return _elements_problem(Key("text"), value)
 
 
@@ -242,8 +243,9 @@ FLOOR_SCHEMA: dict[str, Key] = {
     "protocol": Key("text"),
     "n_providers": Key("int", 1, 1 << 16, required=False),
 }
-#: A data holder's ordered column names (``None`` when its rows have none), agreed by the floor.
-FLOOR_HOLDER_SCHEMA: dict[str, Key] = {"columns": Key("texts", nullable=True)}
+#: A data holder's ordered column names (``None`` when its rows have none), agreed by the floor: as many
+#: as ``pppca-randomized``'s widest rows; between hosts the first message's 1 MiB cap bounds them first.
+FLOOR_HOLDER_SCHEMA: dict[str, Key] = {"columns": Key("texts", high=1 << 24, nullable=True)}
 #: A data holder's width, which every DP protocol's holders announce (with the floor's keys).
 HOLDER_WIDTH_SCHEMA: dict[str, Key] = {**FLOOR_HOLDER_SCHEMA, "n_features": Key("int", 1, MAX_FEATURES)}
 
@@ -286,7 +288,7 @@ def check_snp_digests(views: Mapping[str, Mapping[str, Any]], holders: Sequence[
             "the same SNP ids, chromosomes, positions and allele pairs, but at least one SNP with its alleles "
             "swapped (allele_1 and allele_2 exchanged): its dosages would count the other allele"
             if swapped
-            else "at least one SNP with another chromosome, position or allele pair"
+            else "at least one SNP with another chromosome, position or allele pair, or another SNP set"
         )
         raise InputValidationError(
             f"{holder}'s .bim and {first}'s describe the agreed SNPs differently (digests of every SNP's "

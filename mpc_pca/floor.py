@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mpc_pca.deployment import PublicSettings
-from mpc_pca.deployment_kit import FLOOR_HOLDER_SCHEMA, FLOOR_SCHEMA, AnnouncementError, shown
+from mpc_pca.deployment_kit import FLOOR_HOLDER_SCHEMA, FLOOR_SCHEMA, MAX_FEATURES, AnnouncementError, shown
 from protocols.errors import InputValidationError
 
 
@@ -62,6 +62,13 @@ def agree_columns(
     unnamed = [h for h, value in names.items() if value is None]
     if unnamed:
         named = [h for h in present if h not in unnamed]
+        beds = [h for h in unnamed if views[h].get("snp_digests") is not None]
+        if beds:
+            raise InputValidationError(
+                f"{', '.join(beds)} read a .bed file (its SNPs in id order, proven by digests of their .bim "
+                f"records, no names announced) but {', '.join(named)} announced column names (not a .bed "
+                "file); their columns cannot be matched: give every site a .bed file"
+            )
         raise InputValidationError(
             f"{', '.join(unnamed)} announced no column names but {', '.join(named)} did; read every "
             "provider's table the same way (a header row on all of them, or header=False on all)"
@@ -139,6 +146,35 @@ def check_floor_views(views: Mapping[str, PublicSettings], holders: tuple[str, .
     agree_columns(views, holders)
 
 
+def check_own_announcement(party: str, public: PublicSettings) -> None:
+    """Refuse, before it is sent, an announcement that its peers would refuse for its size.
+
+    Between hosts a data holder's column names travel in its first message,
+    a control frame of at most :data:`~protocols.transport.socket_frames.CONTROL_CAP`
+    bytes. A ``pppca-randomized`` site reading a ``.bed`` announces no names
+    (its SNPs are in id order, proven by digests), so its width is not bounded here.
+
+    Raises
+    ------
+    InputValidationError
+        Naming the party, its number of names or bytes and both limits.
+    """
+    from protocols.transport.socket_frames import CONTROL_CAP
+    from protocols.transport.wire import encode_message
+
+    names = public.get("columns")
+    size = len(encode_message(dict(public)))
+    count = 0 if not isinstance(names, list) else len(names)
+    if size > CONTROL_CAP - (1 << 12):
+        raise InputValidationError(
+            f"{party}'s announcement would be {size:,} bytes with its {count:,} column names; between hosts "
+            f"a party's first message is at most {CONTROL_CAP - (1 << 12):,} bytes (of a {CONTROL_CAP:,}-byte "
+            f"frame), and the protocols other than pppca-randomized take at most {MAX_FEATURES:,} columns. "
+            "Wider data runs between hosts as PLINK .bed files with pppca-randomized (SNPs in id order, "
+            "proven by digests, no names sent), or in one process with mpc-pca run"
+        )
+
+
 def with_feature_names(fields: dict[str, Any], names: tuple[str, ...] | None) -> dict[str, Any]:
     """A party's result fields with the agreed column names as ``feature_names``, if they hold a model.
 
@@ -160,4 +196,7 @@ def with_feature_names(fields: dict[str, Any], names: tuple[str, ...] | None) ->
     return fields
 
 
-__all__ = ["agree_columns", "align_views", "check_floor_views", "floor_public", "with_feature_names"]
+__all__ = [
+    "agree_columns", "align_views", "check_floor_views", "check_own_announcement", "floor_public",
+    "with_feature_names",
+]  # fmt: skip

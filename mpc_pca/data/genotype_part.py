@@ -14,6 +14,7 @@ of ``chunk_rows x SNPs`` float64 plus what the protocol keeps.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -74,6 +75,32 @@ class BedPart(ChunkedPart):
 
     def __repr__(self) -> str:
         return f"BedPart({str(self.path)!r}, d={self.n_features}, chunk_rows={self.chunk_rows})"
+
+    def in_id_order(self) -> BedPart:
+        """This part with its SNPs sorted by id: the canonical order every site computes alone.
+
+        ``pppca-randomized`` between hosts reads every ``.bed`` site's SNPs in
+        this order (the order :func:`~mpc_pca.data.snp_alignment.snp_digests`
+        hashes), so that no site announces its SNP ids: equal digests prove
+        that column ``j`` is the same SNP, counted on the same allele, at every
+        site. Ids sort by code point (``"rs10"`` before ``"rs2"``). The file,
+        its imputation values and its notes are shared with this part; the
+        result is this part itself if it is already in that order.
+
+        Examples
+        --------
+        >>> sorted(("rs2", "rs10", "rs1"))
+        ['rs1', 'rs10', 'rs2']
+        """
+        order = sorted(range(self.n_features), key=self.names.__getitem__)
+        if order == list(range(self.n_features)):
+            return self
+        positions = list(range(self.n_features)) if self.columns is None else list(self.columns)
+        part = copy.copy(self)
+        part.columns = [positions[j] for j in order]
+        part.names = tuple(self.names[j] for j in order)
+        part._stats = None
+        return part
 
     def chunks(self) -> Iterator[NDArray[np.float64]]:
         return self.file.chunks(self.chunk_rows, self.columns)

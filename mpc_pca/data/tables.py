@@ -65,14 +65,15 @@ def column_index(source: str, names: Sequence[str], columns: Sequence[str]) -> l
     InputValidationError
         For a name the table does not have, or a name given twice.
     """
-    missing = [c for c in columns if c not in names]
+    position = {name: i for i, name in reversed(list(enumerate(names)))}  # first position, as list.index
+    missing = [c for c in columns if c not in position]
     if missing:
         raise InputValidationError(
             f"{source}: columns={list(columns)} names {missing} that it does not have; its columns are {list(names)}"
         )
     if len(set(columns)) != len(columns):
         raise InputValidationError(f"columns={list(columns)} repeats a name")
-    return [list(names).index(c) for c in columns]
+    return [position[c] for c in columns]
 
 
 def is_parquet(path: Path) -> bool:

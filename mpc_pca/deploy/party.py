@@ -39,7 +39,14 @@ from mpc_pca.deploy.spec import FileSource, PartySpec, load_rows
 from mpc_pca.deployment import Deployment, PublicSettings, Role
 from mpc_pca.deployment_kit import AnnouncementError
 from mpc_pca.files import write_atomic
-from mpc_pca.floor import agree_columns, align_views, check_floor_views, floor_public, with_feature_names
+from mpc_pca.floor import (
+    agree_columns,
+    align_views,
+    check_floor_views,
+    check_own_announcement,
+    floor_public,
+    with_feature_names,
+)
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.runtime.runner import PartyReport
 from protocols.transport.ranks import check_world_size
@@ -159,6 +166,7 @@ def prepare(
             **floor_public(spec.protocol, spec.n_providers, holder, None if rows is None else rows.names),
             **deployment.public(spec.party, data, settings),
         }
+        check_own_announcement(spec.party, public)
     except MemoryError as exc:  # numpy's, and pyarrow's ArrowMemoryError
         hint = (
             "read it in chunks (chunk_rows=N, not 0)"

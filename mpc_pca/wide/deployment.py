@@ -22,6 +22,16 @@ with no rows, a NaN or infinite value (naming its row), a value of magnitude
 one site; and, from every announcement, in :meth:`configure`: widths that
 differ (naming each site's), ``k > min(d, N)`` and disagreeing settings.
 A site may hold fewer rows than ``k`` (even one): only pooled sums leave it.
+
+A ``.bed`` site (:class:`~mpc_pca.data.genotype_part.BedPart`) reads its SNPs
+sorted by id (:meth:`~mpc_pca.data.genotype_part.BedPart.in_id_order`), an
+order every site computes alone, and announces ``columns=None`` with the
+``snp_digests`` of its records in that order, never its SNP ids: equal
+digests (checked in :meth:`configure`) are what proves that column ``j`` is
+the same SNP at every site, so the width is bounded by
+:data:`MAX_WIDE_FEATURES` only, not by the names a first message can carry.
+The server's result says ``feature_order="snp_id"`` with the digests; each
+site's names the columns (``feature_names``, its ids in that order).
 """
 
 from __future__ import annotations
@@ -61,7 +71,8 @@ NAME = "pppca-randomized"
 BACKENDS = ("additive", "additive-masks", "additive-sparse-masks")
 #: The modes of ``iterates`` built so far.
 ITERATES = ("server",)
-#: Widest rows a site may announce (no ``d x d`` array is made; ``d b`` floats per message).
+#: Widest rows a site may announce: the largest genotype panels hold about 10^7 SNPs; no ``d x d``
+#: array is made, and each product is one ``d x b`` block per site (``8 d b`` bytes, additive backend).
 MAX_WIDE_FEATURES = 1 << 24
 #: Largest row count a site may announce (``encoding.check_rows`` refuses more than 2^32 at one site).
 MAX_ROWS = 1 << 40
@@ -118,6 +129,8 @@ class WideRun:
     backend: str
     frac_bits: int
     cap: int
+    #: The ``.bed`` sites' agreed digests (their SNPs' records, in id order), else ``None``.
+    snp_digests: tuple[str, ...] | None = None
 
 
 def check_settings(settings: Mapping[str, Any]) -> None:
@@ -142,6 +155,19 @@ def check_settings(settings: Mapping[str, Any]) -> None:
         raise InputValidationError(f"start_seed must be an integer in [0, 2^63), got {seed!r}")
 
 
+def bed_fields(digests: tuple[str, ...] | None) -> dict[str, Any]:
+    """What the server's result says of a run on ``.bed`` sites: it knows no SNP id, only the digests.
+
+    The components' columns are the SNPs sorted by id (code point order); the
+    server, which reads no ``.bim``, reports ``feature_names=None``,
+    ``feature_order="snp_id"`` and the agreed ``snp_digests``; every site's
+    result carries the ids themselves as ``feature_names``.
+    """
+    if digests is None:
+        return {}
+    return {"feature_names": None, "feature_order": "snp_id", "snp_digests": list(digests)}
+
+
 class WideDeployment(HoldersFirst):
     """``pppca-randomized``: sites ``provider0 ..`` and a ``server``; :mod:`mpc_pca.wide.roles`."""
 
@@ -153,6 +179,19 @@ class WideDeployment(HoldersFirst):
         super().__init__(name)
         self.chunk_rows = chunk_rows
         self._sums: dict[int, tuple[Any, SiteSums]] = {}
+        self._ordered: dict[int, tuple[Any, Any]] = {}
+        self._snp_ids: dict[str, tuple[str, ...]] = {}  # per .bed site: its SNP ids in id order
+
+    def _in_id_order(self, data: Any) -> Any:
+        """A ``.bed`` site's part with its SNPs sorted by id (kept per data object); other data unchanged."""
+        reorder = getattr(data, "in_id_order", None)  # mpc_pca.data.genotype_part.BedPart
+        if reorder is None:
+            return data
+        cached = self._ordered.get(id(data))
+        if cached is None or cached[0] is not data:
+            cached = (data, reorder())
+            self._ordered[id(data)] = cached
+        return cached[1]
 
     def backend(self, backend: str, frac_bits: int | None) -> SecureSumBackend:
         """This party's backend for the agreed name and ``frac_bits``."""
@@ -192,6 +231,7 @@ class WideDeployment(HoldersFirst):
             return public
         if data is None:
             raise InputValidationError(f"{party} holds rows in this protocol but was given none")
+        data = self._in_id_order(data)
         sums = self._site_sums(party, data)
         check_rows(sums.n_rows, party)
         d = n_features_of(data) if isinstance(data, ChunkedPart) else int(np.shape(data)[1])
@@ -201,8 +241,9 @@ class WideDeployment(HoldersFirst):
             )
         public.update(n_features=d, n_rows=sums.n_rows, exponent=site_exponent(sums.peak, party))
         digests = getattr(data, "snp_digests", None)  # a .bed site's SNP records, compared in configure
-        if digests is not None:
-            public["snp_digests"] = list(digests)
+        if digests is not None:  # SNPs in id order, proven by the digests: no name list (any width)
+            public.update(columns=None, snp_digests=list(digests))
+            self._snp_ids[party] = tuple(getattr(data, "names", ()))
         return public
 
     def configure(self, views: Mapping[str, PublicSettings], n_providers: int) -> WideRun:
@@ -228,9 +269,11 @@ class WideDeployment(HoldersFirst):
         )  # fmt: skip
         per_entry = backend_class(str(agreed["backend"])).max_bytes_per_entry(None)
         largest = max(d * config.width, k + k * d, 2 * d + 1)
+        digests = views[holders[0]].get("snp_digests")
         return WideRun(
-            config, str(agreed["backend"]), int(agreed["frac_bits"]), 2 * per_entry * largest + CAP_SLACK
-        )
+            config, str(agreed["backend"]), int(agreed["frac_bits"]), 2 * per_entry * largest + CAP_SLACK,
+            None if digests is None else tuple(digests),
+        )  # fmt: skip
 
     def message_cap(self, config: WideRun) -> int:
         return config.cap
@@ -244,6 +287,7 @@ class WideDeployment(HoldersFirst):
             return lambda p: server_role(p, run, backend)
         if data is None:
             raise InputValidationError(f"{party} holds rows in this protocol but was given none")
+        data = self._in_id_order(data)
         sums = self._site_sums(party, data)
         rows = data if isinstance(data, ChunkedPart) else np.asarray(data, dtype=np.float64)
         return lambda p: provider_role(p, rows, run, backend, sums)
@@ -254,11 +298,24 @@ class WideDeployment(HoldersFirst):
                 "backend": config.backend,
                 "standardize": config.config.standardize,
                 **output.result_fields(),
+                **bed_fields(config.snp_digests),
             }
-        return {"n_rows": int(output["n_rows"]), "scores": np.asarray(output["scores"]).tolist()}
+        fields = {"n_rows": int(output["n_rows"]), "scores": np.asarray(output["scores"]).tolist()}
+        if party in self._snp_ids:  # a .bed site names the model's columns: its SNP ids, sorted
+            fields["feature_names"] = list(self._snp_ids[party])
+        return fields
 
     def result_party(self, layout: Mapping[str, int]) -> str:
         return SERVER
 
 
-__all__ = ["BACKENDS", "HOLDER_SCHEMA", "NAME", "SCHEMA", "WideDeployment", "WideRun", "check_settings"]
+__all__ = [
+    "BACKENDS",
+    "HOLDER_SCHEMA",
+    "NAME",
+    "SCHEMA",
+    "WideDeployment",
+    "WideRun",
+    "bed_fields",
+    "check_settings",
+]

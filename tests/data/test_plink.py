@@ -367,7 +367,9 @@ def test_uneven_party_sites_in_their_own_snp_orders_equal_the_in_process_run(tmp
         == views["provider2"]["snp_digests"]
     )
     assert "snp_digests" not in views["server"]
-    parts = [site_mean_imputed(pooled[:1]), site_mean_imputed(pooled[1:3]), site_mean_imputed(pooled[3:])]
+    assert all(views[f"provider{i}"]["columns"] is None for i in range(3))  # no SNP id is announced
+    canonical = sorted(range(d), key=ids.__getitem__)  # each site reads its SNPs by id: rs0, rs1, rs10
+    parts = [site_mean_imputed(p)[:, canonical] for p in (pooled[:1], pooled[1:3], pooled[3:])]
     threads = run_protocol(entry("pppca-randomized"), parts, WIDE)
     np.testing.assert_allclose(results["server"]["components"], threads.output.components, rtol=0, atol=1e-10)
     np.testing.assert_allclose(
@@ -380,6 +382,9 @@ def test_uneven_party_sites_in_their_own_snp_orders_equal_the_in_process_run(tmp
             rtol=0,
             atol=1e-10,
         )
+    assert all(results[f"provider{i}"]["feature_names"] == [ids[j] for j in canonical] for i in range(3))
+    assert results["server"]["feature_order"] == "snp_id"
+    assert results["server"]["snp_digests"] == views["provider0"]["snp_digests"]
     assert np.shape(results["provider0"]["scores"]) == (1, 3) and np.shape(
         results["provider1"]["scores"]
     ) == (2, 3)

@@ -111,3 +111,57 @@ def test_party_processes_on_bed_files_with_swapped_alleles_all_stop_before_any_s
         assert "provider1's .bim and provider0's describe the agreed SNPs differently" in stderr.decode()
         assert "alleles swapped" in stderr.decode() and "before any sum is sent" in stderr.decode()
     assert 3 in codes and not any((tmp_path / f"out{rank}.json").exists() for rank in range(3))
+
+
+def test_party_processes_on_bed_files_wider_than_65536_snps_equal_mpc_pca_run(tmp_path):
+    """70,000 SNPs between hosts (no id list sent), one site's .bim shuffled: mpc-pca run's answer exactly."""
+    import json
+    import os
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("bed_reader", reason="the genotype extra is not installed")
+    from mpc_pca.cli import main as cli
+    from tests.helpers.genotypes import genotypes, write
+
+    root = Path(__file__).resolve().parents[2]
+    d, rows = 70_000, 12
+    values = genotypes(3 * rows, d, seed=11)
+    ids = [f"rs{j:06d}" for j in range(d)]  # id order is .bim order at sites 0 and 2
+    shuffled = np.random.default_rng(2).permutation(d)
+    files = [
+        write(tmp_path / "a.bed", values[:rows], ids=ids),
+        write(tmp_path / "b.bed", values[rows : 2 * rows][:, shuffled], ids=[ids[j] for j in shuffled]),
+        write(tmp_path / "c.bed", values[2 * rows :], ids=ids),
+    ]
+    parties = "provider0,provider1,provider2,server"
+    assert cli(["certs", "--parties", parties, "--out", str(tmp_path / "tls")]) == 0
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        master = f"127.0.0.1:{sock.getsockname()[1]}"
+    solver = ["--n-components", "2", "--iterated-power", "3", "--start-seed", "6", "-q"]
+    processes = []
+    for rank in range(4):
+        argv = [sys.executable, "-m", "mpc_pca", "party", "--protocol", "pppca-randomized", "--rank", str(rank),
+                "--world-size", "4", "--master", master, "--tls-dir", str(tmp_path / "tls"), *solver,
+                "--output", str(tmp_path / f"out{rank}.json")]  # fmt: skip
+        if rank < 3:
+            argv += ["--data", str(files[rank])]
+        env = {**os.environ, "PYTHONPATH": str(root), "OPENBLAS_NUM_THREADS": "1"}
+        processes.append(
+            subprocess.Popen(argv, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        )
+    for process in processes:
+        _, stderr = process.communicate(timeout=600)
+        assert process.returncode == 0, stderr.decode()
+    out = [json.loads((tmp_path / f"out{rank}.json").read_text()) for rank in range(4)]
+    run = [*solver, "--protocol", "pppca-randomized", "--output", str(tmp_path / "run.json")]
+    assert cli(["run", "--data", *map(str, files), *run]) == 0
+    threads = json.loads((tmp_path / "run.json").read_text())
+    assert np.array_equal(np.asarray(out[3]["components"]), np.asarray(threads["components"]))
+    assert out[3]["explained_variance"] == threads["explained_variance"]
+    assert out[3]["feature_names"] is None and out[3]["feature_order"] == "snp_id"  # the server reads no .bim
+    assert threads["feature_names"] == ids and all(out[i]["feature_names"] == ids for i in range(3))
+    assert len(out[3]["snp_digests"]) == 2
