@@ -211,6 +211,9 @@ def run_command(args: argparse.Namespace) -> dict[str, Any]:
         paillier_backend_options(args, args.backend)  # the --paillier-* flags, checked by their names
     if transport == "processes" and args.transform_output is not None:
         raise InputValidationError("--transform-output needs --transport inprocess")
+    from mpc_pca.data.partition import check_split_seed
+
+    check_split_seed(args.seed)  # before the data are read: a refused argument prints only its error
     inputs = expand_specs(args.data)
     check_output(args.output, "--output", inputs, args.force)
     check_output(args.transform_output, "--transform-output", inputs, args.force, [args.output])

@@ -32,10 +32,7 @@ def split_rows(
         integer, as :func:`numpy.random.default_rng` takes.
     """
     n = X.shape[0]
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
-        raise InputValidationError(
-            f"seed={seed!r} is out of range; the seed of the random split must be an integer >= 0"
-        )
+    check_split_seed(seed)
     if isinstance(n_parties, bool) or not isinstance(n_parties, (int, np.integer)) or not 1 <= n_parties <= n:
         raise InputValidationError(
             f"parties={n_parties!r} is out of range; it must be between 1 and {n} (rows)"
@@ -50,3 +47,11 @@ def split_rows(
         )
         return [np.ascontiguousarray(X[idx]) for idx in np.split(order, cuts)]
     raise InputValidationError(f"unknown split {how!r}; choose 'even' or 'random'")
+
+
+def check_split_seed(seed: object) -> None:
+    """Refuse a seed of the random split that is not ``None`` or an integer >= 0 (naming it and the limit)."""
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+        raise InputValidationError(
+            f"seed={seed!r} is out of range; the seed of the random split must be an integer >= 0"
+        )
