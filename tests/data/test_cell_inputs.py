@@ -50,3 +50,12 @@ def test_a_negative_split_seed_is_refused_naming_value_and_limit(capsys):
     assert main(argv) == 3
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--seed -1 is out of range" in err and ">= 0" in err
+
+
+def test_a_negative_split_seed_is_refused_before_any_file_is_read(tmp_path, capsys):
+    """Arguments first: the seed's refusal comes before the (here missing) file would be opened."""
+    missing = tmp_path / "absent.csv"
+    argv = ["run", "--protocol", "pppca-ss", "--data", str(missing), "--split", "random", "--seed", "-1"]
+    assert main(argv) == 3
+    err = capsys.readouterr().err
+    assert "--seed -1 is out of range" in err and "absent.csv" not in err
