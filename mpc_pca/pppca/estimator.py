@@ -39,10 +39,11 @@ from mpc_pca.pppca.randomized import (
     components_for,
     randomized_settings,
     resolve_solver,
+    shape_of,
     start_seed,
     store_randomized,
 )
-from mpc_pca.pppca.sklearn_params import as_pca
+from mpc_pca.pppca.sklearn_params import arpack_components, as_pca
 from mpc_pca.threads import ThreadsRun
 from protocols.backends import SecureSumBackend, make_backend
 from protocols.errors import InputValidationError, ProtocolError
@@ -373,6 +374,10 @@ class PPPCA(SubspaceMixin, ProbabilisticPCAMixin, ProtocolEstimator):
         randomized = self._fit_solver == RANDOMIZED
         self._start_seed = start_seed(self.random_state) if randomized else None
         self._fit_components = components_for(self.n_components, parts) if randomized else None
+        arpack = self.svd_solver == "arpack"  # the exact path, with scikit-learn's ARPACK range of k
+        self._fit_n_components = (
+            arpack_components(self.n_components, shape_of(parts)) if arpack else self.n_components
+        )
         return parts
 
     def _protocol(self) -> Deployment:
@@ -404,7 +409,7 @@ class PPPCA(SubspaceMixin, ProbabilisticPCAMixin, ProtocolEstimator):
                 self, int(self._start_seed or 0), backend, int(self._fit_components or 0)
             )
         return {
-            "n_components": self.n_components,
+            "n_components": getattr(self, "_fit_n_components", self.n_components),
             "backend": resolve_backend(self.backend).name,
             "reveal": check_reveal(self.reveal),
             "standardize": bool(self.standardize),
