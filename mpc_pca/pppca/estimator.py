@@ -43,7 +43,7 @@ from mpc_pca.pppca.randomized import (
     start_seed,
     store_randomized,
 )
-from mpc_pca.pppca.sklearn_params import arpack_components, as_pca
+from mpc_pca.pppca.sklearn_params import arpack_components, as_pca, plain
 from mpc_pca.threads import ThreadsRun
 from protocols.backends import SecureSumBackend, make_backend
 from protocols.errors import InputValidationError, ProtocolError
@@ -376,7 +376,7 @@ class PPPCA(SubspaceMixin, ProbabilisticPCAMixin, ProtocolEstimator):
         self._fit_components = components_for(self.n_components, parts) if randomized else None
         arpack = self.svd_solver == "arpack"  # the exact path, with scikit-learn's ARPACK range of k
         self._fit_n_components = (
-            arpack_components(self.n_components, shape_of(parts)) if arpack else self.n_components
+            arpack_components(self.n_components, shape_of(parts)) if arpack else plain(self.n_components)
         )
         return parts
 

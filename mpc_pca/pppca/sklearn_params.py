@@ -94,4 +94,22 @@ def arpack_components(n_components: Any, shape: tuple[int, int] | None) -> Any:
     return int(n_components)
 
 
-__all__ = ["SOLVER_DEFAULTS", "arpack_components", "as_pca"]
+def plain(n_components: Any) -> Any:
+    """``n_components`` as the protocol announces it: a numpy integer as a Python ``int``.
+
+    scikit-learn's ``PCA`` takes any integral ``n_components`` (its own tests
+    pass ``np.minimum(n_samples, n_features) - 1``, a ``numpy.int64``); the
+    parties' announcements carry plain ``int`` only.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> type(plain(np.int64(3))).__name__, plain(0.9), plain("mle"), plain(None)
+    ('int', 0.9, 'mle', None)
+    """
+    if isinstance(n_components, Integral) and not isinstance(n_components, bool):
+        return int(n_components)
+    return n_components
+
+
+__all__ = ["SOLVER_DEFAULTS", "arpack_components", "as_pca", "plain"]

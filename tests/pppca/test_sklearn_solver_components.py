@@ -69,3 +69,13 @@ def test_full_still_keeps_min_components_and_mle():
     assert PPPCA(svd_solver="full", timeout=TIMEOUT).fit(parts).n_components_ == 5
     assert PPPCA(n_components=5, svd_solver="full", timeout=TIMEOUT).fit(parts).n_components_ == 5
     assert PPPCA(n_components="mle", svd_solver="full", timeout=TIMEOUT).fit(parts).n_components_ >= 1
+
+
+@pytest.mark.parametrize("solver", ["full", "arpack", "randomized"])
+def test_a_numpy_integer_n_components_fits_as_the_int(solver):
+    # scikit-learn's test_pca_solver_equivalence passes np.minimum(n_samples, n_features) - 1
+    parts = _parts(60, 5)
+    as_numpy = PPPCA(n_components=np.int64(3), svd_solver=solver, random_state=0, timeout=TIMEOUT).fit(parts)
+    as_int = PPPCA(n_components=3, svd_solver=solver, random_state=0, timeout=TIMEOUT).fit(parts)
+    assert as_numpy.n_components_ == 3
+    np.testing.assert_array_equal(as_numpy.components_, as_int.components_)
