@@ -144,7 +144,9 @@ class PPPCA(SubspaceMixin, ProbabilisticPCAMixin, ProtocolEstimator):
         subspace iteration, one secure sum of a ``d x (k + n_oversamples)``
         block per product, no ``d x d`` matrix; the server sees those products
         ``C Q``); ``"full"``, ``"covariance_eigh"`` and ``"arpack"`` the exact
-        covariance path; ``"auto"`` randomized from
+        covariance path (``"arpack"`` with scikit-learn's ARPACK range of
+        ``n_components``: an integer ``1 <= k < min(N, d)``, ``None`` meaning
+        ``min(N, d) - 1``); ``"auto"`` randomized from
         :data:`~mpc_pca.pppca.randomized.AUTO_MIN_FEATURES` columns on when the
         other settings allow it, with a
         :class:`~mpc_pca.pppca.randomized.SolverChoiceWarning`
