@@ -9,10 +9,11 @@ code is copied; the tests' own assertions judge the results.
 
 Usage::
 
-    PYTHONPATH=$PWD python tools/sklearn_test_pca.py [-k EXPR] [--list-failed]
+    PYTHONPATH=$PWD python tools/sklearn_test_pca.py [-k EXPR] [--tb line] [--quiet-ids]
 
 prints the number of passed, failed and skipped cases and the id of every
-failing case.
+failing case (``--tb line``: with the reason). Why each case fails, and which
+are deliberate: docs/howto/estimator.md.
 """
 
 from __future__ import annotations

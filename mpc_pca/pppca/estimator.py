@@ -39,10 +39,11 @@ from mpc_pca.pppca.randomized import (
     components_for,
     randomized_settings,
     resolve_solver,
+    shape_of,
     start_seed,
     store_randomized,
 )
-from mpc_pca.pppca.sklearn_params import as_pca
+from mpc_pca.pppca.sklearn_params import arpack_components, as_pca, plain
 from mpc_pca.threads import ThreadsRun
 from protocols.backends import SecureSumBackend, make_backend
 from protocols.errors import InputValidationError, ProtocolError
@@ -143,7 +144,9 @@ class PPPCA(SubspaceMixin, ProbabilisticPCAMixin, ProtocolEstimator):
         subspace iteration, one secure sum of a ``d x (k + n_oversamples)``
         block per product, no ``d x d`` matrix; the server sees those products
         ``C Q``); ``"full"``, ``"covariance_eigh"`` and ``"arpack"`` the exact
-        covariance path; ``"auto"`` randomized from
+        covariance path (``"arpack"`` with scikit-learn's ARPACK range of
+        ``n_components``: an integer ``1 <= k < min(N, d)``, ``None`` meaning
+        ``min(N, d) - 1``); ``"auto"`` randomized from
         :data:`~mpc_pca.pppca.randomized.AUTO_MIN_FEATURES` columns on when the
         other settings allow it, with a
         :class:`~mpc_pca.pppca.randomized.SolverChoiceWarning`
@@ -373,6 +376,10 @@ class PPPCA(SubspaceMixin, ProbabilisticPCAMixin, ProtocolEstimator):
         randomized = self._fit_solver == RANDOMIZED
         self._start_seed = start_seed(self.random_state) if randomized else None
         self._fit_components = components_for(self.n_components, parts) if randomized else None
+        arpack = self.svd_solver == "arpack"  # the exact path, with scikit-learn's ARPACK range of k
+        self._fit_n_components = (
+            arpack_components(self.n_components, shape_of(parts)) if arpack else plain(self.n_components)
+        )
         return parts
 
     def _protocol(self) -> Deployment:
@@ -404,7 +411,7 @@ class PPPCA(SubspaceMixin, ProbabilisticPCAMixin, ProtocolEstimator):
                 self, int(self._start_seed or 0), backend, int(self._fit_components or 0)
             )
         return {
-            "n_components": self.n_components,
+            "n_components": getattr(self, "_fit_n_components", self.n_components),
             "backend": resolve_backend(self.backend).name,
             "reveal": check_reveal(self.reveal),
             "standardize": bool(self.standardize),

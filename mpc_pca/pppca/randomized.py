@@ -105,7 +105,13 @@ def randomized_conflicts(estimator: Any, parts: list[Any], backend: str) -> list
     found = []
     if isinstance(k, (str, float)):
         found.append(
-            f"n_components={k!r}: svd_solver='randomized' needs an integer number of components k "
+            f"n_components={k!r} "
+            + (
+                "cannot be a string"
+                if isinstance(k, str)
+                else "must be between 1 and min(n_samples, n_features)"
+            )
+            + " with svd_solver='randomized': it needs an integer number of components k "
             "(a float ratio and 'mle' choose k from the whole spectrum: svd_solver='full')"
         )
     elif k is not None and shape is not None and not 1 <= int(k) <= min(shape):

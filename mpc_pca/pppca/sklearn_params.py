@@ -15,6 +15,7 @@ invalid value with scikit-learn's own wording (its
 
 from __future__ import annotations
 
+from numbers import Integral
 from typing import Any
 
 from sklearn.decomposition import PCA
@@ -55,4 +56,60 @@ def as_pca(caller: str = "PPPCA") -> ParamCheck:
     return check
 
 
-__all__ = ["SOLVER_DEFAULTS", "as_pca"]
+def arpack_components(n_components: Any, shape: tuple[int, int] | None) -> Any:
+    """``n_components`` for ``svd_solver="arpack"``: scikit-learn's truncated-solver range, in its wording.
+
+    scikit-learn's ARPACK solver keeps ``1 <= k < min(n_samples, n_features)``
+    integer components, and ``None`` means ``min(n_samples, n_features) - 1``.
+    PPPCA runs its exact path for ``"arpack"`` but keeps the same parameter
+    contract, so a fit that scikit-learn's ``PCA`` refuses is refused here too.
+
+    Examples
+    --------
+    >>> arpack_components(None, (150, 4))
+    3
+    >>> arpack_components(2, (2, 3))
+    Traceback (most recent call last):
+    ...
+    protocols.errors.InputValidationError: n_components=2 must be strictly less than min(n_samples, n_features)=2 with svd_solver='arpack'
+    """
+    if shape is None:  # the protocol refuses parts that are not 2-D arrays, in its own words
+        return n_components
+    limit = min(shape)
+    if n_components is None:
+        return limit - 1
+    where = f"min(n_samples, n_features)={limit} with svd_solver='arpack'"
+    if isinstance(n_components, str):
+        raise InputValidationError(
+            f"n_components={n_components!r} cannot be a string with svd_solver='arpack'"
+        )
+    if (
+        isinstance(n_components, bool)
+        or not isinstance(n_components, Integral)
+        or not 1 <= int(n_components) <= limit
+    ):
+        raise InputValidationError(f"n_components={n_components!r} must be between 1 and {where}")
+    if n_components == limit:
+        raise InputValidationError(f"n_components={n_components!r} must be strictly less than {where}")
+    return int(n_components)
+
+
+def plain(n_components: Any) -> Any:
+    """``n_components`` as the protocol announces it: a numpy integer as a Python ``int``.
+
+    scikit-learn's ``PCA`` takes any integral ``n_components`` (its own tests
+    pass ``np.minimum(n_samples, n_features) - 1``, a ``numpy.int64``); the
+    parties' announcements carry plain ``int`` only.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> type(plain(np.int64(3))).__name__, plain(0.9), plain("mle"), plain(None)
+    ('int', 0.9, 'mle', None)
+    """
+    if isinstance(n_components, Integral) and not isinstance(n_components, bool):
+        return int(n_components)
+    return n_components
+
+
+__all__ = ["SOLVER_DEFAULTS", "arpack_components", "as_pca", "plain"]
