@@ -249,18 +249,35 @@ def ladder_eigenvectors(
             "reveal='spectrum'"
         )
     (u,) = truncate_many([(times_public(state.x_hi, state.r_inv, G_R), F_X + G_R - F)])
-    (b,) = truncate_many([(open_products([(u, rot)])[0], F)])
-    (w,) = open_products([(c_hi, b)])
-    (w,) = truncate_many([(w, F)])
-    (h,) = open_products([(b.T, w)])
-    plan.secret_products += 3
-    out = reveal_many([b, h], to)
+    out = masked_rayleigh_ritz(u, rot, c_hi, F, plan, to)
     if out is None:
         return None
     basis, ritz = out
     comps, values = receiver_ritz(basis, ritz)
     eta = ladder_fixed_point_error(d)
     return FastEigResult(comps, values / alpha, trace, plan, alpha, None, eta)
+
+
+def masked_rayleigh_ritz(
+    u: SharedTensor, rot: SharedTensor, c_hi: SharedTensor, image_shift: int, plan: FastPlan, to: str
+) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
+    """The masked Rayleigh-Ritz step both eigensolvers end with (``docs/secure_tensor.md`` section 8.4).
+
+    ``B = U S`` for the shared rotation ``S`` (``F`` fractional bits), its
+    image ``C_hi B`` truncated by ``image_shift`` bits, and ``B^T C_hi B``;
+    ``to`` gets ``B`` and the small Ritz matrix, every other party ``None``.
+    Three secret products, counted in ``plan``.
+    """
+    (b,) = truncate_many([(open_products([(u, rot)])[0], F)])
+    (w,) = open_products([(c_hi, b)])
+    (w,) = truncate_many([(w, image_shift)])
+    (h,) = open_products([(b.T, w)])
+    plan.secret_products += 3
+    out = reveal_many([b, h], to)
+    if out is None:
+        return None
+    basis, ritz = out
+    return basis, ritz
 
 
 def _check_ladder_settings(

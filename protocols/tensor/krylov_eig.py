@@ -72,6 +72,7 @@ from protocols.tensor.fast_eig import (
     _reveal_trace_exponent,
     _scaled_copies,
     _square_and_k,
+    masked_rayleigh_ritz,
 )
 from protocols.tensor.fast_eig_math import F_HI, F, ladder_fixed_point_error, receiver_ritz
 from protocols.tensor.krylov_math import G_K, RitzState, next_block_coefficients, ritz_state, scale_exponent
@@ -318,12 +319,9 @@ def _masked_ritz(
     """``V = K Y``, then the ladder's masked Rayleigh-Ritz: the receiver gets ``B = V S`` and ``B^T Ĉ_hi B``."""
     alpha, trace, d = public
     (v,) = truncate_many([(times_public(big_k, coeffs, G_K), G_K)])
-    (masked,) = truncate_many([(open_products([(v, rot)])[0], F)])
-    (w,) = open_products([(c_hi, masked)])
-    (w,) = truncate_many([(w, F_HI)])
-    (h,) = open_products([(masked.T, w)])
-    plan.secret_products += 3
-    out = reveal_many([masked, h], to)
+    out = masked_rayleigh_ritz(
+        v, rot, c_hi, F_HI, plan, to
+    )  # the image back to F bits (the ladder keeps F_HI)
     if out is None:
         return None
     basis, ritz = out
