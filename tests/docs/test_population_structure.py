@@ -85,7 +85,13 @@ def test_six_party_processes_over_tls_equal_the_one_process_run(ran):
     server, pooled = _model(ran / "server.json"), _model(ran / "pooled.json")
     for key in ("components", "explained_variance", "mean", "scale"):
         np.testing.assert_allclose(np.asarray(server[key]), np.asarray(pooled[key]), rtol=0, atol=1e-8)
-    assert server["feature_names"] == pooled["feature_names"] == [f"rs{1000 + j}" for j in range(2000)]
+    ids = [f"rs{1000 + j}" for j in range(2000)]  # in id order, which every site computes alone
+    assert pooled["feature_names"] == ids
+    # Between hosts no SNP id list is sent: the server knows the order (by id) and the sites' digests.
+    assert server["feature_names"] is None and server["feature_order"] == "snp_id"
+    assert len(server["snp_digests"]) == 2
+    for site in range(SITES):
+        assert _model(ran / f"biobank{site}.json")["feature_names"] == ids
     assert pooled["part_rows"] == [70, 80, 80, 10, 60]
 
 
