@@ -139,7 +139,9 @@ def write_sites(cohort: Cohort, folder: Path) -> list[Path]:
 
     folder.mkdir(parents=True, exist_ok=True)
     d = cohort.dosages.shape[1]
-    snp_ids = [f"snp{j}_chr{c}" for j, c in enumerate(cohort.chromosomes)]
+    # Zero-padded: a .bed site of pppca-randomized puts its SNPs in id order (the order its digests hash),
+    # so ids that sort as the file does keep every run in the cohort's column order.
+    snp_ids = [f"snp{j:08d}_chr{c}" for j, c in enumerate(cohort.chromosomes)]
     paths = []
     for index, rows in enumerate(site_slices(cohort.dosages.shape[0])):
         path = folder / f"site{index}.bed"
