@@ -17,6 +17,9 @@ from collections.abc import Sequence
 from mpc_pca.data.tables import Table
 from mpc_pca.validation import align_columns
 
+#: How many of a reordered table's column names its note lists (a .bed site may have millions).
+SHOWN_NAMES = 50
+
 
 def agree_tables(tables: Sequence[Table]) -> tuple[list[Table], list[str]]:
     """Align every table's columns to the first table's order, by name.
@@ -40,8 +43,13 @@ def agree_tables(tables: Sequence[Table]) -> tuple[list[Table], list[str]]:
             aligned.append(table)
             continue
         aligned.append(table.select(reference))
+        names = list(table.names)
+        shown = (
+            f"{names}"
+            if len(names) <= SHOWN_NAMES
+            else f"{names[:SHOWN_NAMES]} and {len(names) - SHOWN_NAMES:,} more"
+        )
         notes.append(
-            f"{table.source}: columns reordered by name to match {tables[0].source} "
-            f"(its order was {list(table.names)})"
+            f"{table.source}: columns reordered by name to match {tables[0].source} (its order was {shown})"
         )
     return aligned, notes

@@ -115,3 +115,17 @@ def test_repeated_names_are_refused():
     t = table_from_array("t", np.ones((2, 2)), ["a", "a"])
     with pytest.raises(InputValidationError, match=r"t has repeated column names \['a'\]"):
         agree_tables([t, t])
+
+
+def test_a_reordered_wide_table_is_noted_with_its_first_names_only():
+    """A .bed site may hold millions of SNPs: the note lists 50 names, then how many more."""
+    from mpc_pca.data.tables import Table
+
+    names = tuple(f"c{j}" for j in range(60))
+    first = Table("a.csv", names, np.zeros((2, 60)), [])
+    second = Table("b.csv", names[::-1], np.arange(120.0).reshape(2, 60), [])
+    aligned, notes = agree_tables([first, second])
+    assert aligned[1].names == names and aligned[1].values[0, 0] == 59.0  # really reordered
+    (note,) = notes
+    assert note.startswith("b.csv: columns reordered by name to match a.csv (its order was ['c59', ")
+    assert note.endswith("'c10'] and 10 more)") and "'c9'" not in note
