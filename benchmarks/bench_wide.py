@@ -142,14 +142,7 @@ def streamed_runs(paths: list[Path], settings: dict[str, Any]) -> tuple[Any, dic
 
     done, secure = secure_run([BedPart(p, ReadOptions()) for p in paths], settings)
     reference, _, plain = plaintext_run([BedPart(p, ReadOptions()) for p in paths], settings)
-    return done, {
-        "secure": secure.as_dict(),
-        "plaintext_same_files": plain.as_dict(),
-        "wall_ratio": secure.wall / plain.wall,
-        "cpu_ratio": secure.cpu / plain.cpu,
-        "versus_plaintext": versus_plaintext(done, reference),
-        "traffic": traffic(done),
-    }
+    return done, comparison(done, secure, reference, plain, "plaintext_same_files")
 
 
 def in_memory_runs(parts: list[np.ndarray], pooled: np.ndarray, settings: dict[str, Any]) -> dict[str, Any]:
@@ -160,14 +153,19 @@ def in_memory_runs(parts: list[np.ndarray], pooled: np.ndarray, settings: dict[s
         "done": done,
         "reference": reference,
         "moments": moments,
-        "report": {
-            "secure": secure.as_dict(),
-            "plaintext_pooled": plain.as_dict(),
-            "wall_ratio": secure.wall / plain.wall,
-            "cpu_ratio": secure.cpu / plain.cpu,
-            "versus_plaintext": versus_plaintext(done, reference),
-            "traffic": traffic(done),
-        },
+        "report": comparison(done, secure, reference, plain, "plaintext_pooled"),
+    }
+
+
+def comparison(done: Any, secure: Any, reference: Any, plain: Any, plain_key: str) -> dict[str, Any]:
+    """One secure run beside its plaintext run (same start): both timings, their ratios, the differences, traffic."""
+    return {
+        "secure": secure.as_dict(),
+        plain_key: plain.as_dict(),
+        "wall_ratio": secure.wall / plain.wall,
+        "cpu_ratio": secure.cpu / plain.cpu,
+        "versus_plaintext": versus_plaintext(done, reference),
+        "traffic": traffic(done),
     }
 
 
