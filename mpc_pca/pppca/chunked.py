@@ -39,9 +39,10 @@ Parts
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -52,6 +53,28 @@ from protocols.errors import InputValidationError, RingOverflowError
 
 #: Rows per chunk when the caller does not say (about 80 MB at d = 100).
 DEFAULT_CHUNK_ROWS = 100_000
+
+T = TypeVar("T")
+#: What :meth:`ChunkedPart.reduce_blocks` applies to one block: ``fn(block, first_row)``, where
+#: ``first_row`` is the block's first row index, or ``None`` where the block sizes are not known.
+BlockFunction = Callable[[NDArray[np.float64], "int | None"], T]
+
+
+def reduce_chunks(
+    chunks: Iterable[NDArray[np.float64]], fn: BlockFunction[T], merge: Callable[[T, T], T]
+) -> T | None:
+    """``merge`` of ``fn(chunk, first_row)`` over the chunks, in row order; ``None`` for no chunks.
+
+    ``merge(total, value)`` may update ``total`` in place and return it: every
+    ``total`` it receives is a value ``fn`` or ``merge`` made.
+    """
+    total: T | None = None
+    start = 0
+    for chunk in chunks:
+        value = fn(chunk, start)
+        total = value if total is None else merge(total, value)
+        start += chunk.shape[0]
+    return total
 
 
 class ChunkedPart:
@@ -81,6 +104,16 @@ class ChunkedPart:
         if total is None:
             raise InputValidationError(f"{self!r} holds no rows")
         return total
+
+    def reduce_blocks(self, fn: BlockFunction[T], merge: Callable[[T, T], T]) -> T | None:
+        """``merge`` of ``fn(block, first_row)`` over the blocks in row order (:func:`reduce_chunks`).
+
+        Here the blocks are read on this host, one at a time; a :class:`DaskPart`
+        runs ``fn`` where each block lives and merges up a tree, so only
+        ``fn``'s results travel. ``fn`` and ``merge`` must then be picklable
+        (module-level functions or :func:`functools.partial` of them).
+        """
+        return reduce_chunks(self.chunks(), fn, merge)
 
     def column_peaks(self) -> NDArray[np.float64]:
         """``max |x_j|`` per column, one more pass over the chunks (for the column exponents of
@@ -242,19 +275,31 @@ class DaskPart(ChunkedPart):
         for block in self.array.to_delayed().ravel():
             yield np.ascontiguousarray(block.compute())
 
-    def statistics(self) -> LocalStatistics:
-        """Per-block statistics where the blocks live, merged pairwise up a tree (one ``compute``)."""
+    def reduce_blocks(self, fn: BlockFunction[T], merge: Callable[[T, T], T]) -> T | None:
+        """``fn`` of each block where it lives, merged pairwise up a tree (one ``compute``)."""
         import dask
 
-        level = [dask.delayed(_block_statistics)(block) for block in self.array.to_delayed().ravel()]
+        sizes = self.array.chunks[0]
+        known = all(np.isfinite(size) for size in sizes)
+        starts = (
+            np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int).tolist()
+            if known
+            else [None] * len(sizes)
+        )
+        blocks = self.array.to_delayed().ravel()
+        level = [dask.delayed(fn)(block, start) for block, start in zip(blocks, starts, strict=True)]
+        if not level:
+            return None
         while len(level) > 1:
-            merged = [
-                dask.delayed(LocalStatistics.merge)(a, b)
-                for a, b in zip(level[::2], level[1::2], strict=False)
-            ]
+            merged = [dask.delayed(merge)(a, b) for a, b in zip(level[::2], level[1::2], strict=False)]
             level = merged + ([level[-1]] if len(level) % 2 else [])
         (total,) = dask.compute(level[0])
-        if total.n_rows == 0:
+        return total
+
+    def statistics(self) -> LocalStatistics:
+        """Per-block statistics where the blocks live, merged pairwise up a tree (one ``compute``)."""
+        total = self.reduce_blocks(_block_statistics, LocalStatistics.merge)
+        if total is None or total.n_rows == 0:
             raise InputValidationError(f"{self!r} holds no rows")
         if not (np.all(np.isfinite(total.column_sums)) and np.all(np.isfinite(total.scatter_triangle))):
             raise InputValidationError(f"{self!r} holds NaN, infinite or overflowing values")
@@ -277,7 +322,7 @@ class DaskPart(ChunkedPart):
             yield np.asarray(block.compute(), dtype=np.float64)
 
 
-def _block_statistics(block: NDArray[np.float64]) -> LocalStatistics:
+def _block_statistics(block: NDArray[np.float64], first_row: int | None = None) -> LocalStatistics:
     if block.shape[0] == 0:
         return LocalStatistics(
             0,
@@ -348,6 +393,10 @@ class PermutedPart(ChunkedPart):
     def column_peaks(self) -> NDArray[np.float64]:
         return np.asarray(self.part.column_peaks())[self.order]
 
+    def reduce_blocks(self, fn: BlockFunction[T], merge: Callable[[T, T], T]) -> T | None:
+        """The wrapped part's reduction (where its blocks live), each block's columns put in the agreed order."""
+        return self.part.reduce_blocks(partial(_in_order, fn=fn, order=self.order), merge)
+
     def _own_order(
         self, mean: NDArray[np.float64], transfer: NDArray[np.float64]
     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -364,3 +413,10 @@ class PermutedPart(ChunkedPart):
 
     def project(self, mean: NDArray[np.float64], transfer: NDArray[np.float64]) -> NDArray[np.float64]:
         return self.part.project(*self._own_order(mean, transfer))
+
+
+def _in_order(
+    block: NDArray[np.float64], first_row: int | None, fn: BlockFunction[T], order: NDArray[np.intp]
+) -> T:
+    """``fn`` of a block with its columns taken in ``order`` (:meth:`PermutedPart.reduce_blocks`)."""
+    return fn(np.ascontiguousarray(block[:, order]), first_row)
