@@ -143,8 +143,8 @@ class PPPCA(SubspaceMixin, ProbabilisticPCAMixin, ProtocolEstimator):
     svd_solver : {"auto", "full", "covariance_eigh", "arpack", "randomized"}, default="auto"
         ``"randomized"`` runs ``pppca-randomized`` (wide data: randomized
         subspace iteration, one secure sum of a ``d x (k + n_oversamples)``
-        block per product, no ``d x d`` matrix; the server sees those products
-        ``C Q``); ``"full"``, ``"covariance_eigh"`` and ``"arpack"`` the exact
+        block per product, no ``d x d`` matrix; the server, or ``provider0``
+        with ``iterates="sites"``, sees those products ``C Q``); ``"full"``, ``"covariance_eigh"`` and ``"arpack"`` the exact
         covariance path (``"arpack"`` with scikit-learn's ARPACK range of
         ``n_components``: an integer ``1 <= k < min(N, d)``, ``None`` meaning
         ``min(N, d) - 1``); ``"auto"`` randomized from
