@@ -15,7 +15,10 @@ both recorded), with k = 10, 10 oversamples, scikit-learn's ``auto`` power
    rows a view of it;
 2. the secure run on those parts (threads runner, additive backend), and the
    same algorithm in plaintext on the pooled matrix from the same start seed
-   (:func:`mpc_pca.wide.subspace.randomized_pca`), timed in turn;
+   (:func:`mpc_pca.wide.subspace.randomized_pca`), timed in turn; then the
+   secure run again with ``iterates="sites"`` (``provider0`` leads the
+   iterations, the server learns only the output), same settings and start,
+   beside the same plaintext run (``in_memory.sites_mode``);
 3. the secure run again with each site streaming its ``.bed`` file in chunks
    (:class:`mpc_pca.data.genotype_part.BedPart`, as ``mpc-pca party --data
    site.bed``), beside the plaintext algorithm over the same streamed files
@@ -149,12 +152,13 @@ def in_memory_runs(parts: list[np.ndarray], pooled: np.ndarray, settings: dict[s
     """Step 2: the secure run on the sites' arrays and the plaintext algorithm on the pooled matrix."""
     done, secure = secure_run(parts, settings)
     reference, moments, plain = plaintext_run([pooled], settings)
-    return {
-        "done": done,
-        "reference": reference,
-        "moments": moments,
-        "report": comparison(done, secure, reference, plain, "plaintext_pooled"),
+    sites_done, sites = secure_run(parts, settings, iterates="sites")
+    report = comparison(done, secure, reference, plain, "plaintext_pooled")
+    report["sites_mode"] = {
+        **comparison(sites_done, sites, reference, plain, "plaintext_pooled"),
+        "equal_to_server_mode": float(np.max(np.abs(sites_done.output.components - done.output.components))),
     }
+    return {"done": done, "reference": reference, "moments": moments, "report": report}
 
 
 def comparison(done: Any, secure: Any, reference: Any, plain: Any, plain_key: str) -> dict[str, Any]:
@@ -241,6 +245,7 @@ def measure(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     pooled, parts, read_seconds = load_pooled(paths, args.individuals, args.snps)
     runs = in_memory_runs(parts, pooled, settings)
     print(f"in memory: {runs['report']['secure']} vs {runs['report']['plaintext_pooled']}", flush=True)
+    print(f"in memory, iterates='sites': {runs['report']['sites_mode']['secure']}", flush=True)
     streamed: dict[str, Any] | None = None
     if not args.skip_streamed_runs:
         streamed_done, streamed = streamed_runs(paths, settings)
@@ -280,6 +285,11 @@ def summary(payload: dict[str, Any]) -> dict[str, Any]:
         "target_structure": 1e-6,
         "time_ratio_wall": runs["wall_ratio"],
         "time_ratio_cpu": runs["cpu_ratio"],
+        "sites_mode_minus_plaintext_same_start_sign_aligned": runs["sites_mode"]["versus_plaintext"][
+            "max_abs_component_difference_sign_aligned"
+        ],
+        "sites_mode_time_ratio_wall": runs["sites_mode"]["wall_ratio"],
+        "sites_mode_time_ratio_cpu": runs["sites_mode"]["cpu_ratio"],
         "target_time_ratio": 1.5,
         "cluster_agreement_secure_vs_exact": payload["clusters"]["secure_vs_exact"],
         "target_cluster_agreement": 0.99,

@@ -7,7 +7,9 @@ CPU seconds are the like-for-like cost).
 
 * :func:`secure_run`: ``pppca-randomized`` through the threads runner
   (:func:`mpc_pca.threads.run_protocol`) on per-site parts, arrays or
-  :class:`~mpc_pca.data.genotype_part.BedPart` files streamed in chunks.
+  :class:`~mpc_pca.data.genotype_part.BedPart` files streamed in chunks, in
+  either mode of ``iterates`` (``"server"``: the server leads the
+  iterations; ``"sites"``: ``provider0`` does, the server learns only the output).
 * :func:`plaintext_run`: :func:`mpc_pca.wide.subspace.randomized_pca` with the
   same settings and start seed, its product ``sum_s X_s^T (X_s W)`` over the
   given parts (the pooled matrix as one part, or the same ``.bed`` files).
@@ -62,11 +64,14 @@ def solver_settings(k: int, seed: int) -> dict[str, Any]:
             "start_seed": seed, "standardize": True}  # fmt: skip
 
 
-def secure_run(parts: Sequence[Any], settings: dict[str, Any]) -> tuple[ThreadsRun, Timed]:
-    """``pppca-randomized`` over ``parts`` (one per site) in this process, timed."""
+def secure_run(
+    parts: Sequence[Any], settings: dict[str, Any], iterates: str = "server"
+) -> tuple[ThreadsRun, Timed]:
+    """``pppca-randomized`` over ``parts`` (one per site) in this process, timed; ``iterates`` picks the lead."""
     protocol = entry("pppca-randomized")
+    settings = {**settings, "backend": "additive", "iterates": iterates}
     with Clock() as clock:
-        done = run_protocol(protocol, parts, {**settings, "backend": "additive"}, timeout=PARTY_TIMEOUT)
+        done = run_protocol(protocol, parts, settings, timeout=PARTY_TIMEOUT)
     return done, clock.timed
 
 

@@ -51,8 +51,9 @@ def add_randomized_arguments(parser: argparse.ArgumentParser) -> None:
         help="public seed of the start block (default 0; a run from the same seed is reproducible)",
     )  # fmt: skip
     group.add_argument(
-        "--iterates", choices=("server",), default=None,
-        help="who sees the iterates C Q_i: server (the only mode built; see the trust model)",
+        "--iterates", choices=("server", "sites"), default=None,
+        help="who leads the iterations and sees each product C Q_i: server (default), or sites "
+        "(provider0; the server learns only the output); see the trust model",
     )  # fmt: skip
 
 

@@ -114,7 +114,7 @@ class BedPart(ChunkedPart):
         (:func:`mpc_pca.wide.site.site_sums`), so a site of 100,000 SNPs
         holds no ``d x d`` array.
         """
-        self.file.fill_values()
+        self.file.fill_values(self.chunk_rows)
 
     def statistics(self) -> LocalStatistics:
         """The row count, column sums and scatter (``d x d``), in one pass after the means' (kept)."""

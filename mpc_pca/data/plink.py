@@ -174,12 +174,13 @@ class BedFile:
             stop = min(start + rows, self.n_samples)
             yield self._reader.read(np.s_[start:stop, picked], dtype="float64", order="C")
 
-    def fill_values(self) -> NDArray[np.float64]:
+    def fill_values(self, chunk_rows: int | None = None) -> NDArray[np.float64]:
         """The value of a missing call of each SNP (``.bim`` order): ``fill``, or the site's own means.
 
-        The site's means take one pass over the file (row chunks of
-        :data:`DEFAULT_CHUNK_BYTES`), counted per SNP: the sum and the number
-        of its non-missing calls over every individual of this site.
+        The site's means take one pass over the file, ``chunk_rows`` rows at a
+        time (default: row chunks of :data:`DEFAULT_CHUNK_BYTES`), counted per
+        SNP: the sum and the number of its non-missing calls over every
+        individual of this site. They are kept: a later call reads nothing.
 
         Raises
         ------
@@ -189,7 +190,7 @@ class BedFile:
         if self._fill is not None:
             return self._fill
         sums, calls = np.zeros(self.n_snps), np.zeros(self.n_snps, dtype=np.int64)
-        for chunk in self.raw_chunks():
+        for chunk in self.raw_chunks(chunk_rows):
             missing = np.isnan(chunk)
             calls += chunk.shape[0] - missing.sum(axis=0)
             chunk[missing] = 0.0  # the block is this pass's own: zeroed in place, no second copy
@@ -227,9 +228,10 @@ class BedFile:
         -----
         Memory: one block (``rows x SNPs`` float64, plus ``bed-reader``'s
         buffers) and ``O(SNPs)`` counts, whatever the number of individuals.
-        Without ``fill`` the site's means are computed first, one more pass.
+        Without ``fill`` the site's means are computed first, one more pass
+        (in blocks of the same ``chunk_rows``).
         """
-        fill = self.fill_values()
+        fill = self.fill_values(chunk_rows)
         if columns is not None:
             fill = fill[np.asarray(columns, dtype=np.intp)]
         for chunk in self.raw_chunks(chunk_rows, columns):

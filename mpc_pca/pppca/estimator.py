@@ -19,6 +19,7 @@ from mpc_pca.base import (
     instance_of,
     integer,
     n_components_check,
+    one_of,
     real,
     validated_by,
 )
@@ -142,8 +143,8 @@ class PPPCA(SubspaceMixin, ProbabilisticPCAMixin, ProtocolEstimator):
     svd_solver : {"auto", "full", "covariance_eigh", "arpack", "randomized"}, default="auto"
         ``"randomized"`` runs ``pppca-randomized`` (wide data: randomized
         subspace iteration, one secure sum of a ``d x (k + n_oversamples)``
-        block per product, no ``d x d`` matrix; the server sees those products
-        ``C Q``); ``"full"``, ``"covariance_eigh"`` and ``"arpack"`` the exact
+        block per product, no ``d x d`` matrix; the server, or ``provider0``
+        with ``iterates="sites"``, sees those products ``C Q``); ``"full"``, ``"covariance_eigh"`` and ``"arpack"`` the exact
         covariance path (``"arpack"`` with scikit-learn's ARPACK range of
         ``n_components``: an integer ``1 <= k < min(N, d)``, ``None`` meaning
         ``min(N, d) - 1``); ``"auto"`` randomized from
@@ -160,6 +161,11 @@ class PPPCA(SubspaceMixin, ProbabilisticPCAMixin, ProtocolEstimator):
         Randomized: the **public** seed of the start block (an int is used as
         is; else a seed is drawn from it). Not a secret: every party derives
         the block from it.
+    iterates : {"server", "sites"}, default="server"
+        Randomized: who leads the iterations and sees each product ``C Q``:
+        the server, or ``"sites"`` (``provider0``; the server learns only the
+        output). ``"sites"`` makes ``svd_solver="auto"`` randomized; the
+        exact solvers refuse it (:mod:`mpc_pca.wide.roles`).
     power_iteration_normalizer : {"auto", "QR", "LU", "none"}, default="auto"
         Accepted as scikit-learn validates it, without effect: the randomized
         solver re-orthonormalises by QR at every product.
@@ -277,6 +283,7 @@ class PPPCA(SubspaceMixin, ProbabilisticPCAMixin, ProtocolEstimator):
         "dropout_threshold": integer(2, none=True),
         **{name: as_pca() for name in ("copy", "svd_solver", "iterated_power", "n_oversamples")},
         **{name: as_pca() for name in ("power_iteration_normalizer", "random_state")},
+        "iterates": one_of("server", "sites"),
     }
     _accepts_sparse: ClassVar[bool] = True
 
@@ -300,6 +307,7 @@ class PPPCA(SubspaceMixin, ProbabilisticPCAMixin, ProtocolEstimator):
         n_oversamples: int = 10,
         power_iteration_normalizer: str = "auto",
         random_state: Any = None,
+        iterates: str = "server",
     ) -> None:
         self.n_components = n_components
         self.backend = backend
@@ -318,6 +326,7 @@ class PPPCA(SubspaceMixin, ProbabilisticPCAMixin, ProtocolEstimator):
         self.n_oversamples = n_oversamples
         self.power_iteration_normalizer = power_iteration_normalizer
         self.random_state = random_state
+        self.iterates = iterates
 
     def __sklearn_tags__(self) -> Any:
         """As :class:`~mpc_pca.base.SubspaceMixin`'s, but no sparse rows with ``svd_solver="randomized"``."""

@@ -19,11 +19,14 @@
     ``tol * lambda_1`` (``tol=0``: no early stop, as scikit-learn);
     ``random_state`` gives the **public** seed of the start block (an int is
     the seed itself; ``None`` or a ``RandomState`` draws one): every party
-    derives the block from it, it is not a secret. The server sees the
-    iterates ``C Q_i`` (docs/explanation/trust-model.md), the pooled mean and
-    the total variance.
+    derives the block from it, it is not a secret. ``iterates`` says who
+    leads the iterations and sees the products ``C Q_i``
+    (docs/explanation/trust-model.md): ``"server"`` (the default) or
+    ``"sites"`` (``provider0``; the server learns only the output: the pooled
+    mean, the total variance, the components and eigenvalues).
 ``"auto"`` (the default)
-    ``"randomized"`` when ``d >= AUTO_MIN_FEATURES``, ``k`` is an integer below
+    ``"randomized"`` with ``iterates="sites"`` (the only solver with that
+    mode; the exact solvers refuse it); else ``"randomized"`` when ``d >= AUTO_MIN_FEATURES``, ``k`` is an integer below
     ``0.8 min(N, d)`` (scikit-learn's own condition) and no other setting
     rules it out (:func:`randomized_conflicts`), with a
     :class:`SolverChoiceWarning` saying so; else the exact path. It is no
@@ -120,8 +123,9 @@ def randomized_conflicts(estimator: Any, parts: list[Any], backend: str) -> list
         )
     if estimator.reveal != "covariance":
         found.append(
-            f"reveal={estimator.reveal!r}: svd_solver='randomized' runs with the server seeing the iterates "
-            "C Q (less than reveal='covariance' shows); keeping them hidden is not built yet"
+            f"reveal={estimator.reveal!r}: svd_solver='randomized' takes no reveal; it keeps the covariance "
+            "from the server with iterates='server' (the server sees the iterates C Q) or iterates='sites' "
+            "(the server learns only the output)"
         )
     if backend not in RANDOMIZED_BACKENDS:
         found.append(f"backend={backend!r}: svd_solver='randomized' runs on {list(RANDOMIZED_BACKENDS)}")
@@ -146,9 +150,18 @@ def resolve_solver(estimator: Any, parts: list[Any], backend: str) -> str:
     ------
     InputValidationError
         ``svd_solver="randomized"`` with a setting it does not combine with
-        (every such setting named, with both values), before anything is sent.
+        (every such setting named, with both values), or ``iterates="sites"``
+        with an exact solver, before anything is sent.
     """
     solver = estimator.svd_solver
+    if estimator.iterates != "server":
+        if solver in EXACT_SOLVERS:
+            raise InputValidationError(
+                f"iterates={estimator.iterates!r} is a mode of svd_solver='randomized' (a site leads its "
+                f"iterations); svd_solver={solver!r} runs the exact covariance path, which has no iterates: "
+                "pass svd_solver='randomized' (or 'auto') or iterates='server'"
+            )
+        solver = RANDOMIZED  # "auto": the only solver with that mode, whatever d
     if solver in EXACT_SOLVERS:
         return EXACT
     conflicts = randomized_conflicts(estimator, parts, backend)
@@ -202,7 +215,7 @@ def randomized_settings(estimator: Any, seed: int, backend: SecureSumBackend, k:
         "iterated_power": None if power == "auto" else int(power),
         "tol": float(estimator.tol) if estimator.tol > 0 else None,
         "start_seed": seed,
-        "iterates": "server",
+        "iterates": estimator.iterates,
     }
 
 

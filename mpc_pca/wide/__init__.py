@@ -9,8 +9,9 @@
 :mod:`mpc_pca.wide.encoding`
     The fixed-point scaling of the secure sums and its error bound.
 :mod:`mpc_pca.wide.roles`
-    The secure protocol's roles (``iterates="server"``: the server sees each
-    product of the covariance with the current block).
+    The secure protocol's roles, in both modes of ``iterates``: the server
+    (``"server"``) or ``provider0`` (``"sites"``) leads the iterations and
+    sees each product of the covariance with the current block.
 :mod:`mpc_pca.wide.deployment`
     The protocol object ``pppca-randomized``.
 """

@@ -1,4 +1,4 @@
-"""``pppca-randomized``: the protocol object of the wide-data solver (mode ``iterates="server"``).
+"""``pppca-randomized``: the protocol object of the wide-data solver (``iterates="server"`` or ``"sites"``).
 
 Roles, messages and what each party learns: :mod:`mpc_pca.wide.roles`.
 Layout with ``M`` sites: ``provider0 .. provider{M-1}`` (ranks ``0 .. M-1``),
@@ -10,7 +10,9 @@ resolved from the announced row counts), ``tol`` (``None``: no early stop),
 ``standardize``, ``backend`` (an additive secure sum), ``frac_bits``,
 ``start_seed`` (the public seed of the start block, so a run can be compared
 with :func:`mpc_pca.wide.subspace.randomized_pca` from the same block) and
-``iterates`` (``"server"``, the only mode built so far). A site adds its
+``iterates`` (:data:`ITERATES`: ``"server"``, the server leads the
+iterations and sees each product ``C Q_i``; ``"sites"``, ``provider0`` leads
+them and the server learns only the output). A site adds its
 width, its row count and the binary exponent of its largest value
 (:mod:`mpc_pca.wide.encoding`); it computes them in one pass over its rows,
 chunk by chunk, keeping ``O(d)`` numbers.
@@ -60,7 +62,7 @@ from mpc_pca.deployment_kit import (
 from mpc_pca.pppca.chunked import ChunkedPart
 from mpc_pca.roles import SERVER
 from mpc_pca.wide.encoding import MAX_EXPONENT, ZERO_EXPONENT, agreed_exponent, check_rows, site_exponent
-from mpc_pca.wide.roles import WideConfig, provider_role, server_role
+from mpc_pca.wide.roles import WideConfig, answer_size, provider_role, server_role
 from mpc_pca.wide.site import SiteSums, n_features_of, site_sums
 from mpc_pca.wide.subspace import auto_power, block_size, check_solver_settings
 from protocols.backends import SecureSumBackend, backend_class, make_backend
@@ -69,8 +71,8 @@ from protocols.errors import InputValidationError
 NAME = "pppca-randomized"
 #: The secure-sum backends it runs on: the additive ones, whose parties may be threads or processes.
 BACKENDS = ("additive", "additive-masks", "additive-sparse-masks")
-#: The modes of ``iterates`` built so far.
-ITERATES = ("server",)
+#: The modes of ``iterates``: who leads the iterations and sees each product ``C Q_i`` (:mod:`mpc_pca.wide.roles`).
+ITERATES = ("server", "sites")
 #: Widest rows a site may announce: the largest genotype panels hold about 10^7 SNPs; no ``d x d``
 #: array is made, and each product is one ``d x b`` block per site (``8 d b`` bytes, additive backend).
 MAX_WIDE_FEATURES = 1 << 24
@@ -92,7 +94,7 @@ RESULT_FIELDS = (
 )  # fmt: skip
 VARIANT = Variant(
     "PPPCA by randomized subspace iteration for wide data (one secure sum of a d x b block per "
-    "iteration; the server sees the iterates)",
+    "iteration; the server, or provider0 with iterates='sites', sees the iterates)",
     OPTIONS,
     RESULT_FIELDS,
 )
@@ -137,8 +139,9 @@ def check_settings(settings: Mapping[str, Any]) -> None:
     """Refuse settings no party could run with (before anything is sent)."""
     if settings.get("iterates") not in ITERATES:
         raise InputValidationError(
-            f"iterates={settings.get('iterates')!r} is not built; pppca-randomized runs iterates='server' "
-            "(the server sees each product C Q); keeping the iterates on shares is a later step of issue 37"
+            f"iterates={settings.get('iterates')!r} is not a mode of pppca-randomized; choose one of "
+            f"{list(ITERATES)} ('server': the server sees each product C Q; 'sites': provider0 does, "
+            "the server learns only the output)"
         )
     if settings.get("backend") not in BACKENDS:
         raise InputValidationError(
@@ -265,10 +268,10 @@ class WideDeployment(HoldersFirst):
             n_providers, d, k, block_size(k, agreed["n_oversamples"], d),
             auto_power(k, n, d) if power is None else int(power), agreed["tol"], bool(agreed["standardize"]),
             int(agreed["start_seed"]), agreed_exponent([int(views[name]["exponent"]) for name in holders]), rows,
-            self.chunk_rows,
+            self.chunk_rows, str(agreed["iterates"]),
         )  # fmt: skip
         per_entry = backend_class(str(agreed["backend"])).max_bytes_per_entry(None)
-        largest = max(d * config.width, k + k * d, 2 * d + 1)
+        largest = max(d * config.width, answer_size(config), 2 * d + 1)
         digests = views[holders[0]].get("snp_digests")
         return WideRun(
             config, str(agreed["backend"]), int(agreed["frac_bits"]), 2 * per_entry * largest + CAP_SLACK,
@@ -312,6 +315,7 @@ class WideDeployment(HoldersFirst):
 __all__ = [
     "BACKENDS",
     "HOLDER_SCHEMA",
+    "ITERATES",
     "NAME",
     "SCHEMA",
     "WideDeployment",

@@ -83,6 +83,36 @@ def test_default_chunk_is_bounded_in_bytes(monkeypatch, written):
     assert {c.shape[0] for c in BedFile(path).chunks()} == {4, 1}  # 9 chunks of 4, then 1
 
 
+class CountingReader:
+    """``bed-reader``'s reader, recording the rows of every read."""
+
+    def __init__(self, inner):
+        self.inner, self.rows = inner, []
+
+    def read(self, index, **options):
+        self.rows.append(index[0].stop - index[0].start)
+        return self.inner.read(index, **options)
+
+
+def test_the_site_means_pass_reads_in_the_chunk_rows_given(written):
+    """37 individuals in chunks of 5: 8 reads of at most 5 rows for the means, 8 for the values (not 1 + 8)."""
+    from mpc_pca.data.genotype_part import BedPart
+    from mpc_pca.data.inputs import ReadOptions
+
+    path, values = written
+    site = BedFile(path)
+    site._reader = counter = CountingReader(site._reader)
+    chunks = list(site.chunks(5))
+    assert counter.rows == [5] * 7 + [2] + [5] * 7 + [2]
+    np.testing.assert_array_equal(np.vstack(chunks), site_mean_imputed(values))
+    part = BedPart(path, ReadOptions(), chunk_rows=3)
+    part.file._reader = counter = CountingReader(part.file._reader)
+    part.scan()  # the means' pass a party makes before it announces
+    assert counter.rows == [3] * 12 + [1]
+    part.scan()  # kept: nothing read again
+    assert len(counter.rows) == 13
+
+
 def test_a_given_fill_replaces_the_sites_mean(written):
     path, values = written
     fill = np.linspace(0.1, 1.9, 11)

@@ -165,3 +165,56 @@ def test_party_processes_on_bed_files_wider_than_65536_snps_equal_mpc_pca_run(tm
     assert out[3]["feature_names"] is None and out[3]["feature_order"] == "snp_id"  # the server reads no .bim
     assert threads["feature_names"] == ids and all(out[i]["feature_names"] == ids for i in range(3))
     assert len(out[3]["snp_digests"]) == 2
+
+
+def test_party_processes_with_iterates_sites_equal_the_threads_run(tmp_path):
+    """``--iterates sites`` over TLS: provider0 leads the iterations (masked sums to it); the threads run's answer."""
+    import json
+    import os
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from mpc_pca.cli import main as cli
+
+    root = Path(__file__).resolve().parents[2]
+    parts = split(gapped_rows(240, 24, seed=6), [90, 60, 90])
+    files = []
+    for i, part in enumerate(parts):
+        files.append(tmp_path / f"site{i}.csv")
+        np.savetxt(files[-1], part, delimiter=",", fmt="%.17g")
+    parties = "provider0,provider1,provider2,server"
+    assert cli(["certs", "--parties", parties, "--out", str(tmp_path / "tls")]) == 0
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        master = f"127.0.0.1:{sock.getsockname()[1]}"
+    solver = ["--n-components", "3", "--iterated-power", "20", "--tol", "1e-10", "--start-seed", "2",
+              "--backend", "additive-masks", "--iterates", "sites"]  # fmt: skip
+    processes = []
+    for rank in range(4):
+        argv = [sys.executable, "-m", "mpc_pca", "party", "--protocol", "pppca-randomized", "--rank", str(rank),
+                "--world-size", "4", "--master", master, "--tls-dir", str(tmp_path / "tls"), "-q", *solver,
+                "--output", str(tmp_path / f"out{rank}.json")]  # fmt: skip
+        if rank < 3:
+            argv += ["--data", str(files[rank]), "--no-header"]
+        env = {**os.environ, "PYTHONPATH": str(root), "OPENBLAS_NUM_THREADS": "1"}
+        processes.append(
+            subprocess.Popen(argv, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        )
+    for process in processes:
+        _, stderr = process.communicate(timeout=180)
+        assert process.returncode == 0, stderr.decode()
+    server = json.loads((tmp_path / "out3.json").read_text())
+    settings = {"n_components": 3, "iterated_power": 20, "tol": 1e-10, "start_seed": 2,
+                "backend": "additive-masks", "iterates": "sites"}  # fmt: skip
+    threads = run_protocol(entry("pppca-randomized"), parts, settings)
+    assert server["iterates"] == "sites" and server["solver"] == threads.output.solver.report()
+    assert server["solver"]["stop"] == "tol"
+    assert np.max(np.abs(np.asarray(server["components"]) - threads.output.components)) <= 1e-12
+    assert (
+        np.max(np.abs(np.asarray(server["explained_variance"]) - threads.output.explained_variance)) <= 1e-12
+    )
+    for rank in range(3):
+        scores = np.asarray(json.loads((tmp_path / f"out{rank}.json").read_text())["scores"])
+        assert np.allclose(scores, threads.run.outputs[f"provider{rank}"]["scores"], atol=1e-10)

@@ -228,6 +228,7 @@ def test_estimator_params_follow_sklearn_conventions():
         "n_oversamples": 10,
         "power_iteration_normalizer": "auto",
         "random_state": None,
+        "iterates": "server",  # who leads the randomized solver's iterations (issue 37)
     }
     assert model.set_params(n_components=2) is model and model.n_components == 2
     assert not hasattr(model, "components_")

@@ -99,6 +99,13 @@ def test_the_quick_run_writes_its_json_and_png_and_meets_the_same_start_bound(tm
     assert same["same_products"] and same["n_products"] == 8
     assert same["max_abs_component_difference_sign_aligned"] <= 1e-8
     assert same["max_eigenvalue_relative_difference"] <= 1e-8
+    # the mode in which provider0 leads the iterations: the same products, the same answer
+    sites = result["in_memory"]["sites_mode"]
+    assert sites["versus_plaintext"]["same_products"] and sites["versus_plaintext"]["n_products"] == 8
+    assert sites["versus_plaintext"]["max_abs_component_difference_sign_aligned"] <= 1e-8
+    assert sites["versus_plaintext"]["max_eigenvalue_relative_difference"] <= 1e-8
+    assert sites["equal_to_server_mode"] <= 1e-10 and sites["wall_ratio"] > 0 and sites["cpu_ratio"] > 0
+    assert result["summary"]["sites_mode_time_ratio_wall"] == sites["wall_ratio"]
     # the site streaming its file gives the run the site holding an array gives
     assert result["streamed"]["versus_plaintext"]["max_abs_component_difference_sign_aligned"] <= 1e-8
     assert result["versus_exact"]["secure_vs_exact"]["structure_max_eigenvalue_relative_error"] <= 1e-5

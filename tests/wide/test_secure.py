@@ -119,7 +119,7 @@ def test_bad_input_is_refused_before_anything_is_sent():
     huge[5, 1] = 1e200
     message = bad_run(split(huge, [20, 40]))
     assert "provider0 holds a value of magnitude 1e+200" in message and f"2^{MAX_EXPONENT}" in message
-    assert "iterates='shares' is not built" in bad_run(parts, iterates="shares")
+    assert "iterates='shares' is not a mode of pppca-randomized" in bad_run(parts, iterates="shares")
     assert "tol must be None" in bad_run(parts, tol=2.0)
     assert "runs on the backends" in bad_run(parts, backend="paillier")
     assert "takes no setting ['reveal']" in bad_run(parts, reveal="components")
