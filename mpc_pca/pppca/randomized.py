@@ -161,7 +161,14 @@ def resolve_solver(estimator: Any, parts: list[Any], backend: str) -> str:
                 f"iterations); svd_solver={solver!r} runs the exact covariance path, which has no iterates: "
                 "pass svd_solver='randomized' (or 'auto') or iterates='server'"
             )
-        solver = RANDOMIZED  # "auto": the only solver with that mode, whatever d
+        if solver != RANDOMIZED:
+            warnings.warn(
+                f"svd_solver={solver!r} chose 'randomized' ({PROTOCOL}) because iterates={estimator.iterates!r} "
+                "is a mode of that solver only, whatever the number of columns",
+                SolverChoiceWarning,
+                stacklevel=5,  # resolve_solver, _prepare, _run, fit: the caller of fit
+            )
+        solver = RANDOMIZED
     if solver in EXACT_SOLVERS:
         return EXACT
     conflicts = randomized_conflicts(estimator, parts, backend)

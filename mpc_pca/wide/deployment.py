@@ -254,6 +254,12 @@ class WideDeployment(HoldersFirst):
         check_announcements(views, SCHEMA, holders, HOLDER_SCHEMA)
         check_snp_digests(views, holders)
         agreed = agree(views, SHARED)
+        if agreed["iterates"] == "sites" and n_providers == 2:
+            raise InputValidationError(
+                "iterates='sites' is refused with 2 sites: provider0 would learn provider1's own block "
+                "products (their sum minus its own summand); run iterates='server' (the server sees the "
+                "pooled products) or add a third site"
+            )
         d = agree_width(views, holders)
         rows = tuple(int(views[name]["n_rows"]) for name in holders)
         n, k = sum(rows), int(agreed["n_components"])

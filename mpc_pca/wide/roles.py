@@ -63,10 +63,10 @@ say the same): honest-but-curious parties, the server colluding with no site.
     block ``Q_i``, ``N``, the mean and scales, the answer); ``provider0``, the
     lead, also learns every product ``C Q_i`` (what the server learns in the
     other mode) and so, minus its own summand, the sum of the other sites'
-    summands (with two sites: the other site's own
-    ``D^-1 (X_1 - mu)^T (X_1 - mu) D^-1 Q_i``); the other sites learn only the
-    orthonormal blocks. No site learns another site's rows or sums, nor, with
-    three sites or more, one site's product. The server colluding with ``provider0`` learns the
+    summands (with two sites that would be the other site's own
+    ``D^-1 (X_1 - mu)^T (X_1 - mu) D^-1 Q_i``, so ``configure`` refuses the
+    mode with 2 sites); the other sites learn only the orthonormal blocks. No
+    site learns another site's rows, sums or products. The server colluding with ``provider0`` learns the
     iterates, as the server alone does with ``"server"``; with
     ``additive-sparse-masks``, ``provider0`` receiving the sums it
     contributes to counts as one of the ``max_colluders`` contributors the

@@ -9,6 +9,7 @@ import pytest
 
 from mpc_pca import PPPCA
 from mpc_pca.cli import main
+from mpc_pca.pppca.randomized import SolverChoiceWarning
 from mpc_pca.registry import entry
 from mpc_pca.roles import SERVER
 from mpc_pca.threads import run_protocol
@@ -91,7 +92,7 @@ def test_in_the_sites_mode_the_server_receives_only_the_answer_after_the_mean_ph
 
 
 def test_answer_size_counts_the_report():
-    run = run_protocol(entry("pppca-randomized"), split(gapped_rows(40, 6, seed=1), [20, 20]),
+    run = run_protocol(entry("pppca-randomized"), split(gapped_rows(60, 6, seed=1), [20, 20, 20]),
                        {"n_components": 2, "iterates": "sites"})  # fmt: skip
     assert answer_size(run.config.config) == 2 * 2 + 2 * 6 + 4
     assert run.config.config.lead == "provider0"
@@ -164,15 +165,16 @@ def test_an_unknown_mode_is_refused_naming_it_and_the_choices():
 
 def test_the_estimator_runs_the_sites_mode_and_refuses_it_with_the_exact_solver():
     rows = gapped_rows(300, 40, seed=8)
-    parts = split(rows, [100, 200])
+    parts = split(rows, [100, 120, 80])
     fit = {"n_components": K, "random_state": 3, "iterated_power": 6}
     server = PPPCA(svd_solver="randomized", **fit).fit(parts)
     sites = PPPCA(svd_solver="randomized", iterates="sites", **fit).fit(parts)
     assert np.max(np.abs(sites.components_ - server.components_)) <= 1e-10
     assert sites.solver_report_ == server.solver_report_
     assert sites.model_.iterates == "sites" and server.model_.iterates == "server"
-    # "auto" with iterates="sites" runs the randomized solver even for 40 columns
-    auto = PPPCA(iterates="sites", **fit).fit(parts)
+    # "auto" with iterates="sites" runs the randomized solver even for 40 columns, and says so
+    with pytest.warns(SolverChoiceWarning, match=r"svd_solver='auto' chose 'randomized' .* iterates='sites'"):
+        auto = PPPCA(iterates="sites", **fit).fit(parts)
     assert auto.svd_solver_ == "randomized" and np.array_equal(auto.components_, sites.components_)
     with pytest.raises(InputValidationError, match=r"iterates='sites' .* svd_solver='full' runs the exact"):
         PPPCA(svd_solver="full", iterates="sites", n_components=K).fit(parts)
@@ -197,3 +199,17 @@ def test_mpc_pca_run_with_iterates_sites(tmp_path):
     assert np.max(np.abs(np.asarray(sites["components"]) - np.asarray(server["components"]))) <= 1e-10
     ref = reference([rows], 4, seed=9, iterated_power=5, n_oversamples=3)
     assert np.max(np.abs(np.asarray(sites["components"]) - ref.components)) <= 1e-8
+
+
+def test_two_sites_are_refused_since_provider0_would_learn_the_other_sites_products():
+    parts = split(gapped_rows(60, 8, seed=5), [30, 30])
+    with pytest.raises(
+        InputValidationError, match=r"refused with 2 sites: provider0 would learn provider1's own"
+    ):
+        run_protocol(entry("pppca-randomized"), parts, {"n_components": 2, "iterates": "sites"})
+    with pytest.raises(InputValidationError, match="refused with 2 sites"):
+        PPPCA(svd_solver="randomized", iterates="sites", n_components=2).fit(parts)
+    # the server mode runs with two sites, and the sites mode with three
+    run_protocol(entry("pppca-randomized"), parts, {"n_components": 2, "iterates": "server"})
+    run_protocol(entry("pppca-randomized"), split(gapped_rows(60, 8, seed=5), [20, 20, 20]),
+                 {"n_components": 2, "iterates": "sites"})  # fmt: skip
