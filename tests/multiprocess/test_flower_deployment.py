@@ -1,0 +1,45 @@
+"""Flower's real SuperLink and SuperNodes run FedAvg through SecureSumWorkflow / secure_sum_mod.
+
+Skipped without the ``flower`` extra. The aggregate must equal the plain
+weighted mean of the nodes' updates within the round's stated fixed-point
+bound (``RoundOutcome.mean_error_bound``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        importlib.util.find_spec("flwr") is None,
+        reason='needs the flower extra (pip install "mpc-pca[flower]")',
+    ),
+]
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integrations" / "flower_app"))
+from securesum_app.client_app import update  # noqa: E402
+
+from tests.multiprocess.flower_deployment import deployment, run_app  # noqa: E402
+
+
+def weighted_mean(partitions):
+    weights = {p: p + 1 for p in partitions}
+    total = sum(weights.values())
+    return [sum(weights[p] * update(p)[i] for p in partitions) / total for i in range(2)]
+
+
+def test_fedavg_through_the_secure_sum_equals_the_plain_weighted_mean(tmp_path):
+    with deployment(tmp_path, ["ok"] * 4) as dep:
+        result = run_app(dep, {"nodes": 4, "num-server-rounds": 1, "threshold": 0.6})
+    (outcome,) = result["outcomes"]
+    assert outcome["error"] is None and len(outcome["survivors"]) == 4 and outcome["dropped"] == {}
+    assert 0 < outcome["mean_error_bound"] < 1e-10  # SecAgg+ defaults: a step of about 4e-6
+    expected = weighted_mean(range(4))
+    for got, want in zip(result["parameters"], expected, strict=True):
+        assert np.max(np.abs(np.asarray(got) - want)) <= outcome["mean_error_bound"]
