@@ -43,3 +43,17 @@ def test_fedavg_through_the_secure_sum_equals_the_plain_weighted_mean(tmp_path):
     expected = weighted_mean(range(4))
     for got, want in zip(result["parameters"], expected, strict=True):
         assert np.max(np.abs(np.asarray(got) - want)) <= outcome["mean_error_bound"]
+
+
+def test_a_node_killed_mid_round_is_left_out_and_the_next_round_completes(tmp_path):
+    # Node 3's SuperNode is killed when the 'masked' stage reaches it, after it sent its keys and shares.
+    with deployment(tmp_path, ["ok", "ok", "ok", "die-at-masked"]) as dep:
+        result = run_app(dep, {"nodes": 3, "num-server-rounds": 2, "threshold": 0.6, "timeout": 20.0})
+    first, second = result["outcomes"]
+    for outcome in (first, second):
+        assert outcome["error"] is None and len(outcome["survivors"]) == 3, outcome
+    dead = sorted(set(first["sampled"]) - set(first["survivors"]))
+    assert len(dead) == 1 and "no answer at stage 'masked'" in first["dropped"][dead[0]]
+    expected = weighted_mean(range(3))  # the survivors' updates are the same every round
+    for got, want in zip(result["parameters"], expected, strict=True):
+        assert np.max(np.abs(np.asarray(got) - want)) <= second["mean_error_bound"]

@@ -13,6 +13,13 @@ server, dropout tolerance, fixed-point scale from the agreed range) is in
 steps in :mod:`~mpc_pca.integrations.star_sum.client` and
 :mod:`~mpc_pca.integrations.star_sum.server`. Without Flower installed, importing
 this package raises an :class:`ImportError` that gives the ``pip install`` line.
+
+Modules
+-------
+workflow
+    :class:`~mpc_pca.integrations.flower.workflow.SecureSumWorkflow`, the ServerApp side.
+mod
+    :func:`~mpc_pca.integrations.flower.mod.secure_sum_mod`, the ClientApp side.
 """
 
 from __future__ import annotations
