@@ -7,20 +7,14 @@ bound (``RoundOutcome.mean_error_bound``).
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        importlib.util.find_spec("flwr") is None,
-        reason='needs the flower extra (pip install "mpc-pca[flower]")',
-    ),
-]
+pytest.importorskip("flwr", reason='needs the flower extra (pip install "mpc-pca[flower]")')
+pytestmark = pytest.mark.slow
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integrations" / "flower_app"))
 from securesum_app.client_app import update  # noqa: E402
