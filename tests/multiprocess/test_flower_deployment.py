@@ -51,3 +51,16 @@ def test_a_node_killed_mid_round_is_left_out_and_the_next_round_completes(tmp_pa
     expected = weighted_mean(range(3))  # the survivors' updates are the same every round
     for got, want in zip(result["parameters"], expected, strict=True):
         assert np.max(np.abs(np.asarray(got) - want)) <= second["mean_error_bound"]
+
+
+def test_a_client_whose_update_breaks_the_plan_is_named_and_the_others_are_summed(tmp_path):
+    with deployment(tmp_path, ["ok", "bad-shape", "ok", "ok"]) as dep:
+        result = run_app(dep, {"nodes": 4, "num-server-rounds": 1, "threshold": 0.6})
+    (outcome,) = result["outcomes"]
+    assert outcome["error"] is None and len(outcome["survivors"]) == 3
+    ((node, reason),) = outcome["dropped"].items()
+    assert f"node {node}: array 1 of the update has shape (4,), the agreed shape is (5,)" in reason
+    assert "stage 'keys'" in reason  # refused before the node sent any key
+    expected = weighted_mean([0, 2, 3])
+    for got, want in zip(result["parameters"], expected, strict=True):
+        assert np.max(np.abs(np.asarray(got) - want)) <= outcome["mean_error_bound"]
