@@ -17,8 +17,10 @@ pytest.importorskip("flwr", reason='needs the flower extra (pip install "mpc-pca
 pytestmark = pytest.mark.slow
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integrations" / "flower_app"))
-from securesum_app.client_app import update  # noqa: E402
+from securesum_app.client_app import PCA_MAX_ABS, rows, update  # noqa: E402
+from sklearn.decomposition import PCA  # noqa: E402
 
+from mpc_pca.integrations.star_sum.pca import pooled_pca, statistics_bound  # noqa: E402
 from tests.multiprocess.flower_deployment import deployment, run_app  # noqa: E402
 
 
@@ -64,3 +66,18 @@ def test_a_client_whose_update_breaks_the_plan_is_named_and_the_others_are_summe
     expected = weighted_mean([0, 2, 3])
     for got, want in zip(result["parameters"], expected, strict=True):
         assert np.max(np.abs(np.asarray(got) - want)) <= outcome["mean_error_bound"]
+
+
+def test_federated_pca_through_the_workflow_is_the_pca_of_the_union_of_the_rows(tmp_path):
+    config = {"nodes": 3, "num-server-rounds": 1, "threshold": 0.6, "task": "pca"}
+    with deployment(tmp_path, ["ok"] * 3) as dep:
+        result = run_app(dep, {**config, "bound": statistics_bound(PCA_MAX_ABS)})
+    (outcome,) = result["outcomes"]
+    assert outcome["error"] is None and outcome["total_weight"] == 30 + 40 + 50
+    mean, components, variances = pooled_pca(result["parameters"], int(outcome["total_weight"]), 2)
+    union = np.vstack([rows(p) for p in range(3)])
+    reference = PCA(n_components=2).fit(union)
+    assert np.allclose(mean, reference.mean_, rtol=0, atol=1e-10)
+    assert np.allclose(variances, reference.explained_variance_, rtol=1e-9, atol=0)
+    cosines = np.abs(np.sum(components * reference.components_, axis=1))
+    assert np.all(cosines > 1 - 1e-9)

@@ -60,6 +60,8 @@ class RoundOutcome:
         Why the round failed (the named :class:`~protocols.errors.DropoutError`), else ``None``.
     frac_bits : int
         The fixed-point scale the round used.
+    total_weight : float
+        The survivors' summed ``num_examples`` (0 when the round failed).
     mean_error_bound : float
         Largest error of the aggregated mean against the exact weighted mean, in float64, before the
         cast to the model's dtype (0 when the round failed).
@@ -71,6 +73,7 @@ class RoundOutcome:
     dropped: dict[str, str] = field(default_factory=dict)
     error: str | None = None
     frac_bits: int = 0
+    total_weight: float = 0.0
     mean_error_bound: float = 0.0
 
 
@@ -226,6 +229,7 @@ class SecureSumWorkflow:
         for node in sorted(set(plan.contributors) - set(survivors)):
             outcome.dropped.setdefault(node, "did not count")
         weight = float(total[0])
+        outcome.total_weight = weight
         outcome.mean_error_bound = 2 * plan.sum_error_bound(len(survivors)) / weight
         return [(fitins[n][0], fitres[n]) for n in survivors], total[1:] / weight
 
