@@ -4,7 +4,8 @@
 torch at module level (the torch.distributed transport and runtime) cannot be
 imported by a base + ``test`` install, so their doctests are left out when torch
 is missing, exactly as the torch tests skip; with torch installed (CI) they are
-collected as before.
+collected as before. The Flower integration (``mpc_pca/integrations/flower``,
+the ``flower`` extra) is left out in the same way when ``flwr`` is missing.
 """
 
 from __future__ import annotations
@@ -38,4 +39,9 @@ def modules_needing_missing_packages(root: Path = ROOT) -> list[str]:
     return found
 
 
-collect_ignore = modules_needing_missing_packages()
+#: Packages all of whose modules need an optional package (their ``__init__`` refuses to load without it).
+_PACKAGES_NEEDING = {"flwr": "mpc_pca/integrations/flower"}
+
+collect_ignore = modules_needing_missing_packages() + [
+    path for name, path in _PACKAGES_NEEDING.items() if not _installed(name)
+]

@@ -40,6 +40,9 @@ base, params, validation, linalg, row_norms, sparse_rows, noise_seeds
 lazy
     The packages' exports are imported on first use, so a party process
     imports no estimator and no scikit-learn.
+integrations
+    Optional extras that put the secure sum inside other frameworks (Flower);
+    nothing else imports them.
 """
 
 from __future__ import annotations

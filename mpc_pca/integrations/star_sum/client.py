@@ -1,0 +1,223 @@
+"""A client's side of the Flower secure sum (stages of :mod:`mpc_pca.integrations.star_sum.protocol`), no Flower.
+
+Flower starts the client app afresh for every message, so everything a client
+keeps between stages is in a flat ``dict`` of bytes, ints, strings and lists of
+them, which the client mod stores in the node's ``Context`` as a
+``ConfigRecord`` (never pickled). Each function takes that dict, checks that
+the stage follows the previous one, and updates it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+from mpc_pca.integrations.star_sum.protocol import (
+    KEY_BYTES,
+    SumPlan,
+    decrypt_shares,
+    encrypt_shares,
+    new_secrets,
+    share_key,
+)
+from protocols.backends.dropout_unmask import pair_key, raw_private, raw_public, unmasking_response
+from protocols.errors import DropoutError, ProtocolError
+from protocols.prg import RingPRG
+from protocols.shamir import split_bytes
+
+#: The stage each stage must follow (``keys`` starts a round whatever came before).
+_AFTER = {"shares": "keys", "masked": "shares", "unmask": "masked"}
+
+
+def _expect(state: Mapping[str, Any], stage: str) -> SumPlan:
+    previous = state.get("stage")
+    if previous != _AFTER[stage]:
+        raise ProtocolError(
+            f"secure-sum stage {stage!r} arrived after {previous!r}, expected after {_AFTER[stage]!r}"
+        )
+    return SumPlan.from_config(_plan_fields(state))
+
+
+def _plan_fields(state: Mapping[str, Any]) -> dict[str, Any]:
+    return {key[5:]: value for key, value in state.items() if key.startswith("plan.")}
+
+
+def _pairs(mapping: Mapping[str, bytes]) -> tuple[list[str], list[bytes]]:
+    names = sorted(mapping)
+    return names, [mapping[n] for n in names]
+
+
+def _mapping(state: Mapping[str, Any], key: str) -> dict[str, bytes]:
+    return dict(zip(state[f"{key}.names"], state[f"{key}.values"], strict=True))
+
+
+def start(
+    node: str, plan: SumPlan, arrays: Sequence[Any], weight: float
+) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """Stage ``keys``: check and encode the update, draw fresh secrets; return the new state and the public keys.
+
+    Raises
+    ------
+    InputValidationError
+        From :meth:`SumPlan.encode_update`, before anything is sent.
+    ProtocolError
+        If this node is not among the plan's contributors.
+    """
+    if node not in plan.contributors:
+        raise ProtocolError(f"node {node} got a secure-sum plan that does not list it")
+    encoded = plan.encode_update(node, arrays, weight)
+    mask_key, enc_key, seed = new_secrets()
+    state: dict[str, Any] = {f"plan.{k}": v for k, v in plan.to_config().items()}
+    state.update(
+        stage="keys",
+        node=node,
+        mask_sk=raw_private(mask_key),
+        enc_sk=raw_private(enc_key),
+        seed=seed,
+        encoded=encoded.astype("<u8").tobytes(),
+    )
+    return state, {"mask_pk": raw_public(mask_key), "enc_pk": raw_public(enc_key)}
+
+
+def share(
+    state: dict[str, Any], mask_pks: Mapping[str, bytes], enc_pks: Mapping[str, bytes]
+) -> dict[str, bytes]:
+    """Stage ``shares``: Shamir-share the seed and mask key, encrypt each peer's pair; return ciphertexts by recipient.
+
+    Raises
+    ------
+    ProtocolError
+        If the relayed keys are malformed, miss or change this node's own keys,
+        or name a node outside the plan.
+    DropoutError
+        If fewer than the threshold hold keys.
+    """
+    plan = _expect(state, "shares")
+    me = state["node"]
+    mask_sk, enc_sk = _private(state["mask_sk"]), _private(state["enc_sk"])
+    holders = sorted(mask_pks)
+    if set(holders) != set(enc_pks) or not set(holders) <= set(plan.contributors):
+        raise ProtocolError(
+            f"node {me}: the server relayed keys of {holders}, not a subset of the plan's nodes"
+        )
+    if any(not isinstance(mask_pks[n], bytes) or len(mask_pks[n]) != KEY_BYTES for n in holders) or any(
+        not isinstance(enc_pks[n], bytes) or len(enc_pks[n]) != KEY_BYTES for n in holders
+    ):
+        raise ProtocolError(f"node {me}: the server relayed a malformed public key")
+    if mask_pks.get(me) != raw_public(mask_sk) or enc_pks.get(me) != raw_public(enc_sk):
+        raise ProtocolError(f"node {me}: the server relayed other public keys for this node than it sent")
+    if len(holders) < plan.threshold:
+        raise DropoutError(
+            f"node {me}: only {len(holders)} nodes sent keys, below the threshold {plan.threshold}",
+            tuple(sorted(set(plan.contributors) - set(holders))),
+        )
+    n = len(plan.contributors)
+    b_shares = split_bytes(state["seed"], n, plan.threshold)
+    s_shares = split_bytes(raw_private(mask_sk), n, plan.threshold)
+    out: dict[str, bytes] = {}
+    held_b: dict[str, bytes] = {}
+    held_s: dict[str, bytes] = {}
+    for i, peer in enumerate(plan.contributors):
+        if peer == me:
+            held_b[me], held_s[me] = b_shares[i].to_bytes(), s_shares[i].to_bytes()
+        elif peer in mask_pks:
+            key = share_key(enc_sk, me, peer, enc_pks[peer], plan.round)
+            out[peer] = encrypt_shares(
+                key, plan.round, me, peer, b_shares[i].to_bytes(), s_shares[i].to_bytes()
+            )
+    _store(state, "mask_pks", mask_pks)
+    _store(state, "enc_pks", enc_pks)
+    _store(state, "held_b", held_b)
+    _store(state, "held_s", held_s)
+    state["stage"] = "shares"
+    return out
+
+
+def mask(state: dict[str, Any], incoming: Mapping[str, bytes]) -> tuple[bytes, list[str]]:
+    """Stage ``masked``: keep the shares relayed to this node; return ``y_u`` (little-endian uint64) and its peers.
+
+    Raises
+    ------
+    ProtocolError
+        Naming the sender of a share that fails authentication or a sender without keys.
+    DropoutError
+        If fewer than the threshold (with this node) sent it shares.
+    """
+    plan = _expect(state, "masked")
+    me = state["node"]
+    mask_pks, enc_pks = _mapping(state, "mask_pks"), _mapping(state, "enc_pks")
+    held_b, held_s = _mapping(state, "held_b"), _mapping(state, "held_s")
+    enc_sk = _private(state["enc_sk"])
+    for sender in sorted(incoming):
+        if sender == me or sender not in enc_pks:
+            raise ProtocolError(
+                f"node {me}: the server relayed shares from node {sender}, which sent no keys"
+            )
+        key = share_key(enc_sk, me, sender, enc_pks[sender], plan.round)
+        held_b[sender], held_s[sender] = decrypt_shares(key, plan.round, sender, me, incoming[sender])
+    peers = sorted(incoming)
+    if len(peers) + 1 < plan.threshold:
+        raise DropoutError(
+            f"node {me}: shares arrived from {len(peers)} nodes, so {len(peers) + 1} remain, below the "
+            f"threshold {plan.threshold}",
+            tuple(sorted(set(mask_pks) - {me, *peers})),
+        )
+    masked = np.frombuffer(state["encoded"], dtype="<u8").astype(np.uint64)
+    RingPRG(state["seed"]).accumulate(masked)
+    mask_sk = _private(state["mask_sk"])
+    for peer in peers:
+        # The pair's smaller name adds the mask, the larger subtracts it (as protocols.backends.dropout).
+        RingPRG(pair_key(mask_sk, me, peer, mask_pks[peer])).accumulate(masked, subtract=me > peer)
+    _store(state, "held_b", held_b)
+    _store(state, "held_s", held_s)
+    state["masked_with"] = peers
+    state["encoded"] = b""
+    state["stage"] = "masked"
+    return masked.astype("<u8").tobytes(), peers
+
+
+def answer(state: dict[str, Any], survivors: Sequence[str]) -> dict[str, dict[str, bytes]]:
+    """Stage ``unmask``: shares of ``b_u`` for survivors, of ``s_u`` for the others; never both for one ``u``.
+
+    Raises
+    ------
+    ProtocolError
+        If the survivor set is below the threshold, omits this node, names
+        unknown nodes, or would reveal both secrets of a node (a second
+        ``unmask`` with another survivor set).
+    """
+    plan = _expect(state, "unmask") if state.get("stage") == "masked" else _again(state)
+    me = state["node"]
+    group = sorted({str(s) for s in survivors})
+    if me not in group or len(group) < plan.threshold or not set(group) <= set(plan.contributors):
+        raise ProtocolError(
+            f"node {me}: the server's survivor set {group} is not at least {plan.threshold} of the plan's nodes "
+            "including this one; no share revealed"
+        )
+    held_b, held_s = _mapping(state, "held_b"), _mapping(state, "held_s")
+    held = {u: {"b": held_b[u], "s": held_s[u]} for u in held_b}
+    revealed = dict(zip(state.get("revealed.names", []), state.get("revealed.values", []), strict=True))
+    response = unmasking_response(revealed, held, group, plan.contributors)
+    state["revealed.names"], state["revealed.values"] = list(revealed), list(revealed.values())
+    state["stage"] = "unmask"
+    return {"b": response["b"], "s": response["s"]}
+
+
+def _again(state: Mapping[str, Any]) -> SumPlan:
+    """A repeated ``unmask`` of the same round: allowed, and checked by the revealed-secret record."""
+    if state.get("stage") != "unmask":
+        raise ProtocolError(
+            f"secure-sum stage 'unmask' arrived after {state.get('stage')!r}, expected after 'masked'"
+        )
+    return SumPlan.from_config(_plan_fields(state))
+
+
+def _private(raw: bytes) -> X25519PrivateKey:
+    return X25519PrivateKey.from_private_bytes(raw)
+
+
+def _store(state: dict[str, Any], key: str, mapping: Mapping[str, bytes]) -> None:
+    state[f"{key}.names"], state[f"{key}.values"] = _pairs(mapping)

@@ -1,0 +1,139 @@
+"""Start a real Flower deployment on localhost (SuperLink, SuperNodes) and run the test app on it.
+
+Flower's deployment engine in insecure local mode: one SuperLink and ``n``
+SuperNodes as processes, every port found free at run time, then ``flwr run``
+of ``tests/integrations/flower_app`` (FedAvg through
+:class:`~mpc_pca.integrations.flower.SecureSumWorkflow`), whose ServerApp
+writes its outcomes and final parameters as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = ROOT / "tests" / "integrations" / "flower_app"
+BIN = Path(sys.executable).parent
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct ports the OS reports free now."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def _wait_for_port(port: int, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise TimeoutError(f"nothing listens on 127.0.0.1:{port}")
+
+
+@contextmanager
+def deployment(work: Path, behaviours: Sequence[str]) -> Iterator[dict[str, Any]]:
+    """A SuperLink and one SuperNode per entry of ``behaviours`` (node config ``partition-id``, ``behaviour``)."""
+    home = work / "flwr-home"
+    home.mkdir()
+    link, *node_ports = free_ports(1 + len(behaviours))
+    (home / "config.toml").write_text(
+        f'[superlink]\ndefault = "local"\n[superlink.local]\naddress = "127.0.0.1:{link}"\ninsecure = true\n'
+    )
+    env = {
+        **os.environ,
+        "FLWR_HOME": str(home),
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(args: list[str], log: str) -> subprocess.Popen[bytes]:
+        with open(work / log, "wb") as out:
+            proc = subprocess.Popen(
+                args, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        procs.append(proc)
+        return proc
+
+    try:
+        start(
+            [
+                str(BIN / "flower-superlink"),
+                "--insecure",
+                "--port",
+                str(link),
+                "--database",
+                str(work / "link.db"),
+                "--disable-runtime-dependency-installation",
+            ],
+            "superlink.log",
+        )
+        _wait_for_port(link, time.monotonic() + 30)
+        nodes = [
+            start(
+                [
+                    str(BIN / "flower-supernode"),
+                    "--insecure",
+                    "--superlink",
+                    f"127.0.0.1:{link}",
+                    "--port",
+                    str(port),
+                    "--node-config",
+                    f'partition-id={i} behaviour="{behaviour}"',
+                ],
+                f"supernode{i}.log",
+            )
+            for i, (port, behaviour) in enumerate(zip(node_ports, behaviours, strict=True))
+        ]
+        for port in node_ports:
+            _wait_for_port(port, time.monotonic() + 30)
+        yield {"env": env, "nodes": nodes, "work": work}
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def run_app(dep: dict[str, Any], config: dict[str, Any], timeout: float = 240) -> dict[str, Any]:
+    """``flwr run`` the test app with ``config`` overrides; the ServerApp's JSON output."""
+    work: Path = dep["work"]
+    app = work / "app"
+    shutil.copytree(APP, app, ignore=shutil.ignore_patterns("__pycache__"))
+    out = work / "result.json"
+    overrides = " ".join(f"{k}={json.dumps(v)}" for k, v in {**config, "out": str(out)}.items())
+    run = subprocess.run(
+        [str(BIN / "flwr"), "run", str(app), "local", "--run-config", overrides, "--stream"],
+        env=dep["env"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=work,
+    )
+    if not out.exists():
+        logs = "\n".join(f"== {p.name}\n{p.read_text()[-3000:]}" for p in sorted(work.glob("*.log")))
+        raise AssertionError(f"the app wrote no result\n{run.stdout[-4000:]}\n{run.stderr[-2000:]}\n{logs}")
+    return json.loads(out.read_text())

@@ -1,0 +1,83 @@
+"""Flower's real SuperLink and SuperNodes run FedAvg through SecureSumWorkflow / secure_sum_mod.
+
+Skipped without the ``flower`` extra. The aggregate must equal the plain
+weighted mean of the nodes' updates within the round's stated fixed-point
+bound (``RoundOutcome.mean_error_bound``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("flwr", reason='needs the flower extra (pip install "mpc-pca[flower]")')
+pytestmark = pytest.mark.slow
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integrations" / "flower_app"))
+from securesum_app.client_app import PCA_MAX_ABS, rows, update  # noqa: E402
+from sklearn.decomposition import PCA  # noqa: E402
+
+from mpc_pca.integrations.star_sum.pca import pooled_pca, statistics_bound  # noqa: E402
+from tests.multiprocess.flower_deployment import deployment, run_app  # noqa: E402
+
+
+def weighted_mean(partitions):
+    weights = {p: p + 1 for p in partitions}
+    total = sum(weights.values())
+    return [sum(weights[p] * update(p)[i] for p in partitions) / total for i in range(2)]
+
+
+def test_fedavg_through_the_secure_sum_equals_the_plain_weighted_mean(tmp_path):
+    with deployment(tmp_path, ["ok"] * 4) as dep:
+        result = run_app(dep, {"nodes": 4, "num-server-rounds": 1, "threshold": 0.6})
+    (outcome,) = result["outcomes"]
+    assert outcome["error"] is None and len(outcome["survivors"]) == 4 and outcome["dropped"] == {}
+    assert 0 < outcome["mean_error_bound"] < 1e-10  # SecAgg+ defaults: a step of about 4e-6
+    expected = weighted_mean(range(4))
+    for got, want in zip(result["parameters"], expected, strict=True):
+        assert np.max(np.abs(np.asarray(got) - want)) <= outcome["mean_error_bound"]
+
+
+def test_a_node_killed_mid_round_is_left_out_and_the_next_round_completes(tmp_path):
+    # Node 3's SuperNode is killed when the 'masked' stage reaches it, after it sent its keys and shares.
+    with deployment(tmp_path, ["ok", "ok", "ok", "die-at-masked"]) as dep:
+        result = run_app(dep, {"nodes": 3, "num-server-rounds": 2, "threshold": 0.6, "timeout": 20.0})
+    first, second = result["outcomes"]
+    for outcome in (first, second):
+        assert outcome["error"] is None and len(outcome["survivors"]) == 3, outcome
+    dead = sorted(set(first["sampled"]) - set(first["survivors"]))
+    assert len(dead) == 1 and "no answer at stage 'masked'" in first["dropped"][dead[0]]
+    expected = weighted_mean(range(3))  # the survivors' updates are the same every round
+    for got, want in zip(result["parameters"], expected, strict=True):
+        assert np.max(np.abs(np.asarray(got) - want)) <= second["mean_error_bound"]
+
+
+def test_a_client_whose_update_breaks_the_plan_is_named_and_the_others_are_summed(tmp_path):
+    with deployment(tmp_path, ["ok", "bad-shape", "ok", "ok"]) as dep:
+        result = run_app(dep, {"nodes": 4, "num-server-rounds": 1, "threshold": 0.6})
+    (outcome,) = result["outcomes"]
+    assert outcome["error"] is None and len(outcome["survivors"]) == 3
+    ((node, reason),) = outcome["dropped"].items()
+    assert f"node {node}: array 1 of the update has shape (4,), the agreed shape is (5,)" in reason
+    assert "stage 'keys'" in reason  # refused before the node sent any key
+    expected = weighted_mean([0, 2, 3])
+    for got, want in zip(result["parameters"], expected, strict=True):
+        assert np.max(np.abs(np.asarray(got) - want)) <= outcome["mean_error_bound"]
+
+
+def test_federated_pca_through_the_workflow_is_the_pca_of_the_union_of_the_rows(tmp_path):
+    config = {"nodes": 3, "num-server-rounds": 1, "threshold": 0.6, "task": "pca"}
+    with deployment(tmp_path, ["ok"] * 3) as dep:
+        result = run_app(dep, {**config, "bound": statistics_bound(PCA_MAX_ABS)})
+    (outcome,) = result["outcomes"]
+    assert outcome["error"] is None and outcome["total_weight"] == 30 + 40 + 50
+    mean, components, variances = pooled_pca(result["parameters"], int(outcome["total_weight"]), 2)
+    union = np.vstack([rows(p) for p in range(3)])
+    reference = PCA(n_components=2).fit(union)
+    assert np.allclose(mean, reference.mean_, rtol=0, atol=1e-10)
+    assert np.allclose(variances, reference.explained_variance_, rtol=1e-9, atol=0)
+    cosines = np.abs(np.sum(components * reference.components_, axis=1))
+    assert np.all(cosines > 1 - 1e-9)
