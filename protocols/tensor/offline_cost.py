@@ -1,0 +1,159 @@
+"""Operation counts and time estimates of the dealer-free offline phase (Paillier OLE).
+
+:func:`request_counts` counts, for one provider, the Paillier encryptions,
+64-bit exponentiations modulo ``n^2`` and decryptions that
+:func:`protocols.tensor.offline_store.generate_offline` performs for one
+:class:`~protocols.tensor.offline_store.Request`; :func:`measure_timings`
+times the three operations on this machine; :meth:`OpCounts.seconds` combines
+them. The time is one provider's CPU time, which is also the wall time when
+every provider has its own core (the providers work in parallel; on a shared
+machine with fewer cores than providers the wall time grows accordingly).
+
+Measurement (2026-11-28, this 2-core machine shared with other jobs;
+``python -m benchmarks.bench_offline``): per operation at 2048 bits,
+encryption 12.6 ms, 64-bit exponentiation 0.43 ms, decryption 3.6 ms
+(at 1024 bits: 1.8 ms, 0.12 ms, 0.62 ms). The ladder eigensolver of the
+hidden-covariance mode at d = 100, k = 5, M = 3 with its full budget of 12
+iterations asks for 6 triples (100x100)@(100x100), 24 (100x100)@(100x5),
+46 (5x100)@(100x5) and truncation pairs over about 1.4e5 elements
+(10 of shape 100x100, 72 of shape 100x5). At 2048 bits:
+
+* the matrix triples need about 1.5e6 exponentiations, 2.4e4 encryptions and
+  1.3e4 decryptions per provider: roughly 15 minutes, three times the
+  5-minute goal of issue 39 (the six 100x100 triples are 80 % of it);
+* the truncation pairs by 64 shared bits need ``64 (M - 1)`` elementwise OLEs
+  per element, one encryption each: about 1.7e7 encryptions, some 60 hours.
+
+So Paillier OLE cannot meet the goal: the triples miss it by a factor of
+about 3, the bit-decomposed truncation pairs by about 700. What would: OT
+extension (Gilboa multiplication, IKNP/Ferret-style correlated OT costs
+microseconds per OT, 64 OTs per ring product, i.e. a few ms per 100x100
+matrix row), and for truncation pairs edaBits-style generation of shared bits
+from OT rather than from OLE; or a lattice scheme with SIMD slots (BFV via
+tenseal, thousands of plaintext slots per ciphertext, where Paillier packs 11).
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import gmpy2
+from gmpy2 import mpz
+
+from protocols.paillier.cipher import decrypt, encrypt
+from protocols.paillier.keys import generate_keypair
+from protocols.tensor.offline_store import Request
+from protocols.tensor.ole import OleLayout, cheaper_transposed, matmul_ole_ops
+
+_BITS = 64
+
+
+@dataclass(frozen=True)
+class Timings:
+    """Seconds per Paillier operation at one key size."""
+
+    key_bits: int
+    encrypt: float
+    exponentiate: float
+    decrypt: float
+
+
+@dataclass(frozen=True)
+class OpCounts:
+    """Paillier operations one provider performs."""
+
+    encryptions: int = 0
+    exponentiations: int = 0
+    decryptions: int = 0
+
+    def __add__(self, other: OpCounts) -> OpCounts:
+        return OpCounts(
+            self.encryptions + other.encryptions,
+            self.exponentiations + other.exponentiations,
+            self.decryptions + other.decryptions,
+        )
+
+    def seconds(self, timings: Timings) -> float:
+        """Estimated CPU seconds with these per-operation timings."""
+        return (
+            self.encryptions * timings.encrypt
+            + self.exponentiations * timings.exponentiate
+            + self.decryptions * timings.decrypt
+        )
+
+
+def _matmul(a_shape: tuple[int, ...], b_shape: tuple[int, ...], peers: int, key_bits: int) -> OpCounts:
+    (m, n), p = a_shape, b_shape[1]
+    slots = OleLayout(key_bits, n).slots
+    if cheaper_transposed((m, n), (n, p), slots, peers):
+        m, p = p, m
+    return OpCounts(*matmul_ole_ops(m, n, p, slots, peers))
+
+
+def _elementwise(size: int, peers: int, key_bits: int) -> OpCounts:
+    replies = peers * -(-size // OleLayout(key_bits, 1).slots)
+    return OpCounts(size + replies, peers * size, replies)
+
+
+def request_counts(request: Request, n_providers: int, key_bits: int) -> OpCounts:
+    """Operations one provider performs on the critical path of one request.
+
+    A ``"fixed"`` request is counted by :func:`total_counts`, which knows its mask's shape.
+    """
+    peers = n_providers - 1
+    if request.kind == "matmul":
+        return _matmul(request.shapes[0], request.shapes[1], peers, key_bits)
+    if request.kind == "fixed":
+        return OpCounts()
+    size = 1
+    for extent in request.shapes[0]:
+        size *= extent
+    if request.kind == "mul":
+        return _elementwise(size, peers, key_bits)
+    if request.kind == "mask":
+        return OpCounts()
+    # truncation: M - 1 sequential private products on 64 size bits; the owner encrypts
+    # and decrypts, the others answer; every provider is owner once (provider 0 never).
+    bits = size * _BITS
+    slots = OleLayout(key_bits, 1).slots
+    replies = -(-bits // slots)
+    owner = OpCounts(bits, 0, peers * replies)
+    answer = OpCounts(replies, bits, 0)
+    total = OpCounts()
+    for _ in range(peers):
+        total = total + owner + answer  # sequential steps: the owner's work, then the answers
+    return total
+
+
+def total_counts(requests: Sequence[Request], n_providers: int, key_bits: int) -> OpCounts:
+    """Sum of :func:`request_counts` over a request list, ``"fixed"`` triples included."""
+    total = OpCounts()
+    for request in requests:
+        if request.kind == "fixed":
+            mask_shape = requests[request.mask].shapes[0]
+            total = total + _matmul(mask_shape, request.shapes[0], n_providers - 1, key_bits)
+        else:
+            total = total + request_counts(request, n_providers, key_bits)
+    return total
+
+
+def measure_timings(key_bits: int, samples: int = 20, *, allow_insecure_key_size: bool = False) -> Timings:
+    """Time one encryption, one 64-bit exponentiation modulo ``n^2`` and one decryption (means)."""
+    keys = generate_keypair(key_bits, allow_insecure_key_size=allow_insecure_key_size)
+    public = keys.public_key
+    plain = [secrets.randbits(key_bits - 2) for _ in range(samples)]
+    start = time.perf_counter()
+    cts = encrypt(public, plain)
+    t_enc = (time.perf_counter() - start) / samples
+    exponents = [mpz(secrets.randbits(_BITS)) for _ in range(samples)]
+    start = time.perf_counter()
+    for c in cts:  # as the OLE sender does: one base, a list of exponents
+        gmpy2.powmod_exp_list(c, exponents, public.n_square)
+    t_exp = (time.perf_counter() - start) / samples**2
+    start = time.perf_counter()
+    decrypt(keys.private_key, cts)
+    t_dec = (time.perf_counter() - start) / samples
+    return Timings(key_bits, t_enc, t_exp, t_dec)
