@@ -96,32 +96,41 @@ def check_one_triple(d: int, k: int, n_providers: int, key_bits: int) -> float:
     return max(run_inprocess({p: role for p in providers}, timeout=3600).outputs.values())
 
 
+def report(requests: list[Request], d: int, k: int, n_providers: int, key_bits: int, *, check: bool) -> None:
+    """Print the counts and estimated seconds at one key size (and the real triple with ``check``)."""
+    timings = measure_timings(key_bits, allow_insecure_key_size=key_bits < 2048)
+    print(f"timings at {key_bits} bits: {timings}")
+    for label, kinds in (("triples", ("mul", "matmul")), ("truncation pairs", ("truncation",))):
+        chosen = [r for r in requests if r.kind in kinds]
+        counts = total_counts(chosen, n_providers, key_bits)
+        print(
+            f"{label}: {len(chosen)} requests, {counts}, about {counts.seconds(timings):.0f} s per provider"
+        )
+        for request in sorted(set(chosen), key=str):
+            same = [r for r in chosen if r == request]
+            seconds = total_counts(same, n_providers, key_bits).seconds(timings)
+            print(
+                f"    {len(same):3d} x {request.kind} {request.shapes} bits={request.bits}: {seconds:.0f} s"
+            )
+    if check:
+        estimate = total_counts([Request("matmul", ((d, d), (d, k)))], n_providers, key_bits)
+        wall = check_one_triple(d, k, n_providers, key_bits)
+        print(
+            f"one ({d}x{d})@({d}x{k}) triple: {wall:.1f} s wall, model {estimate.seconds(timings):.1f} s per provider"
+        )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--d", type=int, default=100)
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--providers", type=int, default=3)
-    parser.add_argument("--key-bits", type=int, default=2048)
+    parser.add_argument("--key-bits", type=int, nargs="+", default=[2048])
     parser.add_argument("--check", action="store_true")
     args = parser.parse_args(argv)
     requests = record_requests(args.d, args.k, args.providers)
-    timings = measure_timings(args.key_bits, allow_insecure_key_size=args.key_bits < 2048)
-    print(f"timings at {args.key_bits} bits: {timings}")
-    for label, kinds in (("triples", ("mul", "matmul")), ("truncation pairs", ("truncation",))):
-        chosen = [r for r in requests if r.kind in kinds]
-        counts = total_counts(chosen, args.providers, args.key_bits)
-        print(
-            f"{label}: {len(chosen)} requests, {counts}, about {counts.seconds(timings):.0f} s per provider"
-        )
-    if args.check:
-        estimate = total_counts(
-            [Request("matmul", ((args.d, args.d), (args.d, args.k)))], args.providers, args.key_bits
-        )
-        wall = check_one_triple(args.d, args.k, args.providers, args.key_bits)
-        print(
-            f"one ({args.d}x{args.d})@({args.d}x{args.k}) triple: {wall:.1f} s wall, "
-            f"model {estimate.seconds(timings):.1f} s per provider"
-        )
+    for key_bits in args.key_bits:
+        report(requests, args.d, args.k, args.providers, key_bits, check=args.check)
 
 
 if __name__ == "__main__":

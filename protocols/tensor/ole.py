@@ -47,12 +47,12 @@ Packing orientation
     so the sender's exponents stay below ``2^64`` and it returns one
     ciphertext per ``slots`` elements.
 
-Measured cost (this machine, 2 shared cores, ``python /tmp/bench``-style loop over
-:func:`protocols.paillier.cipher.encrypt` and :func:`gmpy2.powmod_exp_list`):
-at 2048 bits one encryption 12.6 ms, one 64-bit exponentiation modulo ``n^2``
-0.43 ms, one decryption 3.6 ms; at 1024 bits 1.8 ms, 0.12 ms, 0.62 ms. A
-2048-bit key has 11 slots for ``inner <= 128`` (``slot_bits = 176``). See
-:mod:`protocols.tensor.offline_store` for what that means for a whole run.
+Measured cost (this machine, 2 shared cores; ``python -m benchmarks.bench_offline``,
+:func:`protocols.tensor.offline_cost.measure_timings`): at 2048 bits one
+encryption 12.4 ms, one 64-bit exponentiation modulo ``n^2`` 0.44 ms, one
+decryption 3.6 ms; at 1024 bits 1.8 ms, 0.12 ms, 0.62 ms. A 2048-bit key has
+11 slots for ``inner <= 128`` (``slot_bits = 176``). See
+:mod:`protocols.tensor.offline_cost` for what that means for a whole run.
 
 Nothing here unpickles: ciphertexts travel as fixed-width bytes
 (:mod:`protocols.paillier.serialize`) and are range-checked when parsed.

@@ -25,7 +25,7 @@ needed exactly, and computing them is a comparison of private values, which
 costs about one bit decomposition too; dropping them would make ``truncate``
 off by up to ``M - 1`` ulps and break its wrap detection. The bit route costs
 ``64 (M - 1)`` elementwise OLEs per element; see
-:mod:`protocols.tensor.offline_store` for what that means at d = 100.
+:mod:`protocols.tensor.offline_cost` for what that means at d = 100.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from protocols.runtime import run_inprocess
 from protocols.tensor import TensorSession, ole, reveal, share_input, truncate
 from protocols.tensor import ops as tensor_ops
 from protocols.tensor.correlated import TruncationPair
-from protocols.tensor.offline_cost import OpCounts, Timings, total_counts
+from protocols.tensor.offline_cost import OpCounts, Timings, measure_timings, total_counts
 from protocols.tensor.offline_store import OfflineMismatchError, OfflineStore, Request, generate_offline
 from protocols.tensor.provider_products import exchange_keys, private_product, shared_product
 from protocols.tensor.provider_truncation import provider_truncation_pair
@@ -267,3 +267,9 @@ def test_operands_must_be_ring_words(keys):
         ole.encrypt_operand(keys[0], "mul", np.ones(3, dtype=np.int64), 1)
     with pytest.raises(InputValidationError, match="uint64"):
         ole.encrypt_operand(keys[0], "matmul", np.ones(3, dtype=_U), 1)
+
+
+def test_timings_are_measured_for_the_key_size_asked():
+    timings = measure_timings(256, samples=2, repeats=1, allow_insecure_key_size=True)
+    assert timings.key_bits == 256
+    assert min(timings.encrypt, timings.exponentiate, timings.decrypt) > 0
