@@ -114,7 +114,12 @@ def test_a_malformed_reply_is_refused_without_unpickling(keys):
 
 @pytest.mark.parametrize("m", [2, 3, 5])
 def test_shared_products_among_providers_are_exact(keys, m):
-    shapes = [("matmul", (3, 4), (4, 6)), ("matmul", (1, 40), (40, 9)), ("mul", (2, 3), (2, 3))]
+    shapes = [
+        ("matmul", (3, 4), (4, 6)),
+        ("matmul", (1, 40), (40, 9)),
+        ("matmul", (30, 40), (40, 2)),
+        ("mul", (2, 3), (2, 3)),
+    ]
 
     def program(group):
         rng = np.random.default_rng(10 + group.index)
@@ -130,13 +135,18 @@ def test_shared_products_among_providers_are_exact(keys, m):
 
 
 def test_the_orientation_is_chosen_by_the_weighted_cost():
-    # exponentiations alone favour the transposed form here, encryptions (30 each) do not
-    assert not ole.cheaper_transposed((100, 100), (100, 5), 11, 2)
-    assert ole.cheaper_transposed((100, 100), (100, 5), 11, 200)
-    for peers in (1, 2, 4):  # the shapes of the product test below run in both orientations
+    def cost(m, n, p, slots, peers):
+        enc, exps, mults, dec = ole.matmul_ole_ops(m, n, p, slots, peers)
+        return ole.ENCRYPT_WEIGHT * enc + ole.EXPONENTIATE_WEIGHT * exps + mults + ole.DECRYPT_WEIGHT * dec
+
+    for (m, n), p, slots in [((100, 100), 5, 11), ((5, 100), 100, 11), ((1, 40), 9, 2), ((3, 4), 6, 2)]:
+        for peers in (1, 2, 4):
+            chosen = ole.cheaper_transposed((m, n), (n, p), slots, peers)
+            assert chosen == (cost(p, n, m, slots, peers) < cost(m, n, p, slots, peers))
+    for peers in (1, 2, 4):  # the product test below runs both orientations at every M
         assert ole.cheaper_transposed((1, 40), (40, 9), 2, peers)
-        assert not ole.cheaper_transposed((3, 4), (4, 6), 2, peers)
-    assert ole.cheaper_transposed((5, 100), (100, 100), 11, 2)
+        assert not ole.cheaper_transposed((30, 40), (40, 2), 2, peers)
+    assert not ole.cheaper_transposed((100, 100), (100, 5), 11, 2)  # the ladder's X = C Q shape
 
 
 def test_a_private_operand_times_a_shared_one(keys):
@@ -254,19 +264,37 @@ def test_the_store_refuses_a_different_shape_kind_or_number(keys):
 
 def test_cost_counts_follow_the_layout():
     counts = total_counts([Request("matmul", ((100, 100), (100, 5)))], 3, 2048)
-    # not transposed (encryptions weigh 30 exponentiations): B (100 x 5) in 100 ciphertexts,
-    # 2 peers x 100 rows x 1 block of replies, each from 100 exponentiations, plus 200 masks
-    assert counts == OpCounts(encryptions=100 + 2 * 100, exponentiations=2 * 100 * 100, decryptions=2 * 100)
-    transposed = total_counts([Request("matmul", ((5, 100), (100, 100)))], 3, 2048)
-    assert transposed == counts  # the mirror image runs transposed, at the same cost
-    assert counts.seconds(Timings(2048, 1.0, 0.0, 0.0)) == counts.encryptions
+    # B (100 x 5) in 100 ciphertexts (one block of 11 slots per row); 2 peers x 100 rows of replies,
+    # each with a fresh mask; 2 x 100 bases, each a comb table (256) and 100 rows x 16 multiplications
+    assert counts == OpCounts(
+        encryptions=100 + 2 * 100,
+        exponentiations=0,
+        multiplications=2 * 100 * (256 + 16 * 100),
+        decryptions=200,
+    )
+    assert total_counts([Request("matmul", ((5, 100), (100, 100)))], 3, 2048) == counts  # runs transposed
+    few_rows = total_counts([Request("matmul", ((2, 10), (10, 3)))], 2, 2048)
+    assert few_rows == OpCounts(encryptions=10 + 2, exponentiations=2 * 10, multiplications=0, decryptions=2)
+    assert counts.seconds(Timings(2048, 1.0, 0.0, 0.0, 0.0)) == counts.encryptions
 
 
-def test_operands_must_be_ring_words(keys):
-    with pytest.raises(InputValidationError, match="uint64"):
-        ole.encrypt_operand(keys[0], "mul", np.ones(3, dtype=np.int64), 1)
-    with pytest.raises(InputValidationError, match="uint64"):
-        ole.encrypt_operand(keys[0], "matmul", np.ones(3, dtype=_U), 1)
+def test_the_comb_matches_powmod(keys):
+    n2 = keys[0].public_key.n_square
+    base = ole.encrypt_operand(keys[0], "mul", np.array([12345], dtype=_U), 1)
+    (c,) = [int.from_bytes(base, "big")]
+    exponents = [
+        0,
+        1,
+        15,
+        16,
+        2**64 - 1,
+        2**63,
+        *np.random.default_rng(3).integers(0, 2**64, 10, dtype=_U).tolist(),
+    ]
+    for count in (len(exponents), ole.COMB_MIN_USES - 1):  # the comb, and powmod for few rows
+        rows = [[1, 7] for _ in range(count)]
+        ole._raise_into(rows, 1, c, exponents[:count], n2)
+        assert [r[1] for r in rows] == [7 * pow(c, e, int(n2)) % n2 for e in exponents[:count]]
 
 
 def test_timings_are_measured_for_the_key_size_asked():
