@@ -11,6 +11,8 @@ bits above as bytes (homogeneity).
 
 from __future__ import annotations
 
+import secrets
+
 import numpy as np
 import pytest
 
@@ -35,8 +37,11 @@ def _fixed(seed: int, shape: tuple[int, ...]) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, 2**64, size=shape, dtype=_U)
 
 
-def _roles(keys, a0: np.ndarray):
-    """``p0`` multiplies with left share ``a0`` (the input that varies); everything else is fixed."""
+def _roles(keys, a0: np.ndarray, b0: np.ndarray):
+    """``p0``'s shares ``a0``, ``b0`` are the input that varies; everything else is fixed.
+
+    Both vary because the product may run transposed (``p0`` then answers with ``B_0^T``).
+    """
 
     def provider(party):
         group = exchange_keys(
@@ -44,7 +49,7 @@ def _roles(keys, a0: np.ndarray):
         )
         index = PROVIDERS.index(party.name)
         a = a0 if party.name == "p0" else _fixed(index, A_SHAPE)
-        b = _fixed(10 + index, B_SHAPE)
+        b = b0 if party.name == "p0" else _fixed(10 + index, B_SHAPE)
         captured: list[bytes] = []
         original = party.recv
 
@@ -73,10 +78,13 @@ def _roles(keys, a0: np.ndarray):
 
 
 def _check(keys):
-    zero = np.zeros(A_SHAPE, dtype=_U)
-    big = _fixed(99, A_SHAPE)
+    zero_a, zero_b = np.zeros(A_SHAPE, dtype=_U), np.zeros(B_SHAPE, dtype=_U)
+    big_a, big_b = _fixed(99, A_SHAPE), _fixed(98, B_SHAPE)
     return check_view_independence(
-        lambda: _roles(keys, zero), lambda: _roles(keys, big), parties=["p1", "p2", OBSERVER], repeats=3
+        lambda: _roles(keys, zero_a, zero_b),
+        lambda: _roles(keys, big_a, big_b),
+        parties=["p1", "p2", OBSERVER],
+        repeats=3,
     )
 
 
@@ -84,6 +92,19 @@ def test_what_providers_learn_does_not_depend_on_another_providers_share(keys):
     report = _check(keys)
     tested = {t.party for t in report.tests}
     assert {"p1", "p2", OBSERVER} <= tested
+
+
+def test_the_view_test_catches_a_mask_without_statistical_headroom(keys, monkeypatch):
+    """A 64-bit mask hides the low word of a slot but not the bits of the product above it."""
+
+    def narrow(layout, count, used):
+        words = [[secrets.randbits(64) for _ in range(u)] for u in used]
+        packed = [sum(w << (layout.slot_bits * s) for s, w in enumerate(ws)) for ws in words]
+        return packed, np.array([(-w) % 2**64 for ws in words for w in ws], dtype=_U)
+
+    monkeypatch.setattr(ole, "_masks", narrow)
+    with pytest.raises(AssertionError, match=r"view independence failed(.|\n)*party .observer.(.|\n)*\[1\]"):
+        _check(keys)
 
 
 def test_the_view_test_catches_an_ole_without_its_mask(keys, monkeypatch):
