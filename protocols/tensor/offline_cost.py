@@ -4,7 +4,7 @@
 64-bit exponentiations and multiplications modulo ``n^2`` and decryptions that
 :func:`protocols.tensor.offline_store.generate_offline` performs for one
 :class:`~protocols.tensor.offline_store.Request`; :func:`measure_timings`
-times the four operations on this machine; :meth:`OpCounts.seconds` combines
+times the operations on this machine; :meth:`OpCounts.seconds` combines
 them. The time is one provider's CPU time, which is also the wall time when
 every provider has its own core (the providers work in parallel; on a shared
 machine with fewer cores than providers the wall time grows accordingly).
@@ -61,7 +61,7 @@ from gmpy2 import mpz
 from protocols.paillier.cipher import decrypt, encrypt
 from protocols.paillier.keys import generate_keypair
 from protocols.tensor.offline_store import Request
-from protocols.tensor.ole import OleLayout, cheaper_transposed, matmul_ole_ops
+from protocols.tensor.ole import OleLayout, cheaper_transposed, encrypt_own, matmul_ole_ops
 
 _BITS = 64
 
@@ -72,15 +72,17 @@ class Timings:
 
     key_bits: int
     encrypt: float
+    encrypt_own: float
     exponentiate: float
+    multiply: float
     decrypt: float
-    multiply: float = 0.0
 
 
 @dataclass(frozen=True)
 class OpCounts:
     """Paillier operations one provider performs."""
 
+    own_encryptions: int = 0
     encryptions: int = 0
     exponentiations: int = 0
     multiplications: int = 0
@@ -88,16 +90,18 @@ class OpCounts:
 
     def __add__(self, other: OpCounts) -> OpCounts:
         return OpCounts(
-            self.encryptions + other.encryptions,
-            self.exponentiations + other.exponentiations,
-            self.multiplications + other.multiplications,
-            self.decryptions + other.decryptions,
+            own_encryptions=self.own_encryptions + other.own_encryptions,
+            encryptions=self.encryptions + other.encryptions,
+            exponentiations=self.exponentiations + other.exponentiations,
+            multiplications=self.multiplications + other.multiplications,
+            decryptions=self.decryptions + other.decryptions,
         )
 
     def seconds(self, timings: Timings) -> float:
         """Estimated CPU seconds with these per-operation timings."""
         return (
-            self.encryptions * timings.encrypt
+            self.own_encryptions * timings.encrypt_own
+            + self.encryptions * timings.encrypt
             + self.exponentiations * timings.exponentiate
             + self.multiplications * timings.multiply
             + self.decryptions * timings.decrypt
@@ -109,12 +113,14 @@ def _matmul(a_shape: tuple[int, ...], b_shape: tuple[int, ...], peers: int, key_
     slots = OleLayout(key_bits, n).slots
     if cheaper_transposed((m, n), (n, p), slots, peers):
         m, p = p, m
-    return OpCounts(*matmul_ole_ops(m, n, p, slots, peers))
+    return OpCounts(**matmul_ole_ops(m, n, p, slots, peers)._asdict())
 
 
 def _elementwise(size: int, peers: int, key_bits: int) -> OpCounts:
     replies = peers * -(-size // OleLayout(key_bits, 1).slots)
-    return OpCounts(size + replies, peers * size, 0, replies)
+    return OpCounts(
+        own_encryptions=size, encryptions=replies, exponentiations=peers * size, decryptions=replies
+    )
 
 
 def request_counts(request: Request, n_providers: int, key_bits: int) -> OpCounts:
@@ -139,8 +145,8 @@ def request_counts(request: Request, n_providers: int, key_bits: int) -> OpCount
     bits = size * _BITS
     slots = OleLayout(key_bits, 1).slots
     replies = -(-bits // slots)
-    owner = OpCounts(bits, 0, 0, peers * replies)
-    answer = OpCounts(replies, bits, 0, 0)
+    owner = OpCounts(own_encryptions=bits, decryptions=peers * replies)
+    answer = OpCounts(encryptions=replies, exponentiations=bits)
     total = OpCounts()
     for _ in range(peers):
         total = total + owner + answer  # sequential steps: the owner's work, then the answers
@@ -162,19 +168,22 @@ def total_counts(requests: Sequence[Request], n_providers: int, key_bits: int) -
 def measure_timings(
     key_bits: int, samples: int = 20, repeats: int = 3, *, allow_insecure_key_size: bool = False
 ) -> Timings:
-    """Time one encryption, one 64-bit exponentiation and one multiplication modulo ``n^2``, one decryption.
+    """Time encryption (public and own key), a 64-bit exponentiation and a multiplication modulo ``n^2``, decryption.
 
     Each is the mean over ``samples`` operations, the fastest of ``repeats``
     such means (other jobs on a shared machine only ever slow a run down).
     """
     keys = generate_keypair(key_bits, allow_insecure_key_size=allow_insecure_key_size)
     public = keys.public_key
-    best = [float("inf")] * 4
+    best = [float("inf")] * 5
     for _ in range(repeats):
         plain = [secrets.randbits(key_bits - 2) for _ in range(samples)]
         start = time.perf_counter()
         cts = encrypt(public, plain)
         t_enc = (time.perf_counter() - start) / samples
+        start = time.perf_counter()
+        encrypt_own(keys, plain)
+        t_own = (time.perf_counter() - start) / samples
         exponents = [mpz(secrets.randbits(_BITS)) for _ in range(samples)]
         start = time.perf_counter()
         for c in cts:  # one base, a list of exponents (the OLE sender's powmod path)
@@ -188,5 +197,5 @@ def measure_timings(
         start = time.perf_counter()
         decrypt(keys.private_key, cts)
         t_dec = (time.perf_counter() - start) / samples
-        best = [min(b, t) for b, t in zip(best, (t_enc, t_exp, t_dec, t_mul), strict=True)]
+        best = [min(b, t) for b, t in zip(best, (t_enc, t_own, t_exp, t_mul, t_dec), strict=True)]
     return Timings(key_bits, *best)

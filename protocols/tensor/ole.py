@@ -8,7 +8,7 @@ other's operand (semi-honest).
 
 Protocol (three pure steps; the caller moves the bytes)
     1. :func:`encrypt_operand` (``j``): ``Enc_j(B)`` packed in slots, under
-       ``j``'s own Paillier key;
+       ``j``'s own Paillier key (``r^n`` by the CRT, :func:`encrypt_own`);
     2. :func:`respond` (``i``): per packed output, the homomorphic sum of the
        ciphertexts raised to the entries of ``A`` (every exponent below
        ``2^64``; a fixed-base comb table per ciphertext when it serves several
@@ -64,7 +64,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import gmpy2
 import numpy as np
@@ -72,7 +72,7 @@ from gmpy2 import mpz
 from numpy.typing import NDArray
 
 from protocols.errors import InputValidationError
-from protocols.paillier.cipher import decrypt, encrypt
+from protocols.paillier.cipher import check_plaintexts, decrypt, encrypt, random_units
 from protocols.paillier.keys import PaillierKeyPair, PaillierPublicKey
 from protocols.paillier.packing import headroom_for
 from protocols.paillier.serialize import ciphertexts_from_bytes, ciphertexts_to_bytes
@@ -145,10 +145,11 @@ def layout_for(kind: Kind, key_bits: int, a_shape: tuple[int, ...]) -> OleLayout
     return OleLayout(key_bits, a_shape[1] if kind == "matmul" else 1)
 
 
-#: Cost of one encryption, one decryption and one 64-bit exponentiation in multiplications
-#: modulo ``n^2`` (measured at 2048 bits: 12.4 ms, 3.6 ms, 0.44 ms and 5.8 us), for
-#: choosing the orientation.
+#: Cost of one encryption (under a peer's key, and under one's own by the CRT), one
+#: decryption and one 64-bit exponentiation in multiplications modulo ``n^2`` (measured at
+#: 2048 bits: 12.4 ms, 7.9 ms, 3.6 ms, 0.44 ms and 5.8 us), for choosing the orientation.
 ENCRYPT_WEIGHT = 2100
+OWN_ENCRYPT_WEIGHT = 1350
 DECRYPT_WEIGHT = 600
 EXPONENTIATE_WEIGHT = 75
 #: Bits of the exponent per row of the fixed-base comb table (:func:`_comb_table`).
@@ -160,35 +161,76 @@ _COMB_TABLE_MULTIPLICATIONS = 256
 _COMB_USE_MULTIPLICATIONS = 16
 
 
-def matmul_ole_ops(m: int, n: int, p: int, slots: int, peers: int) -> tuple[int, int, int, int]:
-    """Encryptions, exponentiations, multiplications and decryptions of one provider for ``(m x n) @ (n x p)``.
+class OleOps(NamedTuple):
+    """Paillier operations of one provider (see :func:`matmul_ole_ops`)."""
 
-    The provider encrypts its ``n x p`` operand once (``n ceil(p / slots)``
-    ciphertexts), answers ``peers`` others (``m`` exponents per each of the
-    ``n ceil(p / slots)`` ciphertexts, by ``powmod`` below :data:`COMB_MIN_USES`
-    rows, else by a comb table of 256 multiplications and at most 16 per
-    exponent; plus ``m ceil(p / slots)`` mask encryptions) and decrypts
-    ``peers`` replies of ``m ceil(p / slots)`` ciphertexts.
+    own_encryptions: int
+    encryptions: int
+    exponentiations: int
+    multiplications: int
+    decryptions: int
+
+    def weighted(self) -> int:
+        """The cost in multiplications modulo ``n^2`` (the weights above)."""
+        return (
+            OWN_ENCRYPT_WEIGHT * self.own_encryptions
+            + ENCRYPT_WEIGHT * self.encryptions
+            + EXPONENTIATE_WEIGHT * self.exponentiations
+            + self.multiplications
+            + DECRYPT_WEIGHT * self.decryptions
+        )
+
+
+def matmul_ole_ops(m: int, n: int, p: int, slots: int, peers: int) -> OleOps:
+    """Operations of one provider for ``(m x n) @ (n x p)`` among ``peers + 1`` providers.
+
+    The provider encrypts its ``n x p`` operand once under its own key
+    (``n ceil(p / slots)`` ciphertexts), answers ``peers`` others (``m``
+    exponents per each of the ``n ceil(p / slots)`` ciphertexts, by ``powmod``
+    below :data:`COMB_MIN_USES` rows, else by a comb table of 256
+    multiplications and at most 16 per exponent; plus ``m ceil(p / slots)``
+    mask encryptions under the peer's key) and decrypts ``peers`` replies of
+    ``m ceil(p / slots)`` ciphertexts.
     """
     blocks = -(-p // slots)
     replies = peers * m * blocks
     bases = peers * n * blocks
     if m < COMB_MIN_USES:
-        return n * blocks + replies, bases * m, 0, replies
+        return OleOps(n * blocks, replies, bases * m, 0, replies)
     mults = bases * (_COMB_TABLE_MULTIPLICATIONS + _COMB_USE_MULTIPLICATIONS * m)
-    return n * blocks + replies, 0, mults, replies
+    return OleOps(n * blocks, replies, 0, mults, replies)
 
 
 def cheaper_transposed(
     a_shape: tuple[int, int], b_shape: tuple[int, int], slots: int, peers: int = 1
 ) -> bool:
-    """Whether ``(B^T A^T)^T`` costs less than ``A @ B`` (:func:`matmul_ole_ops`, weighted)."""
+    """Whether ``(B^T A^T)^T`` costs less than ``A @ B`` (:meth:`OleOps.weighted`)."""
     (m, n), p = a_shape, b_shape[1]
+    return matmul_ole_ops(p, n, m, slots, peers).weighted() < matmul_ole_ops(m, n, p, slots, peers).weighted()
 
-    def cost(ops: tuple[int, int, int, int]) -> int:
-        return ENCRYPT_WEIGHT * ops[0] + EXPONENTIATE_WEIGHT * ops[1] + ops[2] + DECRYPT_WEIGHT * ops[3]
 
-    return cost(matmul_ole_ops(p, n, m, slots, peers)) < cost(matmul_ole_ops(m, n, p, slots, peers))
+def encrypt_own(keypair: PaillierKeyPair, plaintexts: list[int]) -> list[mpz]:
+    """Encrypt under one's own key, ``(1 + m n) r^n mod n^2``, computing ``r^n`` by the CRT.
+
+    The same ciphertexts as :func:`protocols.paillier.cipher.encrypt` (``r``
+    uniform in ``Z_n^*`` from :mod:`secrets`), but the key holder knows
+    ``p`` and ``q``: ``r^n mod p^2`` with the exponent reduced modulo
+    ``p (p - 1)`` (the order of ``Z_(p^2)^*``), the same modulo ``q^2``, then
+    the CRT; about 1.5 times faster than working modulo ``n^2``.
+    """
+    public, private = keypair
+    n, n2 = public.n, public.n_square
+    values = check_plaintexts(public, plaintexts)
+    units = random_units(n, len(values))
+    p2, q2 = private.p_square, private.q_square
+    at_p = gmpy2.powmod_base_list([r % p2 for r in units], n % (private.p * (private.p - 1)), p2)
+    at_q = gmpy2.powmod_base_list([r % q2 for r in units], n % (private.q * (private.q - 1)), q2)
+    q2_inverse = gmpy2.invert(q2, p2)
+    out = []
+    for m, x_p, x_q in zip(values, at_p, at_q, strict=True):
+        rho = x_q + q2 * ((x_p - x_q) * q2_inverse % p2)
+        out.append((1 + m * n) * rho % n2)
+    return out
 
 
 def encrypt_operand(keypair: PaillierKeyPair, kind: Kind, b: NDArray[np.uint64], inner: int) -> bytes:
@@ -218,7 +260,7 @@ def encrypt_operand(keypair: PaillierKeyPair, kind: Kind, b: NDArray[np.uint64],
     else:
         words = _ring(b, "B", np.ndim(b)).ravel().tolist()
         plain = [word << (shift * (e % slots)) for e, word in enumerate(words)]
-    return ciphertexts_to_bytes(keypair.public_key, encrypt(keypair.public_key, plain))
+    return ciphertexts_to_bytes(keypair.public_key, encrypt_own(keypair, plain))
 
 
 def _masks(layout: OleLayout, count: int, used: list[int]) -> tuple[list[int], NDArray[np.uint64]]:

@@ -7,6 +7,7 @@ import pytest
 from scipy import stats
 
 from protocols.errors import InputValidationError, TripleReuseError
+from protocols.paillier.cipher import decrypt
 from protocols.paillier.keys import generate_keypair
 from protocols.runtime import run_inprocess
 from protocols.tensor import TensorSession, ole, reveal, share_input, truncate
@@ -136,8 +137,7 @@ def test_shared_products_among_providers_are_exact(keys, m):
 
 def test_the_orientation_is_chosen_by_the_weighted_cost():
     def cost(m, n, p, slots, peers):
-        enc, exps, mults, dec = ole.matmul_ole_ops(m, n, p, slots, peers)
-        return ole.ENCRYPT_WEIGHT * enc + ole.EXPONENTIATE_WEIGHT * exps + mults + ole.DECRYPT_WEIGHT * dec
+        return ole.matmul_ole_ops(m, n, p, slots, peers).weighted()
 
     for (m, n), p, slots in [((100, 100), 5, 11), ((5, 100), 100, 11), ((1, 40), 9, 2), ((3, 4), 6, 2)]:
         for peers in (1, 2, 4):
@@ -267,15 +267,23 @@ def test_cost_counts_follow_the_layout():
     # B (100 x 5) in 100 ciphertexts (one block of 11 slots per row); 2 peers x 100 rows of replies,
     # each with a fresh mask; 2 x 100 bases, each a comb table (256) and 100 rows x 16 multiplications
     assert counts == OpCounts(
-        encryptions=100 + 2 * 100,
-        exponentiations=0,
+        own_encryptions=100,
+        encryptions=2 * 100,
         multiplications=2 * 100 * (256 + 16 * 100),
         decryptions=200,
     )
     assert total_counts([Request("matmul", ((5, 100), (100, 100)))], 3, 2048) == counts  # runs transposed
     few_rows = total_counts([Request("matmul", ((2, 10), (10, 3)))], 2, 2048)
-    assert few_rows == OpCounts(encryptions=10 + 2, exponentiations=2 * 10, multiplications=0, decryptions=2)
-    assert counts.seconds(Timings(2048, 1.0, 0.0, 0.0, 0.0)) == counts.encryptions
+    assert few_rows == OpCounts(own_encryptions=10, encryptions=2, exponentiations=2 * 10, decryptions=2)
+    assert counts.seconds(Timings(2048, 1.0, 0.0, 0.0, 0.0, 0.0)) == counts.encryptions
+    assert counts.seconds(Timings(2048, 0.0, 1.0, 0.0, 0.0, 0.0)) == counts.own_encryptions
+
+
+def test_own_key_encryption_decrypts_and_is_fresh(keys):
+    plain = [0, 1, 2**200, int(keys[0].public_key.n) - 1]
+    first, second = ole.encrypt_own(keys[0], plain), ole.encrypt_own(keys[0], plain)
+    assert decrypt(keys[0].private_key, first) == plain
+    assert all(a != b for a, b in zip(first, second, strict=True))
 
 
 def test_the_comb_matches_powmod(keys):
@@ -300,4 +308,6 @@ def test_the_comb_matches_powmod(keys):
 def test_timings_are_measured_for_the_key_size_asked():
     timings = measure_timings(256, samples=2, repeats=1, allow_insecure_key_size=True)
     assert timings.key_bits == 256
-    assert min(timings.encrypt, timings.exponentiate, timings.decrypt) > 0
+    assert (
+        min(timings.encrypt, timings.encrypt_own, timings.exponentiate, timings.multiply, timings.decrypt) > 0
+    )
