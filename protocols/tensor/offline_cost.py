@@ -9,43 +9,42 @@ them. The time is one provider's CPU time, which is also the wall time when
 every provider has its own core (the providers work in parallel; on a shared
 machine with fewer cores than providers the wall time grows accordingly).
 
-Measurement (2026-11-28, this 2-core machine shared with two other helpers;
-``python -m benchmarks.bench_offline --key-bits 2048 512 --check``): per
-operation at 2048 bits, on a quiet moment, encryption 12.4 ms, 64-bit
-exponentiation 0.44 ms, multiplication modulo ``n^2`` 5.8 us, decryption
-3.6 ms (under load, as in the run quoted below: 18.8 ms, 0.66 ms, 6.2 us,
-4.0 ms). The ladder eigensolver of the hidden-covariance mode at d = 100,
-k = 5, M = 3 with its full budget of 12 iterations asks for 3 triples
-(100x100)@(100x100), 12 (100x100)@(100x5), 23 (5x100)@(100x5) and 41
+Measurement (2026-11-28, this 2-core machine shared with two other helpers,
+in a quiet moment; ``python -m benchmarks.bench_offline --key-bits 2048 512
+--check``): per operation at 2048 bits, encryption 12.5 ms (own key by the
+CRT: 7.0 ms), 64-bit exponentiation 0.43 ms, multiplication modulo ``n^2``
+5.8 us, decryption 3.6 ms; under load, an hour earlier, everything was 1.3
+to 1.5 times slower. The ladder eigensolver of the hidden-covariance mode at
+d = 100, k = 5, M = 3 with its full budget of 12 iterations asks for 3
+triples (100x100)@(100x100), 12 (100x100)@(100x5), 23 (5x100)@(100x5) and 41
 truncation pairs (5 of shape 100x100, 36 of shape 100x5: 4.4e6 shared bits).
 
-* Matrix triples, per provider: 15,130 encryptions, 1.7e7 multiplications
-  (the comb of :mod:`protocols.tensor.ole`), 8,630 decryptions: about 320 s
-  at the quiet timings (425 s under load: 262 s for the three 100x100
-  products, 105 s and 58 s for the others), against the issue's goal of
-  300 s. Encryptions are now the larger half (188 s quiet): 57 % of them
-  are the senders' fresh mask encryptions, 43 % the receivers' operands.
+* Matrix triples, per provider: 6,500 own-key and 8,630 mask encryptions,
+  1.7e7 multiplications (the comb of :mod:`protocols.tensor.ole`), 8,630
+  decryptions: **283 s** (182 s for the three 100x100 products, 73 s and
+  29 s for the others), just inside the issue's goal of 300 s, provided each
+  provider has a core of its own; under load (as an hour earlier) it would
+  be about 380 s. Encryptions are 55 % of it.
 * Truncation pairs by 64 shared bits, ``64 (M - 1)`` elementwise OLEs per
-  element, one encryption each: 9.4e6 encryptions, about 35 hours quiet
-  (52 hours under load); at the 512-bit test key about 1.1 hours.
+  element, one encryption each: 8.7e6 own-key encryptions, **about 22
+  hours** (at the 512-bit test key about 54 minutes).
 * Model against a real run: one (100x100)@(100x5) triple among 3 provider
-  threads took 36.6 s wall against 8.7 s per provider modelled (3 providers
-  on 2 loaded cores, and the comb is Python code that holds the GIL;
-  separate processes on separate cores should come close to the model).
+  threads took 12.8 s wall against 6.1 s per provider modelled (3 providers
+  on 2 cores, and the comb is Python code that holds the GIL); at 512 bits
+  3.0 s against 1.0 s.
 
-So Paillier OLE does not meet the goal: the triples miss it by about 6 %
-(quiet) to 40 % (loaded), and would meet it with cheaper encryptions (the
-receiver could encrypt its own operand modulo ``p^2`` and ``q^2`` with its
-factors; a fixed-base mask rerandomisation as in
-:mod:`protocols.paillier.precompute` is not enough as it is, since its
-obfuscators cover only a subgroup of index about 4 and the key holder could
-read parities of the sender's operand from the coset). The bit-decomposed
-truncation pairs miss it by a factor of about 400. What would: OT extension
-(Gilboa multiplication, with IKNP/Ferret-style correlated OT at microseconds
-per OT, 64 OTs per ring product) for triples, and shared random bits from OT
-(edaBits-style) rather than from OLE for truncation pairs; or a lattice
-scheme with SIMD slots (BFV via tenseal, thousands of plaintext slots per
-ciphertext, where a 2048-bit Paillier plaintext packs 11).
+So Paillier OLE meets the goal for the triples only just (and only with a
+core per provider), and misses it by a factor of about 260 with
+bit-decomposed truncation pairs. Cheaper masks would help the triples (a
+fixed-base rerandomisation as in :mod:`protocols.paillier.precompute` is not
+enough as it is: its obfuscators cover only a subgroup of index about 4, and
+the key holder could read parities of the sender's operand from the coset).
+What would meet the goal with room: OT extension (Gilboa multiplication,
+with IKNP/Ferret-style correlated OT at microseconds per OT, 64 OTs per ring
+product) for triples, and shared random bits from OT (edaBits-style) rather
+than from OLE for truncation pairs; or a lattice scheme with SIMD slots (BFV
+via tenseal, thousands of plaintext slots per ciphertext, where a 2048-bit
+Paillier plaintext packs 11).
 """
 
 from __future__ import annotations
