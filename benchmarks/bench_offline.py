@@ -18,40 +18,37 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 
+from benchmarks.output import add_out_argument, output_dir, write_json
+from mpc_pca.studies.machine import describe_machine
 from protocols.errors import ProtocolError
-from protocols.tensor import correlated
 from protocols.tensor.offline_cost import measure_timings, total_counts
 from protocols.tensor.offline_store import Request, generate_offline
 
+#: The issue's goal for the offline phase at d = 100, M = 3 (seconds per provider).
+GOAL_SECONDS = 300.0
+FULL = {"d": 100, "k": 5}
+QUICK = {"d": 12, "k": 2}
+
 
 def record_requests(d: int, k: int, n_providers: int) -> list[Request]:
-    """The requests of one ladder eigensolve at ``d``, ``k`` (run with the dealer, in-process)."""
+    """The requests of one ladder eigensolve at ``d``, ``k`` (run with the dealer, in-process).
+
+    Read from a holder's :class:`~protocols.tensor.session.RandomnessLedger`, which records what
+    each item it issued was, in the ledger's numbering.
+    """
     from protocols.runtime import run_inprocess
     from protocols.tensor import TensorSession, share_input
     from protocols.tensor.fast_eig import ladder_eigenvectors
     from protocols.tensor.fast_eig_math import F
 
-    requests: dict[int, Request] = {}
     holders = [f"h{i}" for i in range(n_providers)]
-    originals = {name: getattr(correlated, name) for name in ("triple", "truncation_pair")}
-
-    def triple(session: Any, kind: Any, a_shape: Any, b_shape: Any) -> Any:
-        out = originals["triple"](session, kind, a_shape, b_shape)
-        if out is not None and session.index == 0:
-            requests[out.ident] = Request(kind, (tuple(a_shape), tuple(b_shape)))
-        return out
-
-    def truncation_pair(session: Any, shape: Any, bits: int) -> Any:
-        out = originals["truncation_pair"](session, shape, bits)
-        if out is not None and session.index == 0:
-            requests[out.ident] = Request("truncation", (tuple(shape),), bits=bits)
-        return out
-
     rng = np.random.default_rng(0)
     x = rng.standard_normal((4 * d, d)) * np.r_[np.linspace(10, 6, k), np.linspace(1, 0.1, d - k)]
     cov = x.T @ x / (4 * d)
@@ -59,24 +56,16 @@ def record_requests(d: int, k: int, n_providers: int) -> list[Request]:
     def role(party: Any) -> Any:
         session = TensorSession(party, holders=holders, dealer="server", frac_bits=F)
         shared = share_input(session, cov if party.name == "h0" else None, owner="h0", shape=(d, d))
-        try:
-            return ladder_eigenvectors(shared, k, to="server")
-        except ProtocolError:
-            return None  # stopped at the iteration budget: every item of the budget was requested
+        with contextlib.suppress(ProtocolError):  # stopped at the budget: every item of it was requested
+            ladder_eigenvectors(shared, k, to="server")
+        return session.ledger.requests
 
-    import protocols.tensor.batched as batched
-    import protocols.tensor.ops as ops
-
-    patched = [(mod, name) for mod in (correlated, ops, batched) for name in originals if hasattr(mod, name)]
-    replacements = {"triple": triple, "truncation_pair": truncation_pair}
-    try:
-        for mod, name in patched:
-            setattr(mod, name, replacements[name])
-        run_inprocess({name: role for name in [*holders, "server"]}, timeout=3600)
-    finally:
-        for mod, name in patched:
-            setattr(mod, name, originals[name])
-    return [requests[i] for i in sorted(requests)]
+    recorded = run_inprocess({name: role for name in [*holders, "server"]}, timeout=3600).outputs["h0"]
+    position = {ident: n for n, ident in enumerate(sorted(recorded))}  # the store numbers items 0, 1, 2, ...
+    return [
+        Request(kind, shapes, bits=bits, mask=position.get(mask, -1))
+        for kind, shapes, bits, mask in (recorded[i] for i in sorted(recorded))
+    ]
 
 
 def check_one_triple(d: int, k: int, n_providers: int, key_bits: int) -> float:
@@ -96,41 +85,68 @@ def check_one_triple(d: int, k: int, n_providers: int, key_bits: int) -> float:
     return max(run_inprocess({p: role for p in providers}, timeout=3600).outputs.values())
 
 
-def report(requests: list[Request], d: int, k: int, n_providers: int, key_bits: int, *, check: bool) -> None:
-    """Print the counts and estimated seconds at one key size (and the real triple with ``check``)."""
+def report(
+    requests: list[Request], d: int, k: int, n_providers: int, key_bits: int, *, check: bool
+) -> dict[str, Any]:
+    """Counts and estimated seconds at one key size (and the real triple with ``check``), printed and returned."""
     timings = measure_timings(key_bits, allow_insecure_key_size=key_bits < 2048)
-    print(f"timings at {key_bits} bits: {timings}")
-    for label, kinds in (("triples", ("mul", "matmul")), ("truncation pairs", ("truncation",))):
+    print(f"timings at {key_bits} bits: {timings}", flush=True)
+    out: dict[str, Any] = {"key_bits": key_bits, "timings": asdict(timings)}
+    for label, kinds in (("triples", ("mul", "matmul")), ("truncation_pairs", ("truncation",))):
         chosen = [r for r in requests if r.kind in kinds]
         counts = total_counts(chosen, n_providers, key_bits)
-        print(
-            f"{label}: {len(chosen)} requests, {counts}, about {counts.seconds(timings):.0f} s per provider"
-        )
-        for request in sorted(set(chosen), key=str):
-            same = [r for r in chosen if r == request]
-            seconds = total_counts(same, n_providers, key_bits).seconds(timings)
-            print(
-                f"    {len(same):3d} x {request.kind} {request.shapes} bits={request.bits}: {seconds:.0f} s"
-            )
+        seconds = counts.seconds(timings)
+        print(f"{label}: {len(chosen)} requests, {counts}, about {seconds:.0f} s per provider", flush=True)
+        out[label] = {"requests": len(chosen), "operations": asdict(counts), "seconds_per_provider": seconds}
+    out["goal_seconds"] = GOAL_SECONDS
+    out["estimated_seconds_per_provider"] = (
+        out["triples"]["seconds_per_provider"] + out["truncation_pairs"]["seconds_per_provider"]
+    )
     if check:
-        estimate = total_counts([Request("matmul", ((d, d), (d, k)))], n_providers, key_bits)
+        estimate = total_counts([Request("matmul", ((d, d), (d, k)))], n_providers, key_bits).seconds(timings)
         wall = check_one_triple(d, k, n_providers, key_bits)
         print(
-            f"one ({d}x{d})@({d}x{k}) triple: {wall:.1f} s wall, model {estimate.seconds(timings):.1f} s per provider"
+            f"one ({d}x{d})@({d}x{k}) triple: {wall:.1f} s wall, model {estimate:.1f} s per provider",
+            flush=True,
         )
+        out["check_one_triple"] = {"shape": [[d, d], [d, k]], "wall_seconds": wall, "model_seconds": estimate}
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Record the requests, cost them at each key size, write ``offline.json``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--d", type=int, default=100)
-    parser.add_argument("--k", type=int, default=5)
+    parser.add_argument(
+        "--quick", action="store_true", help=f"d = {QUICK['d']}, k = {QUICK['k']}, a 512-bit key"
+    )
+    parser.add_argument("--d", type=int, default=None, help=f"default {FULL['d']}")
+    parser.add_argument("--k", type=int, default=None, help=f"default {FULL['k']}")
     parser.add_argument("--providers", type=int, default=3)
-    parser.add_argument("--key-bits", type=int, nargs="+", default=[2048])
-    parser.add_argument("--check", action="store_true")
+    parser.add_argument(
+        "--key-bits", type=int, nargs="+", default=None, help="default 2048 (512 with --quick)"
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="also generate one (d x d)@(d x k) triple for real"
+    )
+    add_out_argument(parser)
     args = parser.parse_args(argv)
-    requests = record_requests(args.d, args.k, args.providers)
-    for key_bits in args.key_bits:
-        report(requests, args.d, args.k, args.providers, key_bits, check=args.check)
+    sizes = QUICK if args.quick else FULL
+    d = sizes["d"] if args.d is None else args.d
+    k = sizes["k"] if args.k is None else args.k
+    if not 1 <= k < d or args.providers < 2:
+        parser.error(
+            f"need 1 <= k < d and at least 2 providers, got d={d}, k={k}, providers={args.providers}"
+        )
+    key_sizes = args.key_bits or [512 if args.quick else 2048]
+    folder = output_dir(args.out, args.quick)
+    requests = record_requests(d, k, args.providers)
+    payload = {
+        "machine": describe_machine(), "quick": args.quick, "d": d, "k": k, "providers": args.providers,
+        "requests": len(requests),
+        "by_key_size": [report(requests, d, k, args.providers, bits, check=args.check) for bits in key_sizes],
+    }  # fmt: skip
+    path = write_json("offline.json", payload, folder)
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

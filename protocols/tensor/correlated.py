@@ -100,7 +100,7 @@ def triple(
     c = stream.ring_elements(c_shape)
     if session.is_last_holder:
         c += expect_array(session.party.recv(session.dealer), sender=session.dealer, shape=c_shape, dtype=_U)
-    session.ledger.issue(ident)
+    session.ledger.issue(ident, kind, (a_shape, b_shape))
     return Triple(ident, kind, a, b, c, session)
 
 
@@ -133,7 +133,7 @@ def truncation_pair(session: TensorSession, shape: tuple[int, ...], bits: int) -
         )
         r_shifted += d_shift
         msb_term += d_msb
-    session.ledger.issue(ident)
+    session.ledger.issue(ident, "truncation", (shape,), bits=bits)
     return TruncationPair(ident, r, r_shifted, msb_term, session)
 
 
@@ -158,7 +158,7 @@ def operand_mask(session: TensorSession, shape: tuple[int, ...]) -> OperandMask 
         for stream in session.dealer_streams(ident):
             a_sum += stream.ring_elements(shape)
         return OperandMask(ident, a_sum)
-    session.ledger.issue(ident)
+    session.ledger.issue(ident, "mask", (shape,))
     session.ledger.consume(ident)  # opened once, right away
     return OperandMask(ident, session.holder_stream(ident).ring_elements(shape))
 
@@ -184,5 +184,5 @@ def fixed_triple(session: TensorSession, mask: OperandMask | None, b_shape: tupl
     c = stream.ring_elements(c_shape)
     if session.is_last_holder:
         c += expect_array(session.party.recv(session.dealer), sender=session.dealer, shape=c_shape, dtype=_U)
-    session.ledger.issue(ident)
+    session.ledger.issue(ident, "fixed", (b_shape,), mask=mask.ident)
     return Triple(ident, "matmul", mask.a, b, c, session)

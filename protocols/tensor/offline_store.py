@@ -128,7 +128,8 @@ class OfflineStore:
                 raise InputValidationError(
                     f"item #{position} is numbered {item.ident}; items must be 0, 1, 2, ..."
                 )
-            self.ledger.issue(item.ident)
+            request = item.request
+            self.ledger.issue(item.ident, request.kind, request.shapes, request.bits, request.mask)
 
     def __len__(self) -> int:
         return len(self._items)

@@ -75,11 +75,18 @@ class RandomnessLedger:
     def __init__(self) -> None:
         self._issued: set[int] = set()
         self._consumed: set[int] = set()
+        #: What each issued number was, ``(kind, shapes, bits, mask)``: the request an offline phase
+        #: must have made ahead of time (:class:`protocols.tensor.offline_store.Request`).
+        self.requests: dict[int, tuple[str, tuple[tuple[int, ...], ...], int, int]] = {}
 
-    def issue(self, ident: int) -> None:
+    def issue(
+        self, ident: int, kind: str, shapes: tuple[tuple[int, ...], ...], bits: int = 0, mask: int = -1
+    ) -> None:
+        """Record number ``ident`` as issued, with what it is; a number is issued once."""
         if ident in self._issued:
             raise TripleReuseError(f"correlated randomness number {ident} was already issued")
         self._issued.add(ident)
+        self.requests[ident] = (kind, tuple(tuple(int(n) for n in shape) for shape in shapes), bits, mask)
 
     def consume(self, ident: int) -> None:
         if ident not in self._issued:

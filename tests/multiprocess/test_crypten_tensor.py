@@ -148,7 +148,7 @@ def test_the_dealers_provider_hands_a_triple_to_crypten_only_once():
 
     session = _fake_session()
     provider = make_dealer_provider(session)
-    session.ledger.issue(7)
+    session.ledger.issue(7, "mul", ((2, 3), (2, 3)))
     a, b = np.arange(6, dtype=np.uint64).reshape(2, 3), np.ones((2, 3), dtype=np.uint64)
     tri = Triple(7, "mul", a, b, a * b, session)
     first = provider.hand_out(tri)

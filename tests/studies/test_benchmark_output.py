@@ -148,3 +148,22 @@ def test_setup_benchmark_refuses_zero_worlds(monkeypatch):
     monkeypatch.setattr(sys, "argv", ["bench_setup", "--worlds", "0"])
     with pytest.raises(SystemExit):
         bench_setup.main()
+
+
+def test_quick_offline_benchmark_costs_what_the_eigensolver_asks_for(tmp_path):
+    """bench_offline (issue 39): the ledger's requests of one ladder eigensolve, costed and one triple made."""
+    import json
+
+    from benchmarks import bench_offline
+
+    bench_offline.main(["--quick", "--check", "--out", str(tmp_path)])
+    payload = json.loads((tmp_path / "offline.json").read_text())
+    (at_512,) = payload["by_key_size"]
+    assert payload["quick"] and at_512["key_bits"] == 512
+    # every recorded item is a triple or a truncation pair, and each kind is costed
+    assert at_512["triples"]["requests"] + at_512["truncation_pairs"]["requests"] == payload["requests"] > 0
+    assert at_512["triples"]["operations"]["exponentiations"] > 0
+    assert at_512["estimated_seconds_per_provider"] == pytest.approx(
+        at_512["triples"]["seconds_per_provider"] + at_512["truncation_pairs"]["seconds_per_provider"]
+    )
+    assert at_512["check_one_triple"]["wall_seconds"] > 0

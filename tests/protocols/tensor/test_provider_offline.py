@@ -187,7 +187,7 @@ def test_truncate_with_provider_pairs_matches_the_dealers_guarantee(keys, monkey
         ident = session.next_op()
         if not session.is_holder:
             return None
-        session.ledger.issue(ident)
+        session.ledger.issue(ident, "truncation", (tuple(shape),), bits=drop)
         return TruncationPair(ident, *made[session.party.name], session)
 
     monkeypatch.setattr(tensor_ops, "truncation_pair", provider_pair)
