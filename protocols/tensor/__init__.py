@@ -28,6 +28,13 @@ krylov_eig, krylov_math
     Block Krylov (block Lanczos with Rayleigh-Ritz on the whole basis): about
     ``1 / sqrt(gap)`` blocks where the ladder needs ``1 / gap`` iterations;
     and the holders' float arithmetic on its opened Grams.
+ole, provider_products, provider_truncation
+    Correlated randomness without a dealer (issue 39): two-party OLE from the
+    receiver's own Paillier key, Beaver triples among the providers, and
+    truncation pairs from shared random bits.
+offline_store, offline_cost
+    The offline phase's items, numbered as the ledger numbers them and handed
+    out once; and its Paillier operation counts and time model.
 """
 
 from protocols.tensor.ops import (
