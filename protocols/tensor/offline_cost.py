@@ -9,11 +9,12 @@ them. The time is one provider's CPU time, which is also the wall time when
 every provider has its own core (the providers work in parallel; on a shared
 machine with fewer cores than providers the wall time grows accordingly).
 
-Measurement (2026-11-28, this 2-core machine shared with two other helpers,
-in a quiet moment; ``python -m benchmarks.bench_offline --key-bits 2048 512
---check``): per operation at 2048 bits, encryption 12.5 ms (own key by the
-CRT: 7.0 ms), 64-bit exponentiation 0.43 ms, multiplication modulo ``n^2``
-5.8 us, decryption 3.6 ms; under load, an hour earlier, everything was 1.3
+Measurement (2026-11-28, this 2-core machine, in a quiet moment;
+``benchmarks/bench_offline.py`` at key sizes 2048 and 512 with its check of
+one real triple, ``benchmarks/results/offline.json``): per operation at
+2048 bits, encryption 12.5 ms (own key by the CRT: 7.0 ms), 64-bit
+exponentiation 0.43 ms, multiplication modulo ``n^2`` 5.8 us, decryption
+3.6 ms; under load, an hour earlier, everything was 1.3
 to 1.5 times slower. The ladder eigensolver of the hidden-covariance mode at
 d = 100, k = 5, M = 3 with its full budget of 12 iterations asks for 3
 triples (100x100)@(100x100), 12 (100x100)@(100x5), 23 (5x100)@(100x5) and 41
@@ -21,15 +22,16 @@ truncation pairs (5 of shape 100x100, 36 of shape 100x5: 4.4e6 shared bits).
 
 * Matrix triples, per provider: 6,500 own-key and 8,630 mask encryptions,
   1.7e7 multiplications (the comb of :mod:`protocols.tensor.ole`), 8,630
-  decryptions: **283 s** (182 s for the three 100x100 products, 73 s and
-  29 s for the others), just inside the issue's goal of 300 s, provided each
+  decryptions: **287 s** (about two thirds for the three 100x100
+  products), just inside the issue's goal of 300 s, provided each
   provider has a core of its own; under load (as an hour earlier) it would
   be about 380 s. Encryptions are 55 % of it.
 * Truncation pairs by 64 shared bits, ``64 (M - 1)`` elementwise OLEs per
-  element, one encryption each: 8.7e6 own-key encryptions, **about 22
-  hours** (at the 512-bit test key about 54 minutes).
+  element, one encryption each: 8.7e6 own-key encryptions, **about 23
+  hours** (82,618 s; at the 512-bit test key about 54 minutes).
 * Model against a real run: one (100x100)@(100x5) triple among 3 provider
-  threads took 12.8 s wall against 6.1 s per provider modelled (3 providers
+  threads took 12.8 s wall (17.7 s in offline.json's run, under load) against
+  6.1 s per provider modelled (3 providers
   on 2 cores, and the comb is Python code that holds the GIL); at 512 bits
   3.0 s against 1.0 s.
 
