@@ -195,3 +195,19 @@ def serialization_pem():
     from cryptography.hazmat.primitives.serialization import Encoding
 
     return Encoding.PEM
+
+
+def test_the_client_mod_reads_all_three_identity_files_or_none(consortium, tmp_path):
+    pytest.importorskip("flwr", reason='needs the flower extra (pip install "mpc-pca[flower]")')
+    from mpc_pca.integrations.flower.mod import node_identity
+
+    _, ca, ids = consortium
+    (tmp_path / "c.pem").write_bytes(ids["101"].certificate.public_bytes(serialization_pem()))
+    (tmp_path / "k.pem").write_bytes(key_pem(ids["101"].key))
+    (tmp_path / "ca.pem").write_bytes(ca.public_bytes(serialization_pem()))
+    config = {"mpc-pca-cert": str(tmp_path / "c.pem"), "mpc-pca-key": str(tmp_path / "k.pem")}
+    assert node_identity({"partition-id": 0}) is None
+    with pytest.raises(InputValidationError, match="needs all of"):
+        node_identity(config)
+    identity = node_identity({**config, "mpc-pca-ca": str(tmp_path / "ca.pem")})
+    assert identity is not None and identity.name == "alpha"
