@@ -49,8 +49,14 @@ def _wait_for_port(port: int, deadline: float) -> None:
 
 
 @contextmanager
-def deployment(work: Path, behaviours: Sequence[str]) -> Iterator[dict[str, Any]]:
-    """A SuperLink and one SuperNode per entry of ``behaviours`` (node config ``partition-id``, ``behaviour``)."""
+def deployment(
+    work: Path, behaviours: Sequence[str], extra_config: Sequence[str] | None = None
+) -> Iterator[dict[str, Any]]:
+    """A SuperLink and one SuperNode per entry of ``behaviours`` (node config ``partition-id``, ``behaviour``).
+
+    ``extra_config[i]``, if given, is appended to node ``i``'s ``--node-config`` (e.g. its identity files).
+    """
+    extra = list(extra_config) if extra_config is not None else [""] * len(behaviours)
     home = work / "flwr-home"
     home.mkdir()
     link, *node_ports = free_ports(1 + len(behaviours))
@@ -97,11 +103,11 @@ def deployment(work: Path, behaviours: Sequence[str]) -> Iterator[dict[str, Any]
                     "--port",
                     str(port),
                     "--node-config",
-                    f'partition-id={i} behaviour="{behaviour}"',
+                    f'partition-id={i} behaviour="{behaviour}" {more}'.rstrip(),
                 ],
                 f"supernode{i}.log",
             )
-            for i, (port, behaviour) in enumerate(zip(node_ports, behaviours, strict=True))
+            for i, (port, behaviour, more) in enumerate(zip(node_ports, behaviours, extra, strict=True))
         ]
         for port in node_ports:
             _wait_for_port(port, time.monotonic() + 30)

@@ -17,10 +17,12 @@ pytest.importorskip("flwr", reason='needs the flower extra (pip install "mpc-pca
 pytestmark = pytest.mark.slow
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integrations" / "flower_app"))
+from cryptography.hazmat.primitives.serialization import Encoding  # noqa: E402
 from securesum_app.client_app import PCA_MAX_ABS, rows, update  # noqa: E402
 from sklearn.decomposition import PCA  # noqa: E402
 
 from mpc_pca.integrations.star_sum.pca import pooled_pca, statistics_bound  # noqa: E402
+from protocols.transport.certs import key_pem, make_ca, make_party  # noqa: E402
 from tests.multiprocess.flower_deployment import deployment, run_app  # noqa: E402
 
 
@@ -30,11 +32,28 @@ def weighted_mean(partitions):
     return [sum(weights[p] * update(p)[i] for p in partitions) / total for i in range(2)]
 
 
-def test_fedavg_through_the_secure_sum_equals_the_plain_weighted_mean(tmp_path):
-    with deployment(tmp_path, ["ok"] * 4) as dep:
-        result = run_app(dep, {"nodes": 4, "num-server-rounds": 1, "threshold": 0.6})
+def identities(work, n):
+    """Node-config entries giving each of ``n`` SuperNodes a consortium certificate, key and the CA."""
+    ca_key, ca = make_ca("flower consortium", 1)
+    (work / "ca.pem").write_bytes(ca.public_bytes(Encoding.PEM))
+    entries = []
+    for i in range(n):
+        key, cert = make_party(f"site{i}", ca_key, ca, 1)
+        (work / f"site{i}.pem").write_bytes(cert.public_bytes(Encoding.PEM))
+        (work / f"site{i}.key").write_bytes(key_pem(key))
+        entries.append(
+            f'mpc-pca-cert="{work / f"site{i}.pem"}" mpc-pca-key="{work / f"site{i}.key"}" '
+            f'mpc-pca-ca="{work / "ca.pem"}"'
+        )
+    return entries
+
+
+def test_fedavg_through_the_secure_sum_with_signed_keys_equals_the_plain_weighted_mean(tmp_path):
+    with deployment(tmp_path, ["ok"] * 4, identities(tmp_path, 4)) as dep:
+        result = run_app(dep, {"nodes": 4, "num-server-rounds": 1, "threshold": 0.6, "signed": True})
     (outcome,) = result["outcomes"]
     assert outcome["error"] is None and len(outcome["survivors"]) == 4 and outcome["dropped"] == {}
+    assert outcome["signed"] is True
     assert 0 < outcome["mean_error_bound"] < 1e-10  # SecAgg+ defaults: a step of about 4e-6
     expected = weighted_mean(range(4))
     for got, want in zip(result["parameters"], expected, strict=True):

@@ -21,13 +21,35 @@ from flwr.clientapp.typing import ClientAppCallable
 from flwr.common import parameters_to_ndarrays
 
 from mpc_pca.integrations.star_sum import client
+from mpc_pca.integrations.star_sum.identity import NodeIdentity
 from mpc_pca.integrations.star_sum.protocol import SumPlan
-from protocols.errors import ProtocolError
+from protocols.errors import InputValidationError, ProtocolError
 
 #: The ``ConfigRecord`` of a workflow message (and of the reply) that carries the secure sum's stage.
 RECORD = "mpc-pca.secure-sum"
 #: The node's ``Context.state`` record of the round in progress.
 STATE_RECORD = "mpc-pca.secure-sum.state"
+#: The node-config keys of the node's identity (PEM paths): certificate, its private key, the consortium CA.
+IDENTITY_KEYS = ("mpc-pca-cert", "mpc-pca-key", "mpc-pca-ca")
+
+
+def node_identity(node_config: Mapping[str, Any]) -> NodeIdentity | None:
+    """The node's identity from its node config (all three of :data:`IDENTITY_KEYS`), or ``None`` if none is set.
+
+    Raises
+    ------
+    InputValidationError
+        If only some of the three are set, or the files do not load.
+    """
+    given = [k for k in IDENTITY_KEYS if node_config.get(k) not in (None, "")]
+    if not given:
+        return None
+    if len(given) != len(IDENTITY_KEYS):
+        raise InputValidationError(
+            f"the node config sets {given} but a node identity needs all of {list(IDENTITY_KEYS)}"
+        )
+    cert, key, ca = (str(node_config[k]) for k in IDENTITY_KEYS)
+    return NodeIdentity.load(cert, key, ca)
 
 
 def secure_sum_mod(msg: Message, ctxt: Context, call_next: ClientAppCallable) -> Message:
@@ -68,14 +90,25 @@ def secure_sum_mod(msg: Message, ctxt: Context, call_next: ClientAppCallable) ->
             return out
         fitres = compat.recorddict_to_fitres(out.content, keep_input=True)
         state, keys = client.start(
-            node, SumPlan.from_config(config), parameters_to_ndarrays(fitres.parameters), fitres.num_examples
+            node,
+            SumPlan.from_config(config),
+            parameters_to_ndarrays(fitres.parameters),
+            fitres.num_examples,
+            node_identity(ctxt.node_config),
         )
         content = out.content
         for arrays in content.array_records.values():
             arrays.clear()  # the parameters never leave in clear
         reply: dict[str, Any] = dict(keys)
     elif stage == "shares":
-        ciphertexts = client.share(state, unpack(config, "mask_pks"), unpack(config, "enc_pks"))
+        ciphertexts = client.share(
+            state,
+            unpack(config, "mask_pks"),
+            unpack(config, "enc_pks"),
+            unpack(config, "certs"),
+            unpack(config, "signatures"),
+            node_identity(ctxt.node_config),
+        )
         reply = pack("shares", ciphertexts)
     elif stage == "masked":
         masked, peers = client.mask(state, unpack(config, "shares"))

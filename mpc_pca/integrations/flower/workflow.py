@@ -65,6 +65,8 @@ class RoundOutcome:
     mean_error_bound : float
         Largest error of the aggregated mean against the exact weighted mean, in float64, before the
         cast to the model's dtype (0 when the round failed).
+    signed : bool
+        Whether the round ran with signed key material (every node's consortium certificate).
     """
 
     round: int
@@ -75,6 +77,7 @@ class RoundOutcome:
     frac_bits: int = 0
     total_weight: float = 0.0
     mean_error_bound: float = 0.0
+    signed: bool = False
 
 
 class SecureSumWorkflow:
@@ -101,6 +104,13 @@ class SecureSumWorkflow:
     timeout : float, optional
         Seconds to wait for the replies of each stage; ``None`` waits for all.
         A node that does not answer in time is dropped for the round.
+    require_signed_keys : bool, default=False
+        Every node signs its key material with its consortium certificate and
+        every client checks its peers' before encrypting a share
+        (:mod:`mpc_pca.integrations.star_sum.identity`; each SuperNode needs
+        the node-config keys :data:`~mpc_pca.integrations.flower.mod.IDENTITY_KEYS`).
+        ``False`` relays unsigned keys: a node configured with an identity then
+        refuses the round.
     """
 
     def __init__(
@@ -111,6 +121,7 @@ class SecureSumWorkflow:
         max_weight: float = 1000.0,
         clipping_range: float = 8.0,
         timeout: float | None = None,
+        require_signed_keys: bool = False,
     ) -> None:
         if isinstance(num_shares, bool) or not isinstance(num_shares, (int, float)) or num_shares <= 0:
             raise InputValidationError(f"num_shares must be a positive number, got {num_shares!r}")
@@ -132,6 +143,9 @@ class SecureSumWorkflow:
         self.max_weight = float(max_weight)
         self.clipping_range = float(clipping_range)
         self.timeout = timeout
+        if not isinstance(require_signed_keys, bool):
+            raise InputValidationError(f"require_signed_keys must be a boolean, got {require_signed_keys!r}")
+        self.require_signed_keys = require_signed_keys
         self.outcomes: list[RoundOutcome] = []
 
     def threshold_for(self, n_sampled: int) -> int:
@@ -172,7 +186,9 @@ class SecureSumWorkflow:
                 [a.shape for a in model],
                 self.clipping_range,
                 self.max_weight,
+                signed=self.require_signed_keys,
             )
+            outcome.signed = plan.signed
             outcome.frac_bits = plan.frac_bits
             results, mean = self._run(grid, plan, fitins, outcome)
         except (ProtocolError, InputValidationError) as exc:
@@ -201,11 +217,20 @@ class SecureSumWorkflow:
             {n: _with(compat.fitins_to_recorddict(fi, True), keys_cfg) for n, (_, fi) in fitins.items()},
             outcome,
         )
-        srv.take_keys({n: (r.get("mask_pk"), r.get("enc_pk")) for n, (r, _) in replies.items()})
+        srv.take_keys(
+            {n: (r.get("mask_pk"), r.get("enc_pk")) for n, (r, _) in replies.items()},
+            {n: (r.get("cert"), r.get("signature")) for n, (r, _) in replies.items()},
+        )
         fitres = {
             n: compat.recorddict_to_fitres(content, keep_input=True) for n, (_, content) in replies.items()
         }
-        relay = {**pack("mask_pks", srv.mask_pks), **pack("enc_pks", srv.enc_pks), "stage": "shares"}
+        relay = {
+            **pack("mask_pks", srv.mask_pks),
+            **pack("enc_pks", srv.enc_pks),
+            **pack("certs", srv.certs),
+            **pack("signatures", srv.signatures),
+            "stage": "shares",
+        }
         replies = self._ask(
             grid, plan, "shares", {n: _with(RecordDict(), relay) for n in srv.mask_pks}, outcome
         )

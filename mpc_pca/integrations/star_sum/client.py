@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
+from mpc_pca.integrations.star_sum.identity import NodeIdentity, signed_bytes
 from mpc_pca.integrations.star_sum.protocol import (
     KEY_BYTES,
     SumPlan,
@@ -54,20 +55,37 @@ def _mapping(state: Mapping[str, Any], key: str) -> dict[str, bytes]:
     return dict(zip(state[f"{key}.names"], state[f"{key}.values"], strict=True))
 
 
+def _check_mode(node: str, plan: SumPlan, identity: NodeIdentity | None) -> None:
+    if plan.signed and identity is None:
+        raise ProtocolError(
+            f"node {node}: the plan asks for signed keys, but this node has no identity configured"
+        )
+    if identity is not None and not plan.signed:
+        raise ProtocolError(
+            f"node {node}: this node is configured with an identity and refuses an unsigned plan "
+            "(the server would relay unsigned keys)"
+        )
+
+
 def start(
-    node: str, plan: SumPlan, arrays: Sequence[Any], weight: float
+    node: str, plan: SumPlan, arrays: Sequence[Any], weight: float, identity: NodeIdentity | None = None
 ) -> tuple[dict[str, Any], dict[str, bytes]]:
     """Stage ``keys``: check and encode the update, draw fresh secrets; return the new state and the public keys.
+
+    With a signed plan the answer also holds ``cert`` (this node's certificate,
+    DER) and ``signature`` (over :func:`~mpc_pca.integrations.star_sum.identity.signed_bytes`).
 
     Raises
     ------
     InputValidationError
         From :meth:`SumPlan.encode_update`, before anything is sent.
     ProtocolError
-        If this node is not among the plan's contributors.
+        If this node is not among the plan's contributors, or the plan's
+        ``signed`` disagrees with whether this node has an identity.
     """
     if node not in plan.contributors:
         raise ProtocolError(f"node {node} got a secure-sum plan that does not list it")
+    _check_mode(node, plan, identity)
     encoded = plan.encode_update(node, arrays, weight)
     mask_key, enc_key, seed = new_secrets()
     state: dict[str, Any] = {f"plan.{k}": v for k, v in plan.to_config().items()}
@@ -79,19 +97,71 @@ def start(
         seed=seed,
         encoded=encoded.astype("<u8").tobytes(),
     )
-    return state, {"mask_pk": raw_public(mask_key), "enc_pk": raw_public(enc_key)}
+    keys = {"mask_pk": raw_public(mask_key), "enc_pk": raw_public(enc_key)}
+    if identity is not None:
+        data = signed_bytes(plan.round, node, keys["mask_pk"], keys["enc_pk"], plan.digest())
+        keys.update(cert=identity.certificate_der, signature=identity.sign(data))
+    return state, keys
+
+
+def check_signatures(
+    me: str,
+    plan: SumPlan,
+    identity: NodeIdentity | None,
+    relayed: Mapping[str, tuple[bytes, bytes, object, object]],
+) -> dict[str, str]:
+    """Check every relayed ``(mask_pk, enc_pk, cert, signature)`` of a signed plan; return node -> party name.
+
+    Raises
+    ------
+    ProtocolError
+        Naming the peer: no certificate or signature, a certificate not issued
+        by the consortium CA, a signature that does not verify (a substituted
+        key, another node id, another round or plan), or a party name that
+        signs for two node ids.
+    """
+    _check_mode(me, plan, identity)
+    if identity is None:
+        return {}
+    names: dict[str, str] = {}
+    seen: dict[str, str] = {}
+    for node in sorted(relayed):
+        mask_pk, enc_pk, cert, signature = relayed[node]
+        data = signed_bytes(plan.round, node, mask_pk, enc_pk, plan.digest())
+        try:
+            name = identity.check_peer(node, cert, signature, data)
+        except ProtocolError as exc:
+            raise ProtocolError(f"node {me} refuses the round: {exc}; nothing was encrypted") from exc
+        if name in seen:
+            raise ProtocolError(
+                f"node {me} refuses the round: party {name!r} signs for node {seen[name]} and node {node}; "
+                "nothing was encrypted"
+            )
+        if node == me and name != identity.name:
+            raise ProtocolError(f"node {me}: the server relayed another certificate for this node")
+        seen[name], names[node] = node, name
+    return names
 
 
 def share(
-    state: dict[str, Any], mask_pks: Mapping[str, bytes], enc_pks: Mapping[str, bytes]
+    state: dict[str, Any],
+    mask_pks: Mapping[str, bytes],
+    enc_pks: Mapping[str, bytes],
+    certs: Mapping[str, bytes] | None = None,
+    signatures: Mapping[str, bytes] | None = None,
+    identity: NodeIdentity | None = None,
 ) -> dict[str, bytes]:
     """Stage ``shares``: Shamir-share the seed and mask key, encrypt each peer's pair; return ciphertexts by recipient.
+
+    With a signed plan every peer's certificate and signature are checked
+    (:func:`check_signatures`) before any share is encrypted.
 
     Raises
     ------
     ProtocolError
         If the relayed keys are malformed, miss or change this node's own keys,
-        or name a node outside the plan.
+        or name a node outside the plan; for a signed plan, naming a peer whose
+        certificate, signature or name fails.
     DropoutError
         If fewer than the threshold hold keys.
     """
@@ -114,6 +184,9 @@ def share(
             f"node {me}: only {len(holders)} nodes sent keys, below the threshold {plan.threshold}",
             tuple(sorted(set(plan.contributors) - set(holders))),
         )
+    certs, signatures = certs or {}, signatures or {}
+    relayed = {n: (mask_pks[n], enc_pks[n], certs.get(n), signatures.get(n)) for n in holders}
+    check_signatures(me, plan, identity, relayed)
     n = len(plan.contributors)
     b_shares = split_bytes(state["seed"], n, plan.threshold)
     s_shares = split_bytes(raw_private(mask_sk), n, plan.threshold)

@@ -35,10 +35,20 @@ Flower's star topology: the clients (SuperNodes) talk only to the server
 Fewer than ``t`` answers at any stage: :class:`~protocols.errors.DropoutError`
 naming the nodes that did not answer; nothing about any input is revealed.
 Keys and seeds are fresh every round. Threat model: the server follows the
-protocol but is curious (as for Flower's SecAgg+): it relays the public keys
-unsigned, so a server that substitutes keys could read shares (the signed
-key relay of ``masks`` mode needs per-node identities that Flower's insecure
-deployment does not give clients).
+protocol but is curious (as for Flower's SecAgg+). With ``signed=False`` (the
+user's explicit choice) the server relays the public keys unsigned, so a server
+that substitutes keys could read shares. With ``signed=True`` every node signs
+its two public keys, its node id, the round and the plan's :meth:`SumPlan.digest`
+with its consortium certificate's key
+(:mod:`mpc_pca.integrations.star_sum.identity`), and every client checks each
+peer's certificate chain, signature and name before it encrypts a share to
+that peer: a server that substitutes, moves or replays key material, or
+presents a certificate of another CA or one party under two node ids, is
+refused by the clients (:class:`~protocols.errors.ProtocolError` naming the
+peer). Every node must be configured the same way: a node with an identity
+refuses an unsigned plan, one without refuses a signed plan. What signing does
+not stop: the server may still drop nodes (up to the threshold) and learns
+the sum, ``num_examples`` and the metrics, as before.
 
 What is summed, per client: ``[w, w * x_1, ..., w * x_d]`` with ``w`` the
 client's ``num_examples`` (at most ``max_weight``) and ``x`` its update
@@ -48,6 +58,8 @@ that keeps ``|U0|`` such vectors inside the ring (:func:`choose_frac_bits`).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import secrets
 from collections.abc import Mapping, Sequence
@@ -126,6 +138,8 @@ class SumPlan:
         Every client's weight (``num_examples``) must lie in ``(0, max_weight]``.
     frac_bits : int
         The fixed-point scale, :func:`choose_frac_bits` of ``max_weight * max(bound, 1)``.
+    signed : bool
+        Whether every node must sign its key material with its consortium certificate.
     """
 
     round: int
@@ -135,6 +149,7 @@ class SumPlan:
     bound: float
     max_weight: float
     frac_bits: int
+    signed: bool = False
 
     @classmethod
     def make(
@@ -145,6 +160,7 @@ class SumPlan:
         shapes: Sequence[Sequence[int]],
         bound: float,
         max_weight: float,
+        signed: bool = False,
     ) -> SumPlan:
         """Build and check a plan (the scale is chosen here).
 
@@ -168,6 +184,7 @@ class SumPlan:
             float(bound),
             float(max_weight),
             frac_bits,
+            bool(signed),
         )
 
     @property
@@ -201,7 +218,13 @@ class SumPlan:
             "bound": self.bound,
             "max_weight": self.max_weight,
             "frac_bits": self.frac_bits,
+            "signed": self.signed,
         }
+
+    def digest(self) -> bytes:
+        """SHA-256 of the plan's canonical JSON (what every node signs along with its keys)."""
+        text = json.dumps(self.to_config(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).digest()
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> SumPlan:
@@ -225,6 +248,7 @@ class SumPlan:
                 shapes,
                 float(config["bound"]),
                 float(config["max_weight"]),
+                _flag(config.get("signed", False)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ProtocolError(f"the server sent a malformed secure-sum plan: {exc}") from exc
@@ -278,6 +302,12 @@ class SumPlan:
                 )
             parts.append(values * float(weight))
         return self.codec.encode(np.concatenate(parts), n_summands=len(self.contributors), name=who)
+
+
+def _flag(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"'signed' must be a boolean, got {value!r}")
+    return value
 
 
 def share_key(private: X25519PrivateKey, me: str, peer: str, peer_public: bytes, round: int) -> AESGCM:

@@ -35,18 +35,28 @@ class ServerSum:
         self.plan = plan
         self.mask_pks: dict[str, bytes] = {}
         self.enc_pks: dict[str, bytes] = {}
+        self.certs: dict[str, bytes] = {}
+        self.signatures: dict[str, bytes] = {}
         self.routes: dict[str, dict[str, bytes]] = {}
         self.sharers: list[str] = []
         self.peers: dict[str, list[str]] = {}
         self.total = np.zeros(plan.size, dtype=np.uint64)
 
-    def take_keys(self, keys: Mapping[str, tuple[object, object]]) -> None:
-        """Stage ``keys`` answers: ``{node: (mask_pk, enc_pk)}``.
+    def take_keys(
+        self,
+        keys: Mapping[str, tuple[object, object]],
+        credentials: Mapping[str, tuple[object, object]] | None = None,
+    ) -> None:
+        """Stage ``keys`` answers: ``{node: (mask_pk, enc_pk)}`` and, for a signed plan, ``{node: (cert, signature)}``.
+
+        The server relays the certificates and signatures as they came; the
+        clients check them (:func:`~mpc_pca.integrations.star_sum.client.check_signatures`).
 
         Raises
         ------
         ProtocolError
-            Naming a node outside the plan or with a malformed key.
+            Naming a node outside the plan, with a malformed key, or (signed
+            plan) without a certificate and signature.
         DropoutError
             If fewer than the threshold answered (naming who did not).
         """
@@ -54,6 +64,11 @@ class ServerSum:
             self._known(node, "keys")
             if not all(isinstance(k, bytes) and len(k) == KEY_BYTES for k in (mask_pk, enc_pk)):
                 raise ProtocolError(f"node {node} sent malformed public keys")
+            if self.plan.signed:
+                cert, signature = (credentials or {}).get(node, (None, None))
+                if not (isinstance(cert, bytes) and isinstance(signature, bytes)):
+                    raise ProtocolError(f"node {node} sent no certificate and signature with its keys")
+                self.certs[node], self.signatures[node] = cert, signature
             self.mask_pks[node], self.enc_pks[node] = mask_pk, enc_pk  # type: ignore[assignment]
         require_answers("keys", self.plan.contributors, list(self.mask_pks), self.plan.threshold)
 

@@ -28,7 +28,11 @@ def main(grid, context) -> None:
     legacy = LegacyContext(context=context, config=ServerConfig(num_rounds=rounds), strategy=strategy)
     timeout = float(cfg["timeout"]) or None
     workflow = SecureSumWorkflow(
-        3, float(cfg["threshold"]), clipping_range=float(cfg["bound"]), timeout=timeout
+        3,
+        float(cfg["threshold"]),
+        clipping_range=float(cfg["bound"]),
+        timeout=timeout,
+        require_signed_keys=bool(cfg["signed"]),
     )
     DefaultWorkflow(fit_workflow=workflow)(grid, legacy)
     params = parameters_to_ndarrays(
