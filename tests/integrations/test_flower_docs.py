@@ -54,3 +54,21 @@ def test_the_workflow_accepts_the_arguments_of_secaggplus_it_documents():
     assert {"num_shares", "reconstruction_threshold", "max_weight", "clipping_range", "timeout"} <= set(
         params
     )
+
+
+def test_the_node_config_shown_names_exactly_the_identity_keys_the_mod_reads():
+    import re
+    import shlex
+
+    tree = ast.parse((ROOT / "mpc_pca" / "integrations" / "flower" / "mod.py").read_text())
+    (keys,) = [
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "IDENTITY_KEYS" for t in node.targets)
+    ]
+    text = block(PAGE, "flower-node-config").text
+    words = shlex.split(text.replace("...", ""))
+    assert words[0] == "flower-supernode"
+    config = words[words.index("--node-config") + 1]
+    shown = dict(re.findall(r"([\w-]+)='([^']*)'", config))
+    assert tuple(shown) == tuple(keys) and all(shown.values())
