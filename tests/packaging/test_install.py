@@ -98,11 +98,14 @@ def test_readme_install_resolves_without_torch_or_cuda(extra, tmp_path):
 
 
 def test_ci_installs_the_pinned_torch_and_every_extra_it_uses():
-    """``.ci/run`` installs the ``test``, ``lint``, ``torch``, ``docs``, ``genotype`` and ``bench-genotype`` extras; its CPU torch is the pin."""
+    """``.ci/run`` installs the ``test``, ``lint``, ``torch``, ``docs``, ``genotype``, ``bench-genotype`` and ``flower`` extras; its CPU torch is the pin."""
     pyproject = (ROOT / "pyproject.toml").read_text()
     pin = re.search(r'^torch = \["(torch==[^"]+)"', pyproject, re.M).group(1)
     ci = (ROOT / ".ci" / "run").read_text()
-    assert 'pip install -q -e ".[test,lint,torch,docs,genotype,bench-genotype]"' in ci
+    assert 'pip install -q -e ".[test,lint,torch,docs,genotype,bench-genotype,flower]"' in ci
+    assert re.search(
+        r'^flower = \["flwr==[0-9.]+"\]', pyproject, re.M
+    )  # pinned: the workflow follows its API
     assert re.search(r'^genotype = \["bed-reader==', pyproject, re.M)
     assert re.search(r'^bench-genotype = \["msprime==[0-9.]+", "bed-reader==', pyproject, re.M)
     # The docs site is built by tests/docs/test_site.py, which CI runs (it may not skip under CI).
