@@ -47,6 +47,9 @@ def scheduler_address(scheduler: str) -> str:
 def connect_scheduler(scheduler: str, timeout: float | None = None) -> Any:
     """A ``distributed.Client`` of ``scheduler`` (made the default), or an error within ``timeout`` seconds.
 
+    Only a client that connected becomes the process's Dask scheduler: a
+    failed or late connection leaves the Dask configuration as it was.
+
     Parameters
     ----------
     scheduler : str
@@ -68,7 +71,10 @@ def connect_scheduler(scheduler: str, timeout: float | None = None) -> Any:
 
     def connect() -> None:
         try:
-            outcome["client"] = Client(address, timeout=limit, set_as_default=True)
+            # Not ``set_as_default``: distributed sets the process's scheduler before it
+            # connects and never restores it when the connection fails, or when it succeeds
+            # after the party gave up waiting.
+            outcome["client"] = Client(address, timeout=limit, set_as_default=False)
         except BaseException as exc:
             outcome["error"] = exc
 
@@ -86,4 +92,8 @@ def connect_scheduler(scheduler: str, timeout: float | None = None) -> Any:
             f"cannot use the Dask scheduler at dask_scheduler {scheduler!r} within connect_timeout={limit:g} s: "
             f"{type(exc).__name__}: {str(exc)[:200]} (is a Dask scheduler listening there?)"
         )
-    return outcome["client"]
+    client = outcome["client"]
+    import dask
+
+    dask.config.set(scheduler=client)  # the party's Dask computations run on this cluster
+    return client

@@ -67,6 +67,21 @@ def test_a_listener_that_never_answers_is_given_up_after_the_connect_timeout(sil
     assert f"dask_scheduler {silent!r} did not answer within connect_timeout=2 s" in str(info.value)
 
 
+def test_a_failed_connection_leaves_the_dask_scheduler_setting_as_it_was(silent, garbage):
+    """``distributed.Client(set_as_default=True)`` sets the process's scheduler before it connects
+    and never restores it on failure: every later ``dask.compute`` then asked for a client that
+    did not exist (CI, stop 44: the Dask-site tests after these ones)."""
+    import dask
+
+    before = dask.config.get("scheduler", None)
+    for address, timeout in ((silent, 1.0), (garbage, 5.0)):
+        with pytest.raises(InputValidationError):
+            connect_scheduler(address, timeout=timeout)
+    time.sleep(1.5)  # the silent listener's client gives up after its own 1 s, in its thread
+    assert dask.config.get("scheduler", None) == before
+    assert dask.compute(dask.delayed(sum)([1, 2, 3])) == (6,)
+
+
 def test_a_garbage_reply_is_one_error_naming_the_address(garbage):
     with pytest.raises(InputValidationError) as info:
         connect_scheduler(garbage, timeout=5.0)
