@@ -1,0 +1,152 @@
+"""Issue 40: this project's secure sum against Flower's SecAgg+ on the same Flower app, in one run.
+
+Usage (needs the ``flower`` extra; run with the interpreter that has ``flwr``)::
+
+    python -m benchmarks.bench_flower [--quick] [--out DIR] [--nodes 10] [--timeout 120]
+
+Every configuration starts a fresh Flower deployment on localhost (a
+SuperLink and one SuperNode per client, Flower's deployment engine, as
+:mod:`tests.multiprocess.flower_deployment` does) and ``flwr run`` s the app
+in ``benchmarks/flower_app`` with one aggregator:
+
+- ``ours``: :class:`~mpc_pca.integrations.flower.SecureSumWorkflow` + ``secure_sum_mod`` (defaults);
+- ``secagg``: ``SecAggPlusWorkflow`` + ``secaggplus_mod``, Flower's defaults;
+- ``secagg-tuned``: SecAgg+ at its finest setting for the job (``flowerbench_app.server_app``).
+
+Jobs, one round each: FedAvg of a logistic regression on scikit-learn's
+digits, and raw vectors of 10^5 and 10^6 values; then dropout on digits: 10 % and 30 %
+of the nodes killed after sending their keys in round 1, and round 2 after it.
+Measured per round (:mod:`benchmarks.flower_measure`): wall time of the fit
+workflow in the ServerApp; bytes as the protobuf size of every message's
+content (``RecordDict``) the ServerApp sends to or receives from a node;
+the largest error of the aggregate against the plain weighted mean of the
+surviving nodes' updates (saved by each node to local disk, never sent).
+Writes ``flower.json`` and ``flower.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from benchmarks.flower_measure import Config, plot, summarize, table
+from benchmarks.output import add_out_argument, output_dir, write_json
+from mpc_pca.studies.machine import describe_machine
+from tests.multiprocess.flower_deployment import deployment
+
+APP = Path(__file__).resolve().parent / "flower_app"
+BIN = Path(sys.executable).parent
+AGGREGATORS = ("ours", "secagg", "secagg-tuned")
+
+
+def configurations(quick: bool, nodes: int, only: str = "all") -> list[Config]:
+    """The run's configurations: 3 nodes and a 10^3 vector with ``--quick``, else ``only`` of the full set.
+
+    ``only``: ``clean`` (the three jobs, every aggregator), ``dropout`` (10 % and
+    30 % of the nodes killed, ours and SecAgg+'s defaults) or ``all`` (both).
+    """
+    if quick:
+        return [Config(a, "vector", 1000, 3, 1, 0) for a in ("ours", "secagg")]
+    jobs = [("digits", 0, 1), ("vector", 100_000, 1), ("vector", 1_000_000, 1)]
+    clean = [Config(a, t, s, nodes, r, 0) for t, s, r in jobs for a in AGGREGATORS]
+    dropout = [
+        Config(a, "digits", 0, nodes, 2, killed)
+        for killed in (max(1, nodes // 10), max(1, (3 * nodes) // 10))
+        for a in ("ours", "secagg")
+    ]
+    return {"clean": clean, "dropout": dropout, "all": clean + dropout}[only]
+
+
+def run_one(config: Config, work: Path, timeout: float) -> dict[str, Any]:
+    """Deploy, run ``config``, and return its measurements (:func:`benchmarks.flower_measure.summarize`)."""
+    behaviours = ["die-after-keys"] * config.killed + ["ok"] * (config.nodes - config.killed)
+    with deployment(work, behaviours) as dep:
+        app, out = work / "app", work / "out"
+        shutil.copytree(APP, app, ignore=shutil.ignore_patterns("__pycache__"))
+        out.mkdir()
+        run_config = {
+            "aggregator": config.aggregator,
+            "task": config.task,
+            "size": config.size,
+            "nodes": config.nodes,
+            "num-server-rounds": config.rounds,
+            "threshold": 0.6,
+            "timeout": timeout,
+            "out": str(out),
+        }
+        overrides = " ".join(f"{k}={json.dumps(v)}" for k, v in run_config.items())
+        run = subprocess.run(
+            [str(BIN / "flwr"), "run", str(app), "local", "--run-config", overrides, "--stream"],
+            env=dep["env"],
+            capture_output=True,
+            text=True,
+            timeout=600 + 8 * timeout * config.rounds,
+            cwd=work,
+        )
+        if not (out / "server.json").exists():
+            logs = "\n".join(f"== {p.name}\n{p.read_text()[-2000:]}" for p in sorted(work.glob("*.log")))
+            raise RuntimeError(
+                f"{config} wrote no result\n{run.stdout[-3000:]}\n{run.stderr[-2000:]}\n{logs}"
+            )
+    return summarize(config, out)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Run the benchmark; write ``flower.json`` and ``flower.png``; return the JSON payload."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--quick", action="store_true", help="3 nodes, one round of ours and SecAgg+, 10^3 values"
+    )
+    parser.add_argument("--nodes", type=int, default=10, help="SuperNodes of the full run (default 10)")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds each stage waits (default 60)")
+    parser.add_argument(
+        "--only",
+        choices=("all", "clean", "dropout"),
+        default="all",
+        help="part of the full run (default all)",
+    )
+    add_out_argument(parser)
+    args = parser.parse_args(argv)
+    folder = output_dir(args.out, args.quick)
+    results: list[dict[str, Any]] = []
+    configs = configurations(args.quick, args.nodes, args.only)
+    payload = _payload(args, results, finished=False)
+    for config in configs:
+        print(f"running {config.name} ...", flush=True)
+        with tempfile.TemporaryDirectory(prefix="bench-flower-") as tmp:
+            results.append(run_one(config, Path(tmp), args.timeout))
+        print(json.dumps(results[-1]["summary"]), flush=True)
+        payload = _payload(args, results, finished=len(results) == len(configs))
+        write_json("flower.json", payload, folder)  # after every configuration: a stopped run keeps its part
+    plot(results, folder / "flower.png")
+    print(table(payload))
+    return payload
+
+
+def _payload(args: argparse.Namespace, results: list[dict[str, Any]], finished: bool) -> dict[str, Any]:
+    return {
+        "benchmark": "bench_flower",
+        "command": "python -m benchmarks.bench_flower"
+        + (" --quick" if args.quick else "")
+        + (f" --only {args.only}" if args.only != "all" and not args.quick else ""),
+        "machine": describe_machine(),
+        "flwr": metadata.version("flwr"),
+        "timeout_per_stage_s": args.timeout,
+        "threshold": 0.6,
+        "bytes": "protobuf size of each message's content (RecordDict) the ServerApp sends to or receives "
+        "from a node; per client = its own messages; at the server = all of them",
+        "error": "max |aggregate - plain weighted mean of the surviving nodes' updates| over all values",
+        "finished": finished,
+        "configs": results,
+    }
+
+
+if __name__ == "__main__":
+    main()
