@@ -105,7 +105,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "--quick", action="store_true", help="3 nodes, one round of ours and SecAgg+, 10^3 values"
     )
     parser.add_argument("--nodes", type=int, default=10, help="SuperNodes of the full run (default 10)")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds each stage waits (default 60)")
+    parser.add_argument(
+        "--timeout", type=float, default=60.0, help="seconds each stage waits (default 60; 0: every reply)"
+    )
     parser.add_argument(
         "--only",
         choices=("all", "clean", "dropout"),

@@ -132,7 +132,7 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
-#: The header of the table the docs quote (docs/howto/flower.md, tests/docs/test_flower_figures.py).
+#: The header of the markdown table a run prints (one row per configuration, :func:`table`).
 TABLE_HEADER = (
     "| configuration | seconds per round | kB per client, round 1 | kB at the server, round 1 "
     "| max error vs plain mean | rounds: survivors summed |\n|---|---|---|---|---|---|"

@@ -129,16 +129,31 @@ def _workflow(cfg: Any, nodes: int) -> Any:
     )
 
 
+def _wait_for_nodes(grid: Any, nodes: int, seconds: float = 300.0) -> None:
+    """Wait until ``nodes`` SuperNodes are registered.
+
+    The strategy then samples every node the SuperLink lists each round
+    (``fraction_fit=1.0``, at least 2): a dead node stays sampled while it is
+    listed, and a round never waits for a node the SuperLink has dropped.
+    """
+    deadline = time.monotonic() + seconds
+    while len(list(grid.get_node_ids())) < nodes:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"fewer than {nodes} SuperNodes registered after {seconds} s")
+        time.sleep(1.0)
+
+
 @app.main()
 def main(grid, context) -> None:
     cfg = context.run_config
     nodes, out = int(cfg["nodes"]), Path(str(cfg["out"]))
+    _wait_for_nodes(grid, nodes)
     initial = task.initial(str(cfg["task"]), int(cfg["size"]))
     strategy = FedAvg(
         fraction_fit=1.0,
         fraction_evaluate=0.0,
-        min_fit_clients=nodes,
-        min_available_clients=nodes,
+        min_fit_clients=2,
+        min_available_clients=2,
         initial_parameters=ndarrays_to_parameters(initial),
         on_fit_config_fn=lambda server_round: {"round": server_round},
     )
