@@ -20,7 +20,7 @@ Measured per round (:mod:`benchmarks.flower_measure`): wall time of the fit
 workflow in the ServerApp; bytes as the protobuf size of every message's
 content (``RecordDict``) the ServerApp sends to or receives from a node;
 the largest error of the aggregate against the plain weighted mean of the
-surviving nodes' updates (saved by each node to local disk, never sent).
+counted nodes' updates (saved by each node to local disk, never sent).
 Writes ``flower.json`` and ``flower.png``.
 """
 
@@ -144,7 +144,7 @@ def _payload(args: argparse.Namespace, results: list[dict[str, Any]], finished: 
         "threshold": 0.6,
         "bytes": "protobuf size of each message's content (RecordDict) the ServerApp sends to or receives "
         "from a node; per client = its own messages; at the server = all of them",
-        "error": "max |aggregate - plain weighted mean of the surviving nodes' updates| over all values",
+        "error": "max |aggregate - plain weighted mean of the counted nodes' updates| over all values",
         "finished": finished,
         "configs": results,
     }

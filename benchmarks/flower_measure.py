@@ -37,13 +37,15 @@ class Config:
         return f"{self.aggregator}/{job}/n{self.nodes}{kill}"
 
 
-def plain_mean(out: Path, server_round: int) -> tuple[NDArray[np.float64] | None, list[str]]:
-    """The weighted mean of the round's updates of the nodes that were not killed, and those nodes."""
+def plain_mean(
+    out: Path, server_round: int, counted: set[str]
+) -> tuple[NDArray[np.float64] | None, list[str]]:
+    """The weighted mean of the round's updates of the ``counted`` nodes, and the nodes found."""
     total, weight, nodes = None, 0.0, []
     for path in sorted((out / "plain").glob(f"r{server_round}-n*.npz")):
+        if path.stem.split("-n", 1)[1] not in counted:
+            continue
         with np.load(path) as data:
-            if str(data["behaviour"]) != "ok":
-                continue
             w = float(data["weight"])
             total = data["flat"] * w if total is None else total + data["flat"] * w
         weight += w
@@ -69,6 +71,17 @@ def _failures(entry: dict[str, Any], outcome: dict[str, Any] | None) -> dict[str
     return named
 
 
+def _counted(entry: dict[str, Any], outcome: dict[str, Any] | None) -> set[str]:
+    """The nodes whose updates are in the round's aggregate.
+
+    Ours: the outcome's survivors. SecAgg+: the nodes that answered its third
+    stage (``collect_masked_vectors``, the masked updates) without error.
+    """
+    if outcome is not None:
+        return set(outcome["survivors"])
+    return set(entry["stages"][2]["ok"]) if len(entry["stages"]) >= 3 else set()
+
+
 def summarize(config: Config, out: Path) -> dict[str, Any]:
     """The configuration's rounds (time, bytes, error, failures) and a one-line summary."""
     server = json.loads((out / "server.json").read_text())
@@ -78,7 +91,7 @@ def summarize(config: Config, out: Path) -> dict[str, Any]:
         number = entry["round"]
         outcome = outcomes[index] if index < len(outcomes) else None
         completed = entry["updated"] and entry["raised"] is None and not (outcome and outcome["error"])
-        mean, nodes = plain_mean(out, number)
+        mean, nodes = plain_mean(out, number, _counted(entry, outcome))
         error = None
         if completed and mean is not None:
             error = float(np.max(np.abs(np.load(out / f"agg-r{number}.npy") - mean)))
