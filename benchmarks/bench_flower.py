@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -46,11 +47,12 @@ BIN = Path(sys.executable).parent
 AGGREGATORS = ("ours", "secagg", "secagg-tuned")
 
 
-def configurations(quick: bool, nodes: int, only: str = "all") -> list[Config]:
+def configurations(quick: bool, nodes: int, only: str = "all", large: int = 0) -> list[Config]:
     """The run's configurations: 3 nodes and a 10^3 vector with ``--quick``, else ``only`` of the full set.
 
     ``only``: ``clean`` (the three jobs, every aggregator), ``dropout`` (10 % and
-    30 % of the nodes killed, ours and SecAgg+'s defaults) or ``all`` (both).
+    30 % of the nodes killed, ours and SecAgg+'s defaults) or ``all`` (both);
+    ``large`` > 0 adds digits FedAvg over ``large`` nodes, ours and SecAgg+'s defaults, one round.
     """
     if quick:
         return [Config(a, "vector", 1000, 3, 1, 0) for a in ("ours", "secagg")]
@@ -61,7 +63,8 @@ def configurations(quick: bool, nodes: int, only: str = "all") -> list[Config]:
         for killed in (max(1, nodes // 10), max(1, (3 * nodes) // 10))
         for a in ("ours", "secagg")
     ]
-    return {"clean": clean, "dropout": dropout, "all": clean + dropout}[only]
+    big = [Config(a, "digits", 0, large, 1, 0) for a in ("ours", "secagg")] if large > 0 else []
+    return {"clean": clean + big, "dropout": dropout, "all": clean + dropout + big}[only]
 
 
 def run_one(config: Config, work: Path, timeout: float) -> dict[str, Any]:
@@ -114,16 +117,29 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         default="all",
         help="part of the full run (default all)",
     )
+    parser.add_argument(
+        "--large-nodes",
+        type=int,
+        default=100,
+        help="SuperNodes of the large digits run (default 100; 0 skips)",
+    )
+    parser.add_argument("--list", action="store_true", help="print the configurations and exit")
     add_out_argument(parser)
     args = parser.parse_args(argv)
+    configs = configurations(args.quick, args.nodes, args.only, args.large_nodes)
+    if args.list:
+        for config in configs:
+            print(f"{config.name}: {config.nodes} nodes, {config.rounds} round(s)")
+        print(f"{len(configs)} configurations, {sum(c.nodes for c in configs)} SuperNode starts")
+        return {}
     folder = output_dir(args.out, args.quick)
     results: list[dict[str, Any]] = []
-    configs = configurations(args.quick, args.nodes, args.only)
+    args.load_start = os.getloadavg()
     payload = _payload(args, results, finished=False)
     for config in configs:
         print(f"running {config.name} ...", flush=True)
         with tempfile.TemporaryDirectory(prefix="bench-flower-") as tmp:
-            results.append(run_one(config, Path(tmp), args.timeout))
+            results.append(run_one(config, Path(tmp), max(args.timeout, 2.0 * config.nodes)))
         print(json.dumps(results[-1]["summary"]), flush=True)
         payload = _payload(args, results, finished=len(results) == len(configs))
         write_json("flower.json", payload, folder)  # after every configuration: a stopped run keeps its part
@@ -137,7 +153,8 @@ def _payload(args: argparse.Namespace, results: list[dict[str, Any]], finished: 
         "benchmark": "bench_flower",
         "command": "python -m benchmarks.bench_flower"
         + (" --quick" if args.quick else "")
-        + (f" --only {args.only}" if args.only != "all" and not args.quick else ""),
+        + (f" --only {args.only}" if args.only != "all" and not args.quick else "")
+        + (f" --large-nodes {args.large_nodes}" if not args.quick else ""),
         "machine": describe_machine(),
         "flwr": metadata.version("flwr"),
         "timeout_per_stage_s": args.timeout,
@@ -145,6 +162,8 @@ def _payload(args: argparse.Namespace, results: list[dict[str, Any]], finished: 
         "bytes": "protobuf size of each message's content (RecordDict) the ServerApp sends to or receives "
         "from a node; per client = its own messages; at the server = all of them",
         "error": "max |aggregate - plain weighted mean of the counted nodes' updates| over all values",
+        "load_start": list(args.load_start),
+        "load_end": list(os.getloadavg()),
         "finished": finished,
         "configs": results,
     }
