@@ -124,8 +124,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         help="SuperNodes of the large digits run (default 100; 0 skips)",
     )
     parser.add_argument("--list", action="store_true", help="print the configurations and exit")
+    parser.add_argument(
+        "--table", type=Path, default=None, help="print the table of this flower.json and exit"
+    )
     add_out_argument(parser)
     args = parser.parse_args(argv)
+    if args.table is not None:
+        saved: dict[str, Any] = json.loads(args.table.read_text())
+        print(table(saved))
+        return saved
     configs = configurations(args.quick, args.nodes, args.only, args.large_nodes)
     if args.list:
         for config in configs:
