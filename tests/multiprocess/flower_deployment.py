@@ -109,8 +109,9 @@ def deployment(
             )
             for i, (port, behaviour, more) in enumerate(zip(node_ports, behaviours, extra, strict=True))
         ]
+        started = time.monotonic()  # every node imports Flower at once: the wait grows with their number
         for port in node_ports:
-            _wait_for_port(port, time.monotonic() + 30)
+            _wait_for_port(port, started + 30 + 3 * len(node_ports))
         yield {"env": env, "nodes": nodes, "work": work}
     finally:
         for proc in procs:
