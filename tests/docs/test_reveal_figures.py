@@ -44,6 +44,14 @@ def test_section_10_paragraph_quotes_the_published_figures(payload):
         assert flat(phrase) in page, f"docs/secure_tensor.md section 10 should say: {phrase}"
 
 
+def test_both_pages_quote_the_published_close_gap_case(payload):
+    pages = {"secure_tensor.md": TENSOR_PAGE, "reveal-components.md": SUMMARY_PAGE}
+    for name, phrases in reveal_tables.gap_figures(payload).items():
+        page = flat(pages[name].read_text())
+        for phrase in phrases:
+            assert flat(phrase) in page, f"{name} should say: {phrase}"
+
+
 def test_the_explanation_quotes_the_published_summary(payload):
     quoted = reveal_tables.quoted_table(SUMMARY_PAGE.read_text(), reveal_tables.SUMMARY_MARKER)
     assert quoted == reveal_tables.summary_table(payload), "re-quote: python -m benchmarks.reveal_tables"
