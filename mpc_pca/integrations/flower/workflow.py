@@ -52,6 +52,10 @@ class RoundOutcome:
         The Flower round.
     sampled : list of str
         The node ids the strategy sampled.
+    listed : list of str
+        The node ids the grid listed at the round's start (``grid.get_node_ids()``): the
+        SuperLink keeps listing a node that died until its heartbeat expires, so a dead
+        node can be listed, sampled and then dropped for not answering.
     survivors : list of str
         The nodes whose updates are in the sum (empty when the round failed).
     dropped : dict of str to str
@@ -71,6 +75,7 @@ class RoundOutcome:
 
     round: int
     sampled: list[str]
+    listed: list[str] = field(default_factory=list)
     survivors: list[str] = field(default_factory=list)
     dropped: dict[str, str] = field(default_factory=dict)
     error: str | None = None
@@ -170,13 +175,14 @@ class SecureSumWorkflow:
         parameters = compat.arrayrecord_to_parameters(
             context.state.array_records[MAIN_PARAMS_RECORD], keep_input=True
         )
+        listed = sorted(str(n) for n in grid.get_node_ids())
         chosen = context.strategy.configure_fit(current, parameters, context.client_manager)
         if not chosen:
             log.info("round %d: the strategy sampled no clients; no fit", current)
             return
         model = parameters_to_ndarrays(parameters)
         fitins = {str(proxy.node_id): (proxy, ins) for proxy, ins in chosen}
-        outcome = RoundOutcome(current, sorted(fitins))
+        outcome = RoundOutcome(current, sorted(fitins), listed)
         self.outcomes.append(outcome)
         try:
             plan = SumPlan.make(
