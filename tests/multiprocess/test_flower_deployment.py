@@ -65,7 +65,7 @@ def test_a_node_killed_mid_round_is_left_out_and_the_next_round_completes_while_
     # Round 2 starts seconds later, long before the SuperLink expires the dead node's heartbeat: the dead
     # node is still listed, so it is sampled again and dropped at 'keys' for not answering.
     with deployment(tmp_path, ["ok", "ok", "ok", "die-at-masked"]) as dep:
-        result = run_app(dep, {"nodes": 3, "num-server-rounds": 2, "threshold": 0.6, "timeout": 10.0})
+        result = run_app(dep, {"nodes": 3, "num-server-rounds": 2, "threshold": 0.6, "timeout": 20.0})
     first, second = result["outcomes"]
     for outcome in (first, second):
         assert outcome["error"] is None and len(outcome["survivors"]) == 3, outcome
@@ -84,7 +84,7 @@ def test_too_few_left_fails_naming_the_dead_aggregates_nothing_and_the_next_roun
     # Threshold 3 of 4; nodes 2 and 3 die at 'masked': 2 masked inputs remain, below the threshold.
     # The next round samples the 4 listed nodes again; 2 answer, so it fails too, naming the same two.
     with deployment(tmp_path, ["ok", "ok", "die-at-masked", "die-at-masked"]) as dep:
-        result = run_app(dep, {"nodes": 4, "num-server-rounds": 2, "threshold": 0.6, "timeout": 10.0})
+        result = run_app(dep, {"nodes": 4, "num-server-rounds": 2, "threshold": 0.6, "timeout": 20.0})
     first, second = result["outcomes"]
     dead = sorted(node for node, why in first["dropped"].items() if why == "no answer at stage 'masked'")
     assert len(dead) == 2 and len(first["sampled"]) == 4
