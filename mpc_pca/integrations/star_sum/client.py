@@ -168,10 +168,13 @@ def share(
     plan = _expect(state, "shares")
     me = state["node"]
     mask_sk, enc_sk = _private(state["mask_sk"]), _private(state["enc_sk"])
+    hood = plan.neighbourhoods()
+    group, threshold = hood.group(me), hood.thresholds[me]
     holders = sorted(mask_pks)
-    if set(holders) != set(enc_pks) or not set(holders) <= set(plan.contributors):
+    if set(holders) != set(enc_pks) or not set(holders) <= set(group):
         raise ProtocolError(
-            f"node {me}: the server relayed keys of {holders}, not a subset of the plan's nodes"
+            f"node {me}: the server relayed keys of {holders}, not a subset of this node's "
+            f"{'neighbourhood' if plan.graph == 'sparse' else 'plan nodes'} {list(group)}"
         )
     if any(not isinstance(mask_pks[n], bytes) or len(mask_pks[n]) != KEY_BYTES for n in holders) or any(
         not isinstance(enc_pks[n], bytes) or len(enc_pks[n]) != KEY_BYTES for n in holders
@@ -179,24 +182,25 @@ def share(
         raise ProtocolError(f"node {me}: the server relayed a malformed public key")
     if mask_pks.get(me) != raw_public(mask_sk) or enc_pks.get(me) != raw_public(enc_sk):
         raise ProtocolError(f"node {me}: the server relayed other public keys for this node than it sent")
-    if len(holders) < plan.threshold:
+    if len(holders) < threshold:
         raise DropoutError(
-            f"node {me}: only {len(holders)} nodes sent keys, below the threshold {plan.threshold}",
-            tuple(sorted(set(plan.contributors) - set(holders))),
+            f"node {me}: only {len(holders)} nodes sent keys, below the threshold {threshold}",
+            tuple(sorted(set(group) - set(holders))),
         )
     certs, signatures = certs or {}, signatures or {}
     relayed = {n: (mask_pks[n], enc_pks[n], certs.get(n), signatures.get(n)) for n in holders}
     check_signatures(me, plan, identity, relayed)
     n = len(plan.contributors)
-    b_shares = split_bytes(state["seed"], n, plan.threshold)
-    s_shares = split_bytes(raw_private(mask_sk), n, plan.threshold)
+    # Share i is the i-th contributor's; only this node's neighbourhood gets its shares (graph module notes).
+    b_shares = split_bytes(state["seed"], n, threshold)
+    s_shares = split_bytes(raw_private(mask_sk), n, threshold)
     out: dict[str, bytes] = {}
     held_b: dict[str, bytes] = {}
     held_s: dict[str, bytes] = {}
     for i, peer in enumerate(plan.contributors):
         if peer == me:
             held_b[me], held_s[me] = b_shares[i].to_bytes(), s_shares[i].to_bytes()
-        elif peer in mask_pks:
+        elif peer in mask_pks and peer in hood.neighbours[me]:
             key = share_key(enc_sk, me, peer, enc_pks[peer], plan.round)
             out[peer] = encrypt_shares(
                 key, plan.round, me, peer, b_shares[i].to_bytes(), s_shares[i].to_bytes()
@@ -232,10 +236,11 @@ def mask(state: dict[str, Any], incoming: Mapping[str, bytes]) -> tuple[bytes, l
         key = share_key(enc_sk, me, sender, enc_pks[sender], plan.round)
         held_b[sender], held_s[sender] = decrypt_shares(key, plan.round, sender, me, incoming[sender])
     peers = sorted(incoming)
-    if len(peers) + 1 < plan.threshold:
+    threshold = plan.neighbourhoods().thresholds[me]
+    if len(peers) + 1 < threshold:
         raise DropoutError(
             f"node {me}: shares arrived from {len(peers)} nodes, so {len(peers) + 1} remain, below the "
-            f"threshold {plan.threshold}",
+            f"threshold {threshold}",
             tuple(sorted(set(mask_pks) - {me, *peers})),
         )
     masked = np.frombuffer(state["encoded"], dtype="<u8").astype(np.uint64)
