@@ -60,6 +60,20 @@ def test_fedavg_through_the_secure_sum_with_signed_keys_equals_the_plain_weighte
         assert np.max(np.abs(np.asarray(got) - want)) <= outcome["mean_error_bound"]
 
 
+def test_fedavg_over_the_sparse_graph_setting_with_signed_keys_equals_the_plain_weighted_mean(tmp_path):
+    # Four nodes are too few for a graph sparser than complete; this runs the sparse plan's plumbing
+    # (graph seed in the signed plan, keys relayed per neighbourhood) through Flower's processes.
+    config = {"nodes": 4, "num-server-rounds": 1, "threshold": 0.75, "signed": True}
+    with deployment(tmp_path, ["ok"] * 4, identities(tmp_path, 4)) as dep:
+        result = run_app(dep, {**config, "graph": "sparse", "max-colluders": 0})
+    (outcome,) = result["outcomes"]
+    assert outcome["error"] is None and len(outcome["survivors"]) == 4, outcome
+    assert outcome["graph"] == "sparse" and outcome["neighbours"] == 3 and outcome["signed"] is True
+    expected = weighted_mean(range(4))
+    for got, want in zip(result["parameters"], expected, strict=True):
+        assert np.max(np.abs(np.asarray(got) - want)) <= outcome["mean_error_bound"]
+
+
 def test_a_node_killed_mid_round_is_left_out_and_the_next_round_completes_while_it_is_still_listed(tmp_path):
     # Node 3's SuperNode is killed when the 'masked' stage reaches it, after it sent its keys and shares.
     # Round 2 starts seconds later, long before the SuperLink expires the dead node's heartbeat: the dead

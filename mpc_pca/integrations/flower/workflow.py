@@ -73,6 +73,10 @@ class RoundOutcome:
         cast to the model's dtype (0 when the round failed).
     signed : bool
         Whether the round ran with signed key material (every node's consortium certificate).
+    graph : str
+        The round's mask graph, ``"complete"`` or ``"sparse"``.
+    neighbours : int
+        The mask graph's expected degree (``n - 1`` when complete).
     """
 
     round: int
@@ -85,6 +89,8 @@ class RoundOutcome:
     total_weight: float = 0.0
     mean_error_bound: float = 0.0
     signed: bool = False
+    graph: str = "complete"
+    neighbours: int = 0
 
 
 class SecureSumWorkflow:
@@ -223,6 +229,7 @@ class SecureSumWorkflow:
                 neighbours=self.neighbours,
             )
             outcome.signed = plan.signed
+            outcome.graph, outcome.neighbours = plan.graph, plan.neighbours
             outcome.frac_bits = plan.frac_bits
             results, mean = self._run(grid, plan, fitins, outcome)
         except (ProtocolError, InputValidationError) as exc:
