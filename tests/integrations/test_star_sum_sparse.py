@@ -22,7 +22,9 @@ def nodes_of(n):
 
 def updates(nodes, seed):
     rng = np.random.default_rng(seed)
-    return {u: [rng.uniform(-8, 8, s) for s in SHAPES] for u in nodes}, {u: float(1 + i % 9) for i, u in enumerate(nodes)}
+    return {u: [rng.uniform(-8, 8, s) for s in SHAPES] for u in nodes}, {
+        u: float(1 + i % 9) for i, u in enumerate(nodes)
+    }
 
 
 def plain_sum(ups, w, nodes):

@@ -319,7 +319,10 @@ class SecureSumWorkflow:
 
 
 def _relay(
-    mask_pks: dict[str, bytes], enc_pks: dict[str, bytes], certs: dict[str, bytes], signatures: dict[str, bytes]
+    mask_pks: dict[str, bytes],
+    enc_pks: dict[str, bytes],
+    certs: dict[str, bytes],
+    signatures: dict[str, bytes],
 ) -> dict[str, Any]:
     """Stage ``shares``'s record for one node: its neighbourhood's keys (and certificates, signatures)."""
     return {

@@ -9,7 +9,7 @@ the stage follows the previous one, and updates it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -109,16 +109,22 @@ def check_signatures(
     plan: SumPlan,
     identity: NodeIdentity | None,
     relayed: Mapping[str, tuple[bytes, bytes, object, object]],
+    expected: Collection[str] | None = None,
 ) -> dict[str, str]:
     """Check every relayed ``(mask_pk, enc_pk, cert, signature)`` of a signed plan; return node -> party name.
+
+    ``expected``, if given, is this node's list of the party names it takes a
+    round with (node config ``mpc-pca-peers``): a peer whose certificate names
+    another party is refused, even if the consortium CA issued it. ``None``:
+    any certificate of the CA may take part.
 
     Raises
     ------
     ProtocolError
         Naming the peer: no certificate or signature, a certificate not issued
         by the consortium CA, a signature that does not verify (a substituted
-        key, another node id, another round or plan), or a party name that
-        signs for two node ids.
+        key, another node id, another round or plan), a party name that
+        signs for two node ids, or one not on ``expected``.
     """
     _check_mode(me, plan, identity)
     if identity is None:
@@ -132,6 +138,11 @@ def check_signatures(
             name = identity.check_peer(node, cert, signature, data)
         except ProtocolError as exc:
             raise ProtocolError(f"node {me} refuses the round: {exc}; nothing was encrypted") from exc
+        if expected is not None and name not in expected and name != identity.name:
+            raise ProtocolError(
+                f"node {me} refuses the round: node {node}'s certificate names party {name!r}, which is not "
+                f"on this node's list of expected peers {sorted(expected)}; nothing was encrypted"
+            )
         if name in seen:
             raise ProtocolError(
                 f"node {me} refuses the round: party {name!r} signs for node {seen[name]} and node {node}; "
@@ -150,11 +161,12 @@ def share(
     certs: Mapping[str, bytes] | None = None,
     signatures: Mapping[str, bytes] | None = None,
     identity: NodeIdentity | None = None,
+    expected: Collection[str] | None = None,
 ) -> dict[str, bytes]:
     """Stage ``shares``: Shamir-share the seed and mask key, encrypt each peer's pair; return ciphertexts by recipient.
 
     With a signed plan every peer's certificate and signature are checked
-    (:func:`check_signatures`) before any share is encrypted.
+    (:func:`check_signatures`, with ``expected`` its list of party names) before any share is encrypted.
 
     Raises
     ------
@@ -189,7 +201,7 @@ def share(
         )
     certs, signatures = certs or {}, signatures or {}
     relayed = {n: (mask_pks[n], enc_pks[n], certs.get(n), signatures.get(n)) for n in holders}
-    check_signatures(me, plan, identity, relayed)
+    check_signatures(me, plan, identity, relayed, expected)
     n = len(plan.contributors)
     # Share i is the i-th contributor's; only this node's neighbourhood gets its shares (graph module notes).
     b_shares = split_bytes(state["seed"], n, threshold)

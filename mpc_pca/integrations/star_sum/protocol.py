@@ -254,7 +254,12 @@ class SumPlan:
     def neighbourhoods(self) -> Neighbourhoods:
         """Every node's neighbours and share threshold (:func:`~mpc_pca.integrations.star_sum.graph.derive`)."""
         return derive(
-            self.contributors, self.threshold, self.graph, self.neighbours, self.max_colluders, self.graph_seed
+            self.contributors,
+            self.threshold,
+            self.graph,
+            self.neighbours,
+            self.max_colluders,
+            self.graph_seed,
         )
 
     @property

@@ -18,8 +18,8 @@ import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from numpy.typing import NDArray
 
-from mpc_pca.integrations.star_sum.protocol import KEY_BYTES, SumPlan, require_answers
 from mpc_pca.integrations.star_sum.graph import Neighbourhoods
+from mpc_pca.integrations.star_sum.protocol import KEY_BYTES, SumPlan, require_answers
 from protocols.backends.dropout_agreement import one_sided
 from protocols.backends.dropout_unmask import pair_key, raw_public, rebuild
 from protocols.errors import DropoutError, ProtocolError
@@ -220,7 +220,9 @@ def unmask_by_neighbourhood(
                     f"{v!r} masked with {w!r} but {w!r} not with {v!r}: the sum cannot be unmasked", (v,)
                 )
             if w not in rebuilt:
-                rebuilt[w] = X25519PrivateKey.from_private_bytes(rebuild(full, "s", w, index, hood.thresholds[w]))
+                rebuilt[w] = X25519PrivateKey.from_private_bytes(
+                    rebuild(full, "s", w, index, hood.thresholds[w])
+                )
                 if w in publics and raw_public(rebuilt[w]) != publics[w]:
                     raise ProtocolError(
                         f"the rebuilt mask key of the dropped {w!r} does not match the public key it sent"
