@@ -74,6 +74,21 @@ def test_fedavg_over_the_sparse_graph_setting_with_signed_keys_equals_the_plain_
         assert np.max(np.abs(np.asarray(got) - want)) <= outcome["mean_error_bound"]
 
 
+def test_a_node_whose_peer_list_omits_a_ca_member_refuses_naming_it_and_the_others_are_summed(tmp_path):
+    entries = identities(tmp_path, 3)
+    entries[0] += " mpc-pca-peers='site0,site1'"  # site2 holds a certificate of the same CA
+    with deployment(tmp_path, ["ok"] * 3, entries) as dep:
+        result = run_app(dep, {"nodes": 3, "num-server-rounds": 1, "threshold": 0.6, "signed": True})
+    (outcome,) = result["outcomes"]
+    assert outcome["error"] is None and len(outcome["survivors"]) == 2, outcome
+    ((node, reason),) = outcome["dropped"].items()
+    assert f"stage 'shares': node {node} refuses the round" in reason
+    assert "names party 'site2', which is not on this node's list" in reason
+    expected = weighted_mean([1, 2])
+    for got, want in zip(result["parameters"], expected, strict=True):
+        assert np.max(np.abs(np.asarray(got) - want)) <= outcome["mean_error_bound"]
+
+
 def test_a_node_killed_mid_round_is_left_out_and_the_next_round_completes_while_it_is_still_listed(tmp_path):
     # Node 3's SuperNode is killed when the 'masked' stage reaches it, after it sent its keys and shares.
     # Round 2 starts seconds later, long before the SuperLink expires the dead node's heartbeat: the dead
