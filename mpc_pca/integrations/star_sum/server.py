@@ -15,15 +15,13 @@ from collections.abc import Mapping, Sequence
 from typing import cast
 
 import numpy as np
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from numpy.typing import NDArray
 
 from mpc_pca.integrations.star_sum.graph import Neighbourhoods
 from mpc_pca.integrations.star_sum.protocol import KEY_BYTES, SumPlan, require_answers
 from protocols.backends.dropout_agreement import one_sided
-from protocols.backends.dropout_unmask import pair_key, raw_public, rebuild
+from protocols.backends.dropout_unmask import unmask
 from protocols.errors import DropoutError, ProtocolError
-from protocols.prg import RingPRG
 
 
 class ServerSum:
@@ -195,7 +193,6 @@ def unmask_by_neighbourhood(
     ProtocolError
         For a rebuilt mask key that does not match the public key its owner sent.
     """
-    index = {c: i + 1 for i, c in enumerate(contributors)}
     full = {v: {"b": dict(a["b"]), "s": dict(a["s"]), "k": {}} for v, a in answers.items()}
     group = list(survivors)
     needed = [(u, "b") for u in group]
@@ -210,22 +207,4 @@ def unmask_by_neighbourhood(
                 f"{what}, below its threshold {hood.thresholds[owner]}; nodes {missing} did not",
                 tuple(missing),
             )
-    for u in group:
-        RingPRG(rebuild(full, "b", u, index, hood.thresholds[u])).accumulate(total, subtract=True)
-    rebuilt: dict[str, X25519PrivateKey] = {}
-    for v in group:
-        for w in one_sided(v, dict(peers), group):
-            if w in group:
-                raise DropoutError(
-                    f"{v!r} masked with {w!r} but {w!r} not with {v!r}: the sum cannot be unmasked", (v,)
-                )
-            if w not in rebuilt:
-                rebuilt[w] = X25519PrivateKey.from_private_bytes(
-                    rebuild(full, "s", w, index, hood.thresholds[w])
-                )
-                if w in publics and raw_public(rebuilt[w]) != publics[w]:
-                    raise ProtocolError(
-                        f"the rebuilt mask key of the dropped {w!r} does not match the public key it sent"
-                    )
-            # v added the pair's mask if v < w, subtracted it if v > w: undo that.
-            RingPRG(pair_key(rebuilt[w], w, v, publics[v])).accumulate(total, subtract=v < w)
+    unmask(total, full, group, dict(peers), dict(publics), contributors, hood.thresholds)
