@@ -1,0 +1,186 @@
+"""The docs' quotes of other published benchmark results, generated from their JSON.
+
+Like :mod:`benchmarks.reveal_tables`, each quote is either a table after an HTML
+comment marker or a list of prose phrases that must appear in the page verbatim
+(whitespace-normalised). ``python -m benchmarks.doc_quotes`` prints them all,
+and ``tests/docs/test_benchmark_quotes.py`` checks the pages against them, so a
+re-run that is not re-quoted fails the tests.
+
+Covered: ``relay.json`` (docs/howto/relay.md section 6, table),
+``startup.json``, ``paillier_offline_online.json`` and ``links.json``
+(docs/explanation/numbers.md, docs/tutorials/organisations.md, phrases).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+#: Marker line that precedes the relay table in docs/howto/relay.md.
+RELAY_MARKER = "<!-- relay-table: benchmarks/doc_quotes.py relay_table(relay.json); tests/docs/test_benchmark_quotes.py -->"
+
+
+def load(name: str) -> dict[str, Any]:
+    """The published ``benchmarks/results/<name>.json``.
+
+    Parameters
+    ----------
+    name : str
+        The result's name without ``.json``.
+
+    Returns
+    -------
+    dict
+        The parsed payload.
+    """
+    payload: dict[str, Any] = json.loads((RESULTS / f"{name}.json").read_text())
+    return payload
+
+
+def relay_table(payload: dict[str, Any]) -> str:
+    """docs/howto/relay.md section 6: protocol (run) seconds per mode and the ratios.
+
+    Parameters
+    ----------
+    payload : dict
+        ``relay.json``.
+
+    Returns
+    -------
+    str
+        The Markdown table.
+    """
+    lines = ["| d | M | direct | relay | relay / direct |", "|---|---|---|---|---|"]
+    for row in payload["rows"]:
+        cells = [
+            f"{row[m]['median_protocol_seconds']:.2f} s ({row[m]['median_run_seconds']:.2f} s)"
+            for m in ("direct", "relay")
+        ]
+        ratio = (
+            f"{row['relay_over_direct_protocol_seconds']:.2f} ({row['relay_over_direct_run_seconds']:.2f})"
+        )
+        lines.append(f"| {row['d']} | {row['M']} | {cells[0]} | {cells[1]} | {ratio} |")
+    return "\n".join(lines)
+
+
+def startup_phrases(payload: dict[str, Any]) -> list[str]:
+    """docs/explanation/numbers.md, "Start-up": the run against ``import torch.distributed``.
+
+    Parameters
+    ----------
+    payload : dict
+        ``startup.json``.
+
+    Returns
+    -------
+    list of str
+        Phrases the page must contain.
+    """
+    return [
+        f"Wine, {payload['parties']} providers: {payload['median_run_seconds']:.2f} s per run against "
+        f"{payload['median_import_seconds']:.2f} s for one",
+        f"medians of {payload['repeats']} interleaved in the same run ({payload['run_over_import']:.2f}x; "
+        f"target {payload['target_run_over_import']:.0f}x;",
+    ]
+
+
+def _thousands(value: float) -> str:
+    """A large ratio rounded to two significant figures, with thousands separators."""
+    return f"{float(f'{value:.2g}'):,.0f}"
+
+
+def paillier_phrases(payload: dict[str, Any]) -> list[str]:
+    """docs/explanation/numbers.md, "Paillier offline/online": online and offline encryption costs.
+
+    Parameters
+    ----------
+    payload : dict
+        ``paillier_offline_online.json``.
+
+    Returns
+    -------
+    list of str
+        Phrases the page must contain.
+    """
+    run = payload["offline_online"]
+    seconds, ratio = run["median_seconds"], run["online_over_standard"]
+    return [
+        f"{run['values']:,} values in {seconds['online_unpacked'] * 1e3:.1f} ms unpacked / "
+        f"{seconds['online_packed'] * 1e3:.2f} ms packed online "
+        f"({_thousands(ratio['unpacked'])}x / {_thousands(ratio['packed'])}x the standard path), "
+        f"after {seconds['offline_unpacked']:.0f} s / {seconds['offline_packed']:.1f} s offline",
+    ]
+
+
+def links_phrases(payload: dict[str, Any]) -> list[str]:
+    """The range of a party's start-up time (both pages that quote ``links.json``).
+
+    Parameters
+    ----------
+    payload : dict
+        ``links.json``.
+
+    Returns
+    -------
+    list of str
+        Phrases the pages must contain.
+    """
+    startup = [r[m]["median_startup_seconds"] for r in payload["rows"] for m in ("tls", "plain")]
+    return [f"ready to send {min(startup):.1f}-{max(startup):.1f} s after its process starts"]
+
+
+def prose_quotes() -> dict[str, list[str]]:
+    """Every checked prose phrase, per page (relative to the repository root).
+
+    Returns
+    -------
+    dict
+        Page path to the phrases it must contain.
+    """
+    links = links_phrases(load("links"))
+    return {
+        "docs/explanation/numbers.md": startup_phrases(load("startup"))
+        + paillier_phrases(load("paillier_offline_online"))
+        + links,
+        "docs/tutorials/organisations.md": links,
+    }
+
+
+def quoted_table(page_text: str, marker: str) -> str:
+    """The table that follows ``marker`` in a page (up to the first blank line).
+
+    Parameters
+    ----------
+    page_text : str
+        The page.
+    marker : str
+        The marker line.
+
+    Returns
+    -------
+    str
+        The table, lines stripped.
+
+    Raises
+    ------
+    ValueError
+        If the page has no such marker.
+    """
+    if marker not in page_text:
+        raise ValueError(f"the page has no marker {marker!r}")
+    block = page_text.split(marker, 1)[1].lstrip("\n").split("\n\n", 1)[0]
+    return "\n".join(line.strip() for line in block.splitlines())
+
+
+def main() -> None:
+    """Print every generated table and phrase."""
+    print("docs/howto/relay.md:", RELAY_MARKER, relay_table(load("relay")), "", sep="\n")
+    for page, phrases in prose_quotes().items():
+        print(f"Phrases of {page}:", *phrases, sep="\n- ")
+
+
+if __name__ == "__main__":
+    main()
