@@ -7,7 +7,8 @@ and ``tests/docs/test_benchmark_quotes.py`` checks the pages against them, so a
 re-run that is not re-quoted fails the tests.
 
 Covered: ``relay.json`` (docs/howto/relay.md section 6, table),
-``startup.json``, ``paillier_offline_online.json`` and ``links.json``
+``startup.json``, ``paillier_offline_online.json``, ``pppca_scaling.json`` (in part) and
+``links.json``
 (docs/explanation/numbers.md, docs/tutorials/organisations.md, phrases).
 """
 
@@ -132,6 +133,34 @@ def links_phrases(payload: dict[str, Any]) -> list[str]:
     return [f"ready to send {min(startup):.1f}-{max(startup):.1f} s after its process starts"]
 
 
+def pppca_phrases(payload: dict[str, Any]) -> list[str]:
+    """docs/explanation/numbers.md, "Many parties", "Large d", "Data larger than memory".
+
+    Parameters
+    ----------
+    payload : dict
+        ``pppca_scaling.json``.
+
+    Returns
+    -------
+    list of str
+        Phrases the page must contain.
+    """
+    widest = payload["secure_sum_m"][-1]
+    memory, parquet = payload["memory"], payload["parquet"]
+    m4 = [memory[f"{b}_M4_d2000"] for b in ("additive", "additive-masks", "additive-sparse-masks")]
+    return [
+        f"at M = {widest['M']}: {widest['additive-sparse-masks']:.2f} s sparse vs {widest['additive']:.2f} s "
+        f"full shares and {widest['additive-masks']:.2f} s full pairwise masks "
+        f"({widest['sparse_neighbours']} neighbours instead of {widest['M'] - 1};",
+        f"at M = 4 and d = 2000, {min(m4):.1f} to {max(m4):.1f}",
+        f"d = 5000 runs ({memory['d5000_fit_seconds_traced']:.0f} s traced;",
+        f"({parquet['file_bytes'] / 1e9:.1f} GB, row groups of {parquet['chunk_rows']:,}) peaks at "
+        f"{parquet['peak_rss_above_start_bytes'] / 2**30:.2f} GiB RSS above start",
+        f"and reads it in {parquet['statistics_seconds']:.0f} s",
+    ]
+
+
 def prose_quotes() -> dict[str, list[str]]:
     """Every checked prose phrase, per page (relative to the repository root).
 
@@ -144,6 +173,7 @@ def prose_quotes() -> dict[str, list[str]]:
     return {
         "docs/explanation/numbers.md": startup_phrases(load("startup"))
         + paillier_phrases(load("paillier_offline_online"))
+        + pppca_phrases(load("pppca_scaling"))
         + links,
         "docs/tutorials/organisations.md": links,
     }

@@ -45,6 +45,10 @@ def test_numbers_page_quotes_paillier_offline_online_json():
     assert_quoted(NUMBERS_PAGE, doc_quotes.paillier_phrases(doc_quotes.load("paillier_offline_online")))
 
 
+def test_numbers_page_quotes_pppca_scaling_json():
+    assert_quoted(NUMBERS_PAGE, doc_quotes.pppca_phrases(doc_quotes.load("pppca_scaling")))
+
+
 def test_both_pages_quote_links_json():
     phrases = doc_quotes.links_phrases(doc_quotes.load("links"))
     assert_quoted(NUMBERS_PAGE, phrases)
