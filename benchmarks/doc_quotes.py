@@ -6,7 +6,8 @@ comment marker or a list of prose phrases that must appear in the page verbatim
 and ``tests/docs/test_benchmark_quotes.py`` checks the pages against them, so a
 re-run that is not re-quoted fails the tests.
 
-Covered: ``relay.json`` (docs/howto/relay.md section 6, table),
+Covered: ``relay.json`` (docs/howto/relay.md section 6, table), ``setup.json``
+(docs/explanation/links.md, the slope table),
 ``startup.json``, ``paillier_offline_online.json``, ``pppca_scaling.json`` (in part) and
 ``links.json``
 (docs/explanation/numbers.md, docs/tutorials/organisations.md, phrases).
@@ -22,6 +23,9 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 #: Marker line that precedes the relay table in docs/howto/relay.md.
 RELAY_MARKER = "<!-- relay-table: benchmarks/doc_quotes.py relay_table(relay.json); tests/docs/test_benchmark_quotes.py -->"
+
+#: Marker line that precedes the set-up table in docs/explanation/links.md.
+SETUP_MARKER = "<!-- setup-table: benchmarks/doc_quotes.py setup_table(setup.json); tests/docs/test_benchmark_quotes.py -->"
 
 
 def load(name: str) -> dict[str, Any]:
@@ -64,6 +68,35 @@ def relay_table(payload: dict[str, Any]) -> str:
             f"{row['relay_over_direct_protocol_seconds']:.2f} ({row['relay_over_direct_run_seconds']:.2f})"
         )
         lines.append(f"| {row['d']} | {row['M']} | {cells[0]} | {cells[1]} | {ratio} |")
+    return "\n".join(lines)
+
+
+def setup_table(payload: dict[str, Any]) -> str:
+    """docs/explanation/links.md: set-up and protocol round trips as the slope from RTT 100 to 300 ms.
+
+    Parameters
+    ----------
+    payload : dict
+        ``setup.json``.
+
+    Returns
+    -------
+    str
+        The Markdown table.
+    """
+    by_m: dict[int, dict[str, dict[str, Any]]] = {}
+    for row in payload["rows"]:
+        by_m.setdefault(row["M"], {})[row["mode"]] = row
+    lines = [
+        "| M (providers) | set-up, rendezvous | set-up, static table | protocol, rendezvous / static |",
+        "|---|---|---|---|",
+    ]
+    for m, modes in by_m.items():
+        rdv, static = modes["rendezvous"], modes["static"]
+        lines.append(
+            f"| {m} | {rdv['setup_round_trips_slope']:.2f} | {static['setup_round_trips_slope']:.2f} "
+            f"| {rdv['protocol_round_trips_slope']:.2f} / {static['protocol_round_trips_slope']:.2f} |"
+        )
     return "\n".join(lines)
 
 
@@ -208,6 +241,7 @@ def quoted_table(page_text: str, marker: str) -> str:
 def main() -> None:
     """Print every generated table and phrase."""
     print("docs/howto/relay.md:", RELAY_MARKER, relay_table(load("relay")), "", sep="\n")
+    print("docs/explanation/links.md:", SETUP_MARKER, setup_table(load("setup")), "", sep="\n")
     for page, phrases in prose_quotes().items():
         print(f"Phrases of {page}:", *phrases, sep="\n- ")
 

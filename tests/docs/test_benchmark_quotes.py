@@ -37,6 +37,15 @@ def test_relay_page_quotes_relay_json():
     assert quoted == doc_quotes.relay_table(payload), "re-quote: python -m benchmarks.doc_quotes"
 
 
+def test_links_page_quotes_setup_json():
+    quoted = doc_quotes.quoted_table(
+        (ROOT / "docs" / "explanation" / "links.md").read_text(), doc_quotes.SETUP_MARKER
+    )
+    assert quoted == doc_quotes.setup_table(doc_quotes.load("setup")), (
+        "re-quote: python -m benchmarks.doc_quotes"
+    )
+
+
 def test_numbers_page_quotes_startup_json():
     assert_quoted(NUMBERS_PAGE, doc_quotes.startup_phrases(doc_quotes.load("startup")))
 
