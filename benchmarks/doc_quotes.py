@@ -8,7 +8,8 @@ re-run that is not re-quoted fails the tests.
 
 Covered: ``relay.json`` (docs/howto/relay.md section 6, table), ``setup.json``
 (docs/explanation/links.md, the slope table),
-``startup.json``, ``paillier_offline_online.json``, ``pppca_scaling.json`` (in part) and
+``paillier.json`` (docs/tutorials/ss-vs-paillier.md, throughput), ``startup.json``,
+``paillier_offline_online.json``, ``pppca_scaling.json`` (in part) and
 ``links.json``
 (docs/explanation/numbers.md, docs/tutorials/organisations.md, phrases).
 """
@@ -121,6 +122,30 @@ def startup_phrases(payload: dict[str, Any]) -> list[str]:
     ]
 
 
+def paillier_throughput_phrases(payload: dict[str, Any]) -> list[str]:
+    """docs/tutorials/ss-vs-paillier.md: encryption and decryption throughput against ``phe``.
+
+    Parameters
+    ----------
+    payload : dict
+        ``paillier.json``.
+
+    Returns
+    -------
+    list of str
+        Phrases the page must contain.
+    """
+    rates = payload["throughput"]["values_per_second"]
+    phe, packed, fast = rates["phe"], rates["packed"], rates["packed_precompute"]
+    return [
+        f"2048-bit, same run: `phe` encrypts {phe['encrypt']:.0f} values/s; packed "
+        f"`r^n` {packed['encrypt']:,.0f} values/s ({packed['encrypt'] / phe['encrypt']:.0f}x), "
+        f"`precompute=True` (`fixed-base-short`) {fast['encrypt']:,.0f} values/s "
+        f"({fast['encrypt'] / phe['encrypt']:.0f}x); packed decryption {packed['decrypt']:,.0f} values/s "
+        f"vs {phe['decrypt']:.0f}",
+    ]
+
+
 def _thousands(value: float) -> str:
     """A large ratio rounded to two significant figures, with thousands separators."""
     return f"{float(f'{value:.2g}'):,.0f}"
@@ -209,6 +234,7 @@ def prose_quotes() -> dict[str, list[str]]:
         + pppca_phrases(load("pppca_scaling"))
         + links,
         "docs/tutorials/organisations.md": links,
+        "docs/tutorials/ss-vs-paillier.md": paillier_throughput_phrases(load("paillier")),
     }
 
 

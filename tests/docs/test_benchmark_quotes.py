@@ -58,6 +58,11 @@ def test_numbers_page_quotes_pppca_scaling_json():
     assert_quoted(NUMBERS_PAGE, doc_quotes.pppca_phrases(doc_quotes.load("pppca_scaling")))
 
 
+def test_tutorial_quotes_paillier_json():
+    phrases = doc_quotes.paillier_throughput_phrases(doc_quotes.load("paillier"))
+    assert_quoted(ROOT / "docs" / "tutorials" / "ss-vs-paillier.md", phrases)
+
+
 def test_both_pages_quote_links_json():
     phrases = doc_quotes.links_phrases(doc_quotes.load("links"))
     assert_quoted(NUMBERS_PAGE, phrases)
