@@ -129,6 +129,7 @@ def test_spectrum_ladder_and_krylov_with_every_holder_rotations_match_eigh(m):
     errors = np.linalg.norm(result.components * signs - vectors, axis=1)
     assert np.all(errors <= math.sqrt(2.0) * 2.0 * eta / gaps)
 
+    top_gap = values[k - 1] - values[k]
     for solver in (ladder_eigenvectors, krylov_eigenvectors):
         run = _solve(matrix, lambda c, solver=solver: solver(c, k, to="dealer"), m, "every-holder")
         result = run.outputs["dealer"]
@@ -136,7 +137,10 @@ def test_spectrum_ladder_and_krylov_with_every_holder_rotations_match_eigh(m):
         assert np.max(np.abs(result.eigenvalues - values[:k])) <= (
             result.fixed_point_error / result.scale + input_error + values[0] * t * t
         )
-        assert np.tan(np.max(subspace_angles(result.components.T, vectors.T))) <= t
+        # t bounds the angle to the top-k space of the matrix the protocol computed on, which is off from
+        # ``matrix`` by at most eta (fixed point): Davis-Kahan adds eta over the k-th gap (sin <= tan, small angles)
+        eta = result.fixed_point_error / result.scale + input_error
+        assert np.tan(np.max(subspace_angles(result.components.T, vectors.T))) <= t + 2.0 * eta / top_gap
 
 
 def _view_of_holder0_and_receiver(monkeypatch, rotations: str, m: int, d: int):
