@@ -171,15 +171,16 @@ class ServerSum:
 
 def unmask_by_neighbourhood(
     total: NDArray[np.uint64],
-    answers: Mapping[str, Mapping[str, Mapping[str, bytes]]],
+    answers: dict[str, dict[str, dict[str, bytes]]],
     survivors: Sequence[str],
-    peers: Mapping[str, list[str]],
-    publics: Mapping[str, bytes],
+    peers: dict[str, list[str]],
+    publics: dict[str, bytes],
     contributors: tuple[str, ...],
     hood: Neighbourhoods,
 ) -> None:
     """:func:`protocols.backends.dropout_unmask.unmask` with each secret rebuilt from its own neighbourhood.
 
+    ``answers`` as :meth:`ServerSum.finish` normalises them (``b``, ``s`` and an empty ``k`` per node).
     ``b_u`` of every survivor ``u`` and ``s_w`` of every dropped ``w`` that a
     survivor masked with are rebuilt from the shares of ``u``'s (``w``'s)
     neighbourhood with its threshold ``t_u`` (``t_w``); for the complete graph
@@ -193,12 +194,11 @@ def unmask_by_neighbourhood(
     ProtocolError
         For a rebuilt mask key that does not match the public key its owner sent.
     """
-    full = {v: {"b": dict(a["b"]), "s": dict(a["s"]), "k": {}} for v, a in answers.items()}
     group = list(survivors)
     needed = [(u, "b") for u in group]
-    needed += sorted({(w, "s") for v in group for w in one_sided(v, dict(peers), group) if w not in group})
+    needed += sorted({(w, "s") for v in group for w in one_sided(v, peers, group) if w not in group})
     for owner, kind in needed:
-        holders = [v for v in hood.group(owner) if owner in full.get(v, {}).get(kind, {})]
+        holders = [v for v in hood.group(owner) if owner in answers.get(v, {}).get(kind, {})]
         if len(holders) < hood.thresholds[owner]:
             missing = sorted(set(hood.group(owner)) - set(holders))
             what = "self-mask seed" if kind == "b" else "mask key"
@@ -207,4 +207,4 @@ def unmask_by_neighbourhood(
                 f"{what}, below its threshold {hood.thresholds[owner]}; nodes {missing} did not",
                 tuple(missing),
             )
-    unmask(total, full, group, dict(peers), dict(publics), contributors, hood.thresholds)
+    unmask(total, answers, group, peers, publics, contributors, hood.thresholds)
