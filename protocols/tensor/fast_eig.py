@@ -55,7 +55,7 @@ from protocols.tensor.fast_eig_math import (
     noise_floor,
     receiver_ritz,
 )
-from protocols.tensor.joint_rotation import rotation_error_bound, rotation_factors, take_rotation
+from protocols.tensor.joint_rotation import session_rotation_error, take_rotation
 from protocols.tensor.ops import from_share
 from protocols.tensor.session import TensorSession
 from protocols.tensor.shared import SharedTensor
@@ -247,9 +247,7 @@ def ladder_eigenvectors(
         return None
     basis, ritz = out
     comps, values = receiver_ritz(basis, ritz)
-    eta = ladder_fixed_point_error(
-        d, rotation_error_bound(k, rotation_factors(session, session.rotations), F)
-    )
+    eta = ladder_fixed_point_error(d, session_rotation_error(session, k, F))
     return FastEigResult(comps, values / alpha, trace, plan, alpha, None, eta)
 
 

@@ -92,6 +92,11 @@ def rotation_error_bound(size: int, factors: int, frac_bits: int) -> float:
     return float((1.0 + u) ** factors * (1.0 + t) ** (factors - 1) - 1.0)
 
 
+def session_rotation_error(session: TensorSession, size: int, frac_bits: int) -> float:
+    """:func:`rotation_error_bound` of a ``size x size`` rotation drawn as ``session.rotations`` says."""
+    return rotation_error_bound(size, rotation_factors(session, session.rotations), frac_bits)
+
+
 def orthogonality_bound(size: int, factors: int, frac_bits: int) -> float:
     """Bound on ``|Q~^T Q~ - I|_2``: ``2 e + e^2`` with ``e`` from :func:`rotation_error_bound`."""
     e = rotation_error_bound(size, factors, frac_bits)

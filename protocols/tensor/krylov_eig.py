@@ -75,7 +75,7 @@ from protocols.tensor.fast_eig import (
     masked_rayleigh_ritz,
 )
 from protocols.tensor.fast_eig_math import F_HI, F, ladder_fixed_point_error, receiver_ritz
-from protocols.tensor.joint_rotation import rotation_error_bound, rotation_factors, take_rotation
+from protocols.tensor.joint_rotation import session_rotation_error, take_rotation
 from protocols.tensor.krylov_math import G_K, RitzState, next_block_coefficients, ritz_state, scale_exponent
 from protocols.tensor.session import TensorSession
 from protocols.tensor.shared import SharedTensor
@@ -325,9 +325,5 @@ def _masked_ritz(
         return None
     basis, ritz = out
     comps, values = receiver_ritz(basis, ritz)
-    session = v.session
-    k = rot.shape[0]
-    eta = ladder_fixed_point_error(
-        d, rotation_error_bound(k, rotation_factors(session, session.rotations), F)
-    )
+    eta = ladder_fixed_point_error(d, session_rotation_error(v.session, rot.shape[0], F))
     return FastEigResult(comps, values / alpha, trace, plan, alpha, None, eta)
