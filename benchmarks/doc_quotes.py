@@ -17,6 +17,7 @@ Covered: ``relay.json`` (docs/howto/relay.md section 6, table), ``setup.json``
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -236,6 +237,11 @@ def prose_quotes() -> dict[str, list[str]]:
         "docs/tutorials/organisations.md": links,
         "docs/tutorials/ss-vs-paillier.md": paillier_throughput_phrases(load("paillier")),
     }
+
+
+def flat(text: str) -> str:
+    """``text`` with every run of whitespace as one space (a phrase may wrap anywhere in a page)."""
+    return re.sub(r"\s+", " ", text)
 
 
 def quoted_table(page_text: str, marker: str) -> str:

@@ -4,7 +4,7 @@ Two pages quote the run: docs/secure_tensor.md section 10 (every mode and d:
 time, rounds, bytes, errors and bounds) and docs/explanation/reveal-components.md
 (time and rounds per mode, the hidden modes' worst errors). Each table sits
 after an HTML comment marker; ``python -m benchmarks.reveal_tables`` prints
-both, and ``tests/docs/test_reveal_figures.py`` checks the pages against them,
+both, and ``tests/docs/test_reveal_figures.py`` checks the pages against them (:func:`benchmarks.doc_quotes.quoted_table`),
 so a re-run that is not re-quoted fails the tests.
 """
 
@@ -103,14 +103,6 @@ def gap_figures(payload: dict[str, Any]) -> dict[str, list[str]]:
             f"where the ladder takes {sub['provider_rounds']} rounds",
         ],
     }
-
-
-def quoted_table(page_text: str, marker: str) -> str:
-    """The table that follows ``marker`` in a page (up to the first blank line)."""
-    if marker not in page_text:
-        raise ValueError(f"the page has no marker {marker!r}")
-    block = page_text.split(marker, 1)[1].lstrip("\n").split("\n\n", 1)[0]
-    return "\n".join(line.strip() for line in block.splitlines())
 
 
 def main() -> None:

@@ -8,19 +8,15 @@ are generated from ``benchmarks/results/*.json``; a re-run that is not re-quoted
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 from benchmarks import doc_quotes
+from benchmarks.doc_quotes import flat
 
 ROOT = Path(__file__).resolve().parents[2]
 RELAY_PAGE = ROOT / "docs" / "howto" / "relay.md"
 NUMBERS_PAGE = ROOT / "docs" / "explanation" / "numbers.md"
 ORGANISATIONS_PAGE = ROOT / "docs" / "tutorials" / "organisations.md"
-
-
-def flat(text: str) -> str:
-    return re.sub(r"\s+", " ", text)
 
 
 def assert_quoted(page: Path, phrases: list[str]) -> None:

@@ -9,12 +9,12 @@ re-quoted (``python -m benchmarks.reveal_tables``) fails here, naming the page.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
 
 from benchmarks import reveal_tables
+from benchmarks.doc_quotes import flat, quoted_table
 
 ROOT = Path(__file__).resolve().parents[2]
 TENSOR_PAGE = ROOT / "docs" / "secure_tensor.md"
@@ -29,12 +29,8 @@ def payload() -> dict:
     return results
 
 
-def flat(text: str) -> str:
-    return re.sub(r"\s+", " ", text)
-
-
 def test_section_10_quotes_the_published_table(payload):
-    quoted = reveal_tables.quoted_table(TENSOR_PAGE.read_text(), reveal_tables.TENSOR_MARKER)
+    quoted = quoted_table(TENSOR_PAGE.read_text(), reveal_tables.TENSOR_MARKER)
     assert quoted == reveal_tables.tensor_table(payload), "re-quote: python -m benchmarks.reveal_tables"
 
 
@@ -53,7 +49,7 @@ def test_both_pages_quote_the_published_close_gap_case(payload):
 
 
 def test_the_explanation_quotes_the_published_summary(payload):
-    quoted = reveal_tables.quoted_table(SUMMARY_PAGE.read_text(), reveal_tables.SUMMARY_MARKER)
+    quoted = quoted_table(SUMMARY_PAGE.read_text(), reveal_tables.SUMMARY_MARKER)
     assert quoted == reveal_tables.summary_table(payload), "re-quote: python -m benchmarks.reveal_tables"
 
 
@@ -61,7 +57,7 @@ def test_a_changed_number_is_caught(payload):
     """The check can fail: one changed round count makes the generated table differ from the page."""
     changed = json.loads(json.dumps(payload))
     changed["rows"][2]["spectrum"]["provider_rounds"] += 1
-    quoted = reveal_tables.quoted_table(TENSOR_PAGE.read_text(), reveal_tables.TENSOR_MARKER)
+    quoted = quoted_table(TENSOR_PAGE.read_text(), reveal_tables.TENSOR_MARKER)
     assert quoted != reveal_tables.tensor_table(changed)
-    summary = reveal_tables.quoted_table(SUMMARY_PAGE.read_text(), reveal_tables.SUMMARY_MARKER)
+    summary = quoted_table(SUMMARY_PAGE.read_text(), reveal_tables.SUMMARY_MARKER)
     assert summary != reveal_tables.summary_table(changed)
