@@ -35,7 +35,7 @@ from flwr.serverapp.grid import Grid
 from numpy.typing import NDArray
 
 from mpc_pca.integrations.flower.mod import RECORD, pack, unpack
-from mpc_pca.integrations.star_sum.graph import GRAPHS
+from mpc_pca.integrations.star_sum.graph import check_graph_settings
 from mpc_pca.integrations.star_sum.protocol import SumPlan
 from mpc_pca.integrations.star_sum.server import ServerSum
 from protocols.backends.sparse_masks import DEFAULT_SECURITY_BITS, check_parameters
@@ -176,10 +176,7 @@ class SecureSumWorkflow:
         if not isinstance(require_signed_keys, bool):
             raise InputValidationError(f"require_signed_keys must be a boolean, got {require_signed_keys!r}")
         self.require_signed_keys = require_signed_keys
-        if graph not in GRAPHS:
-            raise InputValidationError(f"graph must be one of {list(GRAPHS)}, got {graph!r}")
-        if graph == "complete" and (max_colluders, neighbours) != (None, None):
-            raise InputValidationError("max_colluders and neighbours apply only to graph='sparse'")
+        check_graph_settings(graph, max_colluders=max_colluders, neighbours=neighbours)
         check_parameters(max_colluders, neighbours, DEFAULT_SECURITY_BITS)
         self.graph, self.max_colluders, self.neighbours = graph, max_colluders, neighbours
         self.outcomes: list[RoundOutcome] = []

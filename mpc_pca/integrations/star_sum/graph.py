@@ -81,6 +81,22 @@ class Neighbourhoods:
         return tuple(sorted((node, *self.neighbours[node])))
 
 
+def check_graph_settings(graph: str, **sparse_only: object) -> None:
+    """Refuse an unknown ``graph``, or settings of the sparse graph (given, not ``None``) with the complete one.
+
+    Raises
+    ------
+    InputValidationError
+        Naming the graph and the allowed ones, or every sparse-only setting by name.
+    """
+    if graph not in GRAPHS:
+        raise InputValidationError(f"graph must be one of {list(GRAPHS)}, got {graph!r}")
+    if graph == "complete" and any(value is not None for value in sparse_only.values()):
+        *first, last = sparse_only
+        names = f"{', '.join(first)} and {last}" if first else last
+        raise InputValidationError(f"{names} apply only to graph='sparse'")
+
+
 def sparse_plan(n: int, threshold: int, max_colluders: int, neighbours: int | None) -> GraphPlan:
     """The graph's degree for ``n`` nodes, ``max_colluders`` colluders and up to ``n - threshold`` dropped.
 

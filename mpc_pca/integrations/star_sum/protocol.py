@@ -81,7 +81,13 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from numpy.typing import NDArray
 
-from mpc_pca.integrations.star_sum.graph import GRAPHS, SEED_BYTES, Neighbourhoods, derive, sparse_plan
+from mpc_pca.integrations.star_sum.graph import (
+    SEED_BYTES,
+    Neighbourhoods,
+    check_graph_settings,
+    derive,
+    sparse_plan,
+)
 from protocols.backends.dropout_agreement import check_dropout_threshold
 from protocols.encoding import FixedPointCodec
 from protocols.errors import DropoutError, InputValidationError, ProtocolError
@@ -225,13 +231,8 @@ class SumPlan:
     def _with_graph(
         self, graph: str, max_colluders: int | None, neighbours: int | None, graph_seed: str | None
     ) -> SumPlan:
-        if graph not in GRAPHS:
-            raise InputValidationError(f"graph must be one of {list(GRAPHS)}, got {graph!r}")
+        check_graph_settings(graph, max_colluders=max_colluders, neighbours=neighbours, graph_seed=graph_seed)
         if graph == "complete":
-            if (max_colluders, neighbours, graph_seed) != (None, None, None):
-                raise InputValidationError(
-                    "max_colluders, neighbours and graph_seed apply only to graph='sparse'"
-                )
             return self
         n = len(self.contributors)
         colluders = n // 3 if max_colluders is None else max_colluders
