@@ -10,6 +10,8 @@ mask from the sum (:func:`unmask`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
@@ -89,17 +91,23 @@ def unmask(
     peers: dict[str, list[str]],
     publics: dict[str, bytes],
     contributors: tuple[str, ...],
-    threshold: int,
+    threshold: int | Mapping[str, int],
 ) -> None:
     """Step 5 at the receiver: remove every ``PRG(b_u)`` and every one-sided pairwise mask from ``total``.
 
     A one-sided mask of survivor ``v`` and ``w`` is removed with the pair key
     ``v`` revealed, or, if ``v`` did not answer and ``w`` is not a survivor,
-    with ``w``'s mask key rebuilt from ``threshold`` shares.
+    with ``w``'s mask key rebuilt from ``threshold`` shares. ``threshold`` is
+    one number for every secret, or one per owner (a sparse mask graph, where
+    each node shares its secrets among its own neighbourhood).
     """
     index = {c: i + 1 for i, c in enumerate(contributors)}
+
+    def needed(owner: str) -> int:
+        return threshold if isinstance(threshold, int) else threshold[owner]
+
     for u in survivors:
-        RingPRG(rebuild(answers, "b", u, index, threshold)).accumulate(total, subtract=True)
+        RingPRG(rebuild(answers, "b", u, index, needed(u))).accumulate(total, subtract=True)
     rebuilt: dict[str, X25519PrivateKey] = {}
     for v in survivors:
         for w in one_sided(v, peers, survivors):
@@ -113,7 +121,7 @@ def unmask(
                     )
                 if w not in rebuilt:
                     rebuilt[w] = X25519PrivateKey.from_private_bytes(
-                        rebuild(answers, "s", w, index, threshold)
+                        rebuild(answers, "s", w, index, needed(w))
                     )
                     if w in publics and raw_public(rebuilt[w]) != publics[w]:
                         raise ProtocolError(

@@ -24,6 +24,9 @@ fast_eig_math
     The fast solvers' fixed-point parameters and their public float arithmetic.
 spectrum_eig
     The rotated-spectrum solver (every eigenvalue, nothing else).
+joint_rotation
+    The solvers' hiding rotations on shares: drawn by holder 0, or the product
+    of one from every holder (no coalition short of all holders knows it).
 krylov_eig, krylov_math
     Block Krylov (block Lanczos with Rayleigh-Ritz on the whole basis): about
     ``1 / sqrt(gap)`` blocks where the ladder needs ``1 / gap`` iterations;

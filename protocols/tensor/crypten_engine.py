@@ -93,7 +93,7 @@ from numpy.typing import NDArray
 from protocols.errors import ProtocolError
 from protocols.party import Party
 from protocols.tensor.correlated import Kind, Triple, product_shape, triple
-from protocols.tensor.session import DEFAULT_FRAC_BITS, TensorSession
+from protocols.tensor.session import DEFAULT_FRAC_BITS, Rotations, TensorSession
 from protocols.tensor.shared import SharedTensor
 
 if TYPE_CHECKING:
@@ -296,8 +296,16 @@ class CrypTenTensorSession(TensorSession):
         dealer: str,
         frac_bits: int = DEFAULT_FRAC_BITS,
         observers: Sequence[str] = (),
+        rotations: Rotations = "holder0",
     ) -> None:
-        super().__init__(party, holders=holders, dealer=dealer, frac_bits=frac_bits, observers=observers)
+        super().__init__(
+            party,
+            holders=holders,
+            dealer=dealer,
+            frac_bits=frac_bits,
+            observers=observers,
+            rotations=rotations,
+        )
         self.crypten_engine = CrypTenEngine(self)
         self.engine = self.crypten_engine
 

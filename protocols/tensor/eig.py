@@ -40,9 +40,9 @@ from numpy.typing import ArrayLike, NDArray
 from protocols.encoding import FixedPointCodec, check_finite
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.party import Party
-from protocols.prg import RingPRG
 from protocols.runtime import RunResult, run_inprocess
 from protocols.sharing import split
+from protocols.tensor.joint_rotation import take_rotation
 from protocols.tensor.ops import (
     add_public,
     fix_left,
@@ -52,7 +52,6 @@ from protocols.tensor.ops import (
     matmul_public,
     mul_public_int,
     reveal,
-    share_input,
     truncate,
 )
 from protocols.tensor.session import DEFAULT_FRAC_BITS, TensorSession
@@ -211,15 +210,6 @@ def _poly_step(y: SharedTensor, coeffs: tuple[int, int, int], bits: int) -> Shar
     return matmul(y, inner, extra_bits=bits)
 
 
-def _haar_rotation(k: int) -> NDArray[np.float64]:
-    """A Haar-random ``k x k`` rotation from the ChaCha20 CSPRNG (Box-Muller normals, sign-fixed QR)."""
-    words = RingPRG().ring_elements((2, k, k))
-    u = ((words >> np.uint64(11)).astype(np.float64) + 0.5) / 2.0**53
-    normals = np.sqrt(-2.0 * np.log(u[0])) * np.cos(2.0 * np.pi * u[1])
-    q, r = np.linalg.qr(normals)
-    return q * np.sign(np.diag(r))
-
-
 @dataclass
 class EigResult:
     """What a receiver of :func:`top_eigenvectors` gets."""
@@ -341,6 +331,9 @@ def top_eigenvectors(
         raise InputValidationError(f"n_components={k} is out of range; it must be between 1 and d={d}")
     plan = plan_iterations(d, k) if plan is None else plan
     f = session.frac_bits
+    # every holder's Haar rotation, multiplied on shares (this solver always did; the session's
+    # "holder0" setting does not weaken it); data-independent, so made first
+    rotation = take_rotation(session, k, drawn_by="every-holder") if mask else None
     if check_symmetric:
         _check_symmetric(c)
 
@@ -367,16 +360,7 @@ def top_eigenvectors(
         y = _poly_step(y, CUBIC, CUBIC_BITS)
     # 4. Rayleigh-Ritz matrix and masking rotation
     h = matmul(y.T, matmul_fixed(fixed, y))
-    if mask:
-        rotations = [
-            share_input(
-                session, _haar_rotation(k) if session.party.name == owner else None, owner=owner, shape=(k, k)
-            )
-            for owner in session.holders
-        ]
-        rotation = rotations[0]
-        for s_j in rotations[1:]:
-            rotation = matmul(rotation, s_j)
+    if rotation is not None:
         y = matmul(y, rotation)
         h = matmul(rotation.T, matmul(h, rotation))
     basis = reveal(y, to)

@@ -13,14 +13,16 @@ into one round (:mod:`protocols.tensor.batched`: :func:`open_products`,
     the holders, and a final masked Rayleigh-Ritz step with a high-precision
     copy of ``Ĉ``.
 :func:`protocols.tensor.spectrum_eig.spectrum_eigenvectors` (``reveal="spectrum"``)
-    Holder 0 shares a Haar-random orthogonal ``Q``; the receiver sees only
-    ``Q Ĉ Q^T`` (whose law depends on the eigenvalues alone), diagonalises it
-    and sends back the top-k eigenvectors ``W``; the holders map them through
-    ``Q^T`` on shares and reveal ``Q^T W``.
+    The holders share a Haar-random orthogonal ``Q`` (holder 0's, or the
+    product of every holder's: :mod:`protocols.tensor.joint_rotation`); the
+    receiver sees only ``Q Ĉ Q^T`` (whose law depends on the eigenvalues
+    alone), diagonalises it and sends back the top-k eigenvectors ``W``; the
+    holders map them through ``Q^T`` on shares and reveal ``Q^T W``.
 
 This module also holds what both solvers share: the input checks and scaling,
-the Haar rotation, and the result types; the fixed-point parameters and the
-float arithmetic on revealed values are in :mod:`protocols.tensor.fast_eig_math`.
+and the result types; the hiding rotations are in
+:mod:`protocols.tensor.joint_rotation`, the fixed-point parameters and the
+float arithmetic on revealed values in :mod:`protocols.tensor.fast_eig_math`.
 
 Fixed point: the ladder and the basis carry ``F = 28`` fractional bits, the
 high-precision ``Ĉ`` ``F_HI = 32``; every product of two encodings is checked
@@ -38,7 +40,6 @@ from numpy.typing import NDArray
 
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.messages import expect_real_array
-from protocols.prg import RingPRG
 from protocols.tensor.batched import open_products, reveal_many, times_public, truncate_many
 from protocols.tensor.eig import _check_symmetric, reveal_trace, trace_scale_factor
 from protocols.tensor.fast_eig_math import (
@@ -54,7 +55,8 @@ from protocols.tensor.fast_eig_math import (
     noise_floor,
     receiver_ritz,
 )
-from protocols.tensor.ops import from_share, share_input
+from protocols.tensor.joint_rotation import session_rotation_error, take_rotation
+from protocols.tensor.ops import from_share
 from protocols.tensor.session import TensorSession
 from protocols.tensor.shared import SharedTensor
 
@@ -90,15 +92,6 @@ def _scaled_copies(c: SharedTensor, frac_bits: Sequence[int]) -> tuple[list[Shar
     share = None if c.share is None else c.share * _U(factor)
     scaled = SharedTensor(c.session, share, c.shape, 61)
     return truncate_many([(scaled, 61 - b) for b in frac_bits]), alpha, trace
-
-
-def _haar(shape: int, prg: RingPRG | None = None) -> NDArray[np.float64]:
-    """A Haar-random ``n x n`` orthogonal matrix from ChaCha20 (Box-Muller normals, QR with sign fix)."""
-    words = (prg or RingPRG()).ring_elements((2, shape, shape))
-    u = ((words >> _U(11)).astype(np.float64) + 0.5) / 2.0**53
-    normals = np.sqrt(-2.0 * np.log(u[0])) * np.cos(2.0 * np.pi * u[1])
-    q, r = np.linalg.qr(normals)
-    return q * np.sign(np.diag(r))
 
 
 # -- results -----------------------------------------------------------------------------
@@ -178,7 +171,9 @@ def ladder_eigenvectors(
     the stop decision and the next power index (holder 0 tells the dealer);
     round C sets ``X <- (P_j X) R^-1``; squarings ``P_j = P_(j-1)^2 / 2^e_j``
     with ``e_j = floor(log2 tr(P_(j-1)^2))`` revealed to all members extend
-    the ladder when needed; (3) ``U = X R^-1``, holder 0's Haar rotation ``S``
+    the ladder when needed; (3) ``U = X R^-1``, a Haar rotation ``S``
+    (holder 0's or the product of every holder's, per the session's
+    ``rotations``; made before step 1, as it does not depend on the data)
     masks it, ``B = U S``, and the receiver gets ``B`` and ``B^T Ĉ_hi B``
     (Rayleigh-Ritz) and nothing else.
 
@@ -226,11 +221,9 @@ def ladder_eigenvectors(
     d, k = _square_and_k(c, n_components)
     accept = _check_ladder_settings(session, to, eigengap, tol, max_iterations, accept_tol)
     plan = FastPlan("ladder", eigengap, tol, max_iterations)
+    rot = take_rotation(session, k)  # the masking rotation: data-independent, so first
     _check_symmetric(c)
     (c_lo, c_hi), alpha, trace = _scaled_copies(c, (F, F_HI))
-    leader = session.holders[0]
-    # Holder 0's masking rotation, shared now (its seeds ride in an existing send run).
-    rot = share_input(session, _haar(k) if session.party.name == leader else None, owner=leader, shape=(k, k))
     q0, _ = np.linalg.qr(np.random.default_rng(start_seed).standard_normal((d, k)))
     start = times_public(c_lo, q0, F)  # X_0 = Ĉ Q_0
     x_hi, x_lo = truncate_many([(start, 2 * F - F_X), (start, F)])
@@ -254,7 +247,7 @@ def ladder_eigenvectors(
         return None
     basis, ritz = out
     comps, values = receiver_ritz(basis, ritz)
-    eta = ladder_fixed_point_error(d)
+    eta = ladder_fixed_point_error(d, session_rotation_error(session, k, F))
     return FastEigResult(comps, values / alpha, trace, plan, alpha, None, eta)
 
 

@@ -15,7 +15,7 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from protocols.errors import ProtocolError
+from protocols.errors import InputValidationError, ProtocolError
 
 #: Fractional bits of the ladder ``P_j``, the iterates and the basis (``2 F = 56``:
 #: a product of two entries of magnitude <= 4 stays below ``2^62``).
@@ -112,11 +112,18 @@ def receiver_ritz(
     return comps, np.clip(values[order], 0.0, None)
 
 
-def ladder_fixed_point_error(d: int) -> float:
+def ladder_fixed_point_error(d: int, rotation_error: float = 0.0) -> float:
     """Spectral-norm bound of the fixed-point error of the Ritz matrix, in units of ``Ĉ``.
 
     ``Ĉ_hi`` is off by at most one ulp ``2^-F_HI`` per entry (``d 2^-F_HI`` in
-    norm); ``W = Ĉ_hi B`` by one ulp per entry (``sqrt(d k) 2^-F_HI`` in norm,
-    times ``|B| <= 1 + eps``); the revealed ``H`` is exact.
+    norm); ``W = Ĉ_hi B`` by one ulp per entry (``sqrt(d k) 2^-F_HI <= d 2^-F_HI``
+    in norm), which the receiver's orthonormalisation ``B = Q R`` divides by
+    the smallest singular value of ``B = U S``: at least ``1 - rotation_error``
+    for a shared rotation ``S~`` within ``rotation_error`` of an orthogonal one
+    (:func:`protocols.tensor.joint_rotation.rotation_error_bound`) and an
+    orthonormal ``U`` (its own deviation is the iteration's, as before); the
+    revealed ``H`` is exact.
     """
-    return 2.0 * d * 2.0**-F_HI
+    if not 0.0 <= rotation_error < 0.5:
+        raise InputValidationError(f"rotation_error={rotation_error} must lie in [0, 0.5)")
+    return d * 2.0**-F_HI * (1.0 + 1.0 / (1.0 - rotation_error))

@@ -33,8 +33,9 @@ Steps (every member calls with the same public arguments; ``to`` is the dealer):
    fills the basis up to ``d`` columns, and a direction of the new block that vanished
    within fixed point is deflated (the block is narrower; holder 0 tells the dealer its width). Then ``V = K Y`` for the
    top-k Ritz coefficients ``Y`` and the ladder's masked Rayleigh-Ritz step
-   (holder 0's Haar rotation ``S``, ``B = V S``, the receiver gets ``B`` and
-   ``B^T Ĉ_hi B``).
+   (a Haar rotation ``S``, holder 0's or the product of every holder's as the
+   session's ``rotations`` says, made before step 1; ``B = V S``, the receiver
+   gets ``B`` and ``B^T Ĉ_hi B``).
 
 What each member learns beyond the ladder's (docs/secure_tensor.md section 8):
 the holders see ``S``, ``H`` and ``Q`` (the projections of ``Ĉ`` and ``Ĉ^2`` onto the
@@ -68,15 +69,14 @@ from protocols.tensor.fast_eig import (
     FastPlan,
     _broadcast_decision,
     _check_ladder_settings,
-    _haar,
     _reveal_trace_exponent,
     _scaled_copies,
     _square_and_k,
     masked_rayleigh_ritz,
 )
 from protocols.tensor.fast_eig_math import F_HI, F, ladder_fixed_point_error, receiver_ritz
+from protocols.tensor.joint_rotation import session_rotation_error, take_rotation
 from protocols.tensor.krylov_math import G_K, RitzState, next_block_coefficients, ritz_state, scale_exponent
-from protocols.tensor.ops import share_input
 from protocols.tensor.session import TensorSession
 from protocols.tensor.shared import SharedTensor
 
@@ -183,10 +183,9 @@ def krylov_eigenvectors(
         raise InputValidationError(f"block_size={block_size} must lie between n_components={k} and d={d}")
     plan = FastPlan("krylov", eigengap, tol, max_blocks)
     plan.block_size = b
+    rot = take_rotation(session, k)  # the masking rotation: data-independent, so first
     _check_symmetric(c)
     (c_lo, c_hi), alpha, trace = _scaled_copies(c, (F, F_HI))
-    leader = session.holders[0]
-    rot = share_input(session, _haar(k) if session.party.name == leader else None, owner=leader, shape=(k, k))
     (square,) = open_products([(c_lo, c_lo)])
     exponent = _reveal_trace_exponent(square)
     shift = min(scale_exponent(exponent), F + F_HI - F_KX - 1)  # the truncation drops at least one bit
@@ -326,4 +325,5 @@ def _masked_ritz(
         return None
     basis, ritz = out
     comps, values = receiver_ritz(basis, ritz)
-    return FastEigResult(comps, values / alpha, trace, plan, alpha, None, ladder_fixed_point_error(d))
+    eta = ladder_fixed_point_error(d, session_rotation_error(v.session, rot.shape[0], F))
+    return FastEigResult(comps, values / alpha, trace, plan, alpha, None, eta)

@@ -38,8 +38,12 @@ from protocols.prg import KEY_BYTES, RingPRG, nonce_for_counter
 
 if TYPE_CHECKING:
     from protocols.tensor.engine import ProductEngine
+    from protocols.tensor.shared import SharedTensor
 
 Role = Literal["holder", "dealer", "observer"]
+#: Who draws the eigensolvers' hiding rotations (:mod:`protocols.tensor.joint_rotation`).
+Rotations = Literal["holder0", "every-holder"]
+ROTATIONS: tuple[Rotations, ...] = ("holder0", "every-holder")
 
 #: Default fractional bits of shared tensors. A product of two values is held
 #: with ``2 f`` fractional bits before truncation and must stay below ``2^62``
@@ -119,6 +123,12 @@ class TensorSession:
         Fractional bits ``f`` of the fixed-point encoding.
     observers : sequence of str, default=()
         Further parties that may be named as reveal receivers.
+    rotations : {"holder0", "every-holder"}, default="holder0"
+        Who draws the random rotations the tensor eigensolvers hide their
+        reveals behind: holder 0 alone (it knows them), or every holder, the
+        rotation being the product of theirs on shares so that no coalition
+        short of all holders knows it (:mod:`protocols.tensor.joint_rotation`).
+        Every member must pass the same value.
 
     Notes
     -----
@@ -136,8 +146,11 @@ class TensorSession:
         dealer: str,
         frac_bits: int = DEFAULT_FRAC_BITS,
         observers: Sequence[str] = (),
+        rotations: Rotations = "holder0",
     ) -> None:
         holders = tuple(holders)
+        if rotations not in ROTATIONS:
+            raise InputValidationError(f"rotations={rotations!r} is not one of {ROTATIONS}")
         observers = tuple(observers)
         if len(holders) < 2:
             raise InputValidationError(f"a shared tensor needs at least 2 holders, got {len(holders)}")
@@ -155,6 +168,10 @@ class TensorSession:
         self.holders = holders
         self.dealer = dealer
         self.observers = observers
+        self.rotations: Rotations = rotations
+        #: Rotations made ahead of the data (:func:`protocols.tensor.joint_rotation.prepare_rotations`),
+        #: by size; each is taken once.
+        self.prepared_rotations: dict[int, list[SharedTensor]] = {}
         self.role: Role = (
             "holder" if party.name in holders else "dealer" if party.name == dealer else "observer"
         )
@@ -198,7 +215,7 @@ class TensorSession:
     def __repr__(self) -> str:
         return (
             f"TensorSession({self.party.name!r}, role={self.role}, holders={self.holders}, "
-            f"dealer={self.dealer!r}, frac_bits={self.frac_bits})"
+            f"dealer={self.dealer!r}, frac_bits={self.frac_bits}, rotations={self.rotations!r})"
         )
 
     # -- setup ---------------------------------------------------------------------

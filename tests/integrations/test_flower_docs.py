@@ -56,7 +56,7 @@ def test_the_workflow_accepts_the_arguments_of_secaggplus_it_documents():
     )
 
 
-def test_the_node_config_shown_names_exactly_the_identity_keys_the_mod_reads():
+def test_the_node_config_shown_names_exactly_the_keys_the_mod_reads():
     import re
     import shlex
 
@@ -66,6 +66,12 @@ def test_the_node_config_shown_names_exactly_the_identity_keys_the_mod_reads():
         for node in tree.body
         if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "IDENTITY_KEYS" for t in node.targets)
     ]
+    (peers,) = [
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "PEERS_KEY" for t in node.targets)
+    ]
+    keys = (*keys, peers)
     text = block(PAGE, "flower-node-config").text
     words = shlex.split(text.replace("...", ""))
     assert words[0] == "flower-supernode"

@@ -211,3 +211,37 @@ def test_the_client_mod_reads_all_three_identity_files_or_none(consortium, tmp_p
         node_identity(config)
     identity = node_identity({**config, "mpc-pca-ca": str(tmp_path / "ca.pem")})
     assert identity is not None and identity.name == "alpha"
+
+
+def test_a_node_with_a_peer_list_refuses_a_ca_issued_certificate_not_on_it_naming_it(consortium):
+    _, _, ids = consortium
+    plan = SumPlan.make(4, NODES, 3, SHAPES, 8.0, 100.0, signed=True)
+    srv, states, _ = keys_stage(plan, ids)
+    expected = {"alpha", "beta", "gamma", "delta"}  # epsilon (node 505) holds a valid CA certificate
+    with pytest.raises(
+        ProtocolError, match=r"node 505's certificate names party 'epsilon', which is not"
+    ) as info:
+        client.share(states["101"], *relay(srv), identity=ids["101"], expected=expected)
+    assert "nothing was encrypted" in str(info.value) and states["101"]["stage"] == "keys"
+    # On the list (this node's own name may be left out), or without a list: the round goes on.
+    assert set(
+        client.share(
+            states["202"], *relay(srv), identity=ids["202"], expected={*expected, "epsilon"} - {"beta"}
+        )
+    ) == (set(NODES) - {"202"})
+    assert set(client.share(states["303"], *relay(srv), identity=ids["303"])) == set(NODES) - {"303"}
+
+
+def test_the_peer_list_is_read_from_the_node_config_or_a_file(tmp_path):
+    mod = pytest.importorskip("mpc_pca.integrations.flower.mod", exc_type=ImportError)
+    assert mod.expected_peers({}) is None and mod.expected_peers({"mpc-pca-peers": ""}) is None
+    assert mod.expected_peers({"mpc-pca-peers": " alpha,beta ,"}) == {"alpha", "beta"}
+    listing = tmp_path / "peers.txt"
+    listing.write_text("# the consortium\nalpha\nbeta, gamma  # joined in 2026\n")
+    assert mod.expected_peers({"mpc-pca-peers": f"@{listing}"}) == {"alpha", "beta", "gamma"}
+    with pytest.raises(InputValidationError, match="names no party"):
+        mod.expected_peers({"mpc-pca-peers": " , "})
+    with pytest.raises(InputValidationError, match="cannot read"):
+        mod.expected_peers({"mpc-pca-peers": f"@{tmp_path / 'missing.txt'}"})
+    with pytest.raises(InputValidationError, match="has no identity"):
+        mod._peers_with_identity({"mpc-pca-peers": "alpha"})

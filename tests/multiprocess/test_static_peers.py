@@ -3,7 +3,7 @@
 Three providers, the server and the consumer, each an ``mpc-pca party``
 process given the same peers file instead of ``--master``: no rendezvous,
 each party listens at its own entry and dials the higher ranks. One provider
-starts 2 s after the others; the parties that dial it keep trying until
+starts 3 s after the others; the parties that dial it keep trying until
 ``--connect-timeout``. The server's and the consumer's results equal the
 in-process run's (which ``mpc-pca run`` computes too).
 """
@@ -27,7 +27,13 @@ pytestmark = pytest.mark.slow
 
 NAMES = ("provider0", "provider1", "provider2", "server", "consumer")
 LATE = "provider2"
-LATE_SECONDS = 2.0
+LATE_SECONDS = 3.0
+# The server and the late provider import the package at different loads, so
+# their start-up times differ by up to about a second on a busy 2-core machine
+# (CI measured 1.43 s of waiting for a 2 s delay). Links with every peer on
+# time take well under a second; waiting at least WAITED_SECONDS shows the
+# server waited for the late one without timing the imports.
+WAITED_SECONDS = 1.0
 
 
 def write_peers(path: Path) -> Path:
@@ -66,4 +72,4 @@ def test_parties_with_a_static_table_compute_the_run_and_wait_for_a_late_one(tmp
     check_pppca_outputs(outputs, parts)
     server = json.loads(outputs["server"].read_text())
     # The server dialled nobody late but accepted the late provider: it waited for it.
-    assert server["report"]["server"]["setup"]["links_seconds"] >= LATE_SECONDS - 0.5
+    assert server["report"]["server"]["setup"]["links_seconds"] >= WAITED_SECONDS

@@ -2,13 +2,65 @@
 
 from __future__ import annotations
 
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+from mpc_pca.cli import main as cli
 from mpc_pca.deploy import launch_local
 from mpc_pca.registry import entry
 from mpc_pca.threads import run_protocol
 from tests.wide.helpers import gapped_rows, split
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_parties(
+    tmp_path: Path,
+    files: Sequence[Path],
+    options: Sequence[str],
+    data_options: Sequence[str] = (),
+    timeout: float = 180,
+) -> list[tuple[int, str]]:
+    """``mpc-pca party`` of pppca-randomized, one process per site holding ``files[i]`` plus the server, over TLS.
+
+    Every process gets ``options``; the sites also ``--data FILE`` and ``data_options``. Each writes
+    ``out<rank>.json``. Returns every process's exit code and standard error, in rank order.
+    """
+    world = len(files) + 1
+    names = [f"provider{i}" for i in range(len(files))] + ["server"]
+    assert cli(["certs", "--parties", ",".join(names), "--out", str(tmp_path / "tls")]) == 0
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        master = f"127.0.0.1:{sock.getsockname()[1]}"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1"}
+    processes = []
+    for rank in range(world):
+        argv = [sys.executable, "-m", "mpc_pca", "party", "--protocol", "pppca-randomized", "--rank", str(rank),
+                "--world-size", str(world), "--master", master, "--tls-dir", str(tmp_path / "tls"), *options,
+                "--output", str(tmp_path / f"out{rank}.json")]  # fmt: skip
+        if rank < len(files):
+            argv += ["--data", str(files[rank]), *data_options]
+        processes.append(
+            subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        )
+    finished = []
+    for process in processes:
+        _, stderr = process.communicate(timeout=timeout)
+        finished.append((process.returncode, stderr.decode()))
+    return finished
+
+
+def all_succeed(finished: list[tuple[int, str]]) -> None:
+    for code, stderr in finished:
+        assert code == 0, stderr
 
 
 def test_processes_over_tls_equal_the_threads_run():
@@ -22,18 +74,8 @@ def test_processes_over_tls_equal_the_threads_run():
 
 
 def test_party_processes_stream_their_csv_files_in_chunks_and_equal_the_threads_run(tmp_path):
-    import json
-    import os
-    import socket
-    import subprocess
-    import sys
-    from pathlib import Path
-
     import pandas as pd
 
-    from mpc_pca.cli import main as cli
-
-    root = Path(__file__).resolve().parents[2]
     parts = split(gapped_rows(300, 30, seed=5), [120, 180])
     files = []
     for i, part in enumerate(parts):
@@ -42,25 +84,8 @@ def test_party_processes_stream_their_csv_files_in_chunks_and_equal_the_threads_
             path, index=False, float_format="%.17g"
         )
         files.append(path)
-    assert cli(["certs", "--parties", "provider0,provider1,server", "--out", str(tmp_path / "tls")]) == 0
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        master = f"127.0.0.1:{sock.getsockname()[1]}"
-    solver = ["--n-components", "3", "--iterated-power", "30", "--tol", "1e-10", "--start-seed", "8"]
-    processes = []
-    for rank in range(3):
-        argv = [sys.executable, "-m", "mpc_pca", "party", "--protocol", "pppca-randomized", "--rank", str(rank),
-                "--world-size", "3", "--master", master, "--tls-dir", str(tmp_path / "tls"), "-q", *solver,
-                "--output", str(tmp_path / f"out{rank}.json")]  # fmt: skip
-        if rank < 2:
-            argv += ["--data", str(files[rank]), "--chunk-rows", "37"]
-        env = {**os.environ, "PYTHONPATH": str(root), "OPENBLAS_NUM_THREADS": "1"}
-        processes.append(
-            subprocess.Popen(argv, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        )
-    for process in processes:
-        _, stderr = process.communicate(timeout=180)
-        assert process.returncode == 0, stderr.decode()
+    solver = ["--n-components", "3", "--iterated-power", "30", "--tol", "1e-10", "--start-seed", "8", "-q"]
+    all_succeed(run_parties(tmp_path, files, solver, ["--chunk-rows", "37"]))
     server = json.loads((tmp_path / "out2.json").read_text())
     settings = {"n_components": 3, "iterated_power": 30, "tol": 1e-10, "start_seed": 8}
     threads = run_protocol(entry("pppca-randomized"), parts, settings)
@@ -72,61 +97,29 @@ def test_party_processes_stream_their_csv_files_in_chunks_and_equal_the_threads_
 
 def test_party_processes_on_bed_files_with_swapped_alleles_all_stop_before_any_sum(tmp_path):
     """Over TLS, provider1's .bim counts the other allele: every party stops naming it, none writes a result."""
-    import os
-    import socket
-    import subprocess
-    import sys
-    from pathlib import Path
-
     pytest.importorskip("bed_reader", reason="the genotype extra is not installed")
-    from mpc_pca.cli import main as cli
     from tests.helpers.genotypes import genotypes, write
 
-    root = Path(__file__).resolve().parents[2]
     values = genotypes(30, 12, seed=7)
     files = [
         write(tmp_path / "a.bed", values[:20]),
         write(tmp_path / "b.bed", values[20:], alleles=("G", "A")),
     ]
-    assert cli(["certs", "--parties", "provider0,provider1,server", "--out", str(tmp_path / "tls")]) == 0
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        master = f"127.0.0.1:{sock.getsockname()[1]}"
-    processes = []
-    for rank in range(3):
-        argv = [sys.executable, "-m", "mpc_pca", "party", "--protocol", "pppca-randomized", "--rank", str(rank),
-                "--world-size", "3", "--master", master, "--tls-dir", str(tmp_path / "tls"), "-q",
-                "--n-components", "2", "--output", str(tmp_path / f"out{rank}.json")]  # fmt: skip
-        if rank < 2:
-            argv += ["--data", str(files[rank]), "--chunk-rows", "8"]
-        env = {**os.environ, "PYTHONPATH": str(root), "OPENBLAS_NUM_THREADS": "1"}
-        processes.append(
-            subprocess.Popen(argv, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        )
+    finished = run_parties(tmp_path, files, ["-q", "--n-components", "2"], ["--chunk-rows", "8"])
     codes = []
-    for process in processes:
-        _, stderr = process.communicate(timeout=180)
-        codes.append(process.returncode)  # 3: refused it itself; 4: a peer's refusal reached it first
-        assert process.returncode in (3, 4), stderr.decode()
-        assert "provider1's .bim and provider0's describe the agreed SNPs differently" in stderr.decode()
-        assert "alleles swapped" in stderr.decode() and "before any sum is sent" in stderr.decode()
+    for code, stderr in finished:
+        codes.append(code)  # 3: refused it itself; 4: a peer's refusal reached it first
+        assert code in (3, 4), stderr
+        assert "provider1's .bim and provider0's describe the agreed SNPs differently" in stderr
+        assert "alleles swapped" in stderr and "before any sum is sent" in stderr
     assert 3 in codes and not any((tmp_path / f"out{rank}.json").exists() for rank in range(3))
 
 
 def test_party_processes_on_bed_files_wider_than_65536_snps_equal_mpc_pca_run(tmp_path):
     """70,000 SNPs between hosts (no id list sent), one site's .bim shuffled: mpc-pca run's answer exactly."""
-    import json
-    import os
-    import socket
-    import subprocess
-    import sys
-    from pathlib import Path
-
     pytest.importorskip("bed_reader", reason="the genotype extra is not installed")
-    from mpc_pca.cli import main as cli
     from tests.helpers.genotypes import genotypes, write
 
-    root = Path(__file__).resolve().parents[2]
     d, rows = 70_000, 12
     values = genotypes(3 * rows, d, seed=11)
     ids = [f"rs{j:06d}" for j in range(d)]  # id order is .bim order at sites 0 and 2
@@ -136,26 +129,8 @@ def test_party_processes_on_bed_files_wider_than_65536_snps_equal_mpc_pca_run(tm
         write(tmp_path / "b.bed", values[rows : 2 * rows][:, shuffled], ids=[ids[j] for j in shuffled]),
         write(tmp_path / "c.bed", values[2 * rows :], ids=ids),
     ]
-    parties = "provider0,provider1,provider2,server"
-    assert cli(["certs", "--parties", parties, "--out", str(tmp_path / "tls")]) == 0
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        master = f"127.0.0.1:{sock.getsockname()[1]}"
     solver = ["--n-components", "2", "--iterated-power", "3", "--start-seed", "6", "-q"]
-    processes = []
-    for rank in range(4):
-        argv = [sys.executable, "-m", "mpc_pca", "party", "--protocol", "pppca-randomized", "--rank", str(rank),
-                "--world-size", "4", "--master", master, "--tls-dir", str(tmp_path / "tls"), *solver,
-                "--output", str(tmp_path / f"out{rank}.json")]  # fmt: skip
-        if rank < 3:
-            argv += ["--data", str(files[rank])]
-        env = {**os.environ, "PYTHONPATH": str(root), "OPENBLAS_NUM_THREADS": "1"}
-        processes.append(
-            subprocess.Popen(argv, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        )
-    for process in processes:
-        _, stderr = process.communicate(timeout=600)
-        assert process.returncode == 0, stderr.decode()
+    all_succeed(run_parties(tmp_path, files, solver, timeout=600))
     out = [json.loads((tmp_path / f"out{rank}.json").read_text()) for rank in range(4)]
     run = [*solver, "--protocol", "pppca-randomized", "--output", str(tmp_path / "run.json")]
     assert cli(["run", "--data", *map(str, files), *run]) == 0
@@ -169,42 +144,14 @@ def test_party_processes_on_bed_files_wider_than_65536_snps_equal_mpc_pca_run(tm
 
 def test_party_processes_with_iterates_sites_equal_the_threads_run(tmp_path):
     """``--iterates sites`` over TLS: provider0 leads the iterations (masked sums to it); the threads run's answer."""
-    import json
-    import os
-    import socket
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    from mpc_pca.cli import main as cli
-
-    root = Path(__file__).resolve().parents[2]
     parts = split(gapped_rows(240, 24, seed=6), [90, 60, 90])
     files = []
     for i, part in enumerate(parts):
         files.append(tmp_path / f"site{i}.csv")
         np.savetxt(files[-1], part, delimiter=",", fmt="%.17g")
-    parties = "provider0,provider1,provider2,server"
-    assert cli(["certs", "--parties", parties, "--out", str(tmp_path / "tls")]) == 0
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        master = f"127.0.0.1:{sock.getsockname()[1]}"
     solver = ["--n-components", "3", "--iterated-power", "20", "--tol", "1e-10", "--start-seed", "2",
-              "--backend", "additive-masks", "--iterates", "sites"]  # fmt: skip
-    processes = []
-    for rank in range(4):
-        argv = [sys.executable, "-m", "mpc_pca", "party", "--protocol", "pppca-randomized", "--rank", str(rank),
-                "--world-size", "4", "--master", master, "--tls-dir", str(tmp_path / "tls"), "-q", *solver,
-                "--output", str(tmp_path / f"out{rank}.json")]  # fmt: skip
-        if rank < 3:
-            argv += ["--data", str(files[rank]), "--no-header"]
-        env = {**os.environ, "PYTHONPATH": str(root), "OPENBLAS_NUM_THREADS": "1"}
-        processes.append(
-            subprocess.Popen(argv, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        )
-    for process in processes:
-        _, stderr = process.communicate(timeout=180)
-        assert process.returncode == 0, stderr.decode()
+              "--backend", "additive-masks", "--iterates", "sites", "-q"]  # fmt: skip
+    all_succeed(run_parties(tmp_path, files, solver, ["--no-header"]))
     server = json.loads((tmp_path / "out3.json").read_text())
     settings = {"n_components": 3, "iterated_power": 20, "tol": 1e-10, "start_seed": 2,
                 "backend": "additive-masks", "iterates": "sites"}  # fmt: skip

@@ -31,6 +31,45 @@ RECORD = "mpc-pca.secure-sum"
 STATE_RECORD = "mpc-pca.secure-sum.state"
 #: The node-config keys of the node's identity (PEM paths): certificate, its private key, the consortium CA.
 IDENTITY_KEYS = ("mpc-pca-cert", "mpc-pca-key", "mpc-pca-ca")
+#: The node-config key of the party names this node expects as peers (comma-separated, or ``@`` and a file path).
+PEERS_KEY = "mpc-pca-peers"
+#: Every node-config key the mod reads.
+NODE_CONFIG_KEYS = (*IDENTITY_KEYS, PEERS_KEY)
+
+
+def expected_peers(node_config: Mapping[str, Any]) -> frozenset[str] | None:
+    """The party names of :data:`PEERS_KEY`, or ``None`` if it is not set (any certificate of the CA may take part).
+
+    The value is a comma-separated list of certificate names (``CN``), or
+    ``@`` followed by the path of a file that holds them (commas or lines;
+    ``#`` starts a comment).
+
+    Raises
+    ------
+    InputValidationError
+        If the list is empty or the file does not load.
+
+    Examples
+    --------
+    >>> sorted(expected_peers({"mpc-pca-peers": "alpha, beta"}))
+    ['alpha', 'beta']
+    >>> expected_peers({}) is None
+    True
+    """
+    value = node_config.get(PEERS_KEY)
+    if value in (None, ""):
+        return None
+    text = str(value)
+    if text.startswith("@"):
+        try:
+            with open(text[1:], encoding="utf-8") as fh:
+                text = "\n".join(line.split("#", 1)[0] for line in fh)
+        except OSError as exc:
+            raise InputValidationError(f"node config {PEERS_KEY}: cannot read {text[1:]!r}: {exc}") from exc
+    names = frozenset(n.strip() for n in text.replace("\n", ",").split(",") if n.strip())
+    if not names:
+        raise InputValidationError(f"node config {PEERS_KEY} is set but names no party")
+    return names
 
 
 def node_identity(node_config: Mapping[str, Any]) -> NodeIdentity | None:
@@ -89,6 +128,7 @@ def secure_sum_mod(msg: Message, ctxt: Context, call_next: ClientAppCallable) ->
         if out.has_error():
             return out
         fitres = compat.recorddict_to_fitres(out.content, keep_input=True)
+        _peers_with_identity(ctxt.node_config)  # a bad peer list fails before any key is sent
         state, keys = client.start(
             node,
             SumPlan.from_config(config),
@@ -108,6 +148,7 @@ def secure_sum_mod(msg: Message, ctxt: Context, call_next: ClientAppCallable) ->
             unpack(config, "certs"),
             unpack(config, "signatures"),
             node_identity(ctxt.node_config),
+            _peers_with_identity(ctxt.node_config),
         )
         reply = pack("shares", ciphertexts)
     elif stage == "masked":
@@ -121,6 +162,16 @@ def secure_sum_mod(msg: Message, ctxt: Context, call_next: ClientAppCallable) ->
     ctxt.state.config_records[STATE_RECORD] = ConfigRecord(state)
     content.config_records[RECORD] = ConfigRecord(reply)
     return Message(content, reply_to=msg)
+
+
+def _peers_with_identity(node_config: Mapping[str, Any]) -> frozenset[str] | None:
+    peers = expected_peers(node_config)
+    if peers is not None and node_identity(node_config) is None:
+        raise InputValidationError(
+            f"node config {PEERS_KEY} lists expected peers, but the node has no identity ({list(IDENTITY_KEYS)}) "
+            "to check them with"
+        )
+    return peers
 
 
 def pack(key: str, mapping: Mapping[str, bytes]) -> dict[str, list[Any]]:

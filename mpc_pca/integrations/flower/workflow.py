@@ -35,8 +35,10 @@ from flwr.serverapp.grid import Grid
 from numpy.typing import NDArray
 
 from mpc_pca.integrations.flower.mod import RECORD, pack, unpack
+from mpc_pca.integrations.star_sum.graph import check_graph_settings
 from mpc_pca.integrations.star_sum.protocol import SumPlan
 from mpc_pca.integrations.star_sum.server import ServerSum
+from protocols.backends.sparse_masks import DEFAULT_SECURITY_BITS, check_parameters
 from protocols.errors import InputValidationError, ProtocolError
 
 log = logging.getLogger("mpc_pca.integrations.flower")
@@ -52,6 +54,10 @@ class RoundOutcome:
         The Flower round.
     sampled : list of str
         The node ids the strategy sampled.
+    listed : list of str
+        The node ids the grid listed at the round's start (``grid.get_node_ids()``): the
+        SuperLink keeps listing a node that died until its heartbeat expires, so a dead
+        node can be listed, sampled and then dropped for not answering.
     survivors : list of str
         The nodes whose updates are in the sum (empty when the round failed).
     dropped : dict of str to str
@@ -67,10 +73,15 @@ class RoundOutcome:
         cast to the model's dtype (0 when the round failed).
     signed : bool
         Whether the round ran with signed key material (every node's consortium certificate).
+    graph : str
+        The round's mask graph, ``"complete"`` or ``"sparse"``.
+    neighbours : int
+        The mask graph's expected degree (``n - 1`` when complete).
     """
 
     round: int
     sampled: list[str]
+    listed: list[str] = field(default_factory=list)
     survivors: list[str] = field(default_factory=list)
     dropped: dict[str, str] = field(default_factory=dict)
     error: str | None = None
@@ -78,6 +89,8 @@ class RoundOutcome:
     total_weight: float = 0.0
     mean_error_bound: float = 0.0
     signed: bool = False
+    graph: str = "complete"
+    neighbours: int = 0
 
 
 class SecureSumWorkflow:
@@ -86,9 +99,10 @@ class SecureSumWorkflow:
     Parameters
     ----------
     num_shares : int or float
-        As for SecAgg+ (accepted so that only the name changes); this sum gives
-        every sampled node a share of every other node's secrets (a complete
-        graph), so more nodes than ``num_shares`` hold shares.
+        As for SecAgg+ (accepted so that only the name changes); with the
+        default complete graph every sampled node holds a share of every other
+        node's secrets, so more nodes than ``num_shares`` hold shares (``graph``
+        below sets the neighbourhoods).
     reconstruction_threshold : int or float
         ``t``: as an int, the fewest nodes a round completes with; as a float in
         (0, 1], that fraction of the sampled nodes (rounded up). It is raised to
@@ -111,6 +125,19 @@ class SecureSumWorkflow:
         the node-config keys :data:`~mpc_pca.integrations.flower.mod.IDENTITY_KEYS`).
         ``False`` relays unsigned keys: a node configured with an identity then
         refuses the round.
+    graph : {"complete", "sparse"}, default="complete"
+        The mask graph (:mod:`mpc_pca.integrations.star_sum.graph`): every node
+        masks with and shares to every other, or, for many clients, only to its
+        ``O(log n)`` neighbours in a random graph whose public seed is in the
+        round's plan, with share thresholds per neighbourhood.
+    max_colluders : int, optional
+        Sparse graph only: clients that may collude with the server (default a
+        third of the sampled nodes); the graph's degree is planned for them plus
+        the up to ``n - t`` nodes that may drop, and every neighbourhood's share
+        threshold must exceed it. An impossible value is refused naming its limit.
+    neighbours : int, optional
+        Sparse graph only: the expected degree; the smallest sufficient one when
+        omitted, and refused (naming the minimum) when too few.
     """
 
     def __init__(
@@ -122,6 +149,9 @@ class SecureSumWorkflow:
         clipping_range: float = 8.0,
         timeout: float | None = None,
         require_signed_keys: bool = False,
+        graph: str = "complete",
+        max_colluders: int | None = None,
+        neighbours: int | None = None,
     ) -> None:
         if isinstance(num_shares, bool) or not isinstance(num_shares, (int, float)) or num_shares <= 0:
             raise InputValidationError(f"num_shares must be a positive number, got {num_shares!r}")
@@ -146,6 +176,9 @@ class SecureSumWorkflow:
         if not isinstance(require_signed_keys, bool):
             raise InputValidationError(f"require_signed_keys must be a boolean, got {require_signed_keys!r}")
         self.require_signed_keys = require_signed_keys
+        check_graph_settings(graph, max_colluders=max_colluders, neighbours=neighbours)
+        check_parameters(max_colluders, neighbours, DEFAULT_SECURITY_BITS)
+        self.graph, self.max_colluders, self.neighbours = graph, max_colluders, neighbours
         self.outcomes: list[RoundOutcome] = []
 
     def threshold_for(self, n_sampled: int) -> int:
@@ -170,13 +203,14 @@ class SecureSumWorkflow:
         parameters = compat.arrayrecord_to_parameters(
             context.state.array_records[MAIN_PARAMS_RECORD], keep_input=True
         )
+        listed = sorted(str(n) for n in grid.get_node_ids())
         chosen = context.strategy.configure_fit(current, parameters, context.client_manager)
         if not chosen:
             log.info("round %d: the strategy sampled no clients; no fit", current)
             return
         model = parameters_to_ndarrays(parameters)
         fitins = {str(proxy.node_id): (proxy, ins) for proxy, ins in chosen}
-        outcome = RoundOutcome(current, sorted(fitins))
+        outcome = RoundOutcome(current, sorted(fitins), listed)
         self.outcomes.append(outcome)
         try:
             plan = SumPlan.make(
@@ -187,8 +221,12 @@ class SecureSumWorkflow:
                 self.clipping_range,
                 self.max_weight,
                 signed=self.require_signed_keys,
+                graph=self.graph,
+                max_colluders=self.max_colluders,
+                neighbours=self.neighbours,
             )
             outcome.signed = plan.signed
+            outcome.graph, outcome.neighbours = plan.graph, plan.neighbours
             outcome.frac_bits = plan.frac_bits
             results, mean = self._run(grid, plan, fitins, outcome)
         except (ProtocolError, InputValidationError) as exc:
@@ -224,16 +262,8 @@ class SecureSumWorkflow:
         fitres = {
             n: compat.recorddict_to_fitres(content, keep_input=True) for n, (_, content) in replies.items()
         }
-        relay = {
-            **pack("mask_pks", srv.mask_pks),
-            **pack("enc_pks", srv.enc_pks),
-            **pack("certs", srv.certs),
-            **pack("signatures", srv.signatures),
-            "stage": "shares",
-        }
-        replies = self._ask(
-            grid, plan, "shares", {n: _with(RecordDict(), relay) for n in srv.mask_pks}, outcome
-        )
+        relay = {n: _with(RecordDict(), _relay(*srv.keys_for(n))) for n in srv.mask_pks}
+        replies = self._ask(grid, plan, "shares", relay, outcome)
         srv.take_shares({n: unpack(r, "shares") for n, (r, _) in replies.items()})
         ask = {
             n: _with(RecordDict(), {**pack("shares", srv.shares_for(n)), "stage": "masked"})
@@ -283,6 +313,22 @@ class SecureSumWorkflow:
         for node in sorted(set(contents) - set(replies)):
             outcome.dropped.setdefault(node, f"no answer at stage {stage!r}")
         return replies
+
+
+def _relay(
+    mask_pks: dict[str, bytes],
+    enc_pks: dict[str, bytes],
+    certs: dict[str, bytes],
+    signatures: dict[str, bytes],
+) -> dict[str, Any]:
+    """Stage ``shares``'s record for one node: its neighbourhood's keys (and certificates, signatures)."""
+    return {
+        **pack("mask_pks", mask_pks),
+        **pack("enc_pks", enc_pks),
+        **pack("certs", certs),
+        **pack("signatures", signatures),
+        "stage": "shares",
+    }
 
 
 def _with(content: RecordDict, config: dict[str, Any]) -> RecordDict:

@@ -9,7 +9,7 @@ the stage follows the previous one, and updates it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -109,16 +109,22 @@ def check_signatures(
     plan: SumPlan,
     identity: NodeIdentity | None,
     relayed: Mapping[str, tuple[bytes, bytes, object, object]],
+    expected: Collection[str] | None = None,
 ) -> dict[str, str]:
     """Check every relayed ``(mask_pk, enc_pk, cert, signature)`` of a signed plan; return node -> party name.
+
+    ``expected``, if given, is this node's list of the party names it takes a
+    round with (node config ``mpc-pca-peers``): a peer whose certificate names
+    another party is refused, even if the consortium CA issued it. ``None``:
+    any certificate of the CA may take part.
 
     Raises
     ------
     ProtocolError
         Naming the peer: no certificate or signature, a certificate not issued
         by the consortium CA, a signature that does not verify (a substituted
-        key, another node id, another round or plan), or a party name that
-        signs for two node ids.
+        key, another node id, another round or plan), a party name that
+        signs for two node ids, or one not on ``expected``.
     """
     _check_mode(me, plan, identity)
     if identity is None:
@@ -132,6 +138,11 @@ def check_signatures(
             name = identity.check_peer(node, cert, signature, data)
         except ProtocolError as exc:
             raise ProtocolError(f"node {me} refuses the round: {exc}; nothing was encrypted") from exc
+        if expected is not None and name not in expected and name != identity.name:
+            raise ProtocolError(
+                f"node {me} refuses the round: node {node}'s certificate names party {name!r}, which is not "
+                f"on this node's list of expected peers {sorted(expected)}; nothing was encrypted"
+            )
         if name in seen:
             raise ProtocolError(
                 f"node {me} refuses the round: party {name!r} signs for node {seen[name]} and node {node}; "
@@ -150,11 +161,12 @@ def share(
     certs: Mapping[str, bytes] | None = None,
     signatures: Mapping[str, bytes] | None = None,
     identity: NodeIdentity | None = None,
+    expected: Collection[str] | None = None,
 ) -> dict[str, bytes]:
     """Stage ``shares``: Shamir-share the seed and mask key, encrypt each peer's pair; return ciphertexts by recipient.
 
     With a signed plan every peer's certificate and signature are checked
-    (:func:`check_signatures`) before any share is encrypted.
+    (:func:`check_signatures`, with ``expected`` its list of party names) before any share is encrypted.
 
     Raises
     ------
@@ -168,10 +180,13 @@ def share(
     plan = _expect(state, "shares")
     me = state["node"]
     mask_sk, enc_sk = _private(state["mask_sk"]), _private(state["enc_sk"])
+    hood = plan.neighbourhoods()
+    group, threshold = hood.group(me), hood.thresholds[me]
     holders = sorted(mask_pks)
-    if set(holders) != set(enc_pks) or not set(holders) <= set(plan.contributors):
+    if set(holders) != set(enc_pks) or not set(holders) <= set(group):
         raise ProtocolError(
-            f"node {me}: the server relayed keys of {holders}, not a subset of the plan's nodes"
+            f"node {me}: the server relayed keys of {holders}, not a subset of this node's "
+            f"{'neighbourhood' if plan.graph == 'sparse' else 'plan nodes'} {list(group)}"
         )
     if any(not isinstance(mask_pks[n], bytes) or len(mask_pks[n]) != KEY_BYTES for n in holders) or any(
         not isinstance(enc_pks[n], bytes) or len(enc_pks[n]) != KEY_BYTES for n in holders
@@ -179,24 +194,25 @@ def share(
         raise ProtocolError(f"node {me}: the server relayed a malformed public key")
     if mask_pks.get(me) != raw_public(mask_sk) or enc_pks.get(me) != raw_public(enc_sk):
         raise ProtocolError(f"node {me}: the server relayed other public keys for this node than it sent")
-    if len(holders) < plan.threshold:
+    if len(holders) < threshold:
         raise DropoutError(
-            f"node {me}: only {len(holders)} nodes sent keys, below the threshold {plan.threshold}",
-            tuple(sorted(set(plan.contributors) - set(holders))),
+            f"node {me}: only {len(holders)} nodes sent keys, below the threshold {threshold}",
+            tuple(sorted(set(group) - set(holders))),
         )
     certs, signatures = certs or {}, signatures or {}
     relayed = {n: (mask_pks[n], enc_pks[n], certs.get(n), signatures.get(n)) for n in holders}
-    check_signatures(me, plan, identity, relayed)
+    check_signatures(me, plan, identity, relayed, expected)
     n = len(plan.contributors)
-    b_shares = split_bytes(state["seed"], n, plan.threshold)
-    s_shares = split_bytes(raw_private(mask_sk), n, plan.threshold)
+    # Share i is the i-th contributor's; only this node's neighbourhood gets its shares (graph module notes).
+    b_shares = split_bytes(state["seed"], n, threshold)
+    s_shares = split_bytes(raw_private(mask_sk), n, threshold)
     out: dict[str, bytes] = {}
     held_b: dict[str, bytes] = {}
     held_s: dict[str, bytes] = {}
     for i, peer in enumerate(plan.contributors):
         if peer == me:
             held_b[me], held_s[me] = b_shares[i].to_bytes(), s_shares[i].to_bytes()
-        elif peer in mask_pks:
+        elif peer in mask_pks and peer in hood.neighbours[me]:
             key = share_key(enc_sk, me, peer, enc_pks[peer], plan.round)
             out[peer] = encrypt_shares(
                 key, plan.round, me, peer, b_shares[i].to_bytes(), s_shares[i].to_bytes()
@@ -232,10 +248,11 @@ def mask(state: dict[str, Any], incoming: Mapping[str, bytes]) -> tuple[bytes, l
         key = share_key(enc_sk, me, sender, enc_pks[sender], plan.round)
         held_b[sender], held_s[sender] = decrypt_shares(key, plan.round, sender, me, incoming[sender])
     peers = sorted(incoming)
-    if len(peers) + 1 < plan.threshold:
+    threshold = plan.neighbourhoods().thresholds[me]
+    if len(peers) + 1 < threshold:
         raise DropoutError(
             f"node {me}: shares arrived from {len(peers)} nodes, so {len(peers) + 1} remain, below the "
-            f"threshold {plan.threshold}",
+            f"threshold {threshold}",
             tuple(sorted(set(mask_pks) - {me, *peers})),
         )
     masked = np.frombuffer(state["encoded"], dtype="<u8").astype(np.uint64)

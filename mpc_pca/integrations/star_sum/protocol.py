@@ -54,10 +54,17 @@ What is summed, per client: ``[w, w * x_1, ..., w * x_d]`` with ``w`` the
 client's ``num_examples`` (at most ``max_weight``) and ``x`` its update
 flattened, each ``|x_i| <= bound``; the fixed-point scale is the largest
 that keeps ``|U0|`` such vectors inside the ring (:func:`choose_frac_bits`).
+
+Above, every node masks with and shares to every other (``graph="complete"``,
+the default). With ``graph="sparse"`` each node does so only with its
+neighbours in a random graph every node derives from the plan
+(:mod:`mpc_pca.integrations.star_sum.graph`: ``O(log n)`` neighbours, share
+thresholds per neighbourhood, the colluder bound ``max_colluders``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -74,6 +81,13 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from numpy.typing import NDArray
 
+from mpc_pca.integrations.star_sum.graph import (
+    SEED_BYTES,
+    Neighbourhoods,
+    check_graph_settings,
+    derive,
+    sparse_plan,
+)
 from protocols.backends.dropout_agreement import check_dropout_threshold
 from protocols.encoding import FixedPointCodec
 from protocols.errors import DropoutError, InputValidationError, ProtocolError
@@ -140,6 +154,14 @@ class SumPlan:
         The fixed-point scale, :func:`choose_frac_bits` of ``max_weight * max(bound, 1)``.
     signed : bool
         Whether every node must sign its key material with its consortium certificate.
+    graph : str
+        ``"complete"`` or ``"sparse"`` (:mod:`mpc_pca.integrations.star_sum.graph`).
+    neighbours : int
+        Expected degree ``k`` of the mask graph (``n - 1`` for the complete graph).
+    max_colluders : int
+        Clients that may collude with the server, that the sparse graph is planned for (0 when complete).
+    graph_seed : str
+        The sparse graph's public seed, hexadecimal (empty when complete).
     """
 
     round: int
@@ -150,6 +172,10 @@ class SumPlan:
     max_weight: float
     frac_bits: int
     signed: bool = False
+    graph: str = "complete"
+    neighbours: int = 0
+    max_colluders: int = 0
+    graph_seed: str = ""
 
     @classmethod
     def make(
@@ -161,13 +187,26 @@ class SumPlan:
         bound: float,
         max_weight: float,
         signed: bool = False,
+        *,
+        graph: str = "complete",
+        max_colluders: int | None = None,
+        neighbours: int | None = None,
+        graph_seed: str | None = None,
     ) -> SumPlan:
-        """Build and check a plan (the scale is chosen here).
+        """Build and check a plan (the scale is chosen here, and for a sparse graph its degree and seed).
+
+        ``max_colluders`` defaults to a third of the nodes
+        (:func:`~protocols.backends.sparse_masks.default_max_colluders`),
+        ``neighbours`` to the smallest sufficient degree, ``graph_seed`` to 32
+        fresh bytes from :mod:`secrets` (drawn again, up to 16 times, while
+        the graph breaks a neighbourhood rule).
 
         Raises
         ------
         InputValidationError
-            For a threshold that breaks ``2 <= t <= n``, ``2 t > n``, or a bad range.
+            For a threshold that breaks ``2 <= t <= n``, ``2 t > n``, a bad range,
+            an unknown graph, graph settings given for the complete graph, or a
+            sparse setting that cannot hold (naming the value and its limit).
         """
         contributors = tuple(sorted({str(n) for n in nodes}))
         check_dropout_threshold(threshold, len(contributors))
@@ -176,7 +215,7 @@ class SumPlan:
                 f"bound must be positive and max_weight at least 1, got {bound!r} and {max_weight!r}"
             )
         frac_bits = choose_frac_bits(max_weight * max(bound, 1.0), len(contributors))
-        return cls(
+        plan = cls(
             int(round),
             contributors,
             int(threshold),
@@ -185,6 +224,43 @@ class SumPlan:
             float(max_weight),
             frac_bits,
             bool(signed),
+            neighbours=len(contributors) - 1,
+        )
+        return plan._with_graph(graph, max_colluders, neighbours, graph_seed)
+
+    def _with_graph(
+        self, graph: str, max_colluders: int | None, neighbours: int | None, graph_seed: str | None
+    ) -> SumPlan:
+        check_graph_settings(graph, max_colluders=max_colluders, neighbours=neighbours, graph_seed=graph_seed)
+        if graph == "complete":
+            return self
+        n = len(self.contributors)
+        colluders = n // 3 if max_colluders is None else max_colluders
+        degree = sparse_plan(n, self.threshold, colluders, neighbours).neighbours
+        tries = 16 if graph_seed is None else 1
+        for attempt in range(tries):
+            seed = secrets.token_hex(SEED_BYTES) if graph_seed is None else graph_seed
+            plan = dataclasses.replace(
+                self, graph=graph, neighbours=degree, max_colluders=colluders, graph_seed=seed
+            )
+            try:
+                plan.neighbourhoods()
+            except InputValidationError:
+                if attempt + 1 == tries:
+                    raise
+                continue
+            return plan
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def neighbourhoods(self) -> Neighbourhoods:
+        """Every node's neighbours and share threshold (:func:`~mpc_pca.integrations.star_sum.graph.derive`)."""
+        return derive(
+            self.contributors,
+            self.threshold,
+            self.graph,
+            self.neighbours,
+            self.max_colluders,
+            self.graph_seed,
         )
 
     @property
@@ -219,6 +295,10 @@ class SumPlan:
             "max_weight": self.max_weight,
             "frac_bits": self.frac_bits,
             "signed": self.signed,
+            "graph": self.graph,
+            "neighbours": self.neighbours,
+            "max_colluders": self.max_colluders,
+            "graph_seed": self.graph_seed,
         }
 
     def digest(self) -> bytes:
@@ -249,9 +329,14 @@ class SumPlan:
                 float(config["bound"]),
                 float(config["max_weight"]),
                 _flag(config.get("signed", False)),
+                **_graph_fields(config),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ProtocolError(f"the server sent a malformed secure-sum plan: {exc}") from exc
+        if plan.graph == "sparse" and plan.neighbours != config["neighbours"]:
+            raise ProtocolError(
+                f"the server's plan uses neighbours={config['neighbours']!r}, the checked graph gives {plan.neighbours}"
+            )
         if plan.frac_bits != config["frac_bits"]:
             raise ProtocolError(
                 f"the server's plan uses frac_bits={config['frac_bits']!r}, but the agreed range "
@@ -302,6 +387,18 @@ class SumPlan:
                 )
             parts.append(values * float(weight))
         return self.codec.encode(np.concatenate(parts), n_summands=len(self.contributors), name=who)
+
+
+def _graph_fields(config: Mapping[str, Any]) -> dict[str, Any]:
+    graph = str(config.get("graph", "complete"))
+    if graph != "sparse":
+        return {"graph": graph}
+    return {
+        "graph": graph,
+        "max_colluders": int(config["max_colluders"]),
+        "neighbours": int(config["neighbours"]),
+        "graph_seed": str(config["graph_seed"]),
+    }
 
 
 def _flag(value: object) -> bool:

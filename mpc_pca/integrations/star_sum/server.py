@@ -17,9 +17,11 @@ from typing import cast
 import numpy as np
 from numpy.typing import NDArray
 
+from mpc_pca.integrations.star_sum.graph import Neighbourhoods
 from mpc_pca.integrations.star_sum.protocol import KEY_BYTES, SumPlan, require_answers
+from protocols.backends.dropout_agreement import one_sided
 from protocols.backends.dropout_unmask import unmask
-from protocols.errors import ProtocolError
+from protocols.errors import DropoutError, ProtocolError
 
 
 class ServerSum:
@@ -41,6 +43,15 @@ class ServerSum:
         self.sharers: list[str] = []
         self.peers: dict[str, list[str]] = {}
         self.total = np.zeros(plan.size, dtype=np.uint64)
+        self.hood = plan.neighbourhoods()
+
+    def keys_for(self, node: str) -> tuple[dict[str, bytes], ...]:
+        """``(mask_pks, enc_pks, certs, signatures)`` to relay to ``node``: those of its neighbourhood."""
+        group = set(self.hood.group(node))
+        return tuple(
+            {n: v for n, v in found.items() if n in group}
+            for found in (self.mask_pks, self.enc_pks, self.certs, self.signatures)
+        )
 
     def take_keys(
         self,
@@ -86,6 +97,11 @@ class ServerSum:
             self._known(sender, "shares")
             if sender not in self.mask_pks or not set(by_dest) <= set(self.mask_pks) - {sender}:
                 raise ProtocolError(f"node {sender} addressed shares to nodes that sent no keys")
+            if not set(by_dest) <= set(self.hood.neighbours[sender]):
+                raise ProtocolError(
+                    f"node {sender} addressed shares to {sorted(set(by_dest) - set(self.hood.neighbours[sender]))}, "
+                    "which are not its neighbours in the mask graph"
+                )
             for dest, data in by_dest.items():
                 if not isinstance(data, bytes):
                     raise ProtocolError(f"node {sender} sent a malformed ciphertext for node {dest}")
@@ -141,8 +157,8 @@ class ServerSum:
         }
         peers = {v: self.peers.get(v, []) for v in self.plan.contributors if v in self.peers}
         total = self.total.copy()
-        unmask(
-            total, full, list(survivors), peers, self.mask_pks, self.plan.contributors, self.plan.threshold
+        unmask_by_neighbourhood(
+            total, full, list(survivors), peers, self.mask_pks, self.plan.contributors, self.hood
         )
         return self.plan.codec.decode(total)
 
@@ -151,3 +167,44 @@ class ServerSum:
             raise ProtocolError(
                 f"stage {stage!r}: an answer came from node {node}, which is not in the round"
             )
+
+
+def unmask_by_neighbourhood(
+    total: NDArray[np.uint64],
+    answers: dict[str, dict[str, dict[str, bytes]]],
+    survivors: Sequence[str],
+    peers: dict[str, list[str]],
+    publics: dict[str, bytes],
+    contributors: tuple[str, ...],
+    hood: Neighbourhoods,
+) -> None:
+    """:func:`protocols.backends.dropout_unmask.unmask` with each secret rebuilt from its own neighbourhood.
+
+    ``answers`` as :meth:`ServerSum.finish` normalises them (``b``, ``s`` and an empty ``k`` per node).
+    ``b_u`` of every survivor ``u`` and ``s_w`` of every dropped ``w`` that a
+    survivor masked with are rebuilt from the shares of ``u``'s (``w``'s)
+    neighbourhood with its threshold ``t_u`` (``t_w``); for the complete graph
+    that is every node with the plan's threshold, as ``unmask`` does.
+
+    Raises
+    ------
+    DropoutError
+        Naming the owner of a secret and the nodes of its neighbourhood that did
+        not answer, when fewer than its threshold did.
+    ProtocolError
+        For a rebuilt mask key that does not match the public key its owner sent.
+    """
+    group = list(survivors)
+    needed = [(u, "b") for u in group]
+    needed += sorted({(w, "s") for v in group for w in one_sided(v, peers, group) if w not in group})
+    for owner, kind in needed:
+        holders = [v for v in hood.group(owner) if owner in answers.get(v, {}).get(kind, {})]
+        if len(holders) < hood.thresholds[owner]:
+            missing = sorted(set(hood.group(owner)) - set(holders))
+            what = "self-mask seed" if kind == "b" else "mask key"
+            raise DropoutError(
+                f"stage 'unmask': only {len(holders)} of node {owner}'s neighbourhood returned shares of its "
+                f"{what}, below its threshold {hood.thresholds[owner]}; nodes {missing} did not",
+                tuple(missing),
+            )
+    unmask(total, answers, group, peers, publics, contributors, hood.thresholds)

@@ -13,8 +13,9 @@ from protocols.runtime import run_inprocess
 from protocols.sharing import split
 from protocols.tensor import TensorSession, from_share
 from protocols.tensor.batched import open_products, truncate_many
-from protocols.tensor.fast_eig import _haar, ladder_eigenvectors
+from protocols.tensor.fast_eig import ladder_eigenvectors
 from protocols.tensor.fast_eig_math import F
+from protocols.tensor.joint_rotation import haar_rotation
 from protocols.tensor.spectrum_eig import spectrum_eigenvectors
 
 HOLDERS = ["h0", "h1", "h2"]
@@ -124,7 +125,7 @@ def test_batched_products_and_truncations_are_exact():
 
 
 def test_the_haar_rotation_is_orthogonal():
-    q = _haar(30)
+    q = haar_rotation(30)
     np.testing.assert_allclose(q.T @ q, np.eye(30), atol=1e-12)
 
 
@@ -143,7 +144,7 @@ def test_the_rotated_matrix_depends_on_the_eigenvalues_only():
     def draws(matrix):
         out = np.empty((3000, 2))
         for i in range(out.shape[0]):
-            q = _haar(d)
+            q = haar_rotation(d)
             rotated = q @ matrix @ q.T
             out[i] = rotated[0, 0], rotated[0, 1]
         return out

@@ -38,11 +38,14 @@ def idle_until_stopped(party, limit: float = 2 * TIMEOUT) -> None:
         time.sleep(0.05)
 
 
-SENT, FORGED_SENT, BAD_FRAME = threading.Event(), threading.Event(), threading.Event()
+EXPECT_BAD_FRAME, EVIDENCE_SEEN, FORGED_SENT = threading.Event(), threading.Event(), threading.Event()
 
 
 def forger(party):
-    SENT.wait(TIMEOUT)  # after a1's bad frame (when a1 takes part), so that r has both
+    # After r has recorded a1's bad frame (when a1 takes part): frames on two
+    # different links reach r's readers in no fixed order, and a claim read
+    # first legitimately stops r before it sees the frame.
+    EVIDENCE_SEEN.wait(TIMEOUT)
     party.channel._broadcast(ABORT, {"reason": FORGED})
     FORGED_SENT.set()
     idle_until_stopped(party)
@@ -53,24 +56,35 @@ def out_of_sequence(party):
     body = encode_message(b"x")
     prefix = DATA_PREFIX.pack(5, channel.link_id("a1", "r"))  # frame 5 where 0 is expected
     channel.streams["r"].send_parts([HEADER.pack(DATA, len(prefix) + len(body)), prefix, body])
-    BAD_FRAME.set()
-    SENT.set()
     idle_until_stopped(party)
 
 
+def wait_until(condition, limit: float = TIMEOUT) -> None:
+    end = time.monotonic() + limit
+    while time.monotonic() < end and not condition():
+        time.sleep(0.01)
+
+
 def busy_then_receive(party):
-    """Busy (not receiving) until the claim and, when ``a1`` sent one, the bad frame have both arrived."""
+    """Busy (not receiving) until the bad frame (when ``a1`` sends one) and then the claim have arrived."""
+    channel = party.channel
+    if EXPECT_BAD_FRAME.is_set():
+        wait_until(lambda: channel._failed)
+    EVIDENCE_SEEN.set()
     FORGED_SENT.wait(TIMEOUT)
-    channel, end = party.channel, time.monotonic() + TIMEOUT
-    while time.monotonic() < end and not (channel._aborts and (channel._failed or not BAD_FRAME.is_set())):
-        time.sleep(0.01)  # a fixed pause raced with the link readers under load
+    wait_until(lambda: channel._aborts)
     return party.recv("a1")
 
 
+def reset(*, bad_frame: bool) -> None:
+    for event in (EXPECT_BAD_FRAME, EVIDENCE_SEEN, FORGED_SENT):
+        event.clear()
+    if bad_frame:
+        EXPECT_BAD_FRAME.set()
+
+
 def test_own_evidence_comes_before_a_forged_abort(tls_dir):
-    SENT.clear()
-    FORGED_SENT.clear()
-    BAD_FRAME.clear()
+    reset(bad_frame=True)
     roles = {"a0": forger, "a1": out_of_sequence, "a2": idle_until_stopped, "r": busy_then_receive}
     results = run_socket_world(roles, tls_dir, timeout=TIMEOUT)
     error = results["r"]
@@ -81,9 +95,7 @@ def test_own_evidence_comes_before_a_forged_abort(tls_dir):
 
 
 def test_a_claim_alone_is_quoted_as_the_senders_claim(tls_dir):
-    SENT.set()  # no bad frame in this world
-    FORGED_SENT.clear()
-    BAD_FRAME.clear()
+    reset(bad_frame=False)
     roles = {"a0": forger, "a1": idle_until_stopped, "a2": idle_until_stopped, "r": busy_then_receive}
     results = run_socket_world(roles, tls_dir, timeout=TIMEOUT)
     error = results["r"]

@@ -33,6 +33,8 @@ def main(grid, context) -> None:
         clipping_range=float(cfg["bound"]),
         timeout=timeout,
         require_signed_keys=bool(cfg["signed"]),
+        graph=str(cfg["graph"]),
+        max_colluders=None if int(cfg["max-colluders"]) < 0 else int(cfg["max-colluders"]),
     )
     DefaultWorkflow(fit_workflow=workflow)(grid, legacy)
     params = parameters_to_ndarrays(
