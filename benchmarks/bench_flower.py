@@ -15,7 +15,12 @@ in ``benchmarks/flower_app`` with one aggregator:
 
 Jobs, one round each: FedAvg of a logistic regression on scikit-learn's
 digits, and raw vectors of 10^5 and 10^6 values; then dropout on digits: 10 % and 30 %
-of the nodes killed after sending their keys in round 1, and round 2 after it.
+of the nodes killed after sending their keys in round 1, and round 2 after it;
+and digits FedAvg over ``--large-nodes`` (100) nodes on Flower's simulation
+runtime (labelled ``/sim``: Ray actors, not SuperNode processes; 100 SuperNode
+processes exhaust a 2-core, 24 GiB machine), ours with the complete and the
+sparse mask graph, and SecAgg+. A configuration that fails is recorded with
+its reason and the run goes on.
 Measured per round (:mod:`benchmarks.flower_measure`): wall time of the fit
 workflow in the ServerApp; bytes as the protobuf size of every message's
 content (``RecordDict``) the ServerApp sends to or receives from a node;
@@ -33,6 +38,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import asdict
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -40,19 +46,23 @@ from typing import Any
 from benchmarks.flower_measure import Config, plot, summarize, table
 from benchmarks.output import add_out_argument, output_dir, write_json
 from mpc_pca.studies.machine import describe_machine
-from tests.multiprocess.flower_deployment import deployment
+from tests.multiprocess.flower_deployment import deployment, simulation
 
 APP = Path(__file__).resolve().parent / "flower_app"
 BIN = Path(sys.executable).parent
 AGGREGATORS = ("ours", "secagg", "secagg-tuned")
+#: The large run's aggregators: ours with both mask graphs, and SecAgg+'s defaults.
+LARGE_AGGREGATORS = ("ours", "ours-sparse", "secagg")
 
 
 def configurations(quick: bool, nodes: int, only: str = "all", large: int = 0) -> list[Config]:
     """The run's configurations: 3 nodes and a 10^3 vector with ``--quick``, else ``only`` of the full set.
 
     ``only``: ``clean`` (the three jobs, every aggregator), ``dropout`` (10 % and
-    30 % of the nodes killed, ours and SecAgg+'s defaults) or ``all`` (both);
-    ``large`` > 0 adds digits FedAvg over ``large`` nodes, ours and SecAgg+'s defaults, one round.
+    30 % of the nodes killed, ours and SecAgg+'s defaults), ``large`` (below) or ``all``;
+    ``large`` > 0 adds digits FedAvg over ``large`` nodes on Flower's simulation
+    runtime (``large`` SuperNode processes do not fit on a 2-core machine), one
+    round, of :data:`LARGE_AGGREGATORS`.
     """
     if quick:
         return [Config(a, "vector", 1000, 3, 1, 0) for a in ("ours", "secagg")]
@@ -63,42 +73,72 @@ def configurations(quick: bool, nodes: int, only: str = "all", large: int = 0) -
         for killed in (max(1, nodes // 10), max(1, (3 * nodes) // 10))
         for a in ("ours", "secagg")
     ]
-    big = [Config(a, "digits", 0, large, 1, 0) for a in ("ours", "secagg")] if large > 0 else []
-    return {"clean": clean + big, "dropout": dropout, "all": clean + dropout + big}[only]
+    big = [Config(a, "digits", 0, large, 1, 0, "simulation") for a in LARGE_AGGREGATORS] if large > 0 else []
+    return {"clean": clean, "dropout": dropout, "large": big, "all": clean + dropout + big}[only]
+
+
+def flower_version() -> str:
+    """The installed ``flwr`` version; exits naming the ``pip install`` line when Flower is missing."""
+    try:
+        return metadata.version("flwr")
+    except metadata.PackageNotFoundError:
+        raise SystemExit('bench_flower needs the flower extra: pip install "mpc-pca[flower]"') from None
 
 
 def run_one(config: Config, work: Path, timeout: float) -> dict[str, Any]:
-    """Deploy, run ``config``, and return its measurements (:func:`benchmarks.flower_measure.summarize`)."""
-    behaviours = ["die-after-keys"] * config.killed + ["ok"] * (config.nodes - config.killed)
-    with deployment(work, behaviours) as dep:
-        app, out = work / "app", work / "out"
-        shutil.copytree(APP, app, ignore=shutil.ignore_patterns("__pycache__"))
-        out.mkdir()
-        run_config = {
-            "aggregator": config.aggregator,
-            "task": config.task,
-            "size": config.size,
-            "nodes": config.nodes,
-            "num-server-rounds": config.rounds,
-            "threshold": 0.6,
-            "timeout": timeout,
-            "out": str(out),
-        }
-        overrides = " ".join(f"{k}={json.dumps(v)}" for k, v in run_config.items())
+    """Start the engine, run ``config``, and return its measurements (:func:`benchmarks.flower_measure.summarize`)."""
+    app, out = work / "app", work / "out"
+    shutil.copytree(APP, app, ignore=shutil.ignore_patterns("__pycache__"))
+    out.mkdir()
+    run_config = {
+        "aggregator": config.aggregator,
+        "task": config.task,
+        "size": config.size,
+        "nodes": config.nodes,
+        "num-server-rounds": config.rounds,
+        "threshold": 0.6,
+        "timeout": timeout,
+        "out": str(out),
+    }
+    command = [str(BIN / "flwr"), "run", str(app), "local", "--stream", "--run-config"]
+    command.append(" ".join(f"{k}={json.dumps(v)}" for k, v in run_config.items()))
+    if config.engine == "simulation":
+        command += ["--federation-config", f"num-supernodes={config.nodes} client-resources-num-cpus=1"]
+        engine = simulation(work)
+    else:
+        engine = deployment(
+            work, ["die-after-keys"] * config.killed + ["ok"] * (config.nodes - config.killed)
+        )
+    with engine as started:
         run = subprocess.run(
-            [str(BIN / "flwr"), "run", str(app), "local", "--run-config", overrides, "--stream"],
-            env=dep["env"],
+            command,
+            env=started["env"],
             capture_output=True,
             text=True,
             timeout=600 + 8 * timeout * config.rounds,
             cwd=work,
         )
-        if not (out / "server.json").exists():
-            logs = "\n".join(f"== {p.name}\n{p.read_text()[-2000:]}" for p in sorted(work.glob("*.log")))
-            raise RuntimeError(
-                f"{config} wrote no result\n{run.stdout[-3000:]}\n{run.stderr[-2000:]}\n{logs}"
-            )
+    if not (out / "server.json").exists():
+        logs = "\n".join(f"== {p.name}\n{p.read_text()[-2000:]}" for p in sorted(work.glob("*.log")))
+        raise RuntimeError(
+            f"{config.name} wrote no result\n{run.stdout[-3000:]}\n{run.stderr[-2000:]}\n{logs}"
+        )
     return summarize(config, out)
+
+
+def run_or_record(config: Config, timeout: float) -> dict[str, Any]:
+    """:func:`run_one` in a fresh directory; a configuration that fails is recorded as failed, and the run goes on."""
+    with tempfile.TemporaryDirectory(prefix="bench-flower-") as tmp:
+        try:
+            return run_one(config, Path(tmp), timeout)
+        except (RuntimeError, OSError, subprocess.SubprocessError, ValueError, KeyError) as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+            print(reason[-4000:], file=sys.stderr, flush=True)
+            return {
+                "config": asdict(config),
+                "summary": {"name": config.name},
+                "failed": reason[:4000],
+            }
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -113,7 +153,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     parser.add_argument(
         "--only",
-        choices=("all", "clean", "dropout"),
+        choices=("all", "clean", "dropout", "large"),
         default="all",
         help="part of the full run (default all)",
     )
@@ -139,14 +179,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             print(f"{config.name}: {config.nodes} nodes, {config.rounds} round(s)")
         print(f"{len(configs)} configurations, {sum(c.nodes for c in configs)} SuperNode starts")
         return {}
+    args.flwr = flower_version()
     folder = output_dir(args.out, args.quick)
     results: list[dict[str, Any]] = []
     args.load_start = os.getloadavg()
     payload = _payload(args, results, finished=False)
     for config in configs:
         print(f"running {config.name} ...", flush=True)
-        with tempfile.TemporaryDirectory(prefix="bench-flower-") as tmp:
-            results.append(run_one(config, Path(tmp), max(args.timeout, 2.0 * config.nodes)))
+        results.append(run_or_record(config, max(args.timeout, 2.0 * config.nodes)))
         print(json.dumps(results[-1]["summary"]), flush=True)
         payload = _payload(args, results, finished=len(results) == len(configs))
         write_json("flower.json", payload, folder)  # after every configuration: a stopped run keeps its part
@@ -163,7 +203,7 @@ def _payload(args: argparse.Namespace, results: list[dict[str, Any]], finished: 
         + (f" --only {args.only}" if args.only != "all" and not args.quick else "")
         + (f" --large-nodes {args.large_nodes}" if not args.quick else ""),
         "machine": describe_machine(),
-        "flwr": metadata.version("flwr"),
+        "flwr": args.flwr,
         "timeout_per_stage_s": args.timeout,
         "threshold": 0.6,
         "bytes": "protobuf size of each message's content (RecordDict) the ServerApp sends to or receives "

@@ -20,7 +20,11 @@ from numpy.typing import NDArray
 
 @dataclass(frozen=True)
 class Config:
-    """One configuration: aggregator, job, vector size (0 for digits), nodes, rounds, nodes killed."""
+    """One configuration: aggregator, job, vector size (0 for digits), nodes, rounds, nodes killed, engine.
+
+    ``engine``: ``deployment`` (a SuperLink and one SuperNode process per node)
+    or ``simulation`` (Flower's simulation runtime: the nodes are Ray actors).
+    """
 
     aggregator: str
     task: str
@@ -28,13 +32,15 @@ class Config:
     nodes: int
     rounds: int
     killed: int
+    engine: str = "deployment"
 
     @property
     def name(self) -> str:
-        """A short label, e.g. ``ours/vector-1e+05/n10`` or ``secagg/digits/n10/kill3``."""
+        """A short label, e.g. ``ours/vector-1e+05/n10``, ``secagg/digits/n10/kill3`` or ``ours/digits/n100/sim``."""
         job = self.task if self.task == "digits" else f"vector-{self.size:.0e}"
         kill = f"/kill{self.killed}" if self.killed else ""
-        return f"{self.aggregator}/{job}/n{self.nodes}{kill}"
+        sim = "/sim" if self.engine == "simulation" else ""
+        return f"{self.aggregator}/{job}/n{self.nodes}{kill}{sim}"
 
 
 def plain_mean(
@@ -128,6 +134,7 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    results = [r for r in results if "failed" not in r]
     names = [r["summary"]["name"] for r in results]
     seconds = [r["rounds"][0]["seconds"] for r in results]
     errors = [r["rounds"][0]["max_error_vs_plain_mean"] or np.nan for r in results]
@@ -144,6 +151,9 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
+
+#: Marker line that precedes the benchmark's table in docs/howto/flower.md (tests/docs/test_benchmark_quotes.py).
+FLOWER_MARKER = "<!-- flower-table: benchmarks/flower_measure.py table(flower.json); tests/docs/test_benchmark_quotes.py -->"
 
 #: The header of the markdown table a run prints (one row per configuration, :func:`table`).
 TABLE_HEADER = (
@@ -165,7 +175,12 @@ def _rounds_cell(result: dict[str, Any]) -> str:
 
 
 def table_row(result: dict[str, Any]) -> str:
-    """One configuration as the docs' table row (seconds, kB = 1000 bytes, error, rounds)."""
+    """One configuration as the docs' table row (seconds, kB = 1000 bytes, error, rounds).
+
+    A configuration that produced no result (``failed``) is one row saying so.
+    """
+    if "failed" in result:
+        return f"| {result['summary']['name']} | failed: {result['failed'].splitlines()[0][:120]} | | | | |"
     rounds = result["rounds"]
     seconds = "; ".join(f"{r['seconds']:.1f}" for r in rounds)
     errors = "; ".join(

@@ -1,6 +1,6 @@
 """ClientApp of the benchmark: one app, whose mod is ``secure_sum_mod`` or ``secaggplus_mod`` by run config.
 
-Run config ``aggregator``: ``ours`` (:func:`~mpc_pca.integrations.flower.secure_sum_mod`)
+Run config ``aggregator``: ``ours`` or ``ours-sparse`` (:func:`~mpc_pca.integrations.flower.secure_sum_mod`)
 or ``secagg`` / ``secagg-tuned`` (Flower's ``secaggplus_mod``). Node config
 ``behaviour``: ``ok``, or ``die-after-keys``: the node kills its own SuperNode
 when the stage after the key exchange reaches it (ours ``masked``, SecAgg+
@@ -86,7 +86,7 @@ def die_mod(msg, ctxt, call_next):
 
 
 def aggregator_mod(msg, ctxt, call_next):
-    if str(ctxt.run_config["aggregator"]) == "ours":
+    if str(ctxt.run_config["aggregator"]).startswith("ours"):
         return secure_sum_mod(msg, ctxt, call_next)
     return secaggplus_mod(msg, ctxt, call_next)
 

@@ -1,7 +1,8 @@
 """ServerApp of the benchmark: FedAvg whose fit runs through SecureSumWorkflow or SecAggPlusWorkflow.
 
 Run config ``aggregator``: ``ours`` (``SecureSumWorkflow(3, threshold)``,
-defaults: clipping range 8, max weight 1000), ``secagg``
+defaults: clipping range 8, max weight 1000, the complete mask graph),
+``ours-sparse`` (the same with ``graph="sparse"``, ``max_colluders=5``), ``secagg``
 (``SecAggPlusWorkflow(1.0, threshold)`` with Flower's defaults: clipping range
 8, 2^22 quantization levels, modulus 2^32, max weight 1000) or
 ``secagg-tuned`` (its finest setting for this job: the 2^32 modulus kept, as
@@ -34,6 +35,9 @@ from flowerbench_app import task
 from mpc_pca.integrations.flower import SecureSumWorkflow
 
 app = ServerApp()
+
+#: ``ours-sparse``: the sparse mask graph, sized for this many colluding nodes (plus the dropouts the threshold allows).
+SPARSE_COLLUDERS = 5
 
 
 def _size(content: Any) -> int:
@@ -120,6 +124,10 @@ def _workflow(cfg: Any, nodes: int) -> Any:
     timeout = float(cfg["timeout"]) or None
     if aggregator == "ours":
         return SecureSumWorkflow(3, threshold, timeout=timeout)
+    if aggregator == "ours-sparse":
+        return SecureSumWorkflow(
+            3, threshold, timeout=timeout, graph="sparse", max_colluders=SPARSE_COLLUDERS
+        )
     if aggregator == "secagg":
         return SecAggPlusWorkflow(1.0, threshold, timeout=timeout)
     max_weight = len(range(0, task.TRAIN, nodes)) if str(cfg["task"]) == "digits" else 1
