@@ -77,6 +77,11 @@ def configurations(quick: bool, nodes: int, only: str = "all", large: int = 0) -
     return {"clean": clean, "dropout": dropout, "large": big, "all": clean + dropout + big}[only]
 
 
+def stage_timeout(timeout: float, nodes: int) -> float:
+    """Seconds each stage waits: ``timeout``, at least 2 s per node; 0 stays 0 (wait for every reply)."""
+    return max(timeout, 2.0 * nodes) if timeout > 0 else 0.0
+
+
 def flower_version() -> str:
     """The installed ``flwr`` version; exits naming the ``pip install`` line when Flower is missing."""
     try:
@@ -186,7 +191,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     payload = _payload(args, results, finished=False)
     for config in configs:
         print(f"running {config.name} ...", flush=True)
-        results.append(run_or_record(config, max(args.timeout, 2.0 * config.nodes)))
+        results.append(run_or_record(config, stage_timeout(args.timeout, config.nodes)))
         print(json.dumps(results[-1]["summary"]), flush=True)
         payload = _payload(args, results, finished=len(results) == len(configs))
         write_json("flower.json", payload, folder)  # after every configuration: a stopped run keeps its part

@@ -75,3 +75,9 @@ def test_the_large_run_uses_the_simulation_engine_and_both_mask_graphs():
     ]
     assert [c.name for c in large][1] == "ours-sparse/digits/n100/sim"
     assert all(c.engine == "deployment" for c in bench_flower.configurations(False, 10, "clean", 100))
+
+
+def test_a_zero_stage_timeout_still_waits_for_every_reply():
+    assert bench_flower.stage_timeout(0.0, 3) == 0.0
+    assert bench_flower.stage_timeout(60.0, 10) == 60.0
+    assert bench_flower.stage_timeout(60.0, 100) == 200.0
