@@ -32,6 +32,7 @@ Writes ``flower.json`` and ``flower.png``.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -88,6 +89,15 @@ def flower_version() -> str:
         return metadata.version("flwr")
     except metadata.PackageNotFoundError:
         raise SystemExit('bench_flower needs the flower extra: pip install "mpc-pca[flower]"') from None
+
+
+def check_simulation_runtime(configs: list[Config]) -> None:
+    """Exit naming the ``pip install`` line when a simulated configuration is asked for without Ray."""
+    if any(c.engine == "simulation" for c in configs) and importlib.util.find_spec("ray") is None:
+        raise SystemExit(
+            "the --large-nodes run uses Flower's simulation runtime, which needs Ray: "
+            'pip install "mpc-pca[bench-flower]" (or pass --large-nodes 0)'
+        )
 
 
 def run_one(config: Config, work: Path, timeout: float) -> dict[str, Any]:
@@ -185,6 +195,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(f"{len(configs)} configurations, {sum(c.nodes for c in configs)} SuperNode starts")
         return {}
     args.flwr = flower_version()
+    check_simulation_runtime(configs)
     folder = output_dir(args.out, args.quick)
     results: list[dict[str, Any]] = []
     args.load_start = os.getloadavg()

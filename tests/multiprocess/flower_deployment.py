@@ -4,7 +4,9 @@ Flower's deployment engine in insecure local mode: one SuperLink and ``n``
 SuperNodes as processes, every port found free at run time, then ``flwr run``
 of ``tests/integrations/flower_app`` (FedAvg through
 :class:`~mpc_pca.integrations.flower.SecureSumWorkflow`), whose ServerApp
-writes its outcomes and final parameters as JSON.
+writes its outcomes and final parameters as JSON. :func:`simulation` starts a
+SuperLink with Flower's simulation runtime instead (the benchmark's 100-client rows).
+The SuperLink keeps its state in memory.
 """
 
 from __future__ import annotations

@@ -81,3 +81,10 @@ def test_a_zero_stage_timeout_still_waits_for_every_reply():
     assert bench_flower.stage_timeout(0.0, 3) == 0.0
     assert bench_flower.stage_timeout(60.0, 10) == 60.0
     assert bench_flower.stage_timeout(60.0, 100) == 200.0
+
+
+def test_a_simulated_configuration_without_ray_names_the_extra(monkeypatch):
+    monkeypatch.setattr(bench_flower.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(SystemExit, match=r'pip install "mpc-pca\[bench-flower\]"'):
+        bench_flower.check_simulation_runtime(bench_flower.configurations(False, 10, "large", 100))
+    bench_flower.check_simulation_runtime(bench_flower.configurations(False, 10, "clean", 100))
