@@ -6,7 +6,8 @@ comment marker or a list of prose phrases that must appear in the page verbatim
 and ``tests/docs/test_benchmark_quotes.py`` checks the pages against them, so a
 re-run that is not re-quoted fails the tests.
 
-Covered: ``relay.json`` (docs/howto/relay.md section 6, table), ``setup.json``
+Covered: ``flower.json`` (docs/howto/flower.md, the side-by-side table, from
+:func:`benchmarks.flower_measure.table`), ``relay.json`` (docs/howto/relay.md section 6, table), ``setup.json``
 (docs/explanation/links.md, the slope table),
 ``paillier.json`` (docs/tutorials/ss-vs-paillier.md, throughput), ``startup.json``,
 ``paillier_offline_online.json``, ``pppca_scaling.json`` (in part) and
@@ -20,6 +21,9 @@ import json
 import re
 from pathlib import Path
 from typing import Any
+
+from benchmarks.flower_measure import FLOWER_MARKER
+from benchmarks.flower_measure import table as flower_table
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -274,6 +278,7 @@ def main() -> None:
     """Print every generated table and phrase."""
     print("docs/howto/relay.md:", RELAY_MARKER, relay_table(load("relay")), "", sep="\n")
     print("docs/explanation/links.md:", SETUP_MARKER, setup_table(load("setup")), "", sep="\n")
+    print("docs/howto/flower.md:", FLOWER_MARKER, flower_table(load("flower")), "", sep="\n")
     for page, phrases in prose_quotes().items():
         print(f"Phrases of {page}:", *phrases, sep="\n- ")
 

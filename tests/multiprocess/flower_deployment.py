@@ -4,7 +4,9 @@ Flower's deployment engine in insecure local mode: one SuperLink and ``n``
 SuperNodes as processes, every port found free at run time, then ``flwr run``
 of ``tests/integrations/flower_app`` (FedAvg through
 :class:`~mpc_pca.integrations.flower.SecureSumWorkflow`), whose ServerApp
-writes its outcomes and final parameters as JSON.
+writes its outcomes and final parameters as JSON. :func:`simulation` starts a
+SuperLink with Flower's simulation runtime instead (the benchmark's 100-client rows).
+The SuperLink keeps its state in memory.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -48,27 +50,26 @@ def _wait_for_port(port: int, deadline: float) -> None:
     raise TimeoutError(f"nothing listens on 127.0.0.1:{port}")
 
 
-@contextmanager
-def deployment(
-    work: Path, behaviours: Sequence[str], extra_config: Sequence[str] | None = None
-) -> Iterator[dict[str, Any]]:
-    """A SuperLink and one SuperNode per entry of ``behaviours`` (node config ``partition-id``, ``behaviour``).
-
-    ``extra_config[i]``, if given, is appended to node ``i``'s ``--node-config`` (e.g. its identity files).
-    """
-    extra = list(extra_config) if extra_config is not None else [""] * len(behaviours)
+def _environment(work: Path, link: int) -> dict[str, str]:
+    """A Flower home in ``work`` whose default SuperLink connection is 127.0.0.1:``link`` (insecure)."""
     home = work / "flwr-home"
     home.mkdir()
-    link, *node_ports = free_ports(1 + len(behaviours))
     (home / "config.toml").write_text(
         f'[superlink]\ndefault = "local"\n[superlink.local]\naddress = "127.0.0.1:{link}"\ninsecure = true\n'
     )
-    env = {
+    return {
         **os.environ,
         "FLWR_HOME": str(home),
         "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     }
+
+
+@contextmanager
+def _processes(
+    work: Path, env: dict[str, str]
+) -> Iterator[Callable[[list[str], str], subprocess.Popen[bytes]]]:
+    """A starter of logged processes (each in its own session), all stopped on exit."""
     procs: list[subprocess.Popen[bytes]] = []
 
     def start(args: list[str], log: str) -> subprocess.Popen[bytes]:
@@ -80,18 +81,44 @@ def deployment(
         return proc
 
     try:
-        start(
-            [
-                str(BIN / "flower-superlink"),
-                "--insecure",
-                "--port",
-                str(link),
-                "--database",
-                str(work / "link.db"),
-                "--disable-runtime-dependency-installation",
-            ],
-            "superlink.log",
-        )
+        yield start
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def _superlink(link: int, *more: str) -> list[str]:
+    """The SuperLink command: insecure, state in memory (a database file was locked under load)."""
+    return [
+        str(BIN / "flower-superlink"),
+        "--insecure",
+        "--port",
+        str(link),
+        "--disable-runtime-dependency-installation",
+        *more,
+    ]
+
+
+@contextmanager
+def deployment(
+    work: Path, behaviours: Sequence[str], extra_config: Sequence[str] | None = None
+) -> Iterator[dict[str, Any]]:
+    """A SuperLink and one SuperNode per entry of ``behaviours`` (node config ``partition-id``, ``behaviour``).
+
+    ``extra_config[i]``, if given, is appended to node ``i``'s ``--node-config`` (e.g. its identity files).
+    """
+    extra = list(extra_config) if extra_config is not None else [""] * len(behaviours)
+    link, *node_ports = free_ports(1 + len(behaviours))
+    env = _environment(work, link)
+    with _processes(work, env) as start:
+        start(_superlink(link), "superlink.log")
         _wait_for_port(link, time.monotonic() + 30)
         nodes = [
             start(
@@ -109,19 +136,25 @@ def deployment(
             )
             for i, (port, behaviour, more) in enumerate(zip(node_ports, behaviours, extra, strict=True))
         ]
+        started = time.monotonic()  # every node imports Flower at once: the wait grows with their number
         for port in node_ports:
-            _wait_for_port(port, time.monotonic() + 30)
+            _wait_for_port(port, started + 30 + 3 * len(node_ports))
         yield {"env": env, "nodes": nodes, "work": work}
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in procs:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+
+
+@contextmanager
+def simulation(work: Path) -> Iterator[dict[str, Any]]:
+    """A SuperLink with Flower's simulation runtime (``--simulation``): ``flwr run`` then simulates the nodes.
+
+    The number of simulated SuperNodes is given to ``flwr run`` (``--federation-config
+    num-supernodes=N``); they are Ray actors in one process tree, not SuperNode processes.
+    """
+    (link,) = free_ports(1)
+    env = _environment(work, link)
+    with _processes(work, env) as start:
+        start(_superlink(link, "--simulation"), "superlink.log")
+        _wait_for_port(link, time.monotonic() + 30)
+        yield {"env": env, "nodes": [], "work": work}
 
 
 def run_app(dep: dict[str, Any], config: dict[str, Any], timeout: float = 240) -> dict[str, Any]:
