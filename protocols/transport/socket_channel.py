@@ -92,11 +92,16 @@ class SocketChannel(FrameReceiver):
             else:
                 self.streams[to].send_parts([HEADER.pack(kind, size), *parts])
         except (OSError, ValueError) as exc:
+            # First-hand evidence that the link is gone, recorded at once: the reader thread may
+            # not have seen the close yet, and a dropout-tolerant sum asks peer_gone() next.
+            failure = PeerFailureError(
+                f"{self._relay_report()}{self.where(to)} closed the connection (sending to it failed: {exc})"
+            )
+            with self._cond:
+                self._failed.setdefault(to, failure)
+                self._cond.notify_all()
             self._raise_run_failure()
-            raise PeerFailureError(
-                f"{self.me!r}: {self._relay_report()}{self.where(to)} closed the connection "
-                f"(sending to it failed: {exc})"
-            ) from None
+            raise PeerFailureError(f"{self.me!r}: {failure}") from None
 
     def send(self, to: str, obj: Any) -> None:
         """Serialise ``obj`` and send it to ``to`` as one ``DATA`` frame.
