@@ -20,9 +20,10 @@ from flwr.client import ClientApp, NumPyClient
 from flwr.client.mod import secaggplus_mod
 from flwr.common.secure_aggregation.secaggplus_constants import RECORD_KEY_CONFIGS, Stage
 
-from flowerbench_app import task
 from mpc_pca.integrations.flower import secure_sum_mod
 from mpc_pca.integrations.flower.mod import RECORD
+
+from . import task
 
 #: The stage after the key exchange, per aggregator's record: a node killed there has sent its keys.
 AFTER_KEYS = {RECORD: "masked", RECORD_KEY_CONFIGS: Stage.COLLECT_MASKED_VECTORS}

@@ -31,8 +31,9 @@ from flwr.server.strategy import FedAvg
 from flwr.server.workflow import DefaultWorkflow, SecAggPlusWorkflow
 from flwr.server.workflow.constant import MAIN_PARAMS_RECORD
 
-from flowerbench_app import task
 from mpc_pca.integrations.flower import SecureSumWorkflow
+
+from . import task
 
 app = ServerApp()
 
