@@ -97,9 +97,7 @@ class SocketChannel(FrameReceiver):
             failure = PeerFailureError(
                 f"{self._relay_report()}{self.where(to)} closed the connection (sending to it failed: {exc})"
             )
-            with self._cond:
-                self._failed.setdefault(to, failure)
-                self._cond.notify_all()
+            self._record_failure(to, failure)
             self._raise_run_failure()
             raise PeerFailureError(f"{self.me!r}: {failure}") from None
 

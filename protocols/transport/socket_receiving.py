@@ -197,28 +197,28 @@ class FrameReceiver(Channel):
         except ProtocolError as exc:
             if repr(peer) not in str(exc):
                 exc = type(exc)(f"the link to {self.where(peer)} failed: {exc}")
-            with self._cond:
-                self._failed.setdefault(peer, exc)
-                self._cond.notify_all()
+            self._record_failure(peer, exc)
         except (OSError, ValueError) as exc:
-            with self._cond:
-                self._failed.setdefault(
-                    peer,
-                    PeerFailureError(
-                        f"{self.where(peer)} closed the connection (its process ended or reset the link: {exc})"
-                    ),
-                )
-                self._cond.notify_all()
+            self._record_failure(
+                peer,
+                PeerFailureError(
+                    f"{self.where(peer)} closed the connection (its process ended or reset the link: {exc})"
+                ),
+            )
         except Exception as exc:  # a bug here must still end the link with a named error, not a hang
-            with self._cond:
-                self._failed.setdefault(
-                    peer,
-                    ProtocolError(
-                        f"the link to {self.where(peer)} failed: its frames could not be handled "
-                        f"({type(exc).__name__}: {exc})"
-                    ),
-                )
-                self._cond.notify_all()
+            self._record_failure(
+                peer,
+                ProtocolError(
+                    f"the link to {self.where(peer)} failed: its frames could not be handled "
+                    f"({type(exc).__name__}: {exc})"
+                ),
+            )
+
+    def _record_failure(self, peer: str, exc: ProtocolError) -> None:
+        """Record the first failure of ``peer``'s link (first-hand evidence) and wake every waiter."""
+        with self._cond:
+            self._failed.setdefault(peer, exc)
+            self._cond.notify_all()
 
     def _check_data_budget(self, peer: str, size: int) -> None:
         """Refuse a data frame that would put ``peer``'s unread data over :attr:`data_budget`.
