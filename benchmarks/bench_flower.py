@@ -35,7 +35,6 @@ import argparse
 import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -47,13 +46,14 @@ from typing import Any
 from benchmarks.flower_measure import Config, plot, summarize, table
 from benchmarks.output import add_out_argument, output_dir, write_json
 from mpc_pca.studies.machine import describe_machine
-from tests.multiprocess.flower_deployment import deployment, simulation
+from tests.multiprocess.flower_deployment import deployment, flwr_run, run_report, simulation
 
 APP = Path(__file__).resolve().parent / "flower_app"
-BIN = Path(sys.executable).parent
 AGGREGATORS = ("ours", "secagg", "secagg-tuned")
 #: The large run's aggregators: ours with both mask graphs, and SecAgg+'s defaults.
 LARGE_AGGREGATORS = ("ours", "ours-sparse", "secagg")
+#: Every aggregator's reconstruction threshold, a fraction of the sampled nodes.
+THRESHOLD = 0.6
 
 
 def configurations(quick: bool, nodes: int, only: str = "all", large: int = 0) -> list[Config]:
@@ -102,8 +102,7 @@ def check_simulation_runtime(configs: list[Config]) -> None:
 
 def run_one(config: Config, work: Path, timeout: float) -> dict[str, Any]:
     """Start the engine, run ``config``, and return its measurements (:func:`benchmarks.flower_measure.summarize`)."""
-    app, out = work / "app", work / "out"
-    shutil.copytree(APP, app, ignore=shutil.ignore_patterns("__pycache__"))
+    out = work / "out"
     out.mkdir()
     run_config = {
         "aggregator": config.aggregator,
@@ -111,33 +110,22 @@ def run_one(config: Config, work: Path, timeout: float) -> dict[str, Any]:
         "size": config.size,
         "nodes": config.nodes,
         "num-server-rounds": config.rounds,
-        "threshold": 0.6,
+        "threshold": THRESHOLD,
         "timeout": timeout,
         "out": str(out),
     }
-    command = [str(BIN / "flwr"), "run", str(app), "local", "--stream", "--run-config"]
-    command.append(" ".join(f"{k}={json.dumps(v)}" for k, v in run_config.items()))
+    extra: list[str] = []
     if config.engine == "simulation":
-        command += ["--federation-config", f"num-supernodes={config.nodes} client-resources-num-cpus=1"]
+        extra = ["--federation-config", f"num-supernodes={config.nodes} client-resources-num-cpus=1"]
         engine = simulation(work)
     else:
         engine = deployment(
             work, ["die-after-keys"] * config.killed + ["ok"] * (config.nodes - config.killed)
         )
     with engine as started:
-        run = subprocess.run(
-            command,
-            env=started["env"],
-            capture_output=True,
-            text=True,
-            timeout=600 + 8 * timeout * config.rounds,
-            cwd=work,
-        )
+        run = flwr_run(APP, started, run_config, 600 + 8 * timeout * config.rounds, extra)
     if not (out / "server.json").exists():
-        logs = "\n".join(f"== {p.name}\n{p.read_text()[-2000:]}" for p in sorted(work.glob("*.log")))
-        raise RuntimeError(
-            f"{config.name} wrote no result\n{run.stdout[-3000:]}\n{run.stderr[-2000:]}\n{logs}"
-        )
+        raise RuntimeError(f"{config.name} wrote no result\n{run_report(work, run)}")
     return summarize(config, out)
 
 
@@ -221,7 +209,7 @@ def _payload(args: argparse.Namespace, results: list[dict[str, Any]], finished: 
         "machine": describe_machine(),
         "flwr": args.flwr,
         "timeout_per_stage_s": args.timeout,
-        "threshold": 0.6,
+        "threshold": THRESHOLD,
         "bytes": "protobuf size of each message's content (RecordDict) the ServerApp sends to or receives "
         "from a node; per client = its own messages; at the server = all of them",
         "error": "max |aggregate - plain weighted mean of the counted nodes' updates| over all values",

@@ -157,22 +157,42 @@ def simulation(work: Path) -> Iterator[dict[str, Any]]:
         yield {"env": env, "nodes": [], "work": work}
 
 
-def run_app(dep: dict[str, Any], config: dict[str, Any], timeout: float = 240) -> dict[str, Any]:
-    """``flwr run`` the test app with ``config`` overrides; the ServerApp's JSON output."""
-    work: Path = dep["work"]
+def flwr_run(
+    app_source: Path,
+    started: dict[str, Any],
+    run_config: dict[str, Any],
+    timeout: float,
+    extra: Sequence[str] = (),
+) -> subprocess.CompletedProcess[str]:
+    """Copy ``app_source`` into the engine's work folder and ``flwr run`` it there with ``run_config`` overrides.
+
+    ``started`` is what :func:`deployment` or :func:`simulation` yields; ``extra``
+    are more ``flwr run`` options (e.g. the simulation's ``--federation-config``).
+    """
+    work: Path = started["work"]
     app = work / "app"
-    shutil.copytree(APP, app, ignore=shutil.ignore_patterns("__pycache__"))
-    out = work / "result.json"
-    overrides = " ".join(f"{k}={json.dumps(v)}" for k, v in {**config, "out": str(out)}.items())
-    run = subprocess.run(
-        [str(BIN / "flwr"), "run", str(app), "local", "--run-config", overrides, "--stream"],
-        env=dep["env"],
+    shutil.copytree(app_source, app, ignore=shutil.ignore_patterns("__pycache__"))
+    overrides = " ".join(f"{k}={json.dumps(v)}" for k, v in run_config.items())
+    return subprocess.run(
+        [str(BIN / "flwr"), "run", str(app), "local", "--run-config", overrides, "--stream", *extra],
+        env=started["env"],
         capture_output=True,
         text=True,
         timeout=timeout,
         cwd=work,
     )
+
+
+def run_report(work: Path, run: subprocess.CompletedProcess[str]) -> str:
+    """What to show when a run wrote no result: ``flwr run``'s output and the tail of every process log."""
+    logs = "\n".join(f"== {p.name}\n{p.read_text()[-3000:]}" for p in sorted(work.glob("*.log")))
+    return f"{run.stdout[-4000:]}\n{run.stderr[-2000:]}\n{logs}"
+
+
+def run_app(dep: dict[str, Any], config: dict[str, Any], timeout: float = 240) -> dict[str, Any]:
+    """``flwr run`` the test app with ``config`` overrides; the ServerApp's JSON output."""
+    out = dep["work"] / "result.json"
+    run = flwr_run(APP, dep, {**config, "out": str(out)}, timeout)
     if not out.exists():
-        logs = "\n".join(f"== {p.name}\n{p.read_text()[-3000:]}" for p in sorted(work.glob("*.log")))
-        raise AssertionError(f"the app wrote no result\n{run.stdout[-4000:]}\n{run.stderr[-2000:]}\n{logs}")
+        raise AssertionError(f"the app wrote no result\n{run_report(dep['work'], run)}")
     return json.loads(out.read_text())
