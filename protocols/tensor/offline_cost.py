@@ -1,52 +1,53 @@
-"""Operation counts and time estimates of the dealer-free offline phase (Paillier OLE).
+"""Operation counts and time estimates of the dealer-free offline phase.
 
 :func:`request_counts` counts, for one provider, the Paillier encryptions,
-64-bit exponentiations and multiplications modulo ``n^2`` and decryptions that
-:func:`protocols.tensor.offline_store.generate_offline` performs for one
-:class:`~protocols.tensor.offline_store.Request`; :func:`measure_timings`
-times the operations on this machine; :meth:`OpCounts.seconds` combines
-them. The time is one provider's CPU time, which is also the wall time when
-every provider has its own core (the providers work in parallel; on a shared
-machine with fewer cores than providers the wall time grows accordingly).
+64-bit exponentiations and multiplications modulo ``n^2`` and decryptions
+(triples, by OLE) and the extended OTs it receives and sends (truncation
+pairs, by OT) that :func:`protocols.tensor.offline_store.generate_offline`
+performs for one :class:`~protocols.tensor.offline_store.Request`;
+:func:`measure_timings` times the operations on this machine;
+:meth:`OpCounts.seconds` combines them. The time is one provider's CPU time
+on the critical path, which is also the wall time when every provider has its
+own core (the providers work in parallel; on a shared machine with fewer
+cores than providers the wall time grows accordingly).
 
-Measurement (2026-11-28, this 2-core machine, in a quiet moment;
-``benchmarks/bench_offline.py`` at key sizes 2048 and 512 with its check of
-one real triple, ``benchmarks/results/offline.json``): per operation at
-2048 bits, encryption 12.5 ms (own key by the CRT: 7.0 ms), 64-bit
-exponentiation 0.43 ms, multiplication modulo ``n^2`` 5.8 us, decryption
-3.6 ms; under load, an hour earlier, everything was 1.3
-to 1.5 times slower. The ladder eigensolver of the hidden-covariance mode at
-d = 100, k = 5, M = 3 with its full budget of 12 iterations asks for 3
-triples (100x100)@(100x100), 12 (100x100)@(100x5), 23 (5x100)@(100x5) and 41
-truncation pairs (5 of shape 100x100, 36 of shape 100x5: 4.4e6 shared bits).
+Measurement (2026-11-28, 23:10 UTC, this 2-core machine, load average 0.7 to
+1.5; ``python -m benchmarks.bench_offline --check``,
+``benchmarks/results/offline.json``): per operation at 2048 bits, encryption
+13.5 ms (own key by the CRT: 7.3 ms), 64-bit exponentiation 0.45 ms,
+multiplication modulo ``n^2`` 6.4 us, decryption 3.6 ms; an extended OT
+0.22 us of CPU at the receiver and 0.30 us at the sender. The ladder
+eigensolver of the hidden-covariance mode at d = 100, k = 5, M = 3 with its
+full budget of 12 iterations asks for 3 triples (100x100)@(100x100), 12
+(100x100)@(100x5), 23 (5x100)@(100x5) and 41 truncation pairs (5 of shape
+100x100, 36 of shape 100x5: 4.4e6 shared bits).
 
 * Matrix triples, per provider: 6,500 own-key and 8,630 mask encryptions,
   1.7e7 multiplications (the comb of :mod:`protocols.tensor.ole`), 8,630
-  decryptions: **287 s** (about two thirds for the three 100x100
-  products), just inside the issue's goal of 300 s, provided each
-  provider has a core of its own; under load (as an hour earlier) it would
-  be about 380 s. Encryptions are 55 % of it.
-* Truncation pairs by 64 shared bits, ``64 (M - 1)`` elementwise OLEs per
-  element, one encryption each: 8.7e6 own-key encryptions, **about 23
-  hours** (82,618 s; at the 512-bit test key about 54 minutes).
+  decryptions: **304 s** (about two thirds for the three 100x100
+  products), just over the issue's goal of 300 s even with a core per
+  provider; three providers sharing these two cores need about 1.5 times
+  that. Encryptions are 55 % of it.
+* Truncation pairs by 64 shared bits, each bit's ``M - 1`` products by OT:
+  1.7e7 OTs received and 8.7e6 sent on the critical path, **6 s** modelled.
+  Generated for real, all three providers as threads of one process: 13.1 s
+  wall, 3.1 to 4.4 s of CPU and at most 174 MB sent per provider (base OTs
+  included). By Paillier OLE, one encryption per bit, the same pairs took
+  an estimated 23 hours (82,618 s; the previous measurement).
 * Model against a real run: one (100x100)@(100x5) triple among 3 provider
-  threads took 12.8 s wall (17.7 s in offline.json's run, under load) against
-  6.1 s per provider modelled (3 providers
-  on 2 cores, and the comb is Python code that holds the GIL); at 512 bits
-  3.0 s against 1.0 s.
+  threads took 20.9 s wall against 6.5 s per provider modelled (3 providers
+  on 2 cores, and the comb is Python code that holds the GIL).
 
-So Paillier OLE meets the goal for the triples only just (and only with a
-core per provider), and misses it by a factor of about 260 with
-bit-decomposed truncation pairs. Cheaper masks would help the triples (a
-fixed-base rerandomisation as in :mod:`protocols.paillier.precompute` is not
-enough as it is: its obfuscators cover only a subgroup of index about 4, and
-the key holder could read parities of the sender's operand from the coset).
-What would meet the goal with room: OT extension (Gilboa multiplication,
-with IKNP/Ferret-style correlated OT at microseconds per OT, 64 OTs per ring
-product) for triples, and shared random bits from OT (edaBits-style) rather
-than from OLE for truncation pairs; or a lattice scheme with SIMD slots (BFV
-via tenseal, thousands of plaintext slots per ciphertext, where a 2048-bit
-Paillier plaintext packs 11).
+So the truncation pairs are now a rounding error and the triples are the
+offline phase: about five minutes per provider with a core each. What would
+make the triples cheaper: OT-based matrix products need ``64 m n p`` ring
+words of traffic per cross term (512 MB for a 100x100 product), so they want
+silent OT (VOLE) rather than IKNP; a lattice scheme with SIMD slots (BFV via
+tenseal, thousands of plaintext slots per ciphertext, where a 2048-bit
+Paillier plaintext packs 11) would cut the encryptions. A fixed-base
+rerandomisation of the masks as in :mod:`protocols.paillier.precompute` is
+not enough as it is: its obfuscators cover only a subgroup of index about 4,
+and the key holder could read parities of the sender's operand from the coset.
 """
 
 from __future__ import annotations
@@ -57,10 +58,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import gmpy2
+import numpy as np
 from gmpy2 import mpz
 
+from protocols.ot.links import setup_links
 from protocols.paillier.cipher import decrypt, encrypt
 from protocols.paillier.keys import generate_keypair
+from protocols.party import Party
+from protocols.runtime import run_inprocess
 from protocols.tensor.offline_store import Request
 from protocols.tensor.ole import OleLayout, cheaper_transposed, encrypt_own, matmul_ole_ops
 
@@ -77,17 +82,21 @@ class Timings:
     exponentiate: float
     multiply: float
     decrypt: float
+    ot_receiver: float = 0.0
+    ot_sender: float = 0.0
 
 
 @dataclass(frozen=True)
 class OpCounts:
-    """Paillier operations one provider performs."""
+    """Paillier operations and extended OTs one provider performs."""
 
     own_encryptions: int = 0
     encryptions: int = 0
     exponentiations: int = 0
     multiplications: int = 0
     decryptions: int = 0
+    ot_receiver: int = 0
+    ot_sender: int = 0
 
     def __add__(self, other: OpCounts) -> OpCounts:
         return OpCounts(
@@ -96,6 +105,8 @@ class OpCounts:
             exponentiations=self.exponentiations + other.exponentiations,
             multiplications=self.multiplications + other.multiplications,
             decryptions=self.decryptions + other.decryptions,
+            ot_receiver=self.ot_receiver + other.ot_receiver,
+            ot_sender=self.ot_sender + other.ot_sender,
         )
 
     def seconds(self, timings: Timings) -> float:
@@ -106,6 +117,8 @@ class OpCounts:
             + self.exponentiations * timings.exponentiate
             + self.multiplications * timings.multiply
             + self.decryptions * timings.decrypt
+            + self.ot_receiver * timings.ot_receiver
+            + self.ot_sender * timings.ot_sender
         )
 
 
@@ -141,16 +154,13 @@ def request_counts(request: Request, n_providers: int, key_bits: int) -> OpCount
         return _elementwise(size, peers, key_bits)
     if request.kind == "mask":
         return OpCounts()
-    # truncation: M - 1 sequential private products on 64 size bits; the owner encrypts
-    # and decrypts, the others answer; every provider is owner once (provider 0 never).
+    # truncation: M - 1 sequential OT products on 64 size bits; in each the owner receives from every
+    # peer, then each peer answers as sender (in parallel); every provider but provider 0 owns one step.
     bits = size * _BITS
-    slots = OleLayout(key_bits, 1).slots
-    replies = -(-bits // slots)
-    owner = OpCounts(own_encryptions=bits, decryptions=peers * replies)
-    answer = OpCounts(encryptions=replies, exponentiations=bits)
+    step = OpCounts(ot_receiver=peers * bits, ot_sender=bits)
     total = OpCounts()
     for _ in range(peers):
-        total = total + owner + answer  # sequential steps: the owner's work, then the answers
+        total = total + step
     return total
 
 
@@ -166,13 +176,40 @@ def total_counts(requests: Sequence[Request], n_providers: int, key_bits: int) -
     return total
 
 
+def measure_ot_timings(batch: int = 1 << 18, repeats: int = 3) -> tuple[float, float]:
+    """CPU seconds per extended OT at the receiver and at the sender: one batch between two threads.
+
+    Each end's :func:`time.thread_time` over the batch (the base OTs before it
+    are not counted), divided by ``batch``; the fastest of ``repeats`` runs.
+    """
+    bits = np.frombuffer(secrets.token_bytes(batch), dtype=np.uint8) & np.uint8(1)
+    words = np.frombuffer(secrets.token_bytes(8 * batch), dtype=np.uint64)
+
+    def receiver(party: Party) -> float:
+        end = setup_links(party, ["sender"]).receivers["sender"]
+        start = time.thread_time()
+        end.finish(party, end.start(party, bits))
+        return (time.thread_time() - start) / batch
+
+    def sender(party: Party) -> float:
+        end = setup_links(party, ["receiver"]).senders["receiver"]
+        start = time.thread_time()
+        end.send_correlated(party, words)
+        return (time.thread_time() - start) / batch
+
+    runs = [run_inprocess({"receiver": receiver, "sender": sender}).outputs for _ in range(repeats)]
+    return min(r["receiver"] for r in runs), min(r["sender"] for r in runs)
+
+
 def measure_timings(
     key_bits: int, samples: int = 20, repeats: int = 3, *, allow_insecure_key_size: bool = False
 ) -> Timings:
-    """Time encryption (public and own key), a 64-bit exponentiation and a multiplication modulo ``n^2``, decryption.
+    """Time the Paillier operations and an extended OT at each end.
 
-    Each is the mean over ``samples`` operations, the fastest of ``repeats``
-    such means (other jobs on a shared machine only ever slow a run down).
+    Paillier: encryption (public and own key), a 64-bit exponentiation and a
+    multiplication modulo ``n^2``, decryption; each the mean over ``samples``
+    operations, the fastest of ``repeats`` such means (other jobs on a shared
+    machine only ever slow a run down). OT: :func:`measure_ot_timings`.
     """
     keys = generate_keypair(key_bits, allow_insecure_key_size=allow_insecure_key_size)
     public = keys.public_key
@@ -199,4 +236,6 @@ def measure_timings(
         decrypt(keys.private_key, cts)
         t_dec = (time.perf_counter() - start) / samples
         best = [min(b, t) for b, t in zip(best, (t_enc, t_own, t_exp, t_mul, t_dec), strict=True)]
-    return Timings(key_bits, *best)
+    ot_receiver, ot_sender = measure_ot_timings(repeats=repeats)
+    t_enc, t_own, t_exp, t_mul, t_dec = best
+    return Timings(key_bits, t_enc, t_own, t_exp, t_mul, t_dec, ot_receiver, ot_sender)

@@ -22,9 +22,6 @@ own key, slots ``x + m`` with a fresh mask ``m`` ``stat_bits`` wider than
 nothing about ``A_h`` or ``B_h``; when ``A_h``, ``B_h`` are uniform (triples,
 :func:`provider_triple`), ``A``, ``B`` and ``C`` are uniform to it.
 
-:func:`private_product` is the cheaper special case in which one provider
-holds the whole right operand: only that provider encrypts.
-
 Messages: the public keys at :func:`exchange_keys` (fixed-width bytes,
 size-checked), then only ciphertext byte strings (range-checked); nothing is
 unpickled.
@@ -33,12 +30,13 @@ unpickled.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
 
 from protocols.errors import InputValidationError
+from protocols.ot.links import OtLinks, setup_links
 from protocols.paillier.keys import PaillierKeyPair, PaillierPublicKey, check_key_bits, generate_keypair
 from protocols.paillier.serialize import public_key_from_bytes, public_key_to_bytes
 from protocols.party import Party
@@ -67,6 +65,17 @@ class ProviderGroup:
     providers: tuple[str, ...]
     keypair: PaillierKeyPair
     peer_keys: dict[str, PaillierPublicKey]
+    _ot: OtLinks | None = field(default=None, repr=False)
+
+    def ot_links(self) -> OtLinks:
+        """The OT-extension links to every other provider, set up (base OTs, two rounds) on first use.
+
+        Every provider reaches its first use at the same step of the offline
+        phase (the first truncation pair), so the set-up rounds line up.
+        """
+        if self._ot is None:
+            self._ot = setup_links(self.party, self.others)
+        return self._ot
 
     @property
     def me(self) -> str:
@@ -164,41 +173,6 @@ def shared_product(
     for peer in group.others:
         out += finish(group.keypair, kind, group.party.recv(peer), left.shape, right.shape)
     return out.T.copy() if transposed else out
-
-
-def private_product(
-    group: ProviderGroup, owner: str, x: NDArray[np.uint64], y: NDArray[np.uint64] | None
-) -> NDArray[np.uint64]:
-    """Share of ``X * y`` (elementwise) for shared ``X`` and ``y`` known to ``owner`` alone; two rounds.
-
-    Parameters
-    ----------
-    group : ProviderGroup
-    owner : str
-        The provider that holds ``y``.
-    x : ndarray of uint64
-        This provider's share of ``X``.
-    y : ndarray of uint64 or None
-        ``y`` at the owner (shape of ``x``); ignored elsewhere.
-    """
-    x = np.asarray(x)
-    if owner not in group.providers:
-        raise InputValidationError(f"{owner!r} is not a provider")
-    if group.me != owner:
-        reply, share = respond(group.peer_keys[owner], "mul", x, group.party.recv(owner), x.shape)
-        group.party.send(owner, reply)
-        return share
-    if y is None:
-        raise InputValidationError("the owner of a private product must pass its operand")
-    y = np.asarray(y)
-    _check("mul", x, y)
-    payload = encrypt_operand(group.keypair, "mul", y, 1)
-    for peer in group.others:
-        group.party.send(peer, payload)
-    out = x * y
-    for peer in group.others:
-        out += finish(group.keypair, "mul", group.party.recv(peer), x.shape, y.shape)
-    return out
 
 
 def fresh_ring(shape: tuple[int, ...]) -> NDArray[np.uint64]:

@@ -12,20 +12,27 @@ shares of the bits with no further message. Bit ``b_t`` is the XOR of one
 private random bit per provider, ``b_t = beta_(0,t) xor ... xor beta_(M-1,t)``,
 computed on arithmetic shares with ``x xor y = x + y - 2 x y``: starting from
 provider 0's bit (shared as itself at provider 0 and zero elsewhere), provider
-``i`` folds in its bit with one :func:`~protocols.tensor.provider_products.private_product`
-of the shared running XOR by its private bit (``M - 1`` steps, two message
-rounds each). Every ``b_t`` is uniform as long as one provider's bit is, so
-``r`` is uniform and unknown to any coalition short of all providers; the
-messages are those of :func:`private_product` (ciphertexts and
-statistically masked slots), which do not depend on any provider's bits.
+``i`` folds in its bit with one
+:func:`~protocols.ot.links.shared_times_private_bits` of the shared running
+XOR by its private bit (``M - 1`` steps, two message rounds each). In that
+product every other provider's share meets the owner's bit in one correlated
+OT (Gilboa's multiplication on IKNP OT extension, :mod:`protocols.ot`), so a
+bit costs ``(M - 1)^2`` OTs in all. Every ``b_t`` is uniform as long as one
+provider's bit is, so ``r`` is uniform and unknown to any coalition short of
+all providers; the messages are the OT extension's (``u`` masks the owner's
+bits with keys the sender lacks, ``tau`` masks the sender's share with hashes
+the owner cannot compute), which do not depend on any provider's bits.
 
 Why not a cheaper route: the carries of ``sum_i r_i`` for locally drawn
 ``r_i`` (out of the low ``bits`` bits, out of bit 63 and out of bit 64) are
 needed exactly, and computing them is a comparison of private values, which
 costs about one bit decomposition too; dropping them would make ``truncate``
-off by up to ``M - 1`` ulps and break its wrap detection. The bit route costs
-``64 (M - 1)`` elementwise OLEs per element; see
-:mod:`protocols.tensor.offline_cost` for what that means at d = 100.
+off by up to ``M - 1`` ulps and break its wrap detection.
+
+Why OT and not the Paillier OLE of the triples: one OLE per bit costs a
+Paillier encryption (about 7 ms), an OT about a microsecond; at d = 100,
+k = 5, M = 3 the pairs need 4.4e6 shared bits, 23 hours by OLE and seconds
+by OT (:mod:`protocols.tensor.offline_cost` has the measurement).
 """
 
 from __future__ import annotations
@@ -34,7 +41,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from protocols.errors import InputValidationError
-from protocols.tensor.provider_products import ProviderGroup, fresh_ring, private_product
+from protocols.ot.links import shared_times_private_bits
+from protocols.tensor.provider_products import ProviderGroup, fresh_ring
 
 _U = np.uint64
 _BITS = 64
@@ -44,13 +52,17 @@ def shared_random_bits(group: ProviderGroup, shape: tuple[int, ...]) -> NDArray[
     """This provider's arithmetic shares (mod ``2^64``) of uniform bits, shape ``shape``.
 
     Each bit is the XOR of one private bit per provider (drawn from a
-    :mod:`secrets`-keyed stream), folded in provider by provider.
+    :mod:`secrets`-keyed stream), folded in provider by provider with OT
+    products on the group's links (set up on first use).
     """
     mine = fresh_ring(tuple(shape)) & _U(1)
+    links = group.ot_links()
     first = group.providers[0]
     acc = mine.copy() if group.me == first else np.zeros(shape, dtype=_U)
+    bits = mine.astype(np.uint8)
     for owner in group.providers[1:]:
-        product = private_product(group, owner, acc, mine if group.me == owner else None)
+        mine_if_owner = bits if group.me == owner else None
+        product = shared_times_private_bits(group.party, links, group.providers, owner, acc, mine_if_owner)
         if group.me == owner:
             acc += mine
         acc -= _U(2) * product

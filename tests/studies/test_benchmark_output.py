@@ -167,3 +167,9 @@ def test_quick_offline_benchmark_costs_what_the_eigensolver_asks_for(tmp_path):
         at_512["triples"]["seconds_per_provider"] + at_512["truncation_pairs"]["seconds_per_provider"]
     )
     assert at_512["check_one_triple"]["wall_seconds"] > 0
+    # truncation pairs are OTs only (no Paillier operation), and they were generated for real
+    pairs = at_512["truncation_pairs"]
+    assert pairs["operations"]["ot_receiver"] == 2 * pairs["operations"]["ot_sender"] > 0  # M - 1 = 2 peers
+    assert pairs["operations"]["own_encryptions"] == pairs["operations"]["exponentiations"] == 0
+    assert pairs["generated"]["requests"] == pairs["requests"]
+    assert min(pairs["generated"]["bytes_sent"]) > 0 and pairs["generated"]["wall_seconds"] > 0

@@ -15,7 +15,7 @@ from protocols.tensor import ops as tensor_ops
 from protocols.tensor.correlated import TruncationPair
 from protocols.tensor.offline_cost import OpCounts, Timings, measure_timings, total_counts
 from protocols.tensor.offline_store import OfflineMismatchError, OfflineStore, Request, generate_offline
-from protocols.tensor.provider_products import exchange_keys, private_product, shared_product
+from protocols.tensor.provider_products import exchange_keys, shared_product
 from protocols.tensor.provider_truncation import provider_truncation_pair
 
 KEY_BITS = 512
@@ -147,18 +147,6 @@ def test_the_orientation_is_chosen_by_the_weighted_cost():
         assert ole.cheaper_transposed((1, 40), (40, 9), 2, peers)
         assert not ole.cheaper_transposed((30, 40), (40, 2), 2, peers)
     assert not ole.cheaper_transposed((100, 100), (100, 5), 11, 2)  # the ladder's X = C Q shape
-
-
-def test_a_private_operand_times_a_shared_one(keys):
-    y = np.array([3, 0, 1, 2**64 - 1], dtype=_U)
-
-    def program(group):
-        x = np.arange(4, dtype=_U) * _U(group.index + 7) + TOP
-        return x, private_product(group, "p1", x, y if group.me == "p1" else None)
-
-    out = run_providers(3, keys, program)
-    x = sum(out[p][0] for p in out)
-    assert np.array_equal(sum(out[p][1] for p in out), x * y)
 
 
 # -- truncation pairs -----------------------------------------------------------------
