@@ -19,6 +19,9 @@ backends
     masks, Paillier, CrypTen); :func:`make_backend` builds one by name.
 paillier
     Paillier arithmetic on gmpy2 behind the Paillier backend.
+ot
+    Oblivious transfer among providers (base OTs, IKNP extension, Gilboa bit
+    products), for correlated randomness without a dealer.
 runtime
     Runs role functions as parties: threads (:func:`run_inprocess`), local
     processes over TLS (:func:`run_processes`), one party per host

@@ -34,10 +34,10 @@ krylov_eig, krylov_math
 ole, provider_products, provider_truncation
     Correlated randomness without a dealer (issue 39): two-party OLE from the
     receiver's own Paillier key, Beaver triples among the providers, and
-    truncation pairs from shared random bits.
+    truncation pairs from shared random bits (made by OT, :mod:`protocols.ot`).
 offline_store, offline_cost
     The offline phase's items, numbered as the ledger numbers them and handed
-    out once; and its Paillier operation counts and time model.
+    out once; and its operation counts (Paillier, OT) and time model.
 """
 
 from protocols.tensor.ops import (
