@@ -4,10 +4,10 @@ Usage::
 
     python -m benchmarks.bench_offline [--d 100] [--k 5] [--providers 3] [--key-bits 2048] [--check]
 
-1. Records the correlated randomness the ladder eigensolver of the
-   hidden-covariance mode requests (one in-process run with the dealer, its
-   full iteration budget, on a covariance with a clear gap; numbered as the
-   ledger numbers them) as :class:`~protocols.tensor.offline_store.Request` s.
+1. Plans the correlated randomness the ladder eigensolver of the
+   hidden-covariance mode can take at its full iteration budget, worst case
+   (:func:`~protocols.tensor.offline_plan.ladder_plan`: every iteration, every
+   squaring, the every-holder masking rotation).
 2. Times the Paillier operations and an extended OT
    (:func:`~protocols.tensor.offline_cost.measure_timings`).
 3. Prints the operation counts and estimated seconds per provider
@@ -22,54 +22,22 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import contextlib
 import time
 from dataclasses import asdict
 from typing import Any
 
-import numpy as np
-
 from benchmarks.output import add_out_argument, output_dir, write_json
 from mpc_pca.studies.machine import describe_machine
-from protocols.errors import ProtocolError
 from protocols.tensor.offline_cost import measure_timings, total_counts
+from protocols.tensor.offline_plan import ladder_plan
 from protocols.tensor.offline_store import Request, generate_offline
 
 #: The issue's goal for the offline phase at d = 100, M = 3 (seconds per provider).
 GOAL_SECONDS = 300.0
+#: The ladder's default iteration budget.
+MAX_ITERATIONS = 12
 FULL = {"d": 100, "k": 5}
 QUICK = {"d": 12, "k": 2}
-
-
-def record_requests(d: int, k: int, n_providers: int) -> list[Request]:
-    """The requests of one ladder eigensolve at ``d``, ``k`` (run with the dealer, in-process).
-
-    Read from a holder's :class:`~protocols.tensor.session.RandomnessLedger`, which records what
-    each item it issued was, in the ledger's numbering.
-    """
-    from protocols.runtime import run_inprocess
-    from protocols.tensor import TensorSession, share_input
-    from protocols.tensor.fast_eig import ladder_eigenvectors
-    from protocols.tensor.fast_eig_math import F
-
-    holders = [f"h{i}" for i in range(n_providers)]
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((4 * d, d)) * np.r_[np.linspace(10, 6, k), np.linspace(1, 0.1, d - k)]
-    cov = x.T @ x / (4 * d)
-
-    def role(party: Any) -> Any:
-        session = TensorSession(party, holders=holders, dealer="server", frac_bits=F)
-        shared = share_input(session, cov if party.name == "h0" else None, owner="h0", shape=(d, d))
-        with contextlib.suppress(ProtocolError):  # stopped at the budget: every item of it was requested
-            ladder_eigenvectors(shared, k, to="server")
-        return session.ledger.requests
-
-    recorded = run_inprocess({name: role for name in [*holders, "server"]}, timeout=3600).outputs["h0"]
-    position = {ident: n for n, ident in enumerate(sorted(recorded))}  # the store numbers items 0, 1, 2, ...
-    return [
-        Request(kind, shapes, bits=bits, mask=position.get(mask, -1))
-        for kind, shapes, bits, mask in (recorded[i] for i in sorted(recorded))
-    ]
 
 
 def check_one_triple(d: int, k: int, n_providers: int, key_bits: int) -> float:
@@ -180,7 +148,7 @@ def main(argv: list[str] | None = None) -> None:
         )
     key_sizes = args.key_bits or [512 if args.quick else 2048]
     folder = output_dir(args.out, args.quick)
-    requests = record_requests(d, k, args.providers)
+    requests = ladder_plan(d, k, n_holders=args.providers, max_iterations=MAX_ITERATIONS)
     payload = {
         "machine": describe_machine(), "quick": args.quick, "d": d, "k": k, "providers": args.providers,
         "requests": len(requests),

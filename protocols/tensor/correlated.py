@@ -1,4 +1,4 @@
-"""Dealer-supplied correlated randomness: Beaver triples and truncation pairs.
+"""Correlated randomness of the tensor engine: Beaver triples and truncation pairs, dealt or taken from a store.
 
 For operation number ``t`` holder ``i`` expands its dealer seed under nonce
 ``t`` into its shares; the dealer expands the same streams, so it knows every
@@ -13,6 +13,12 @@ Matrix triple: uniform ``A`` (m x n), ``B`` (n x p) and ``C = A @ B``
 (Beaver, CRYPTO 1991; matrix form as in Mohassel-Zhang, SecureML 2017).
 Truncation pair: uniform ``r``, with shares of ``r >> f`` and of
 ``msb(r) * 2^(64-f)`` (see :func:`protocols.tensor.ops.truncate`).
+
+In a dealer-free session (``randomness="providers"``) each holder takes the
+next item of the matching kind and shapes from its offline store instead
+(:class:`~protocols.tensor.offline_store.OfflineStore`, made by the holders
+among themselves), numbered as the store numbers it; nothing is sent, and
+the dealer (then only the output receiver) gets ``None``.
 """
 
 from __future__ import annotations
@@ -80,6 +86,14 @@ def triple(
     """
     if not (session.is_holder or session.is_dealer):
         return None
+    if session.dealer_free:
+        if session.offline is None:
+            return None
+        ident, a, b, c = session.offline.take_triple(kind, a_shape, b_shape)
+        session.stats.triples += 1
+        session.stats.triple_words += int(np.prod(c.shape))
+        session.ledger.issue(ident, kind, (a_shape, b_shape))
+        return Triple(ident, kind, a, b, c, session)
     ident = session.next_op()
     c_shape = product_shape(kind, a_shape, b_shape)
     session.stats.triples += 1
@@ -108,6 +122,13 @@ def truncation_pair(session: TensorSession, shape: tuple[int, ...], bits: int) -
     """Deal or receive one fresh truncation pair for dropping ``bits`` low bits."""
     if not (session.is_holder or session.is_dealer):
         return None
+    if session.dealer_free:
+        if session.offline is None:
+            return None
+        ident, r, r_shifted, msb_term = session.offline.take_truncation(shape, bits)
+        session.stats.truncations += 1
+        session.ledger.issue(ident, "truncation", (shape,), bits=bits)
+        return TruncationPair(ident, r, r_shifted, msb_term, session)
     ident = session.next_op()
     session.stats.truncations += 1
     shift, top = _U(bits), _U(64 - bits)
@@ -152,6 +173,13 @@ def operand_mask(session: TensorSession, shape: tuple[int, ...]) -> OperandMask 
     """Deal or receive a uniform mask ``A`` for a left operand used in many products."""
     if not (session.is_holder or session.is_dealer):
         return None
+    if session.dealer_free:
+        if session.offline is None:
+            return None
+        ident, a = session.offline.take_mask(shape)
+        session.ledger.issue(ident, "mask", (shape,))
+        session.ledger.consume(ident)  # opened once, right away
+        return OperandMask(ident, a)
     ident = session.next_op()
     if session.is_dealer:
         a_sum = np.zeros(shape, dtype=_U)
@@ -167,6 +195,14 @@ def fixed_triple(session: TensorSession, mask: OperandMask | None, b_shape: tupl
     """A fresh ``(B, C = A B)`` for the fixed mask ``A``; the returned triple is one-time as usual."""
     if mask is None:
         return None
+    if session.dealer_free:
+        if session.offline is None:
+            return None
+        ident, b, c = session.offline.take_fixed(mask.ident, b_shape)
+        session.stats.triples += 1
+        session.stats.triple_words += int(np.prod(c.shape))
+        session.ledger.issue(ident, "fixed", (b_shape,), mask=mask.ident)
+        return Triple(ident, "matmul", mask.a, b, c, session)
     ident = session.next_op()
     c_shape = (mask.a.shape[0], b_shape[1])
     session.stats.triples += 1

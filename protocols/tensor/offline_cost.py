@@ -11,35 +11,42 @@ on the critical path, which is also the wall time when every provider has its
 own core (the providers work in parallel; on a shared machine with fewer
 cores than providers the wall time grows accordingly).
 
-Measurement (2026-11-28, 23:10 UTC, this 2-core machine, load average 0.7 to
-1.5; ``python -m benchmarks.bench_offline --check``,
+Measurement (2026-11-28, 23:20 UTC, this 2-core machine, load average 0.4
+to 0.9; ``python -m benchmarks.bench_offline --check``,
 ``benchmarks/results/offline.json``): per operation at 2048 bits, encryption
-13.5 ms (own key by the CRT: 7.3 ms), 64-bit exponentiation 0.45 ms,
-multiplication modulo ``n^2`` 6.4 us, decryption 3.6 ms; an extended OT
-0.22 us of CPU at the receiver and 0.30 us at the sender. The ladder
-eigensolver of the hidden-covariance mode at d = 100, k = 5, M = 3 with its
-full budget of 12 iterations asks for 3 triples (100x100)@(100x100), 12
-(100x100)@(100x5), 23 (5x100)@(100x5) and 41 truncation pairs (5 of shape
-100x100, 36 of shape 100x5: 4.4e6 shared bits).
+13.6 ms (own key by the CRT: 7.2 ms), 64-bit exponentiation 0.44 ms,
+multiplication modulo ``n^2`` 5.7 us, decryption 3.6 ms; an extended OT
+0.23 us of CPU at the receiver and 0.24 us at the sender. The plan of the
+ladder eigensolver at d = 100, k = 5, M = 3 and its full budget of 12
+iterations (:func:`protocols.tensor.offline_plan.ladder_plan`, the worst
+case: every iteration, all 6 squarings, the every-holder masking rotation)
+holds 95 items: 6 triples (100x100)@(100x100), 13 (100x100)@(100x5), 24
+(5x100)@(100x5), 3 small ones, and 49 truncation pairs (8 of shape 100x100,
+39 of 100x5, 2 of 5x5: 6.4e6 shared bits).
 
-* Matrix triples, per provider: 6,500 own-key and 8,630 mask encryptions,
-  1.7e7 multiplications (the comb of :mod:`protocols.tensor.ole`), 8,630
-  decryptions: **304 s** (about two thirds for the three 100x100
-  products), just over the issue's goal of 300 s even with a core per
-  provider; three providers sharing these two cores need about 1.5 times
-  that. Encryptions are 55 % of it.
+* Matrix triples, per provider: 9,760 own-key and 14,960 mask encryptions,
+  2.9e7 multiplications (the comb of :mod:`protocols.tensor.ole`), 14,960
+  decryptions: **490 s**, of which about 390 s for the six squarings. A
+  run at d = 100 with a clear gap squares three times (the previous
+  measurement, which recorded one: about 300 s); the plan must hold the
+  worst case because the squarings depend on the data. Over the issue's
+  goal of 300 s even with a core per provider; three providers sharing
+  these two cores need about 1.5 times that. Mask encryptions are 41 % of it.
 * Truncation pairs by 64 shared bits, each bit's ``M - 1`` products by OT:
-  1.7e7 OTs received and 8.7e6 sent on the critical path, **6 s** modelled.
-  Generated for real, all three providers as threads of one process: 13.1 s
-  wall, 3.1 to 4.4 s of CPU and at most 174 MB sent per provider (base OTs
-  included). By Paillier OLE, one encryption per bit, the same pairs took
-  an estimated 23 hours (82,618 s; the previous measurement).
+  2.5e7 OTs received and 1.3e7 sent on the critical path, **9 s** modelled.
+  Generated for real, all three providers as threads of one process: 11.9 s
+  wall, 4.2 to 6.0 s of CPU and at most 255 MB sent per provider (base OTs
+  included). By Paillier OLE, one encryption per bit, the pairs of a
+  recorded run (4.4e6 bits) took an estimated 23 hours (82,618 s).
 * Model against a real run: one (100x100)@(100x5) triple among 3 provider
-  threads took 20.9 s wall against 6.5 s per provider modelled (3 providers
+  threads took 16.5 s wall against 6.3 s per provider modelled (3 providers
   on 2 cores, and the comb is Python code that holds the GIL).
 
 So the truncation pairs are now a rounding error and the triples are the
-offline phase: about five minutes per provider with a core each. What would
+offline phase: eight minutes per provider with a core each in the worst
+case. The squarings are products of a symmetric matrix by itself, for which
+a symmetric square pair ``(A, A^2)`` needs only one OLE per unordered pair
+of providers (half the cross terms); that is not built yet. What would
 make the triples cheaper: OT-based matrix products need ``64 m n p`` ring
 words of traffic per cross term (512 MB for a 100x100 product), so they want
 silent OT (VOLE) rather than IKNP; a lattice scheme with SIMD slots (BFV via

@@ -1,25 +1,31 @@
-"""An offline store of dealer-free correlated randomness, consumed once, in the ledger's numbering.
+"""An offline store of dealer-free correlated randomness: pools by kind and shape, each item used once.
 
-The providers run :func:`generate_offline` before any data is read: for a list
-of :class:`Request` (kind and shapes, the same list at every provider; it
-depends only on ``d``, ``k``, ``M`` and the iteration budget) each provider
-gets its shares of every item, numbered ``0, 1, 2, ...`` in request order,
-the numbers :meth:`~protocols.tensor.session.TensorSession.next_op` hands out
-to the dealer-assisted operations of :mod:`protocols.tensor.correlated`
-(``triple``, ``truncation_pair``, ``operand_mask`` and ``fixed_triple`` each
-take one number). The engine then takes item ``t`` when it reaches operation
-``t``: :class:`OfflineStore` checks the kind and shapes against the recorded
-request (:class:`OfflineMismatchError` otherwise) and refuses a second use of
-any number through a :class:`~protocols.tensor.session.RandomnessLedger`
+The providers run :func:`generate_offline` before any data is read, for a
+list of :class:`Request` (kind and shapes, the same list at every provider;
+it depends only on ``d``, ``k``, ``M`` and the iteration budget: see
+:mod:`protocols.tensor.offline_plan`). Each generated :class:`Item` keeps
+its position in that list as its number. The engine then takes, for each
+dealer-assisted operation of :mod:`protocols.tensor.correlated`, the next
+unused item of the matching kind and shapes (:class:`OfflineStore`); every
+provider runs the same control flow, so every provider takes the same item.
+Pools rather than fixed numbers, because the computation's sequence is not
+fixed in advance: the ladder eigensolver's squarings and early stop depend on
+the data, so the plan holds the worst case and the leftovers are discarded.
+A run that needs more than was made stops with :class:`OfflineExhaustedError`
+before anything of that operation is sent; a second use of any number is
+refused through a :class:`~protocols.tensor.session.RandomnessLedger`
 (:class:`~protocols.errors.TripleReuseError`).
 
 Kinds
     ``"mul"``, ``"matmul"``: Beaver triples (:func:`provider_triple`), shapes
-    ``(a_shape, b_shape)``; ``"truncation"``: truncation pairs
-    (:mod:`protocols.tensor.provider_truncation`), shapes ``(shape,)`` and
-    ``bits``; ``"mask"``: a shared uniform operand mask (each provider's share
-    is local randomness, no message), shapes ``(shape,)``; ``"fixed"``: a
-    triple ``(B, A B)`` for the mask numbered ``mask``, shapes ``(b_shape,)``.
+    ``(a_shape, b_shape)``; ``"truncation"``: the 64 shared random bits of a
+    truncation pair (:func:`~protocols.tensor.provider_truncation.shared_random_bits`),
+    shapes ``(shape,)``; the bits to drop are chosen when the pair is taken
+    (the ladder's normalising shifts depend on the data), and ``r``,
+    ``r >> bits`` and ``msb(r) 2^(64-bits)`` follow linearly from the bits;
+    ``"mask"``: a shared uniform operand mask (each provider's share is local
+    randomness, no message), shapes ``(shape,)``; ``"fixed"``: a triple
+    ``(B, A B)`` for the mask numbered ``mask``, shapes ``(b_shape,)``.
 
 Measured cost and the 5-minute goal (issue 39, d = 100, k = 5, M = 3): see
 :mod:`protocols.tensor.offline_cost`.
@@ -27,6 +33,7 @@ Measured cost and the 5-minute goal (issue 39, d = 100, k = 5, M = 3): see
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -41,15 +48,11 @@ from protocols.tensor.provider_products import (
     provider_fixed_triple,
     provider_triple,
 )
-from protocols.tensor.provider_truncation import provider_truncation_pair
+from protocols.tensor.provider_truncation import RING_BITS, pair_from_bits, shared_random_bits
 from protocols.tensor.session import RandomnessLedger
 
 RequestKind = Literal["mul", "matmul", "truncation", "mask", "fixed"]
 Shape = tuple[int, ...]
-
-
-class OfflineMismatchError(ProtocolError):
-    """The engine asked for an item that is not the one recorded under that number."""
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,6 @@ class Request:
 
     kind: RequestKind
     shapes: tuple[Shape, ...]
-    bits: int = 0
     mask: int = -1
 
     def __post_init__(self) -> None:
@@ -69,8 +71,6 @@ class Request:
             raise InputValidationError(
                 f"a {self.kind!r} request needs {expected} shape(s), got {self.shapes}"
             )
-        if self.kind == "truncation" and not 1 <= self.bits <= 63:
-            raise InputValidationError(f"a truncation request drops 1 to 63 bits, got {self.bits}")
         if self.kind == "fixed" and self.mask < 0:
             raise InputValidationError("a 'fixed' request names the number of its mask")
 
@@ -79,8 +79,9 @@ class Request:
 class Item:
     """A provider's shares of one generated item.
 
-    ``arrays`` holds ``(A, B, C)`` for triples, ``(r, r >> bits, msb term)``
-    for truncation pairs, ``(A,)`` for masks and ``(B, C)`` for fixed triples.
+    ``arrays`` holds ``(A, B, C)`` for triples, ``(bits,)`` (shape
+    ``(*shape, 64)``, bit ``t`` of ``r`` last) for truncation pairs, ``(A,)``
+    for masks and ``(B, C)`` for fixed triples.
     """
 
     ident: int
@@ -95,7 +96,7 @@ def _generate_one(
         kind: Literal["mul", "matmul"] = "mul" if request.kind == "mul" else "matmul"
         return provider_triple(group, kind, request.shapes[0], request.shapes[1])
     if request.kind == "truncation":
-        return provider_truncation_pair(group, request.shapes[0], request.bits)
+        return (shared_random_bits(group, (*request.shapes[0], RING_BITS)),)
     if request.kind == "mask":
         return (fresh_ring(request.shapes[0]),)
     if not 0 <= request.mask < len(made) or made[request.mask].request.kind != "mask":
@@ -111,8 +112,12 @@ def generate_offline(group: ProviderGroup, requests: Sequence[Request]) -> Offli
     return OfflineStore(items)
 
 
+class OfflineExhaustedError(ProtocolError):
+    """The computation needs an item of a kind and shape of which the offline phase made too few."""
+
+
 class OfflineStore:
-    """A provider's generated items, each usable once, taken by number with its kind and shapes checked.
+    """A provider's generated items in pools by request, each item usable once.
 
     Parameters
     ----------
@@ -123,13 +128,15 @@ class OfflineStore:
     def __init__(self, items: Sequence[Item]) -> None:
         self._items = list(items)
         self.ledger = RandomnessLedger()
+        self._pools: dict[Request, deque[int]] = {}
         for position, item in enumerate(self._items):
             if item.ident != position:
                 raise InputValidationError(
                     f"item #{position} is numbered {item.ident}; items must be 0, 1, 2, ..."
                 )
             request = item.request
-            self.ledger.issue(item.ident, request.kind, request.shapes, request.bits, request.mask)
+            self.ledger.issue(item.ident, request.kind, request.shapes, 0, request.mask)
+            self._pools.setdefault(request, deque()).append(item.ident)
 
     def __len__(self) -> int:
         return len(self._items)
@@ -139,43 +146,41 @@ class OfflineStore:
         """Items not yet taken."""
         return len(self._items) - self.ledger.consumed
 
-    def _take(self, ident: int, wanted: Request) -> tuple[NDArray[np.uint64], ...]:
-        if not 0 <= ident < len(self._items):
-            raise OfflineMismatchError(
-                f"correlated randomness number {ident} was not generated offline "
-                f"(the store holds numbers 0 to {len(self._items) - 1})"
+    def _take(self, wanted: Request) -> tuple[int, tuple[NDArray[np.uint64], ...]]:
+        pool = self._pools.get(wanted)
+        if not pool:
+            made = sum(1 for item in self._items if item.request == wanted)
+            raise OfflineExhaustedError(
+                f"the computation asks for {wanted}, of which the offline phase made {made}, all used: "
+                "the offline plan does not cover this run (a larger iteration budget, or other d, k, M?)"
             )
-        item = self._items[ident]
-        if item.request != wanted:
-            raise OfflineMismatchError(
-                f"correlated randomness number {ident} was generated as {item.request}, "
-                f"but the computation asks for {wanted}; the offline requests do not match this run"
-            )
+        ident = pool[0]
         self.ledger.consume(ident)
-        return item.arrays
+        pool.popleft()
+        return ident, self._items[ident].arrays
 
     def take_triple(
-        self, ident: int, kind: Literal["mul", "matmul"], a_shape: Shape, b_shape: Shape
-    ) -> tuple[NDArray[np.uint64], NDArray[np.uint64], NDArray[np.uint64]]:
-        """Shares ``(A, B, C)`` of triple ``ident``."""
-        a, b, c = self._take(ident, Request(kind, (tuple(a_shape), tuple(b_shape))))
-        return a, b, c
+        self, kind: Literal["mul", "matmul"], a_shape: Shape, b_shape: Shape
+    ) -> tuple[int, NDArray[np.uint64], NDArray[np.uint64], NDArray[np.uint64]]:
+        """The next triple of this kind and shapes: its number and shares ``(A, B, C)``."""
+        ident, (a, b, c) = self._take(Request(kind, (tuple(a_shape), tuple(b_shape))))
+        return ident, a, b, c
 
     def take_truncation(
-        self, ident: int, shape: Shape, bits: int
-    ) -> tuple[NDArray[np.uint64], NDArray[np.uint64], NDArray[np.uint64]]:
-        """Shares ``(r, r >> bits, msb(r) 2^(64-bits))`` of truncation pair ``ident``."""
-        r, shifted, msb = self._take(ident, Request("truncation", (tuple(shape),), bits=bits))
-        return r, shifted, msb
+        self, shape: Shape, bits: int
+    ) -> tuple[int, NDArray[np.uint64], NDArray[np.uint64], NDArray[np.uint64]]:
+        """The next truncation pair of this shape, for dropping ``bits``: number, ``r``, ``r >> bits``, msb term."""
+        if not 1 <= bits < RING_BITS:
+            raise InputValidationError(f"a truncation pair drops between 1 and 63 bits, got {bits}")
+        ident, (shared_bits,) = self._take(Request("truncation", (tuple(shape),)))
+        return (ident, *pair_from_bits(shared_bits, bits))
 
-    def take_mask(self, ident: int, shape: Shape) -> NDArray[np.uint64]:
-        """Share of operand mask ``ident``."""
-        (a,) = self._take(ident, Request("mask", (tuple(shape),)))
-        return a
+    def take_mask(self, shape: Shape) -> tuple[int, NDArray[np.uint64]]:
+        """The next operand mask of this shape: its number and share."""
+        ident, (a,) = self._take(Request("mask", (tuple(shape),)))
+        return ident, a
 
-    def take_fixed(
-        self, ident: int, mask: int, b_shape: Shape
-    ) -> tuple[NDArray[np.uint64], NDArray[np.uint64]]:
-        """Shares ``(B, C = A B)`` of fixed triple ``ident`` for the mask numbered ``mask``."""
-        b, c = self._take(ident, Request("fixed", (tuple(b_shape),), mask=mask))
-        return b, c
+    def take_fixed(self, mask: int, b_shape: Shape) -> tuple[int, NDArray[np.uint64], NDArray[np.uint64]]:
+        """The next fixed triple ``(B, C = A B)`` for the mask numbered ``mask``: number, ``B``, ``C``."""
+        ident, (b, c) = self._take(Request("fixed", (tuple(b_shape),), mask=mask))
+        return ident, b, c

@@ -31,8 +31,8 @@ off by up to ``M - 1`` ulps and break its wrap detection.
 
 Why OT and not the Paillier OLE of the triples: one OLE per bit costs a
 Paillier encryption (about 7 ms), an OT about a microsecond; at d = 100,
-k = 5, M = 3 the pairs need 4.4e6 shared bits, 23 hours by OLE and seconds
-by OT (:mod:`protocols.tensor.offline_cost` has the measurement).
+k = 5, M = 3 the plan's pairs need 6.4e6 shared bits, a day by OLE and
+seconds by OT (:mod:`protocols.tensor.offline_cost` has the measurement).
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ from protocols.ot.links import shared_times_private_bits
 from protocols.tensor.provider_products import ProviderGroup, fresh_ring
 
 _U = np.uint64
-_BITS = 64
+#: Bits of a ring word, and so shared random bits per truncation-pair element.
+RING_BITS = 64
 
 
 def shared_random_bits(group: ProviderGroup, shape: tuple[int, ...]) -> NDArray[np.uint64]:
@@ -69,6 +70,26 @@ def shared_random_bits(group: ProviderGroup, shape: tuple[int, ...]) -> NDArray[
     return acc
 
 
+def pair_from_bits(
+    shared_bits: NDArray[np.uint64], bits: int
+) -> tuple[NDArray[np.uint64], NDArray[np.uint64], NDArray[np.uint64]]:
+    """Shares of ``r``, ``r >> bits`` and ``msb(r) 2^(64-bits)`` from shares of ``r``'s 64 bits (last axis).
+
+    Linear in the bits, so no message: ``r = sum_t 2^t b_t``,
+    ``r >> bits = sum_(t >= bits) 2^(t-bits) b_t``, ``msb(r) 2^(64-bits) = 2^(64-bits) b_63``.
+    """
+    if not 1 <= bits < RING_BITS:
+        raise InputValidationError(f"a truncation pair drops between 1 and 63 bits, got {bits}")
+    if shared_bits.shape[-1:] != (RING_BITS,):
+        raise InputValidationError(f"need {RING_BITS} shared bits per element, got shape {shared_bits.shape}")
+    weights = np.array([1 << t for t in range(RING_BITS)], dtype=_U)
+    shifted_weights = np.array([(1 << (t - bits)) if t >= bits else 0 for t in range(RING_BITS)], dtype=_U)
+    r = (shared_bits * weights).sum(axis=-1, dtype=_U)
+    r_shifted = (shared_bits * shifted_weights).sum(axis=-1, dtype=_U)
+    msb_term = shared_bits[..., RING_BITS - 1] << _U(RING_BITS - bits)
+    return r, r_shifted, msb_term
+
+
 def provider_truncation_pair(
     group: ProviderGroup, shape: tuple[int, ...], bits: int
 ) -> tuple[NDArray[np.uint64], NDArray[np.uint64], NDArray[np.uint64]]:
@@ -82,13 +103,6 @@ def provider_truncation_pair(
     bits : int
         Bits ``truncate`` will drop, ``1 <= bits <= 63``.
     """
-    if not 1 <= bits < _BITS:
+    if not 1 <= bits < RING_BITS:
         raise InputValidationError(f"a truncation pair drops between 1 and 63 bits, got {bits}")
-    shape = tuple(shape)
-    b = shared_random_bits(group, (*shape, _BITS))
-    weights = np.array([1 << t for t in range(_BITS)], dtype=_U)
-    shifted_weights = np.array([(1 << (t - bits)) if t >= bits else 0 for t in range(_BITS)], dtype=_U)
-    r = (b * weights).sum(axis=-1, dtype=_U)
-    r_shifted = (b * shifted_weights).sum(axis=-1, dtype=_U)
-    msb_term = b[..., _BITS - 1] << _U(_BITS - bits)
-    return r, r_shifted, msb_term
+    return pair_from_bits(shared_random_bits(group, (*tuple(shape), RING_BITS)), bits)

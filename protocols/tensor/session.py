@@ -38,12 +38,16 @@ from protocols.prg import KEY_BYTES, RingPRG, nonce_for_counter
 
 if TYPE_CHECKING:
     from protocols.tensor.engine import ProductEngine
+    from protocols.tensor.offline_store import OfflineStore
     from protocols.tensor.shared import SharedTensor
 
 Role = Literal["holder", "dealer", "observer"]
 #: Who draws the eigensolvers' hiding rotations (:mod:`protocols.tensor.joint_rotation`).
 Rotations = Literal["holder0", "every-holder"]
 ROTATIONS: tuple[Rotations, ...] = ("holder0", "every-holder")
+#: Where the correlated randomness comes from (:class:`TensorSession`'s ``randomness``).
+Randomness = Literal["dealer", "providers"]
+RANDOMNESS: tuple[Randomness, ...] = ("dealer", "providers")
 
 #: Default fractional bits of shared tensors. A product of two values is held
 #: with ``2 f`` fractional bits before truncation and must stay below ``2^62``
@@ -106,6 +110,21 @@ class RandomnessLedger:
         return len(self._consumed)
 
 
+def _check_offline(randomness: Randomness, role: Role, offline: OfflineStore | None) -> None:
+    """An offline store exactly at the holders of a dealer-free session."""
+    if randomness == "dealer" and offline is not None:
+        raise InputValidationError(
+            "randomness='dealer' takes no offline store; the dealer supplies the masks"
+        )
+    if randomness == "providers" and role == "holder" and offline is None:
+        raise InputValidationError(
+            "a holder of a session with randomness='providers' needs its offline store "
+            "(protocols.tensor.offline_store.generate_offline, run before the data is read)"
+        )
+    if randomness == "providers" and role != "holder" and offline is not None:
+        raise InputValidationError(f"only holders keep an offline store; this party is the {role}")
+
+
 class TensorSession:
     """One party's view of a secret-shared fixed-point computation over Z_2^64.
 
@@ -118,7 +137,9 @@ class TensorSession:
     dealer : str
         The party that deals Beaver triples and truncation masks. It holds no
         shares and receives nothing from the holders except reveals addressed
-        to it (re-randomised shares of the revealed value).
+        to it (re-randomised shares of the revealed value). With
+        ``randomness="providers"`` it deals nothing: it is the output receiver
+        the solvers report to.
     frac_bits : int, default=24
         Fractional bits ``f`` of the fixed-point encoding.
     observers : sequence of str, default=()
@@ -129,6 +150,14 @@ class TensorSession:
         rotation being the product of theirs on shares so that no coalition
         short of all holders knows it (:mod:`protocols.tensor.joint_rotation`).
         Every member must pass the same value.
+    randomness : {"dealer", "providers"}, default="dealer"
+        Where the correlated randomness comes from: the dealer (seeds it
+        shares with the holders), or an offline phase run by the holders
+        among themselves (:mod:`protocols.tensor.offline_store`), so that no
+        party but the holders together knows a mask. Every member must pass
+        the same value.
+    offline : OfflineStore, optional
+        This holder's store (``randomness="providers"``; holders only).
 
     Notes
     -----
@@ -147,10 +176,14 @@ class TensorSession:
         frac_bits: int = DEFAULT_FRAC_BITS,
         observers: Sequence[str] = (),
         rotations: Rotations = "holder0",
+        randomness: Randomness = "dealer",
+        offline: OfflineStore | None = None,
     ) -> None:
         holders = tuple(holders)
         if rotations not in ROTATIONS:
             raise InputValidationError(f"rotations={rotations!r} is not one of {ROTATIONS}")
+        if randomness not in RANDOMNESS:
+            raise InputValidationError(f"randomness={randomness!r} is not one of {RANDOMNESS}")
         observers = tuple(observers)
         if len(holders) < 2:
             raise InputValidationError(f"a shared tensor needs at least 2 holders, got {len(holders)}")
@@ -176,6 +209,10 @@ class TensorSession:
             "holder" if party.name in holders else "dealer" if party.name == dealer else "observer"
         )
         self.index = holders.index(party.name) if self.role == "holder" else -1
+        _check_offline(randomness, self.role, offline)
+        self.randomness: Randomness = randomness
+        #: This holder's dealer-free correlated randomness (``randomness="providers"``).
+        self.offline = offline
         self.stats = TensorStats()
         self.ledger = RandomnessLedger()
         self._op = 0
@@ -209,13 +246,19 @@ class TensorSession:
         return self.role == "dealer"
 
     @property
+    def dealer_free(self) -> bool:
+        """Whether the holders' offline store, not the dealer, supplies the correlated randomness."""
+        return self.randomness == "providers"
+
+    @property
     def is_last_holder(self) -> bool:
         return self.index == self.n_holders - 1
 
     def __repr__(self) -> str:
         return (
             f"TensorSession({self.party.name!r}, role={self.role}, holders={self.holders}, "
-            f"dealer={self.dealer!r}, frac_bits={self.frac_bits}, rotations={self.rotations!r})"
+            f"dealer={self.dealer!r}, frac_bits={self.frac_bits}, rotations={self.rotations!r}, "
+            f"randomness={self.randomness!r})"
         )
 
     # -- setup ---------------------------------------------------------------------
@@ -225,7 +268,7 @@ class TensorSession:
         if self._started:
             return
         self._started = True
-        if self.is_dealer:
+        if self.is_dealer and not self.dealer_free:
             self._dealer_seeds = [secrets.token_bytes(KEY_BYTES) for _ in self.holders]
             for holder, seed in zip(self.holders, self._dealer_seeds, strict=True):
                 self.party.send(holder, seed)
@@ -234,7 +277,8 @@ class TensorSession:
             nxt, prev = self.holders[(self.index + 1) % m], self.holders[(self.index - 1) % m]
             self._zero_next = secrets.token_bytes(KEY_BYTES)
             self.party.send(nxt, self._zero_next)
-            self._my_seed = expect_seed(self.party.recv(self.dealer), sender=self.dealer)
+            if not self.dealer_free:
+                self._my_seed = expect_seed(self.party.recv(self.dealer), sender=self.dealer)
             self._zero_prev = expect_seed(self.party.recv(prev), sender=prev)
 
     # -- correlated randomness streams ----------------------------------------------

@@ -38,4 +38,5 @@ def test_the_cost_module_quotes_the_same_run():
     generated = at_2048["truncation_pairs"]["generated"]
     text = flat(COST_MODULE.read_text())
     assert flat(f"decryptions: **{at_2048['triples']['seconds_per_provider']:.0f} s**") in text
+    assert flat(f"holds {payload['requests']} items") in text
     assert flat(f"{generated['wall_seconds']:.1f} s wall, {min(generated['cpu_seconds']):.1f} to") in text

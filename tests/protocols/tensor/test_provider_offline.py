@@ -14,7 +14,7 @@ from protocols.tensor import TensorSession, ole, reveal, share_input, truncate
 from protocols.tensor import ops as tensor_ops
 from protocols.tensor.correlated import TruncationPair
 from protocols.tensor.offline_cost import OpCounts, Timings, measure_timings, total_counts
-from protocols.tensor.offline_store import OfflineMismatchError, OfflineStore, Request, generate_offline
+from protocols.tensor.offline_store import OfflineExhaustedError, OfflineStore, Request, generate_offline
 from protocols.tensor.provider_products import exchange_keys, shared_product
 from protocols.tensor.provider_truncation import provider_truncation_pair
 
@@ -205,49 +205,67 @@ def test_truncate_with_provider_pairs_matches_the_dealers_guarantee(keys, monkey
 
 REQUESTS = [
     Request("matmul", ((3, 4), (4, 2))),
-    Request("truncation", ((5,),), bits=7),
+    Request("truncation", ((5,),)),
     Request("mask", ((2, 3),)),
     Request("fixed", ((3, 4),), mask=2),
     Request("mul", ((2, 2), (2, 2))),
 ]
 
 
-def test_the_store_hands_out_each_item_once_in_the_ledgers_numbering(keys):
-    out = run_providers(2, keys, lambda group: generate_offline(group, REQUESTS))
+def test_the_store_hands_out_each_item_once_by_kind_and_shape(keys):
+    requests = [*REQUESTS, Request("matmul", ((3, 4), (4, 2)))]
+    out = run_providers(2, keys, lambda group: generate_offline(group, requests))
     stores = [out["p0"], out["p1"]]
-    a, b, c = (
-        sum(x) for x in zip(*(s.take_triple(0, "matmul", (3, 4), (4, 2)) for s in stores), strict=True)
-    )
-    assert np.array_equal(c, a @ b)
-    r, shifted, msb = (sum(x) for x in zip(*(s.take_truncation(1, (5,), 7) for s in stores), strict=True))
-    assert np.array_equal(shifted, r >> _U(7)) and np.array_equal(msb, (r >> _U(63)) << _U(57))
-    mask = sum(s.take_mask(2, (2, 3)) for s in stores)
-    fb, fc = (sum(x) for x in zip(*(s.take_fixed(3, 2, (3, 4)) for s in stores), strict=True))
-    assert np.array_equal(fc, mask @ fb)
-    ea, eb, ec = (
-        sum(x) for x in zip(*(s.take_triple(4, "mul", (2, 2), (2, 2)) for s in stores), strict=True)
-    )
+
+    def taken(items):
+        numbers = {item[0] for item in items}
+        assert len(numbers) == 1, "every provider takes the same item"
+        return (numbers.pop(), *(sum(x) for x in zip(*(item[1:] for item in items), strict=True)))
+
+    ident, a, b, c = taken([s.take_triple("matmul", (3, 4), (4, 2)) for s in stores])
+    assert ident == 0 and np.array_equal(c, a @ b)
+    ident, r, shifted, msb = taken([s.take_truncation((5,), 7) for s in stores])
+    assert ident == 1 and np.array_equal(shifted, r >> _U(7)) and np.array_equal(msb, (r >> _U(63)) << _U(57))
+    ident, mask = taken([s.take_mask((2, 3)) for s in stores])
+    ident, fb, fc = taken([s.take_fixed(ident, (3, 4)) for s in stores])
+    assert ident == 3 and np.array_equal(fc, mask @ fb)
+    _, ea, eb, ec = taken([s.take_triple("mul", (2, 2), (2, 2)) for s in stores])
     assert np.array_equal(ec, ea * eb)
+    ident, a, b, c = taken([s.take_triple("matmul", (3, 4), (4, 2)) for s in stores])  # the pool's second
+    assert ident == 5 and np.array_equal(c, a @ b)
     assert stores[0].remaining == 0
+    with pytest.raises(OfflineExhaustedError, match="made 2, all used"):
+        stores[0].take_triple("matmul", (3, 4), (4, 2))
     with pytest.raises(TripleReuseError, match="already used"):
-        stores[0].take_triple(0, "matmul", (3, 4), (4, 2))
+        stores[0].ledger.consume(0)
 
 
-def test_the_store_refuses_a_different_shape_kind_or_number(keys):
+def test_the_same_bits_serve_any_truncation_width(keys):
+    out = run_providers(2, keys, lambda group: generate_offline(group, [Request("truncation", ((6,),))] * 2))
+    for bits in (1, 40):
+        pairs = [s.take_truncation((6,), bits) for s in (out["p0"], out["p1"])]
+        r, shifted, msb = (sum(x) for x in zip(*(p[1:] for p in pairs), strict=True))
+        assert np.array_equal(shifted, r >> _U(bits))
+        assert np.array_equal(msb, (r >> _U(63)) << _U(64 - bits))
+
+
+def test_the_store_refuses_a_shape_or_kind_it_did_not_make(keys):
     store = run_providers(2, keys, lambda group: generate_offline(group, REQUESTS[:2]))["p0"]
-    with pytest.raises(OfflineMismatchError, match="generated as"):
-        store.take_triple(0, "matmul", (3, 4), (4, 3))
-    with pytest.raises(OfflineMismatchError, match="generated as"):
-        store.take_truncation(0, (5,), 7)
-    with pytest.raises(OfflineMismatchError, match="not generated offline"):
-        store.take_triple(2, "mul", (2, 2), (2, 2))
+    with pytest.raises(OfflineExhaustedError, match="made 0"):
+        store.take_triple("matmul", (3, 4), (4, 3))
+    with pytest.raises(OfflineExhaustedError, match="made 0"):
+        store.take_truncation((4,), 7)
+    with pytest.raises(OfflineExhaustedError, match="made 0"):
+        store.take_triple("mul", (3, 4), (4, 2))
+    with pytest.raises(InputValidationError, match="between 1 and 63 bits"):
+        store.take_truncation((5,), 64)
     assert store.remaining == 2  # refused requests consume nothing
     with pytest.raises(InputValidationError, match="numbered"):
         OfflineStore([*store._items[1:]])
     with pytest.raises(InputValidationError, match="names the number of its mask"):
         Request("fixed", ((3, 4),))
-    with pytest.raises(InputValidationError, match="1 to 63 bits"):
-        Request("truncation", ((3,),), bits=64)
+    with pytest.raises(InputValidationError, match="unknown request kind"):
+        Request("square", ((3, 4),))  # type: ignore[arg-type]
 
 
 def test_cost_counts_follow_the_layout():
