@@ -138,6 +138,13 @@ def build_parser() -> argparse.ArgumentParser:
         "(fewer rounds at small gaps; the providers also see the Krylov basis' small summary matrices)",
     )
     run.add_argument(
+        "--dealer",
+        choices=("server", "providers"),
+        default=None,
+        help="--reveal components: who makes the eigensolve's masks, the server as dealer (default) or the "
+        "providers among themselves in an offline phase (no coalition short of all providers knows a mask)",
+    )
+    run.add_argument(
         "--dropout-threshold",
         type=int,
         default=None,

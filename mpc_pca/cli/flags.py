@@ -35,6 +35,7 @@ FLAGS: Mapping[str, str] = MappingProxyType(
         "eigengap": "--eigengap",
         "min_ratio": "--min-ratio",
         "eigensolver": "--eigensolver",
+        "dealer": "--dealer",
         "dropout_threshold": "--dropout-threshold",
         "n_oversamples": "--n-oversamples",
         "iterated_power": "--iterated-power",

@@ -172,6 +172,11 @@ def add_party_parser(sub: Any) -> None:
         "--eigensolver", choices=("subspace", "krylov"), default=None,
         help="--reveal components: subspace iteration (default) or block Krylov (all parties)",
     )  # fmt: skip
+    party.add_argument(
+        "--dealer", choices=("server", "providers"), default=None,
+        help="--reveal components: the server deals the eigensolve's masks (default), or the providers make "
+        "them among themselves in an offline phase (all parties)",
+    )  # fmt: skip
     party.add_argument("--standardize", action="store_true", help="standardize the columns (all parties)")
     party.add_argument(
         "--dropout-threshold", type=int, default=None, metavar="T",

@@ -50,6 +50,8 @@ chunked
     Provider parts larger than memory: statistics chunk by chunk, or on Dask.
 components
     ``reveal="components"``: the eigensolve on shares; nobody sees the covariance.
+dealer_free
+    ``dealer="providers"``: the providers make the eigensolve's masks in an offline phase.
 dp_sum, dp_estimator, dp_rounding
     pppca-dp: discrete-Gaussian DP noise added by the providers inside the
     secure sum (:class:`PPPCADP`); the fewest ``frac_bits`` its row rounding allows.

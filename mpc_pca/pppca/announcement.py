@@ -38,6 +38,7 @@ SHARED = (
     "eigengap",
     "min_ratio",
     "eigensolver",
+    "dealer",
     "standardize",
     "dropout_threshold",
 )
@@ -62,6 +63,7 @@ SCHEMA: dict[str, Key] = {
     "eigengap": Key("real", 0.0, 1.0, nullable=True, required=False),
     "min_ratio": Key("real", 0.0, 1.0, nullable=True, required=False),
     "eigensolver": Key("text", choices=("subspace", "krylov"), nullable=True, required=False),
+    "dealer": Key("text", choices=("server", "providers"), nullable=True, required=False),
     "standardize": Key("flag"),
     "dropout_threshold": Key("int", 2, MAX_PROVIDERS, nullable=True, required=False),
 }

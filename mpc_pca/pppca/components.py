@@ -30,7 +30,9 @@ The providers learn N, the mean, the total variance, ``T`` and the top-k
 eigenvalues (which they check, :mod:`mpc_pca.pppca.answer_check`) and, with
 ``reveal="components"``, the k x k Gram matrices of section 8. The dealer's
 masks are independent of the data; a server colluding with any one provider can
-unmask that provider's view of every opening, i.e. learns ``G``.
+unmask that provider's view of every opening, i.e. learns ``G``. With
+``dealer="providers"`` (:mod:`mpc_pca.pppca.dealer_free`) the providers make
+the masks among themselves and the server deals nothing.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from mpc_pca.pppca.dealer_free import check_dealer, metered_offline_phase, offline_phase
 from mpc_pca.roles import SERVER
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.party import Party
@@ -50,7 +53,9 @@ from protocols.tensor import SharedTensor, TensorSession, share_sum
 from protocols.tensor.eig import EigResult, IterationPlan, plan_iterations, top_eigenvectors
 from protocols.tensor.fast_eig import FastEigResult, ladder_eigenvectors
 from protocols.tensor.fast_eig_math import F as FAST_FRAC_BITS
+from protocols.tensor.joint_rotation import prepare_rotations
 from protocols.tensor.krylov_eig import krylov_eigenvectors
+from protocols.tensor.offline_store import OfflineStore
 from protocols.tensor.spectrum_eig import spectrum_eigenvectors
 
 REVEAL_MODES = ("covariance", "components", "spectrum")
@@ -77,6 +82,9 @@ class ComponentsSettings:
     #: The secure eigensolver of ``reveal="components"``: ``"subspace"`` (the ladder's subspace
     #: iteration) or ``"krylov"`` (block Krylov, :mod:`protocols.tensor.krylov_eig`).
     method: str = "subspace"
+    #: Who makes the correlated randomness: ``"server"`` (the dealer) or ``"providers"``
+    #: (an offline phase among them, :mod:`mpc_pca.pppca.dealer_free`).
+    dealer: str = "server"
 
     def iteration_cap(self) -> int:
         if self.max_iterations is not None:
@@ -246,7 +254,10 @@ def components_settings(settings: Mapping[str, Any], reveal: str) -> ComponentsS
     min_ratio = given.get("min_ratio", ComponentsSettings.min_ratio)
     if not 0.0 < min_ratio <= 1.0:
         raise InputValidationError(f"min_ratio={min_ratio!r} is out of range; it must lie in (0, 1]")
-    return ComponentsSettings(eigengap=float(eigengap), min_ratio=float(min_ratio), method=method)
+    dealer = check_dealer(settings.get("dealer") or ComponentsSettings.dealer, reveal=reveal, method=method)
+    return ComponentsSettings(
+        eigengap=float(eigengap), min_ratio=float(min_ratio), method=method, dealer=dealer
+    )
 
 
 def hides_covariance(reveal: str) -> bool:
@@ -282,10 +293,25 @@ def backend_engine(backend: Any) -> str:
 
 
 def _session(
-    party: Party, providers: tuple[str, ...], settings: ComponentsSettings, engine: str, reveal: str
+    party: Party,
+    providers: tuple[str, ...],
+    settings: ComponentsSettings,
+    engine: str,
+    reveal: str,
+    offline: OfflineStore | None = None,
 ) -> TensorSession:
     if engine not in ENGINES:
         raise InputValidationError(f"engine={engine!r} is not one of {ENGINES}")
+    if check_dealer(settings.dealer, reveal=reveal, method=settings.method, engine=engine) == "providers":
+        return TensorSession(
+            party,
+            holders=providers,
+            dealer=SERVER,
+            frac_bits=FAST_FRAC_BITS,
+            rotations="every-holder",
+            randomness="providers",
+            offline=offline,
+        )
     if engine == "crypten":
         if reveal == "spectrum":
             raise InputValidationError("reveal='spectrum' runs on the native tensor engine only")
@@ -348,10 +374,19 @@ def provider_eigensolve(
     ``gram`` must be centred at the POOLED mean the server sent (a provider's
     own mean would leave ``n_i (m_i - m)(m_i - m)^T`` in the sum).
     ``engine="crypten"`` computes the products with CrypTen's Beaver code (the
-    server still deals every triple and truncation pair).
+    server still deals every triple and truncation pair). With
+    ``settings.dealer == "providers"`` the providers first make every item of
+    the solve among themselves (:func:`~mpc_pca.pppca.dealer_free.offline_phase`).
     """
-    session = _session(party, providers, settings, engine, reveal)
     d = gram.shape[0]
+    if settings.dealer == "providers":
+        check_dealer(settings.dealer, reveal=reveal, method=settings.method, engine=engine)
+        with metered_offline_phase(party):  # data-independent: the items and the masking rotation
+            offline = offline_phase(party, providers, d, n_components, settings.iteration_cap())
+            session = _session(party, providers, settings, engine, reveal, offline)
+            prepare_rotations(session, [n_components])
+    else:
+        session = _session(party, providers, settings, engine, reveal)
     shared = share_sum(session, gram, shape=(d, d), frac_bits=gram_frac_bits, name="centred Gram matrix")
     _solve(shared, n_components, settings, engine, reveal)
 
@@ -366,7 +401,7 @@ def server_eigensolve(
     engine: str = "native",
     reveal: str = "components",
 ) -> EigResult | FastEigResult:
-    """Server side: deal triples and masks, receive the top-k eigenpairs of ``G`` (not ``G``)."""
+    """Server side: deal triples and masks (unless the providers make them), receive the top-k eigenpairs of ``G``."""
     session = _session(party, providers, settings, engine, reveal)
     d = n_features
     shared = share_sum(session, None, shape=(d, d), frac_bits=gram_frac_bits)

@@ -54,6 +54,7 @@ from mpc_pca.pppca.announcement import (
 )
 from mpc_pca.pppca.chunked import ChunkedPart
 from mpc_pca.pppca.components import ComponentsSettings, check_reveal, components_settings, hides_covariance
+from mpc_pca.pppca.dealer_free import offline_fields
 from mpc_pca.pppca.local_stats import LocalStatistics
 from mpc_pca.pppca.preflight import check_run, check_threads, preflight
 from mpc_pca.pppca.projection_table import projection_table, read_projection
@@ -84,6 +85,7 @@ PPPCA_OPTIONS: dict[str, Any] = {
     "eigengap": None,
     "min_ratio": None,
     "eigensolver": None,
+    "dealer": None,
 }
 #: The fields of a PPPCA result.
 RESULT_FIELDS = (
@@ -320,6 +322,7 @@ class PPPCADeployment(Deployment):
             "eigengap": settings.get("eigengap"),
             "min_ratio": settings.get("min_ratio"),
             "eigensolver": settings.get("eigensolver"),
+            "dealer": settings.get("dealer"),
             "standardize": bool(settings.get("standardize")),
             "dropout_threshold": settings.get("dropout_threshold"),
         }
@@ -436,7 +439,7 @@ class PPPCADeployment(Deployment):
             def streamed(p: Any) -> dict[str, Any]:
                 stats = self._part_statistics(part)  # computed when the part was read, not again
                 provider_role(p, part, run, backend, stats)
-                return {"n_rows": int(stats.n_rows), **_dropout_fields(p, run)}
+                return {"n_rows": int(stats.n_rows), **_dropout_fields(p, run), **offline_fields(p)}
 
             return streamed
         (rows,) = check_parts([data], min_total_rows=1, check_values=False, accept_sparse=True)
@@ -445,7 +448,7 @@ class PPPCADeployment(Deployment):
 
         def provider(p: Any) -> dict[str, Any]:
             provider_role(p, rows, run, backend, stats)
-            return {"n_rows": int(rows.shape[0]), **_dropout_fields(p, run)}
+            return {"n_rows": int(rows.shape[0]), **_dropout_fields(p, run), **offline_fields(p)}
 
         return provider
 

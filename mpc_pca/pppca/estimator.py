@@ -29,9 +29,11 @@ from mpc_pca.pppca.components import (
     MAX_EIGENGAP,
     MIN_EIGENGAP,
     ComponentsSettings,
+    backend_engine,
     check_eigensolver,
     check_reveal,
 )
+from mpc_pca.pppca.dealer_free import DEALERS, check_dealer
 from mpc_pca.pppca.deployment import PPPCADeployment
 from mpc_pca.pppca.probabilistic import ProbabilisticPCAMixin
 from mpc_pca.pppca.protocol import PPPCAModel
@@ -111,6 +113,12 @@ class PPPCA(SubspaceMixin, ProbabilisticPCAMixin, ProtocolEstimator):
         ``reveal="components"``, native engine: the ladder's subspace iteration or block
         Krylov (:mod:`protocols.tensor.krylov_eig`: about ``1 / sqrt(gap)`` blocks of five
         rounds; 42 rounds where the ladder needs 334 at a 0.75 % gap, benchmarks/bench_reveal.py).
+    dealer : {"server", "providers"}, default="server"
+        ``reveal="components"``, subspace eigensolver, native engine: who makes the secure
+        eigensolve's Beaver triples and truncation pairs. ``"server"`` deals them (it must not
+        collude with any provider); ``"providers"`` make them among themselves in an offline
+        phase (:mod:`mpc_pca.pppca.dealer_free`), so no coalition short of all providers knows a
+        mask (docs/explanation/trust-model.md).
     tol : float, default=1e-6
         ``reveal="components"``: target tangent of the angle between the
         computed and the true top-k subspace (the bound reached is
@@ -277,6 +285,7 @@ class PPPCA(SubspaceMixin, ProbabilisticPCAMixin, ProtocolEstimator):
         "eigengap": real(MIN_EIGENGAP, MAX_EIGENGAP),
         "min_ratio": real(0.0, 1.0, low_open=True),
         "eigensolver": validated_by(check_eigensolver),
+        "dealer": one_of(*DEALERS),
         "tol": as_pca(),
         "standardize": boolean(),
         "whiten": boolean(),
@@ -297,6 +306,7 @@ class PPPCA(SubspaceMixin, ProbabilisticPCAMixin, ProtocolEstimator):
         eigengap: float = 0.1,
         min_ratio: float = 0.01,
         eigensolver: str = "subspace",
+        dealer: str = "server",
         tol: float = 1e-6,
         standardize: bool = False,
         whiten: bool = False,
@@ -316,6 +326,7 @@ class PPPCA(SubspaceMixin, ProbabilisticPCAMixin, ProtocolEstimator):
         self.eigengap = eigengap
         self.min_ratio = min_ratio
         self.eigensolver = eigensolver
+        self.dealer = dealer
         self.tol = tol
         self.standardize = standardize
         self.whiten = whiten
@@ -403,8 +414,16 @@ class PPPCA(SubspaceMixin, ProbabilisticPCAMixin, ProtocolEstimator):
             )
         backend = resolve_backend(self.backend)
         name = "pppca-he" if backend.name == "paillier" else "pppca-ss"
+        reveal = check_reveal(self.reveal)
+        dealer = check_dealer(
+            self.dealer, reveal=reveal, method=self.eigensolver, engine=backend_engine(backend)
+        )
         components = ComponentsSettings(
-            eigengap=self.eigengap, min_ratio=self.min_ratio, tol=self.tol, method=self.eigensolver
+            eigengap=self.eigengap,
+            min_ratio=self.min_ratio,
+            tol=self.tol,
+            method=self.eigensolver,
+            dealer=dealer,
         )
         return PPPCADeployment(
             name,
@@ -423,6 +442,7 @@ class PPPCA(SubspaceMixin, ProbabilisticPCAMixin, ProtocolEstimator):
             "n_components": getattr(self, "_fit_n_components", self.n_components),
             "backend": resolve_backend(self.backend).name,
             "reveal": check_reveal(self.reveal),
+            "dealer": self.dealer,
             "standardize": bool(self.standardize),
             **({} if self.dropout_threshold is None else {"dropout_threshold": self.dropout_threshold}),
         }

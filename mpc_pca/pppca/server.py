@@ -256,7 +256,7 @@ def _server_components(
     solve: dict[str, Any] = {
         **result.plan.as_dict(),
         "reveal": config.reveal,
-        "dealer": SERVER,
+        "dealer": config.components.dealer,  # "server" (it dealt every mask) or "providers" (it dealt none)
         "engine": engine,
     }
     spectrum = getattr(result, "spectrum", None)

@@ -35,3 +35,16 @@ def test_standardize_is_part_of_the_agreement():
     h = ["a", "b"]
     with pytest.raises(InputValidationError, match="disagree on standardize"):
         _agree(views([h, h, h], [[0, 0]] * 3, standardize=(False, True, False, False, False)), 3)
+
+
+def test_the_dealer_is_part_of_the_agreement():
+    """One party announcing dealer='providers' while the others keep the server as dealer stops everyone."""
+    h = ["a", "b"]
+    announced = views([h, h, h], [[0, 0]] * 3)
+    for name, view in announced.items():
+        view.update(reveal="components", dealer="server" if name != "provider2" else "providers")
+    with pytest.raises(InputValidationError, match="disagree on dealer"):
+        _agree(announced, 3)
+    for name, view in announced.items():
+        view.update(dealer="providers", **({"n_rows": 10} if name.startswith("provider") else {}))
+    assert _agree(announced, 3) == 2

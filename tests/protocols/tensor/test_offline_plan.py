@@ -131,7 +131,9 @@ def test_a_session_needs_a_store_exactly_at_the_holders_of_a_dealer_free_run():
     store = OfflineStore([])
     with pytest.raises(InputValidationError, match="needs its offline store"):
         session("h1", randomness="providers")
-    with pytest.raises(InputValidationError, match="only holders keep an offline store; this party is the dealer"):
+    with pytest.raises(
+        InputValidationError, match="only holders keep an offline store; this party is the dealer"
+    ):
         session("server", randomness="providers", offline=store)
     with pytest.raises(InputValidationError, match="randomness='dealer' takes no offline store"):
         session("h0", offline=store)

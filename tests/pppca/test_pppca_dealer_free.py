@@ -1,0 +1,101 @@
+"""PPPCA(reveal="components", dealer="providers"): the eigensolve's masks made by the providers (issue 39)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_wine
+from sklearn.decomposition import PCA
+
+from mpc_pca import PPPCA
+from mpc_pca.pppca.components import ComponentsSettings, components_settings
+from mpc_pca.pppca.dealer_free import check_dealer
+from mpc_pca.pppca.deployment import PPPCADeployment
+from mpc_pca.threads import run_protocol
+from protocols.errors import InputValidationError
+from tests.helpers.oracles import align_signs
+
+
+@pytest.fixture(scope="module")
+def wine_split():
+    rows = load_wine().data
+    rng = np.random.default_rng(0)
+    order = rng.permutation(rows.shape[0])
+    train, held_out = rows[order[:150]], rows[order[150:]]
+    return np.array_split(train, 3), held_out
+
+
+@pytest.fixture(scope="module")
+def runs(wine_split):
+    parts, _ = wine_split
+    out = {}
+    for dealer in ("server", "providers"):
+        protocol = PPPCADeployment(
+            "pppca-ss", with_consumer=False, components=ComponentsSettings(dealer=dealer)
+        )
+        settings = {"n_components": 2, "backend": "additive", "reveal": "components", "dealer": dealer}
+        out[dealer] = run_protocol(protocol, parts, settings, timeout=600)
+    return out
+
+
+@pytest.mark.slow
+def test_held_out_projections_match_scikit_learn_within_1e4(wine_split):
+    parts, held_out = wine_split
+    model = PPPCA(2, reveal="components", dealer="providers", timeout=600).fit(parts)
+    reference = PCA(2).fit(np.vstack(parts))
+    signs = np.sign(np.sum(model.components_ * reference.components_, axis=1))
+    ours = model.transform(held_out) * signs
+    theirs = reference.transform(held_out)
+    assert np.max(np.abs(ours - theirs)) <= 1e-4 * np.max(np.abs(theirs))
+    errors = np.max(
+        np.abs(align_signs(model.components_, reference.components_) - reference.components_), axis=1
+    )
+    assert np.all(errors <= model.component_error_bounds_)  # the fixed-point bound the fit reports
+    assert np.allclose(model.explained_variance_, reference.explained_variance_, rtol=1e-6)
+    assert model.model_.secure_eigensolve["dealer"] == "providers"
+
+
+@pytest.mark.slow
+def test_the_online_phase_takes_no_more_rounds_than_with_the_dealer(runs):
+    dealer, providers = runs["server"].run, runs["providers"].run
+    for name in ("provider0", "provider1", "provider2"):
+        offline = providers.outputs[name]["offline_phase"]
+        assert offline["rounds"] > 0 and offline["bytes_sent"] > 0
+        online = providers.reports[name].rounds - offline["rounds"]
+        # the same online protocol, less the dealer's seeds and holder 0's rotation (made offline now)
+        assert online <= dealer.reports[name].rounds
+        assert online >= dealer.reports[name].rounds - 3
+        assert "offline_phase" not in dealer.outputs[name]
+    # the server deals nothing: it only receives the mean phase's sums and the outputs
+    assert providers.reports["server"].bytes_sent < dealer.reports["server"].bytes_sent / 10
+
+
+@pytest.mark.slow
+def test_both_dealers_give_the_same_components(runs, wine_split):
+    a, b = runs["server"].output, runs["providers"].output
+    reference = PCA(2).fit(np.vstack(wine_split[0]))
+    for model in (a, b):  # each within the fit's own fixed-point bound of scikit-learn
+        errors = np.max(
+            np.abs(align_signs(model.components, reference.components_) - reference.components_), axis=1
+        )
+        assert np.all(errors <= model.component_error_bounds)
+    assert (a.secure_eigensolve["dealer"], b.secure_eigensolve["dealer"]) == ("server", "providers")
+
+
+def test_a_dealer_setting_out_of_place_is_refused_before_anything_is_sent():
+    with pytest.raises(InputValidationError, match="dealer='nobody' is not one of"):
+        components_settings({"dealer": "nobody"}, "components")
+    with pytest.raises(InputValidationError, match="reveal='spectrum' still needs the server as dealer"):
+        components_settings({"dealer": "providers"}, "spectrum")
+    with pytest.raises(InputValidationError, match="reveal='covariance' has no dealer"):
+        check_dealer("providers", reveal="covariance")
+    with pytest.raises(InputValidationError, match="eigensolver='krylov'"):
+        components_settings({"dealer": "providers", "eigensolver": "krylov"}, "components")
+    with pytest.raises(InputValidationError, match="crypten engine still needs the server"):
+        check_dealer("providers", reveal="components", engine="crypten")
+    assert components_settings({"dealer": "providers"}, "components").dealer == "providers"
+    assert components_settings({}, "components").dealer == "server"
+    with pytest.raises(InputValidationError, match="dealer"):
+        PPPCA(2, reveal="components", dealer="somebody").fit(np.array_split(load_wine().data, 3))
+    with pytest.raises(InputValidationError, match="reveal='covariance' has no dealer"):
+        PPPCA(2, dealer="providers").fit(np.array_split(load_wine().data, 3))
