@@ -382,9 +382,9 @@ def provider_eigensolve(
     if settings.dealer == "providers":
         check_dealer(settings.dealer, reveal=reveal, method=settings.method, engine=engine)
         with metered_offline_phase(party):  # data-independent: the items and the masking rotation
-            offline = offline_phase(party, providers, d, n_components, settings.iteration_cap())
+            offline = offline_phase(party, providers, d, n_components, settings.iteration_cap(), reveal)
             session = _session(party, providers, settings, engine, reveal, offline)
-            prepare_rotations(session, [n_components])
+            prepare_rotations(session, [d if reveal == "spectrum" else n_components])
     else:
         session = _session(party, providers, settings, engine, reveal)
     shared = share_sum(session, gram, shape=(d, d), frac_bits=gram_frac_bits, name="centred Gram matrix")

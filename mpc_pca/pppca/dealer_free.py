@@ -12,9 +12,12 @@ data-dependent message; the masking rotation is the product of one rotation
 per provider. The server is then only the receiver of the outputs: no
 coalition short of all providers knows a mask.
 
-Supported with ``reveal="components"``, the subspace (ladder) eigensolver and
-the native tensor engine; the other hidden-covariance paths still need the
-dealer and refuse the setting before anything is sent.
+Supported with ``reveal="components"`` (the subspace (ladder) eigensolver)
+and ``reveal="spectrum"`` on the native tensor engine; block Krylov and the
+CrypTen engine still need the dealer and refuse the setting before anything
+is sent. In spectrum mode the rotation ``Q`` the server's view is hidden
+behind is then the product of one rotation per provider, so no provider
+knows it either.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Any
 
 from protocols.errors import InputValidationError
 from protocols.party import Party
-from protocols.tensor.offline_plan import ladder_plan
+from protocols.tensor.offline_plan import ladder_plan, spectrum_plan
 from protocols.tensor.offline_store import OfflineStore, generate_offline
 from protocols.tensor.provider_products import exchange_keys
 
@@ -52,6 +55,10 @@ def check_dealer(dealer: object, *, reveal: str, method: str = "subspace", engin
     --------
     >>> check_dealer("providers", reveal="components")
     'providers'
+    >>> check_dealer("providers", reveal="covariance")
+    Traceback (most recent call last):
+    ...
+    protocols.errors.InputValidationError: dealer='providers' runs with reveal='components' or 'spectrum' (the covariance hidden); reveal='covariance' has no dealer
     >>> check_dealer("nobody", reveal="components")
     Traceback (most recent call last):
     ...
@@ -60,29 +67,37 @@ def check_dealer(dealer: object, *, reveal: str, method: str = "subspace", engin
     if dealer not in DEALERS:
         raise InputValidationError(f"dealer={dealer!r} is not one of {DEALERS}")
     if dealer == "providers":
-        if reveal != "components":
+        if reveal not in ("components", "spectrum"):
             raise InputValidationError(
-                f"dealer='providers' runs with reveal='components' (the covariance hidden); "
-                f"reveal={reveal!r} {'still needs the server as dealer' if reveal == 'spectrum' else 'has no dealer'}"
+                f"dealer='providers' runs with reveal='components' or 'spectrum' (the covariance hidden); "
+                f"reveal={reveal!r} has no dealer"
             )
-        if method != "subspace" or engine != "native":
+        if engine != "native" or (reveal == "components" and method != "subspace"):
             raise InputValidationError(
-                f"dealer='providers' runs the subspace eigensolver on the native tensor engine; "
-                f"eigensolver={method!r} with the {engine} engine still needs the server as dealer"
+                f"dealer='providers' runs the subspace eigensolver or the spectrum solver on the native tensor "
+                f"engine; eigensolver={method!r} with the {engine} engine still needs the server as dealer"
             )
     return str(dealer)
 
 
 def offline_phase(
-    party: Party, providers: tuple[str, ...], n_features: int, n_components: int, max_iterations: int
+    party: Party,
+    providers: tuple[str, ...],
+    n_features: int,
+    n_components: int,
+    max_iterations: int,
+    reveal: str = "components",
 ) -> OfflineStore:
     """This provider's offline store for one eigensolve: keys swapped, every planned item made with the others.
 
     Collective among the providers (the server takes no part). Depends on the
-    public ``d``, ``k``, ``M`` and iteration budget only.
+    public ``d``, ``k``, ``M``, iteration budget and ``reveal`` only.
     """
     group = exchange_keys(party, providers, key_bits=OFFLINE_KEY_BITS)
-    plan = ladder_plan(n_features, n_components, n_holders=len(providers), max_iterations=max_iterations)
+    if reveal == "spectrum":
+        plan = spectrum_plan(n_features, n_holders=len(providers))
+    else:
+        plan = ladder_plan(n_features, n_components, n_holders=len(providers), max_iterations=max_iterations)
     return generate_offline(group, plan)
 
 

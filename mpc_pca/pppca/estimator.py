@@ -114,7 +114,7 @@ class PPPCA(SubspaceMixin, ProbabilisticPCAMixin, ProtocolEstimator):
         Krylov (:mod:`protocols.tensor.krylov_eig`: about ``1 / sqrt(gap)`` blocks of five
         rounds; 42 rounds where the ladder needs 334 at a 0.75 % gap, benchmarks/bench_reveal.py).
     dealer : {"server", "providers"}, default="server"
-        ``reveal="components"``, subspace eigensolver, native engine: who makes the secure
+        Hidden modes (not Krylov, native engine): who makes the secure
         eigensolve's Beaver triples and truncation pairs. ``"server"`` deals them (it must not
         collude with any provider); ``"providers"`` make them among themselves in an offline
         phase (:mod:`mpc_pca.pppca.dealer_free`), so no coalition short of all providers knows a

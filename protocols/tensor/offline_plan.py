@@ -7,7 +7,8 @@ it may stop before ``max_iterations``; it squares the ladder only when the
 holders ask for a higher power (at most :data:`~protocols.tensor.fast_eig_math.MAX_POWER_INDEX`
 squarings); and the squarings' normalising shifts (the bits a truncation
 drops) depend on revealed traces. :func:`ladder_plan` therefore lists the
-worst case by kind and shape, and the store hands items out by kind and
+worst case by kind and shape (:func:`spectrum_plan` the spectrum solver's
+fixed sequence), and the store hands items out by kind and
 shape with the bits chosen at use; the items a run does not need are
 discarded with the store.
 
@@ -80,4 +81,20 @@ def ladder_plan(
     plan += _matmul(basis, small) + _truncation(basis)  # Rayleigh-Ritz: B = U S
     plan += _matmul(square, basis) + _truncation(basis)  # C_hi B
     plan += _matmul(*gram)  # B^T C_hi B
+    return plan
+
+
+def spectrum_plan(d: int, *, n_holders: int, rotations: Rotations = "every-holder") -> list[Request]:
+    """Everything the spectrum solver takes at ``d`` and ``M`` (its sequence does not depend on the data).
+
+    :func:`protocols.tensor.spectrum_eig.spectrum_eigenvectors`: the ``d x d``
+    rotation ``Q``, ``alpha C`` at ``F_HI`` bits, ``A = Q C_hi`` truncated, ``S = A Q^T``.
+    """
+    if d < 1 or n_holders < 2:
+        raise InputValidationError(f"need d >= 1 and M >= 2; got d={d}, M={n_holders}")
+    square = (d, d)
+    plan = rotation_plan(d, n_holders, rotations)
+    plan += _truncation(square)  # alpha C at F_HI bits
+    plan += _matmul(square, square) + _truncation(square)  # A = Q C_hi
+    plan += _matmul(square, square)  # S = A Q^T
     return plan

@@ -39,20 +39,26 @@ def runs(wine_split):
 
 
 @pytest.mark.slow
-def test_held_out_projections_match_scikit_learn_within_1e4(wine_split):
+def test_held_out_projections_match_scikit_learn_within_1e4(runs, wine_split):
     parts, held_out = wine_split
-    model = PPPCA(2, reveal="components", dealer="providers", timeout=600).fit(parts)
+    model = runs["providers"].output
     reference = PCA(2).fit(np.vstack(parts))
-    signs = np.sign(np.sum(model.components_ * reference.components_, axis=1))
-    ours = model.transform(held_out) * signs
+    components = align_signs(model.components, reference.components_)
+    ours = (held_out - model.mean) @ components.T
     theirs = reference.transform(held_out)
     assert np.max(np.abs(ours - theirs)) <= 1e-4 * np.max(np.abs(theirs))
-    errors = np.max(
-        np.abs(align_signs(model.components_, reference.components_) - reference.components_), axis=1
-    )
-    assert np.all(errors <= model.component_error_bounds_)  # the fixed-point bound the fit reports
-    assert np.allclose(model.explained_variance_, reference.explained_variance_, rtol=1e-6)
-    assert model.model_.secure_eigensolve["dealer"] == "providers"
+    errors = np.max(np.abs(components - reference.components_), axis=1)
+    assert np.all(errors <= model.component_error_bounds)  # the fixed-point bound the fit reports
+    assert np.allclose(model.explained_variance, reference.explained_variance_, rtol=1e-6)
+    assert model.secure_eigensolve["dealer"] == "providers"
+
+
+def test_the_estimator_announces_and_runs_its_dealer():
+    """``PPPCA(dealer=...)`` reaches both the announcement (agreed) and the eigensolve's settings."""
+    model = PPPCA(2, reveal="components", dealer="providers")
+    assert model._settings()["dealer"] == "providers"
+    assert model._protocol()._components.dealer == "providers"
+    assert PPPCA(2, reveal="components")._protocol()._components.dealer == "server"
 
 
 @pytest.mark.slow
@@ -85,8 +91,6 @@ def test_both_dealers_give_the_same_components(runs, wine_split):
 def test_a_dealer_setting_out_of_place_is_refused_before_anything_is_sent():
     with pytest.raises(InputValidationError, match="dealer='nobody' is not one of"):
         components_settings({"dealer": "nobody"}, "components")
-    with pytest.raises(InputValidationError, match="reveal='spectrum' still needs the server as dealer"):
-        components_settings({"dealer": "providers"}, "spectrum")
     with pytest.raises(InputValidationError, match="reveal='covariance' has no dealer"):
         check_dealer("providers", reveal="covariance")
     with pytest.raises(InputValidationError, match="eigensolver='krylov'"):
@@ -94,8 +98,24 @@ def test_a_dealer_setting_out_of_place_is_refused_before_anything_is_sent():
     with pytest.raises(InputValidationError, match="crypten engine still needs the server"):
         check_dealer("providers", reveal="components", engine="crypten")
     assert components_settings({"dealer": "providers"}, "components").dealer == "providers"
+    assert components_settings({"dealer": "providers"}, "spectrum").dealer == "providers"
     assert components_settings({}, "components").dealer == "server"
     with pytest.raises(InputValidationError, match="dealer"):
         PPPCA(2, reveal="components", dealer="somebody").fit(np.array_split(load_wine().data, 3))
     with pytest.raises(InputValidationError, match="reveal='covariance' has no dealer"):
         PPPCA(2, dealer="providers").fit(np.array_split(load_wine().data, 3))
+
+
+@pytest.mark.slow
+def test_spectrum_mode_without_a_dealer_matches_scikit_learn(wine_split):
+    """The server sees ``Q C Q^T`` for a ``Q`` that is the product of one rotation per provider."""
+    parts, _ = wine_split
+    model = PPPCA(2, reveal="spectrum", dealer="providers", timeout=600).fit(parts)
+    reference = PCA(2).fit(np.vstack(parts))
+    errors = np.max(
+        np.abs(align_signs(model.components_, reference.components_) - reference.components_), axis=1
+    )
+    assert np.all(errors <= model.component_error_bounds_)
+    assert np.allclose(model.explained_variance_, reference.explained_variance_, rtol=1e-6)
+    solve = model.model_.secure_eigensolve
+    assert solve["dealer"] == "providers" and solve["reveal"] == "spectrum"

@@ -141,3 +141,23 @@ def test_a_session_needs_a_store_exactly_at_the_holders_of_a_dealer_free_run():
         session("h0", randomness="server")
     assert session("server", randomness="providers").dealer_free
     assert not session("h0").dealer_free
+
+
+def test_the_spectrum_plan_is_exactly_what_a_spectrum_run_takes():
+    from protocols.tensor.offline_plan import spectrum_plan
+    from protocols.tensor.spectrum_eig import spectrum_eigenvectors
+
+    d, k = 7, 2
+    cov = covariance(d, k, 0.3, seed=1)
+
+    def role(party):
+        session = TensorSession(
+            party, holders=HOLDERS, dealer="server", frac_bits=F, rotations="every-holder"
+        )
+        shared = share_input(session, cov if party.name == "h0" else None, owner="h0", shape=(d, d))
+        spectrum_eigenvectors(shared, k, to="server")
+        return session.ledger.requests
+
+    out = run_inprocess({name: role for name in [*HOLDERS, "server"]}, timeout=120).outputs
+    taken = Counter(Request(kind, shapes, mask=mask) for kind, shapes, _bits, mask in out["h0"].values())
+    assert taken == Counter(spectrum_plan(d, n_holders=len(HOLDERS)))
