@@ -35,10 +35,10 @@ ole, provider_products, provider_truncation
     Correlated randomness without a dealer (issue 39): two-party OLE from the
     receiver's own Paillier key, Beaver triples among the providers, and
     truncation pairs from shared random bits (made by OT, :mod:`protocols.ot`).
-offline_store, offline_plan, offline_cost
+offline_store, offline_plan, offline_file, offline_cost
     The offline phase's items, handed out once by kind and shape; the
-    eigensolver's worst-case plan of them; and their operation counts
-    (Paillier, OT) and time model.
+    eigensolver's worst-case plan of them; a store sealed on disk (AES-GCM)
+    and read once; and their operation counts (Paillier, OT) and time model.
 """
 
 from protocols.tensor.ops import (

@@ -142,6 +142,11 @@ class OfflineStore:
         return len(self._items)
 
     @property
+    def items(self) -> tuple[Item, ...]:
+        """Every item, taken or not, in number order (what :mod:`protocols.tensor.offline_file` saves)."""
+        return tuple(self._items)
+
+    @property
     def remaining(self) -> int:
         """Items not yet taken."""
         return len(self._items) - self.ledger.consumed
