@@ -45,7 +45,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from mpc_pca.pppca.dealer_free import check_dealer, metered_offline_phase, offline_phase
+from mpc_pca.pppca.dealer_free import (
+    PHASE_OFFLINE,
+    await_offline_phase,
+    check_dealer,
+    metered_offline_phase,
+    offline_phase,
+    offline_plan,
+)
 from mpc_pca.roles import SERVER
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.party import Party
@@ -400,8 +407,17 @@ def server_eigensolve(
     gram_frac_bits: int,
     engine: str = "native",
     reveal: str = "components",
+    consumer: str | None = None,
 ) -> EigResult | FastEigResult:
-    """Server side: deal triples and masks (unless the providers make them), receive the top-k eigenpairs of ``G``."""
+    """Server side: deal triples and masks (unless the providers make them), receive the top-k eigenpairs of ``G``.
+
+    With ``settings.dealer == "providers"`` it first follows the providers'
+    offline phase on their leader's reports, relaying them to ``consumer``.
+    """
+    if settings.dealer == "providers":
+        total = len(offline_plan(n_features, n_components, len(providers), settings.iteration_cap(), reveal))
+        with party.phase(PHASE_OFFLINE):
+            await_offline_phase(party, providers[0], total, relay_to=consumer)
     session = _session(party, providers, settings, engine, reveal)
     d = n_features
     shared = share_sum(session, None, shape=(d, d), frac_bits=gram_frac_bits)

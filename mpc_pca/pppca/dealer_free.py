@@ -25,12 +25,19 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from protocols.errors import InputValidationError
+import numpy as np
+
+from mpc_pca.roles import SERVER
+
+if TYPE_CHECKING:
+    from mpc_pca.pppca.config import PPPCAConfig
+from protocols.errors import InputValidationError, ProtocolError
+from protocols.messages import expect_real_array
 from protocols.party import Party
 from protocols.tensor.offline_plan import ladder_plan, spectrum_plan
-from protocols.tensor.offline_store import OfflineStore, generate_offline
+from protocols.tensor.offline_store import OfflineStore, Request, generate_offline
 from protocols.tensor.provider_products import exchange_keys
 
 #: Who makes the secure eigensolve's correlated randomness (``dealer=``).
@@ -94,11 +101,62 @@ def offline_phase(
     public ``d``, ``k``, ``M``, iteration budget and ``reveal`` only.
     """
     group = exchange_keys(party, providers, key_bits=OFFLINE_KEY_BITS)
+    plan = offline_plan(n_features, n_components, len(providers), max_iterations, reveal)
+    leader = party.name == providers[0]
+
+    def progress(done: int, total: int) -> None:
+        party.iteration(PHASE_OFFLINE, done, total)
+        if leader:  # the server waits for the shares: tell it the phase is alive, item by item
+            party.send(SERVER, np.array([float(done), float(total)]))
+
+    return generate_offline(group, plan, on_item=progress)
+
+
+def offline_plan(d: int, k: int, n_providers: int, max_iterations: int, reveal: str) -> list[Request]:
+    """The items of one eigensolve: the ladder's worst case, or the spectrum solver's fixed list."""
     if reveal == "spectrum":
-        plan = spectrum_plan(n_features, n_holders=len(providers))
-    else:
-        plan = ladder_plan(n_features, n_components, n_holders=len(providers), max_iterations=max_iterations)
-    return generate_offline(group, plan)
+        return spectrum_plan(d, n_holders=n_providers)
+    return ladder_plan(d, k, n_holders=n_providers, max_iterations=max_iterations)
+
+
+def await_offline_phase(party: Party, leader: str, total: int, relay_to: str | None = None) -> None:
+    """Take ``leader``'s report after each of the ``total`` items (the server; the consumer via the server).
+
+    Each wait is bounded by the run's receive timeout, so a phase that is
+    long in all (minutes at d = 100) does not time a waiting party out while
+    it advances, and a stalled one still does. ``relay_to`` (the server's
+    consumer) gets each report on.
+
+    Raises
+    ------
+    ProtocolError
+        A report that is not the next item's number out of ``total``.
+    """
+    for expected in range(1, total + 1):
+        done, told = expect_real_array(party.recv(leader), leader, (2,), "the offline phase's progress")
+        if (done, told) != (float(expected), float(total)):
+            raise ProtocolError(
+                f"{leader!r} reported offline item {done:g} of {told:g}; expected {expected} of {total}"
+            )
+        if relay_to is not None:
+            party.send(relay_to, np.array([done, told]))
+        party.iteration(PHASE_OFFLINE, expected, total)
+
+
+def await_consumer_offline(party: Party, config: PPPCAConfig) -> None:
+    """The consumer's wait through the providers' offline phase, on the server's relayed reports."""
+    components = config.components
+    total = len(
+        offline_plan(
+            config.n_features,
+            config.n_components,
+            len(config.providers),
+            components.iteration_cap(),
+            config.reveal,
+        )
+    )
+    with party.phase(PHASE_OFFLINE):
+        await_offline_phase(party, SERVER, total)
 
 
 @contextmanager

@@ -80,6 +80,7 @@ from mpc_pca.pppca.config import (
     PPPCAModel,
     mean_backend,
 )
+from mpc_pca.pppca.dealer_free import await_consumer_offline
 from mpc_pca.pppca.local_stats import LocalStatistics
 from mpc_pca.pppca.scaling import normalized, sums_scale_exponent, unscale_vector
 from mpc_pca.pppca.server import server_role
@@ -295,6 +296,8 @@ def consumer_role(party: Party, config: PPPCAConfig) -> NDArray[np.float64]:
         for provider in config.dropped:
             party.channel.drop(provider)
         party.context[DROPPED_KEY] = config.dropped
+    if hides_covariance(config.reveal) and config.components.dealer == "providers":
+        await_consumer_offline(party, config)  # the server relays the providers' offline progress
     width = config.transfer_width  # None: the server chose k; the first chunk's width is k
     step = None if width is None else projection_chunk_rows(width)
     every = provider_names(config.n_parties)

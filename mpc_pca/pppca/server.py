@@ -241,6 +241,7 @@ def _server_components(
         f_gram,
         engine,
         config.reveal,
+        CONSUMER if config.with_consumer else None,
     )
     components = result.components
     values = result.eigenvalues / (n_samples - 1)

@@ -34,7 +34,7 @@ Measured cost and the 5-minute goal (issue 39, d = 100, k = 5, M = 3): see
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -104,11 +104,20 @@ def _generate_one(
     return provider_fixed_triple(group, made[request.mask].arrays[0], request.shapes[0])
 
 
-def generate_offline(group: ProviderGroup, requests: Sequence[Request]) -> OfflineStore:
-    """Generate every request in order with the other providers (collective: same list everywhere)."""
+def generate_offline(
+    group: ProviderGroup,
+    requests: Sequence[Request],
+    on_item: Callable[[int, int], None] | None = None,
+) -> OfflineStore:
+    """Generate every request in order with the other providers (collective: same list everywhere).
+
+    ``on_item(done, total)`` is called after each item (e.g. to report progress).
+    """
     items: list[Item] = []
     for ident, request in enumerate(requests):
         items.append(Item(ident, request, _generate_one(group, request, items)))
+        if on_item is not None:
+            on_item(ident + 1, len(requests))
     return OfflineStore(items)
 
 

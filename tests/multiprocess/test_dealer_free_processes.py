@@ -29,7 +29,9 @@ OPTIONS = ["--n-components", "2", "--reveal", "components", "--dealer", "provide
 def test_five_party_processes_without_a_dealer_match_the_in_process_run(tmp_path: Path):
     parts = np.array_split(load_wine().data, 3)
     files = [write_table(tmp_path / f"site{i}.csv", part) for i, part in enumerate(parts)]
-    result, done = run_parties(tmp_path, files, {rank: OPTIONS for rank in range(5)}, timeout=600)
+    # a 60 s receive timeout, shorter than the offline phase: the leader's reports after every item keep
+    # the server's and (relayed) the consumer's waits alive
+    result, done = run_parties(tmp_path, files, {rank: OPTIONS for rank in range(5)}, timeout=60)
     failed = {rank: p.stderr[-2000:] for rank, p in done.items() if p.returncode != 0}
     assert not failed, failed
     assert result is not None
@@ -39,6 +41,7 @@ def test_five_party_processes_without_a_dealer_match_the_in_process_run(tmp_path
     assert np.all(errors <= np.asarray(result["component_error_bounds"]))
     np.testing.assert_allclose(result["explained_variance"], reference.explained_variance_, rtol=1e-6)
     assert result["secure_eigensolve"]["dealer"] == "providers"
-    # the server dealt nothing: it received the statistics sum, holder 0's decisions and the outputs
-    assert result["report"]["server"]["bytes_sent"] < 5_000
+    # the server dealt nothing: it sent the mean, T, the answer and the relayed offline progress
+    # (about 70 bytes per item) to the consumer; a dealer sends wine's triples' corrections (about 50 kB)
+    assert result["report"]["server"]["bytes_sent"] < 12_000
     assert np.asarray(result["projection"]).shape == (load_wine().data.shape[0], 2)

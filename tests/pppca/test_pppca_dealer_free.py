@@ -34,7 +34,8 @@ def runs(wine_split):
             "pppca-ss", with_consumer=False, components=ComponentsSettings(dealer=dealer)
         )
         settings = {"n_components": 2, "backend": "additive", "reveal": "components", "dealer": dealer}
-        out[dealer] = run_protocol(protocol, parts, settings, timeout=600)
+        # 60 s: shorter than the offline phase, which the leader's report after every item keeps alive
+        out[dealer] = run_protocol(protocol, parts, settings, timeout=60)
     return out
 
 
@@ -119,3 +120,19 @@ def test_spectrum_mode_without_a_dealer_matches_scikit_learn(wine_split):
     assert np.allclose(model.explained_variance_, reference.explained_variance_, rtol=1e-6)
     solve = model.model_.secure_eigensolve
     assert solve["dealer"] == "providers" and solve["reveal"] == "spectrum"
+
+
+def test_the_server_refuses_an_offline_report_out_of_order():
+    from mpc_pca.pppca.dealer_free import await_offline_phase
+    from protocols.errors import ProtocolError
+    from protocols.runtime import run_inprocess
+
+    def leader(party):
+        for done in (1, 3):  # skips item 2
+            party.send("server", np.array([float(done), 4.0]))
+
+    def server(party):
+        await_offline_phase(party, "leader", 4)
+
+    with pytest.raises(ProtocolError, match="'leader' reported offline item 3 of 4; expected 2 of 4"):
+        run_inprocess({"leader": leader, "server": server}, timeout=10)
