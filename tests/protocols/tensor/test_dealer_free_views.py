@@ -320,7 +320,11 @@ def _check(
 
 
 def _assert_bookkeeping(log: RunLog) -> None:
-    """Every leaf plus the rest of its mask is a small value, so arrays and masks were paired right."""
+    """Every leaf plus the rest of its mask is a small value, so arrays and masks were paired right.
+
+    Also: no item masks two openings, a dealer's recomputed masks are the holders' sums of shares,
+    and the only arrays opened against no mask are the two Gram matrices of each iteration.
+    """
     h0 = log.openings["h0"]
     idents = [ident for ident, _, _ in h0]
     assert idents == [ident for ident, _, _ in log.openings["h1"]]
@@ -328,6 +332,9 @@ def _assert_bookkeeping(log: RunLog) -> None:
     assert len(h0) > 20
     for ident, kind, opened in h0:
         full = [sum(log.shares[h][ident][n] for h in HOLDERS) for n in range(len(opened))]
+        if log.server is not None and not log.server.dealer_free:  # the server recomputes the whole mask
+            known = log.known_masks(ident, kind, [a.shape for a in opened])
+            assert all(np.array_equal(k, m) for k, m in zip(known, full, strict=True)), ident
         if kind == "triple":  # E + A = X, a shared fixed-point value: |X| < 2^62
             for e, a in zip(opened, full, strict=True):
                 assert np.all(np.abs((e + a).view(np.int64)) < _TOP), ident
