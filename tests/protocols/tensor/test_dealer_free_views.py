@@ -103,7 +103,8 @@ def data_pair(seed: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Each holder's matrix on data sets A and B; B changes ``h2``'s only, keeping trace and top-k eigenpairs.
 
     ``C`` has eigenvalues ``4, 3.5`` above ``1 .. 0.5``; ``C_0`` and ``C_1`` are random PSD
-    matrices of norm ``0.2``, so ``C_2 = C - C_0 - C_1`` is PSD as well (Weyl).
+    matrices of norm ``0.2``, so ``C_2 = C - C_0 - C_1`` is PSD as well (Weyl). Every matrix lies
+    on the ``2^-20`` grid, and B's trace is A's exactly; the top-k eigenpairs agree up to the grid.
     """
     rng = np.random.default_rng(seed)
     basis, _ = np.linalg.qr(rng.standard_normal((D, D)))
