@@ -1,10 +1,13 @@
 """View test of the dealer-free ladder: the server with two providers learns nothing of the third's data.
 
 Issue 39: for ``M = 3`` holders, the *joint* view of the server and any two
-providers (here ``h0`` and ``h1``) must not depend on the third provider's
-(``h2``'s) data beyond the outputs; and the same test must fail when the
-server deals the correlated randomness (``randomness="dealer"``), so that it
-can fail.
+providers must not depend on the third provider's data beyond the outputs;
+and the same test must fail when the server deals the correlated randomness
+(``randomness="dealer"``), so that it can fail. Two coalitions are tested:
+the server with ``h0`` and ``h1`` against ``h2``'s data, and the server with
+``h1`` and ``h2`` against ``h0``'s (``h0`` adds the openings' offset and leads
+the holders' decisions, so it is the one provider not like the others); the
+docstring below says it for the first.
 
 The view kit (:func:`protocols.testing.views.check_view_independence`) tests
 each received message slot on its own, so a leak that needs several
@@ -75,11 +78,22 @@ from protocols.testing.views import check_view_independence
 
 KEY_BITS = 512
 HOLDERS = ("h0", "h1", "h2")
-#: The coalition: the server and the first two providers; ``h2`` is the provider whose data varies.
-COALITION = ("h0", "h1")
 SERVER, OBSERVER = "server", "observer"
-#: Whose views are tested: the coalition's own, and the observer's (what the coalition unmasks together).
-PARTIES = (SERVER, *COALITION, OBSERVER)
+#: The providers whose data varies, one per test: with ``h2`` the coalition holds ``h0``, which adds
+#: the openings' offset and leads the decisions; with ``h0`` it does not.
+HONEST = ("h2", "h0")
+
+
+def coalition_of(honest: str) -> tuple[str, ...]:
+    """The providers colluding with the server: every provider but ``honest``."""
+    return tuple(h for h in HOLDERS if h != honest)
+
+
+def parties_of(honest: str) -> tuple[str, ...]:
+    """Whose views are tested: the coalition's own, and the observer's (what the coalition unmasks together)."""
+    return (SERVER, *coalition_of(honest), OBSERVER)
+
+
 D, K = 8, 2
 SOLVER = {"max_iterations": 4, "eigengap": 0.5, "tol": 1e-4, "accept_tol": 0.99}
 #: Data pairs (one per seed); the runs of each input set cycle through them.
@@ -99,18 +113,19 @@ def _on_grid(x: np.ndarray) -> np.ndarray:
     return np.rint(x * 2.0**20) / 2.0**20
 
 
-def data_pair(seed: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Each holder's matrix on data sets A and B; B changes ``h2``'s only, keeping trace and top-k eigenpairs.
+def data_pair(seed: int, honest: str = "h2") -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Each holder's matrix on data sets A and B; B changes ``honest``'s only, keeping trace and top-k eigenpairs.
 
-    ``C`` has eigenvalues ``4, 3.5`` above ``1 .. 0.5``; ``C_0`` and ``C_1`` are random PSD
-    matrices of norm ``0.2``, so ``C_2 = C - C_0 - C_1`` is PSD as well (Weyl). Every matrix lies
-    on the ``2^-20`` grid, and B's trace is A's exactly; the top-k eigenpairs agree up to the grid.
+    ``C`` has eigenvalues ``4, 3.5`` above ``1 .. 0.5``; the coalition's two matrices are random PSD
+    matrices of norm ``0.2``, so the honest one, ``C`` minus them, is PSD as well (Weyl). Every
+    matrix lies on the ``2^-20`` grid, and B's trace is A's exactly; the top-k eigenpairs agree up
+    to the grid. Returned in holder order.
     """
     rng = np.random.default_rng(seed)
     basis, _ = np.linalg.qr(rng.standard_normal((D, D)))
     values = np.r_[4.0, 3.5, np.linspace(1.0, 0.5, D - K)]
     small = []
-    for _ in COALITION:
+    for _ in coalition_of(honest):
         w = rng.standard_normal((D, D))
         p = w @ w.T
         small.append(_on_grid(0.2 * p / np.linalg.eigvalsh(p)[-1]))
@@ -120,7 +135,8 @@ def data_pair(seed: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
     c2b = _on_grid(c2 + eps * (np.outer(v, v) - np.outer(w, w)))
     c2b[0, 0] += np.trace(c2) - np.trace(c2b)  # exact on the grid: the revealed trace is the same
     assert np.trace(c2b) == np.trace(c2) and np.linalg.eigvalsh(c2)[0] > 0
-    return [*small, c2], [*small, c2b]
+    at = HOLDERS.index(honest)
+    return [*small[:at], c2, *small[at:]], [*small[:at], c2b, *small[at:]]
 
 
 # -- the adversary observer's bookkeeping -----------------------------------------------------
@@ -142,7 +158,11 @@ class RunLog:
         The server's session (its dealer seeds, if it dealt).
     iterations : int
         The ladder's iterations (from the server's plan).
+    coalition : tuple of str
+        The providers colluding with the server; the first reports to the observer.
     """
+
+    coalition: tuple[str, ...] = ("h0", "h1")
 
     shares: dict[str, dict[int, list[np.ndarray]]] = field(default_factory=dict)
     openings: dict[str, list[tuple[int, str, list[np.ndarray]]]] = field(default_factory=dict)
@@ -150,9 +170,15 @@ class RunLog:
     pending: dict[str, list[Triple | TruncationPair]] = field(default_factory=dict)
     server: TensorSession | None = None
     iterations: int = -1
-    finished: dict[str, threading.Event] = field(
-        default_factory=lambda: {name: threading.Event() for name in (*COALITION[1:], SERVER)}
-    )
+    finished: dict[str, threading.Event] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.finished = {name: threading.Event() for name in (*self.coalition[1:], SERVER)}
+
+    @property
+    def reporter(self) -> str:
+        """The coalition member that sends the observer the leaves."""
+        return self.coalition[0]
 
     def consumed(self, name: str, item: Triple | TruncationPair) -> None:
         masks = [item.a, item.b] if isinstance(item, Triple) else [item.r]
@@ -184,12 +210,12 @@ class RunLog:
                 for total, shape in zip(known, shapes, strict=True):
                     total += stream.ring_elements(shape)
             return known
-        return [sum(self.shares[h][ident][n] for h in COALITION) for n in range(len(shapes))]
+        return [sum(self.shares[h][ident][n] for h in self.coalition) for n in range(len(shapes))]
 
     def leaves(self) -> list[list[np.ndarray]]:
-        """Per item h0 opened, what the coalition unmasks: ``E + A_known`` (and ``F + B_known``), ``c - r_known``."""
+        """Per item the reporter opened, what the coalition unmasks: ``E + A_known`` (``F + B_known``), ``c - r_known``."""
         out = []
-        for ident, kind, opened in self.openings.get("h0", []):
+        for ident, kind, opened in self.openings.get(self.reporter, []):
             known = self.known_masks(ident, kind, [a.shape for a in opened])
             if kind == "triple":
                 out.append([o + m for o, m in zip(opened, known, strict=True)])
@@ -275,7 +301,7 @@ def _roles(matrices: list[np.ndarray], keys: dict | None, randomness: str, log: 
         ladder_eigenvectors(_total(session, matrices), K, to=SERVER, **SOLVER)
         if party.name in log.finished:
             log.finished[party.name].set()
-        elif party.name == "h0":
+        elif party.name == log.reporter:
             for name, event in log.finished.items():
                 assert event.wait(120), f"{name} did not finish"
             items = log.leaves()
@@ -294,30 +320,35 @@ def _roles(matrices: list[np.ndarray], keys: dict | None, randomness: str, log: 
         return done["iterations"], done["powers"], done["normaliser_exponents"]
 
     def observer(party):
-        for _ in range(party.recv("h0")):
-            party.recv("h0")
+        for _ in range(party.recv(log.reporter)):
+            party.recv(log.reporter)
         return None
 
     return {**dict.fromkeys(HOLDERS, holder), SERVER: server, OBSERVER: observer}
 
 
 def _check(
-    randomness: str, keys: dict | None, logs: list[RunLog], parties: tuple[str, ...] | list[str] = PARTIES
+    randomness: str,
+    keys: dict | None,
+    logs: list[RunLog],
+    honest: str = "h2",
+    parties: tuple[str, ...] | list[str] | None = None,
 ):
     """The view check over the data pairs of :data:`SEEDS` (run ``i`` of A and of B on pair ``i mod n``)."""
-    pairs = [data_pair(seed) for seed in SEEDS]
+    pairs = [data_pair(seed, honest) for seed in SEEDS]
 
     def source(which: int) -> Callable[[], dict]:
         count = itertools.count()
 
         def roles() -> dict:
-            log = RunLog()
+            log = RunLog(coalition=coalition_of(honest))
             logs.append(log)
             return _roles(pairs[next(count) % len(pairs)][which], keys, randomness, log)
 
         return roles
 
-    return check_view_independence(source(0), source(1), parties=parties, repeats=REPEATS, timeout=120)
+    tested = parties_of(honest) if parties is None else parties
+    return check_view_independence(source(0), source(1), parties=tested, repeats=REPEATS, timeout=120)
 
 
 def _assert_bookkeeping(log: RunLog) -> None:
@@ -326,9 +357,10 @@ def _assert_bookkeeping(log: RunLog) -> None:
     Also: no item masks two openings, a dealer's recomputed masks are the holders' sums of shares,
     and the only arrays opened against no mask are the two Gram matrices of each iteration.
     """
-    h0 = log.openings["h0"]
+    first, second = log.coalition
+    h0 = log.openings[first]
     idents = [ident for ident, _, _ in h0]
-    assert idents == [ident for ident, _, _ in log.openings["h1"]]
+    assert idents == [ident for ident, _, _ in log.openings[second]]
     assert len(set(idents)) == len(idents), "an item masked two openings"
     assert len(h0) > 20
     for ident, kind, opened in h0:
@@ -342,7 +374,7 @@ def _assert_bookkeeping(log: RunLog) -> None:
         else:  # c - r = x + 2^62 in [0, 2^63)
             assert np.all(opened[0] - full[0] < _U(2 * _TOP)), ident
     # the only arrays opened against no mask: X^T X and X_prev^T X, revealed to the holders per iteration
-    assert log.unmasked["h0"] == 2 * log.iterations
+    assert log.unmasked[first] == 2 * log.iterations
 
 
 @pytest.fixture(scope="module")
@@ -353,14 +385,15 @@ def keys():
 
 
 @pytest.mark.slow
-def test_the_server_and_two_providers_learn_nothing_of_the_third_providers_data(keys, observed):
+@pytest.mark.parametrize("honest", HONEST)
+def test_the_server_and_two_providers_learn_nothing_of_the_third_providers_data(keys, observed, honest):
     logs: list[RunLog] = []
-    report = _check("providers", keys, logs)
+    report = _check("providers", keys, logs, honest)
     assert len(logs) == 2 * REPEATS
     for log in logs:
         _assert_bookkeeping(log)
     tested = {t.party for t in report.tests}
-    assert {SERVER, *COALITION, OBSERVER} <= tested
+    assert set(parties_of(honest)) <= tested
     # the observer's leaves (about 40 items a run) are tested, all but the smallest (k x k and d x k
     # truncations pool too few words in 5 runs)
     observer = [t for t in report.tests if t.party == OBSERVER]
@@ -368,12 +401,14 @@ def test_the_server_and_two_providers_learn_nothing_of_the_third_providers_data(
     assert len({t.slot for t in observer if "homogeneity" in t.test}) >= 40
 
 
-def test_the_same_view_test_fails_when_the_server_deals(observed):
+@pytest.mark.parametrize("honest", HONEST)
+def test_the_same_view_test_fails_when_the_server_deals(observed, honest):
     logs: list[RunLog] = []
     with pytest.raises(AssertionError, match=r"view independence failed(.|\n)*party .observer."):
-        _check("dealer", None, logs)
+        _check("dealer", None, logs, honest)
     for log in logs:
         _assert_bookkeeping(log)
     # each party alone still sees nothing: only the coalition's joint view (the observer's) fails
-    report = _check("dealer", None, [], parties=[SERVER, *COALITION])
-    assert {t.party for t in report.tests} == {SERVER, *COALITION}
+    alone = [SERVER, *coalition_of(honest)]
+    report = _check("dealer", None, [], honest, parties=alone)
+    assert {t.party for t in report.tests} == set(alone)
