@@ -11,39 +11,40 @@ on the critical path, which is also the wall time when every provider has its
 own core (the providers work in parallel; on a shared machine with fewer
 cores than providers the wall time grows accordingly).
 
-Measurement (2026-11-28, 23:20 UTC, this 2-core machine, load average 0.4
-to 0.9; ``python -m benchmarks.bench_offline --check``,
-``benchmarks/results/offline.json``): per operation at 2048 bits, encryption
-13.6 ms (own key by the CRT: 7.2 ms), 64-bit exponentiation 0.44 ms,
-multiplication modulo ``n^2`` 5.7 us, decryption 3.6 ms; an extended OT
-0.23 us of CPU at the receiver and 0.24 us at the sender. The plan of the
-ladder eigensolver at d = 100, k = 5, M = 3 and its full budget of 12
+Measurement (2026-11-29, 00:50 UTC, this 2-core machine, load average 0.8
+to 1.5; ``python -m benchmarks.bench_offline --check``,
+``benchmarks/results/offline.json``; a run a minute earlier measured every
+operation 1.3 to 1.5 times slower): per operation at 2048 bits, encryption
+13.1 ms (own key by the CRT: 7.2 ms), 64-bit exponentiation 0.43 ms,
+multiplication modulo ``n^2`` 6.0 us, decryption 3.6 ms; an extended OT
+0.23 us of CPU at the receiver and 0.28 us at the sender. The plan of the
+ladder eigensolver at d = 100, k = 5, M = 3 and PPPCA's default budget of 20
 iterations (:func:`protocols.tensor.offline_plan.ladder_plan`, the worst
 case: every iteration, all 6 squarings, the every-holder masking rotation)
-holds 95 items: 6 triples (100x100)@(100x100), 13 (100x100)@(100x5), 24
-(5x100)@(100x5), 3 small ones, and 49 truncation pairs (8 of shape 100x100,
-39 of 100x5, 2 of 5x5: 6.4e6 shared bits).
+holds 143 items: 6 triples (100x100)@(100x100), 21 (100x100)@(100x5), 40
+(5x100)@(100x5), 3 small ones, and 73 truncation pairs (8 of shape 100x100,
+63 of 100x5, 2 of 5x5: 7.1e6 shared bits).
 
-* Matrix triples, per provider: 9,760 own-key and 14,960 mask encryptions,
-  2.9e7 multiplications (the comb of :mod:`protocols.tensor.ole`), 14,960
-  decryptions: **490 s**, of which about 390 s for the six squarings. A
-  run at d = 100 with a clear gap squares three times (the previous
-  measurement, which recorded one: about 300 s); the plan must hold the
-  worst case because the squarings depend on the data. Over the issue's
-  goal of 300 s even with a core per provider; three providers sharing
-  these two cores need about 1.5 times that. Mask encryptions are 41 % of it.
+* Matrix triples, per provider: 12,160 own-key and 16,720 mask encryptions,
+  3.3e7 multiplications (the comb of :mod:`protocols.tensor.ole`), 16,720
+  decryptions: **563 s**, of which about 390 s for the six squarings. A
+  run at d = 100 with a clear gap squares three times; the plan must hold
+  the worst case because the squarings depend on the data. Over the
+  issue's goal of 300 s even with a core per provider; three providers
+  sharing these two cores need about 1.5 times that. Mask encryptions are
+  39 % of it.
 * Truncation pairs by 64 shared bits, each bit's ``M - 1`` products by OT:
-  2.5e7 OTs received and 1.3e7 sent on the critical path, **9 s** modelled.
-  Generated for real, all three providers as threads of one process: 11.9 s
-  wall, 4.2 to 6.0 s of CPU and at most 255 MB sent per provider (base OTs
+  2.9e7 OTs received and 1.4e7 sent on the critical path, **11 s** modelled.
+  Generated for real, all three providers as threads of one process: 13.5 s
+  wall, 4.6 to 6.5 s of CPU and at most 286 MB sent per provider (base OTs
   included). By Paillier OLE, one encryption per bit, the pairs of a
   recorded run (4.4e6 bits) took an estimated 23 hours (82,618 s).
 * Model against a real run: one (100x100)@(100x5) triple among 3 provider
-  threads took 16.5 s wall against 6.3 s per provider modelled (3 providers
+  threads took 17.1 s wall against 6.3 s per provider modelled (3 providers
   on 2 cores, and the comb is Python code that holds the GIL).
 
 So the truncation pairs are now a rounding error and the triples are the
-offline phase: eight minutes per provider with a core each in the worst
+offline phase: nine minutes per provider with a core each in the worst
 case. The squarings are products of a symmetric matrix by itself, for which
 a symmetric square pair ``(A, A^2)`` needs only one OLE per unordered pair
 of providers (half the cross terms); that is not built yet. What would

@@ -31,7 +31,7 @@ off by up to ``M - 1`` ulps and break its wrap detection.
 
 Why OT and not the Paillier OLE of the triples: one OLE per bit costs a
 Paillier encryption (about 7 ms), an OT about a microsecond; at d = 100,
-k = 5, M = 3 the plan's pairs need 6.4e6 shared bits, a day by OLE and
+k = 5, M = 3 the plan's pairs need 7.1e6 shared bits, a day by OLE and
 seconds by OT (:mod:`protocols.tensor.offline_cost` has the measurement).
 """
 
