@@ -30,15 +30,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mpc_pca.roles import SERVER
-
-if TYPE_CHECKING:
-    from mpc_pca.pppca.config import PPPCAConfig
 from protocols.errors import InputValidationError, ProtocolError
 from protocols.messages import expect_real_array
 from protocols.party import Party
 from protocols.tensor.offline_plan import ladder_plan, spectrum_plan
 from protocols.tensor.offline_store import OfflineStore, Request, generate_offline
 from protocols.tensor.provider_products import exchange_keys
+
+if TYPE_CHECKING:
+    from mpc_pca.pppca.config import PPPCAConfig
 
 #: Who makes the secure eigensolve's correlated randomness (``dealer=``).
 DEALERS = ("server", "providers")
